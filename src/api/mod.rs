@@ -1,0 +1,3 @@
+//! Typed client of the Edge Platform API.
+
+pub mod models;

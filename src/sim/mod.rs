@@ -1,0 +1,3 @@
+//! `edge-sim`: an offline emulator of the Edge Platform API.
+
+pub mod events;
