@@ -1,3 +1,19 @@
 //! `edge-sim`: an offline emulator of the Edge Platform API.
+//!
+//! The search engine ([`events`]) and the log query ([`logs`]) are pure; the HTTP
+//! layer ([`server`], [`platform`], [`logging`], [`admin`]) only parses, validates and
+//! serialises.
 
+pub mod admin;
+pub mod clock;
 pub mod events;
+pub mod generator;
+pub mod logging;
+pub mod logs;
+pub mod platform;
+pub mod ratelimit;
+pub mod server;
+pub mod state;
+
+pub use server::{Fault, JournalEntry, RunningSim, Sim, serve, spawn, spawn_sim};
+pub use state::SimDocument;

@@ -1,0 +1,18 @@
+# edge-operator — the two commands of the README:
+#   make demo    start the local control plane, edge-sim and the operator with examples
+#   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
+SHELL := /bin/bash
+
+.PHONY: test cluster-up cluster-down k8s-binaries
+
+test:
+	hack/test.sh
+
+k8s-binaries:
+	hack/k8s/build.sh
+
+cluster-up:
+	hack/cluster.sh up
+
+cluster-down:
+	hack/cluster.sh down

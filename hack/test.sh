@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit, emulator, client and e2e tests on a
+# real local control plane started for this run and stopped afterwards.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=hack/k8s/versions.sh
+source hack/k8s/versions.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --check
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --locked -- -D warnings
+
+step "local control plane"
+export EDGE_CLUSTER_NAME="test-$$"
+trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
+eval "$(hack/cluster.sh up)"
+export EDGE_TEST_KUBECONFIG="$KUBECONFIG"
+
+step "cargo test"
+cargo test --all-targets --locked

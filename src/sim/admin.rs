@@ -1,0 +1,245 @@
+//! The admin API under `/_sim`: state, seeding, clock, faults and the request journal.
+//! It is not authenticated and is neither journaled nor subject to faults.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{get, patch, post, put};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::events::EventInput;
+use super::server::{Fault, Sim, bad_request, empty, json, parse_json, problem};
+use super::state::{SimAccessList, SimDocument, merge_patch};
+use crate::api::models::logging::LogEntry;
+
+pub fn router() -> Router<Arc<Sim>> {
+    Router::new()
+        .route("/state", get(get_state).put(put_state))
+        .route("/reset", post(reset))
+        .route("/shield-zones/{id}/events", post(insert_events))
+        .route("/shield-zones/{id}/access-lists/{configuration_id}", patch(patch_access_list))
+        .route("/pullzones/{id}/logs", post(insert_logs))
+        .route("/pullzones/{id}/hostnames/{hostname}", patch(patch_hostname))
+        .route("/apps/{app_id}", patch(patch_app))
+        .route("/clock", put(set_clock).delete(real_clock).get(get_clock))
+        .route("/faults", post(add_fault).delete(clear_faults).get(list_faults))
+        .route("/requests", get(journal).delete(clear_journal))
+}
+
+fn not_found(what: String) -> Response {
+    problem(StatusCode::NOT_FOUND, "Not Found", format!("{what} was not found"), None)
+}
+
+/// The current document, with access-list and hostname changes applied.
+pub fn current_document(sim: &Sim) -> SimDocument {
+    let mut document = sim.world().document.clone();
+    document.clock = sim.clock.fixed();
+    document
+}
+
+async fn get_state(State(sim): State<Arc<Sim>>) -> Response {
+    json(StatusCode::OK, &current_document(&sim))
+}
+
+async fn put_state(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
+    match SimDocument::from_json(&body) {
+        Ok(document) => {
+            sim.replace(document);
+            empty(StatusCode::NO_CONTENT)
+        }
+        Err(error) => bad_request(error.to_string(), None),
+    }
+}
+
+async fn reset(State(sim): State<Arc<Sim>>) -> Response {
+    sim.replace(SimDocument::default());
+    sim.clear_faults();
+    sim.clear_journal();
+    empty(StatusCode::NO_CONTENT)
+}
+
+fn inserted(n: usize) -> Response {
+    json(StatusCode::OK, &serde_json::json!({ "inserted": n }))
+}
+
+/// Parses a JSON array, naming the bad index and member as `{what}[i].member`.
+fn parse_array<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<Vec<T>, Response> {
+    let deserializer = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let member = if path == "." { what.to_string() } else { format!("{what}{path}") };
+        bad_request(format!("{member}: {}", e.inner()), Some(&member))
+    })
+}
+
+async fn insert_events(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let events: Vec<EventInput> = match parse_array(&body, "events") {
+        Ok(events) => events,
+        Err(response) => return response,
+    };
+    let n = events.len();
+    let mut world = sim.world_mut();
+    if world.shield_zone(id).is_none() {
+        return not_found(format!("Shield Zone {id}"));
+    }
+    world.events.entry(id).or_default().insert(events);
+    inserted(n)
+}
+
+async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let mut entries: Vec<LogEntry> = match parse_array(&body, "logs") {
+        Ok(entries) => entries,
+        Err(response) => return response,
+    };
+    let n = entries.len();
+    let mut world = sim.world_mut();
+    if world.pull_zone(id).is_none() {
+        return not_found(format!("Pull Zone {id}"));
+    }
+    for entry in &mut entries {
+        entry.pull_zone_id = id;
+    }
+    world.logs.entry(id).or_default().extend(entries);
+    inserted(n)
+}
+
+/// Applies a merge patch to a serializable value, keeping it valid.
+fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T, patch: &serde_json::Value) -> Result<T, Response> {
+    let mut raw = serde_json::to_value(value).map_err(|e| bad_request(e.to_string(), None))?;
+    merge_patch(&mut raw, patch);
+    serde_json::from_value(raw).map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
+}
+
+async fn patch_access_list(
+    State(sim): State<Arc<Sim>>,
+    Path((id, configuration_id)): Path<(i64, i64)>,
+    body: Bytes,
+) -> Response {
+    let patch: serde_json::Value = match parse_json(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    let mut world = sim.world_mut();
+    let Some(zone) = world.shield_zone_mut(id) else {
+        return not_found(format!("Shield Zone {id}"));
+    };
+    let Some(list) = zone
+        .access_lists
+        .iter_mut()
+        .find(|l| l.item.configuration_id == configuration_id)
+    else {
+        return not_found(format!("access list configuration {configuration_id}"));
+    };
+    match patched::<SimAccessList>(list, &patch) {
+        Ok(updated) => {
+            *list = updated;
+            json(StatusCode::OK, list)
+        }
+        Err(response) => response,
+    }
+}
+
+async fn patch_hostname(State(sim): State<Arc<Sim>>, Path((id, hostname)): Path<(i64, String)>, body: Bytes) -> Response {
+    let patch: serde_json::Value = match parse_json(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    let mut world = sim.world_mut();
+    let Some(zone) = world.pull_zone_mut(id) else {
+        return not_found(format!("Pull Zone {id}"));
+    };
+    let Some(entry) = zone.hostnames.iter_mut().find(|h| h.hostname.eq_ignore_ascii_case(&hostname)) else {
+        return not_found(format!("hostname {hostname} of Pull Zone {id}"));
+    };
+    match patched(entry, &patch) {
+        Ok(updated) => {
+            *entry = updated;
+            json(StatusCode::OK, entry)
+        }
+        Err(response) => response,
+    }
+}
+
+async fn patch_app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>, body: Bytes) -> Response {
+    let patch: serde_json::Value = match parse_json(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    let mut world = sim.world_mut();
+    let Some(app) = world.app_mut(&app_id) else {
+        return not_found(format!("application {app_id}"));
+    };
+    let mut updated = app.clone();
+    merge_patch(&mut updated, &patch);
+    if updated.get("id").and_then(|v| v.as_str()) != Some(app_id.as_str()) {
+        return bad_request("id: an application's id cannot be changed", Some("id"));
+    }
+    *app = updated;
+    json(StatusCode::OK, app)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClockBody {
+    now: DateTime<Utc>,
+}
+
+async fn set_clock(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
+    match parse_json::<ClockBody>(&body) {
+        Ok(clock) => {
+            sim.clock.set(Some(clock.now));
+            get_clock(State(sim)).await
+        }
+        Err(response) => response,
+    }
+}
+
+async fn real_clock(State(sim): State<Arc<Sim>>) -> Response {
+    sim.clock.set(None);
+    get_clock(State(sim)).await
+}
+
+async fn get_clock(State(sim): State<Arc<Sim>>) -> Response {
+    json(
+        StatusCode::OK,
+        &serde_json::json!({ "now": sim.clock.now(), "fixed": sim.clock.fixed().is_some() }),
+    )
+}
+
+async fn add_fault(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
+    let fault: Fault = match parse_json(&body) {
+        Ok(fault) => fault,
+        Err(response) => return response,
+    };
+    if let Some(status) = fault.status.filter(|s| !(100..=599).contains(s)) {
+        return bad_request(format!("status: {status} is not an HTTP status"), Some("status"));
+    }
+    if fault.status.is_none() && fault.delay_ms.is_none() {
+        return bad_request("a fault needs a status, a delayMs, or both", Some("status"));
+    }
+    sim.add_fault(fault);
+    empty(StatusCode::CREATED)
+}
+
+async fn list_faults(State(sim): State<Arc<Sim>>) -> Response {
+    json(StatusCode::OK, &sim.faults())
+}
+
+async fn clear_faults(State(sim): State<Arc<Sim>>) -> Response {
+    sim.clear_faults();
+    empty(StatusCode::NO_CONTENT)
+}
+
+async fn journal(State(sim): State<Arc<Sim>>) -> Response {
+    json(StatusCode::OK, &sim.journal())
+}
+
+async fn clear_journal(State(sim): State<Arc<Sim>>) -> Response {
+    sim.clear_journal();
+    empty(StatusCode::NO_CONTENT)
+}

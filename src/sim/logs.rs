@@ -1,0 +1,322 @@
+//! CDN request logs: validation and execution of v2 queries and v1 day files. No HTTP.
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+
+use crate::api::models::logging::{CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder};
+
+pub const RETENTION: Duration = Duration::days(3);
+pub const DEFAULT_RANGE: Duration = Duration::hours(24);
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 1000;
+const MAX_SEARCH_TOKENS: usize = 16;
+const MAX_TOKEN_CHARS: usize = 128;
+
+/// A status filter item: an exact code or a class such as `5xx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StatusMatch {
+    Code(u16),
+    Class(u16),
+}
+
+/// A validated v2 query.
+#[derive(Debug, Clone)]
+pub struct LogQuery {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    status: Vec<StatusMatch>,
+    cache_status: Vec<String>,
+    country: Option<String>,
+    edge_location: Option<String>,
+    remote_ip: Option<String>,
+    url_contains: Option<String>,
+    user_agent_contains: Option<String>,
+    referer_contains: Option<String>,
+    search: Vec<String>,
+    request_id: Option<String>,
+    pub limit: u64,
+    pub offset: u64,
+    pub order: SortOrder,
+}
+
+fn invalid<T>(message: impl Into<String>) -> Result<T, String> {
+    Err(message.into())
+}
+
+fn parse_time(name: &str, raw: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(raw)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| format!("`{name}` must be an ISO-8601 UTC timestamp, got `{raw}`"))
+}
+
+fn parse_status(raw: &str) -> Result<StatusMatch, String> {
+    let item = raw.trim().to_ascii_lowercase();
+    let bad = || format!("`status` item `{raw}` is neither a status code nor a class like 5xx");
+    if let Some(class) = item.strip_suffix("xx") {
+        return match class.parse::<u16>() {
+            Ok(c @ 1..=5) => Ok(StatusMatch::Class(c)),
+            _ => Err(bad()),
+        };
+    }
+    match item.parse::<u16>() {
+        Ok(code @ 100..=599) => Ok(StatusMatch::Code(code)),
+        _ => Err(bad()),
+    }
+}
+
+fn lowered(value: &str) -> Option<String> {
+    Some(value.to_lowercase())
+}
+
+impl LogQuery {
+    /// Validates the query parameters of `GET /v2/pullzones/{id}/logs` at `now`.
+    pub fn parse(params: &[(String, String)], now: DateTime<Utc>) -> Result<Self, String> {
+        let mut query = LogQuery {
+            from: now - DEFAULT_RANGE,
+            to: now,
+            status: Vec::new(),
+            cache_status: Vec::new(),
+            country: None,
+            edge_location: None,
+            remote_ip: None,
+            url_contains: None,
+            user_agent_contains: None,
+            referer_contains: None,
+            search: Vec::new(),
+            request_id: None,
+            limit: DEFAULT_LIMIT,
+            offset: 0,
+            order: SortOrder::Desc,
+        };
+        let (mut from, mut to) = (None, None);
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in params {
+            if !seen.insert(name.as_str()) {
+                return invalid(format!("parameter `{name}` is repeated"));
+            }
+            match name.as_str() {
+                "from" => from = Some(parse_time(name, value)?),
+                "to" => to = Some(parse_time(name, value)?),
+                "status" => {
+                    query.status = value.split(',').map(parse_status).collect::<Result<_, _>>()?;
+                }
+                "cacheStatus" => {
+                    query.cache_status = value
+                        .split(',')
+                        .map(|v| {
+                            let v = v.trim().to_ascii_uppercase();
+                            if CACHE_STATUSES.contains(&v.as_str()) {
+                                Ok(v)
+                            } else {
+                                Err(format!("`cacheStatus` item `{v}` is not one of {}", CACHE_STATUSES.join(", ")))
+                            }
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+                "country" => query.country = lowered(value),
+                "edgeLocation" => query.edge_location = lowered(value),
+                "remoteIp" => query.remote_ip = Some(value.trim().to_string()),
+                "urlContains" => query.url_contains = lowered(value),
+                "userAgentContains" => query.user_agent_contains = lowered(value),
+                "refererContains" => query.referer_contains = lowered(value),
+                "requestId" => query.request_id = Some(value.clone()),
+                "search" => {
+                    let tokens: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
+                    if tokens.len() > MAX_SEARCH_TOKENS {
+                        return invalid(format!("`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed", tokens.len()));
+                    }
+                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS) {
+                        return invalid(format!(
+                            "`search` token of {} characters exceeds {MAX_TOKEN_CHARS}",
+                            long.chars().count()
+                        ));
+                    }
+                    query.search = tokens;
+                }
+                "includeOriginShield" => {
+                    value
+                        .parse::<bool>()
+                        .map_err(|_| format!("`includeOriginShield` must be true or false, got `{value}`"))?;
+                }
+                "limit" => {
+                    query.limit = match value.parse::<u64>() {
+                        Ok(n @ 1..=MAX_LIMIT) => n,
+                        _ => return invalid(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{value}`")),
+                    };
+                }
+                "offset" => {
+                    query.offset = value
+                        .parse::<u64>()
+                        .map_err(|_| format!("`offset` must be a non-negative integer, got `{value}`"))?;
+                }
+                "order" => {
+                    query.order = match value.as_str() {
+                        "asc" => SortOrder::Asc,
+                        "desc" => SortOrder::Desc,
+                        _ => return invalid(format!("`order` must be asc or desc, got `{value}`")),
+                    };
+                }
+                other => return invalid(format!("unknown parameter `{other}`")),
+            }
+        }
+        query.to = to.unwrap_or(now);
+        query.from = from.unwrap_or(query.to - DEFAULT_RANGE);
+        if query.to <= query.from {
+            return invalid("`to` must be after `from`");
+        }
+        if query.to - query.from > RETENTION {
+            return invalid("the range from `from` to `to` may span at most 3 days");
+        }
+        if query.from < now - RETENTION {
+            return invalid("`from` reaches past the 3-day retention");
+        }
+        Ok(query)
+    }
+
+    fn matches(&self, entry: &LogEntry) -> bool {
+        let contains = |haystack: &str, needle: &Option<String>| {
+            needle.as_ref().is_none_or(|n| haystack.to_lowercase().contains(n.as_str()))
+        };
+        let equals = |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
+        entry.timestamp >= self.from
+            && entry.timestamp < self.to
+            && (self.status.is_empty()
+                || self.status.iter().any(|s| match *s {
+                    StatusMatch::Code(code) => entry.status_code == code,
+                    StatusMatch::Class(class) => entry.status_code / 100 == class,
+                }))
+            && (self.cache_status.is_empty() || self.cache_status.iter().any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
+            && equals(&entry.country_code, &self.country)
+            && equals(&entry.edge_location, &self.edge_location)
+            && self.remote_ip.as_ref().is_none_or(|ip| &entry.remote_ip == ip)
+            && self.request_id.as_ref().is_none_or(|id| &entry.request_id == id)
+            && contains(&entry.url, &self.url_contains)
+            && contains(&entry.user_agent, &self.user_agent_contains)
+            && contains(&entry.referer, &self.referer_contains)
+            && self.search.iter().all(|token| {
+                [
+                    &entry.url,
+                    &entry.user_agent,
+                    &entry.referer,
+                    &entry.remote_ip,
+                    &entry.request_id,
+                    &entry.host,
+                    &entry.country_code,
+                    &entry.edge_location,
+                ]
+                .iter()
+                .any(|field| field.to_lowercase().contains(token.as_str()))
+            })
+    }
+
+    /// Runs the query over one Pull Zone's entries (any order).
+    pub fn execute(&self, pull_zone_id: i64, entries: &[LogEntry]) -> LogsResponse {
+        let mut matched: Vec<&LogEntry> = entries.iter().filter(|e| self.matches(e)).collect();
+        matched.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then_with(|| a.request_id.cmp(&b.request_id)));
+        if self.order == SortOrder::Desc {
+            matched.reverse();
+        }
+        let total = matched.len() as u64;
+        let data: Vec<LogEntry> = matched
+            .into_iter()
+            .skip(self.offset as usize)
+            .take(self.limit as usize)
+            .cloned()
+            .collect();
+        let returned = data.len() as u64;
+        LogsResponse {
+            data,
+            pagination: Pagination {
+                offset: self.offset,
+                limit: self.limit,
+                returned,
+                has_more: self.offset + returned < total,
+            },
+            query: QueryEcho {
+                pull_zone_id,
+                from: self.from,
+                to: self.to,
+                order: self.order,
+            },
+        }
+    }
+}
+
+/// Parses the `MM-dd-yy` day of a v1 path and checks it against the retention.
+pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
+    let day = NaiveDate::parse_from_str(raw, "%m-%d-%y").map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
+    let end = day
+        .succ_opt()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| format!("`{raw}` is out of range"))?;
+    if end <= now - RETENTION {
+        return invalid(format!("{raw} is outside the 3-day retention"));
+    }
+    Ok(day)
+}
+
+/// The v1 day file: that day's retained entries, oldest first, one line each.
+pub fn v1_file(entries: &[LogEntry], day: NaiveDate, now: DateTime<Utc>) -> String {
+    let mut lines: Vec<&LogEntry> = entries
+        .iter()
+        .filter(|e| e.timestamp.date_naive() == day && e.timestamp > now - RETENTION)
+        .collect();
+    lines.sort_by_key(|e| e.timestamp);
+    lines.iter().map(|e| e.to_v1_line() + "\n").collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z").expect("valid").with_timezone(&Utc)
+    }
+
+    #[test]
+    fn defaults_cover_the_last_day() {
+        let q = LogQuery::parse(&[], now()).expect("valid");
+        assert_eq!(q.to, now());
+        assert_eq!(q.from, now() - Duration::hours(24));
+        assert_eq!((q.limit, q.offset, q.order), (100, 0, SortOrder::Desc));
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected_with_a_reason() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[("bogus", "1")],
+            &[("limit", "0")],
+            &[("limit", "1001")],
+            &[("offset", "-1")],
+            &[("order", "up")],
+            &[("status", "6xx")],
+            &[("status", "abc")],
+            &[("cacheStatus", "WARM")],
+            &[("from", "yesterday")],
+            &[("from", "2026-11-20T11:00:00Z"), ("to", "2026-11-20T10:00:00Z")],
+            &[("from", "2026-11-16T00:00:00Z"), ("to", "2026-11-20T00:00:00Z")],
+            &[("from", "2026-11-17T11:59:59Z")],
+            &[("includeOriginShield", "maybe")],
+            &[("limit", "5"), ("limit", "6")],
+        ];
+        for case in cases {
+            assert!(LogQuery::parse(&params(case), now()).is_err(), "{case:?} should be refused");
+        }
+        let tokens = vec!["a"; 17].join(" ");
+        assert!(LogQuery::parse(&params(&[("search", &tokens)]), now()).is_err());
+        assert!(LogQuery::parse(&params(&[("search", &"x".repeat(129))]), now()).is_err());
+        assert!(LogQuery::parse(&params(&[("search", &"x".repeat(128))]), now()).is_ok());
+    }
+
+    #[test]
+    fn v1_day_respects_retention() {
+        assert!(v1_day("11-20-26", now()).is_ok());
+        assert!(v1_day("11-17-26", now()).is_ok(), "the tail of that day is still retained");
+        assert!(v1_day("11-16-26", now()).is_err());
+        assert!(v1_day("2026-11-20", now()).is_err());
+    }
+}

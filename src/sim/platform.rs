@@ -1,0 +1,271 @@
+//! The main platform API: Shield (event search, access lists, rate limits), Pull Zone
+//! certificates and container applications. Every route requires an `AccessKey`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::response::Response;
+use axum::routing::{get, patch, post};
+
+use super::events::{execute, validate};
+use super::server::{Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key, require_json_body};
+use super::state::{Certificate, Challenge};
+use crate::api::models::pullzone::CompleteCertificateRequest;
+use crate::api::models::shield::{
+    AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
+    AccessListsResponse, EventLogsSearchRequest, PageInfo, RateLimitListResponse, StatusCodeBody,
+};
+use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
+
+pub const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
+pub const CUSTOM_LIST_LIMIT: i64 = 10;
+pub const DEFAULT_PER_PAGE: i64 = 10;
+pub const MAX_PER_PAGE: i64 = 1_000;
+
+pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
+    Router::new()
+        .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
+        .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
+        .route(
+            "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
+            patch(update_access_list),
+        )
+        .route("/shield/rate-limits/{shield_zone_id}", get(rate_limits))
+        .route("/pullzone/completeExternalHttpCertificate", post(complete_certificate))
+        .route("/mc/apps/{app_id}", get(app))
+        .layer(middleware::from_fn(require_json_body))
+        .layer(middleware::from_fn_with_state(sim.clone(), require_access_key))
+        .layer(middleware::from_fn(negotiate))
+}
+
+fn path_id(raw: &str, member: &str) -> Result<i64, Response> {
+    raw.parse::<i32>()
+        .map(i64::from)
+        .map_err(|_| bad_request(format!("{member}: `{raw}` is not a valid int32"), Some(member)))
+}
+
+fn zone_not_found(id: i64) -> Response {
+    problem(StatusCode::NOT_FOUND, "Not Found", format!("Shield Zone {id} was not found"), None)
+}
+
+async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, body: Bytes) -> Response {
+    let zone = match path_id(&zone, "shieldZoneId") {
+        Ok(zone) => zone,
+        Err(response) => return response,
+    };
+    let request: EventLogsSearchRequest = match parse_json(&body) {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let search = match validate(&request, sim.clock.now_ms()) {
+        Ok(search) => search,
+        Err(error) => return bad_request(error.to_string(), Some(&error.member)),
+    };
+    let sim = sim.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let world = sim.world();
+        if world.shield_zone(zone).is_none() {
+            return Err(zone_not_found(zone));
+        }
+        let empty_store = super::events::EventStore::default();
+        let store = world.events.get(&zone).unwrap_or(&empty_store);
+        Ok(execute(&search, store))
+    })
+    .await;
+    match answer {
+        Ok(Ok(response)) => json(StatusCode::OK, &response),
+        Ok(Err(response)) => response,
+        Err(_) => empty(StatusCode::INTERNAL_SERVER_ERROR),
+    }
+}
+
+async fn access_lists(State(sim): State<Arc<Sim>>, Path(zone): Path<String>) -> Response {
+    let zone = match path_id(&zone, "shieldZoneId") {
+        Ok(zone) => zone,
+        Err(response) => return response,
+    };
+    let world = sim.world();
+    let Some(zone) = world.shield_zone(zone) else {
+        return zone_not_found(zone);
+    };
+    let (managed, custom): (Vec<_>, Vec<_>) = zone.access_lists.iter().partition(|l| l.managed);
+    let custom_lists: Vec<_> = custom.into_iter().map(|l| l.item.clone()).collect();
+    let body = AccessListsResponse {
+        managed_lists: managed.into_iter().map(|l| l.item.clone()).collect(),
+        custom_entry_count: custom_lists.iter().map(|l| l.entry_count).sum(),
+        custom_entry_limit: CUSTOM_ENTRY_LIMIT,
+        custom_list_count: custom_lists.len() as i64,
+        custom_list_limit: CUSTOM_LIST_LIMIT,
+        custom_lists,
+        error: Some(GenericRequestResponse::ok()),
+    };
+    json(StatusCode::OK, &body)
+}
+
+async fn update_access_list(
+    State(sim): State<Arc<Sim>>,
+    Path((zone, configuration)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let (zone, configuration) = match (path_id(&zone, "shieldZoneId"), path_id(&configuration, "id")) {
+        (Ok(zone), Ok(configuration)) => (zone, configuration),
+        (Err(response), _) | (_, Err(response)) => return response,
+    };
+    let patch: AccessListConfigurationPatch = match parse_json(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    if let Some(action) = patch.action.filter(|a| AccessListAction::from_code(*a).is_none()) {
+        return bad_request(format!("action: {action} is not one of 0 (None) to 5 (Bypass)"), Some("action"));
+    }
+    let mut world = sim.world_mut();
+    let Some(zone_state) = world.shield_zone_mut(zone) else {
+        return zone_not_found(zone);
+    };
+    let Some(list) = zone_state
+        .access_lists
+        .iter_mut()
+        .find(|l| l.item.configuration_id == configuration)
+    else {
+        return problem(
+            StatusCode::NOT_FOUND,
+            "Not Found",
+            format!("access list configuration {configuration} was not found in Shield Zone {zone}"),
+            None,
+        );
+    };
+    if let Some(enabled) = patch.is_enabled {
+        list.item.is_enabled = enabled;
+    }
+    if let Some(action) = patch.action {
+        list.item.action = action;
+    }
+    let body = AccessListConfigurationResponse {
+        data: AccessListConfiguration {
+            is_enabled: list.item.is_enabled,
+            action: list.item.action,
+        },
+        error: Some(GenericRequestResponse::ok()),
+    };
+    json(StatusCode::OK, &body)
+}
+
+fn status_body(status: StatusCode) -> Response {
+    json(
+        status,
+        &StatusCodeBody {
+            status_code: i32::from(status.as_u16()),
+        },
+    )
+}
+
+async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQuery(query): RawQuery) -> Response {
+    let Ok(zone) = zone.parse::<i64>() else {
+        return status_body(StatusCode::BAD_REQUEST);
+    };
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
+    let mut page = 1;
+    let mut per_page = DEFAULT_PER_PAGE;
+    for (name, value) in &params {
+        let parsed = value.parse::<i64>().ok();
+        match (name.as_str(), parsed) {
+            ("page", Some(n)) if n >= 1 => page = n,
+            ("perPage", Some(n)) if (1..=MAX_PER_PAGE).contains(&n) => per_page = n,
+            ("page" | "perPage", _) => return status_body(StatusCode::BAD_REQUEST),
+            _ => {}
+        }
+    }
+    let world = sim.world();
+    let Some(zone) = world.shield_zone(zone) else {
+        return status_body(StatusCode::NOT_FOUND);
+    };
+    let total = zone.rate_limits.len() as i64;
+    let total_pages = (total + per_page - 1) / per_page;
+    let data = zone
+        .rate_limits
+        .iter()
+        .skip(((page - 1) * per_page) as usize)
+        .take(per_page as usize)
+        .cloned()
+        .collect();
+    let body = RateLimitListResponse {
+        data,
+        page: PageInfo {
+            total_count: total,
+            total_pages,
+            current_page: page,
+            next_page: (page < total_pages).then_some(page + 1),
+            page_size: per_page,
+        },
+        error: Some(GenericRequestResponse::ok()),
+    };
+    json(StatusCode::OK, &body)
+}
+
+fn field_error(status: StatusCode, key: &str, message: String) -> Response {
+    json(
+        status,
+        &FieldError {
+            error_key: Some(key.to_string()),
+            field: Some("Hostname".to_string()),
+            message: Some(message),
+        },
+    )
+}
+
+async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
+    let request: CompleteCertificateRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return field_error(StatusCode::BAD_REQUEST, "validation_error", format!("invalid body: {error}")),
+    };
+    let hostname = request.hostname.trim();
+    if hostname.is_empty() {
+        return field_error(StatusCode::BAD_REQUEST, "validation_error", "Hostname is required".into());
+    }
+    let mut world = sim.world_mut();
+    let Some(entry) = world.hostname_mut(hostname) else {
+        return field_error(
+            StatusCode::NOT_FOUND,
+            "pullzone.hostname_not_found",
+            format!("the hostname {hostname} is not registered on any Pull Zone"),
+        );
+    };
+    match entry.challenge {
+        Challenge::Pending => field_error(
+            StatusCode::BAD_REQUEST,
+            "pullzone.domain_verification_failed",
+            format!("the HTTP-01 challenge for {hostname} could not be validated yet"),
+        ),
+        Challenge::Ready => {
+            entry.certificate = Some(Certificate::Issued);
+            empty(StatusCode::OK)
+        }
+    }
+}
+
+async fn app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>) -> Response {
+    let world = sim.world();
+    let found = world
+        .document
+        .apps
+        .iter()
+        .find(|app| app.get("id").and_then(|v| v.as_str()) == Some(app_id.as_str()));
+    match found {
+        Some(app) => json(StatusCode::OK, app),
+        None => json(
+            StatusCode::NOT_FOUND,
+            &ValidationErrorBody {
+                title: Some("Not Found".into()),
+                status: Some(404),
+                detail: Some(format!("application {app_id} was not found")),
+                instance: Some(format!("/mc/apps/{app_id}")),
+                errors: Vec::new(),
+                id: Some(app_id),
+            },
+        ),
+    }
+}

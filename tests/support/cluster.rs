@@ -1,0 +1,167 @@
+//! One real control plane per test run, a namespace per test.
+//!
+//! With `EDGE_TEST_KUBECONFIG` set (as `make test` does), the cluster it points to is
+//! reused and left running. Otherwise the first test starts one with
+//! `hack/cluster.sh up` under a name unique to this process and stops it when the test
+//! binary exits, whether its tests passed or not.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+pub struct Cluster {
+    pub kubeconfig: PathBuf,
+    /// Set when this process started the cluster and must stop it.
+    owned_name: Option<String>,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+extern "C" fn stop_owned_cluster() {
+    if let Some(Cluster {
+        owned_name: Some(name), ..
+    }) = CLUSTER.get()
+    {
+        let _ = Command::new(repo_root().join("hack/cluster.sh"))
+            .arg("down")
+            .env("EDGE_CLUSTER_NAME", name)
+            .status();
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> i32;
+}
+
+/// The shared cluster of this test run, started on first use.
+pub fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        if let Some(path) = std::env::var_os("EDGE_TEST_KUBECONFIG") {
+            return Cluster {
+                kubeconfig: PathBuf::from(path),
+                owned_name: None,
+            };
+        }
+        let name = format!("test-{}", std::process::id());
+        let output = Command::new(repo_root().join("hack/cluster.sh"))
+            .arg("up")
+            .env("EDGE_CLUSTER_NAME", &name)
+            .output()
+            .expect("hack/cluster.sh runs");
+        // SAFETY: registering a plain extern "C" function with the C runtime.
+        unsafe {
+            atexit(stop_owned_cluster);
+        }
+        assert!(
+            output.status.success(),
+            "hack/cluster.sh up failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let kubeconfig = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("export KUBECONFIG="))
+            .expect("cluster.sh prints the kubeconfig");
+        Cluster {
+            kubeconfig: PathBuf::from(kubeconfig),
+            owned_name: Some(name),
+        }
+    })
+}
+
+/// Directory of the pinned kubectl/helm binaries.
+pub fn k8s_bin_dir() -> PathBuf {
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {}/hack/k8s/versions.sh && echo $K8S_BIN_DIR", repo_root().display()))
+        .output()
+        .expect("bash runs");
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+/// The pinned Kubernetes version (`vX.Y.Z`).
+pub fn pinned_version() -> String {
+    let versions = std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
+    versions
+        .lines()
+        .find_map(|l| l.strip_prefix("K8S_VERSION="))
+        .expect("K8S_VERSION is pinned")
+        .trim()
+        .to_string()
+}
+
+impl Cluster {
+    pub async fn client(&self) -> Client {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("valid kubeconfig");
+        Client::try_from(config).expect("client")
+    }
+
+    /// Runs kubectl against this cluster, returning (success, stdout, stderr).
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(k8s_bin_dir().join("kubectl"))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write stdin");
+        }
+        drop(child.stdin.take());
+        let output = child.wait_with_output().expect("kubectl finishes");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Applies every manifest in `dir` (the committed CRDs live in `crds/`).
+    pub fn apply_dir(&self, dir: &Path) {
+        let (ok, _, stderr) = self.kubectl(&["apply", "--server-side", "-f", &dir.display().to_string()], None);
+        assert!(ok, "kubectl apply -f {}: {stderr}", dir.display());
+    }
+}
+
+/// A namespace of its own for one test, deleted when the test ends (also on panic).
+pub struct TestNamespace {
+    pub name: String,
+}
+
+impl TestNamespace {
+    pub fn create(prefix: &str) -> Self {
+        let cluster = cluster();
+        let suffix: u32 = std::process::id() ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default());
+        let name = format!("{prefix}-{:08x}", suffix);
+        let (ok, _, stderr) = cluster.kubectl(&["create", "namespace", &name], None);
+        assert!(ok, "create namespace {name}: {stderr}");
+        Self { name }
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let _ = cluster().kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
+    }
+}

@@ -1,0 +1,4 @@
+//! Shared support of the e2e tests.
+#![allow(dead_code)]
+
+pub mod cluster;
