@@ -50,7 +50,12 @@ async fn crd_is_established_and_its_schema_enforced() {
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(WIDGET_CRD));
     assert!(ok, "{stderr}");
     let (ok, _, stderr) = cluster.kubectl(
-        &["wait", "--for=condition=Established", "crd/widgets.smoke.edgeplatform.io", "--timeout=60s"],
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.smoke.edgeplatform.io",
+            "--timeout=60s",
+        ],
         None,
     );
     assert!(ok, "{stderr}");
@@ -63,7 +68,10 @@ async fn crd_is_established_and_its_schema_enforced() {
     };
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(0)));
     assert!(!ok, "a schema violation must be rejected");
-    assert!(stderr.contains("spec.size"), "the message names the field: {stderr}");
+    assert!(
+        stderr.contains("spec.size"),
+        "the message names the field: {stderr}"
+    );
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(3)));
     assert!(ok, "{stderr}");
 }
@@ -73,7 +81,14 @@ async fn namespace_deletion_completes() {
     let cluster = cluster();
     let namespace = TestNamespace::create("gone");
     let (ok, _, stderr) = cluster.kubectl(
-        &["create", "configmap", "payload", "-n", &namespace.name, "--from-literal=a=b"],
+        &[
+            "create",
+            "configmap",
+            "payload",
+            "-n",
+            &namespace.name,
+            "--from-literal=a=b",
+        ],
         None,
     );
     assert!(ok, "{stderr}");
@@ -83,8 +98,17 @@ async fn namespace_deletion_completes() {
         .await
         .expect("delete accepted");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while namespaces.get_opt(&namespace.name).await.expect("get").is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "namespace {} was not deleted", namespace.name);
+    while namespaces
+        .get_opt(&namespace.name)
+        .await
+        .expect("get")
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "namespace {} was not deleted",
+            namespace.name
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }

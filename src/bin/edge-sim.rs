@@ -1,1 +1,81 @@
-fn main() {}
+//! `edge-sim`: an offline emulator of the Edge Platform API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use edge_operator::sim::{Sim, SimDocument, serve};
+use tracing_subscriber::EnvFilter;
+
+const DEMO_FIXTURES: &str = include_str!("../../examples/edge-sim-fixtures.yaml");
+
+/// An offline emulator of the whole Edge Platform API (Shield, Pull Zones, container
+/// apps, CDN logging), with an admin API under /_sim for seeding, clock, faults and
+/// the request journal.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Address to listen on (platform API, logging API and admin API share it).
+    #[arg(long, env = "EDGE_SIM_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Fixtures document (YAML) to start with; the built-in demo document when absent.
+    #[arg(long, env = "EDGE_SIM_FIXTURES")]
+    fixtures: Option<PathBuf>,
+    /// Generate this many security events, spread over the fixtures' Shield Zones.
+    #[arg(long, default_value_t = 0)]
+    generate_events: usize,
+    /// Generate this many CDN log entries, spread over Pull Zones with logging enabled.
+    #[arg(long, default_value_t = 0)]
+    generate_logs: usize,
+    /// Seed of the generated data: the same seed gives the same data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    match args.log_format {
+        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init(),
+    }
+    let document = match &args.fixtures {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            SimDocument::from_yaml(&text)
+                .with_context(|| format!("invalid fixtures {}", path.display()))?
+        }
+        None => SimDocument::from_yaml(DEMO_FIXTURES).context("built-in demo fixtures")?,
+    };
+    let sim = Sim::new(document);
+    let generated = sim.generate(args.generate_events, args.generate_logs, args.seed)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    tracing::info!(
+        listen = %listener.local_addr()?,
+        events = generated.events,
+        logs = generated.logs,
+        "edge-sim ready"
+    );
+    serve(listener, sim, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    Ok(())
+}

@@ -22,17 +22,31 @@ pub fn router() -> Router<Arc<Sim>> {
         .route("/state", get(get_state).put(put_state))
         .route("/reset", post(reset))
         .route("/shield-zones/{id}/events", post(insert_events))
-        .route("/shield-zones/{id}/access-lists/{configuration_id}", patch(patch_access_list))
+        .route(
+            "/shield-zones/{id}/access-lists/{configuration_id}",
+            patch(patch_access_list),
+        )
         .route("/pullzones/{id}/logs", post(insert_logs))
-        .route("/pullzones/{id}/hostnames/{hostname}", patch(patch_hostname))
+        .route(
+            "/pullzones/{id}/hostnames/{hostname}",
+            patch(patch_hostname),
+        )
         .route("/apps/{app_id}", patch(patch_app))
         .route("/clock", put(set_clock).delete(real_clock).get(get_clock))
-        .route("/faults", post(add_fault).delete(clear_faults).get(list_faults))
+        .route(
+            "/faults",
+            post(add_fault).delete(clear_faults).get(list_faults),
+        )
         .route("/requests", get(journal).delete(clear_journal))
 }
 
 fn not_found(what: String) -> Response {
-    problem(StatusCode::NOT_FOUND, "Not Found", format!("{what} was not found"), None)
+    problem(
+        StatusCode::NOT_FOUND,
+        "Not Found",
+        format!("{what} was not found"),
+        None,
+    )
 }
 
 /// The current document, with access-list and hostname changes applied.
@@ -68,11 +82,18 @@ fn inserted(n: usize) -> Response {
 }
 
 /// Parses a JSON array, naming the bad index and member as `{what}[i].member`.
-fn parse_array<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<Vec<T>, Response> {
+fn parse_array<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<T>, Response> {
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = e.path().to_string();
-        let member = if path == "." { what.to_string() } else { format!("{what}{path}") };
+        let member = if path == "." {
+            what.to_string()
+        } else {
+            format!("{what}{path}")
+        };
         bad_request(format!("{member}: {}", e.inner()), Some(&member))
     })
 }
@@ -109,10 +130,14 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
 }
 
 /// Applies a merge patch to a serializable value, keeping it valid.
-fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T, patch: &serde_json::Value) -> Result<T, Response> {
+fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: &T,
+    patch: &serde_json::Value,
+) -> Result<T, Response> {
     let mut raw = serde_json::to_value(value).map_err(|e| bad_request(e.to_string(), None))?;
     merge_patch(&mut raw, patch);
-    serde_json::from_value(raw).map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
+    serde_json::from_value(raw)
+        .map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
 }
 
 async fn patch_access_list(
@@ -144,7 +169,11 @@ async fn patch_access_list(
     }
 }
 
-async fn patch_hostname(State(sim): State<Arc<Sim>>, Path((id, hostname)): Path<(i64, String)>, body: Bytes) -> Response {
+async fn patch_hostname(
+    State(sim): State<Arc<Sim>>,
+    Path((id, hostname)): Path<(i64, String)>,
+    body: Bytes,
+) -> Response {
     let patch: serde_json::Value = match parse_json(&body) {
         Ok(patch) => patch,
         Err(response) => return response,
@@ -153,7 +182,11 @@ async fn patch_hostname(State(sim): State<Arc<Sim>>, Path((id, hostname)): Path<
     let Some(zone) = world.pull_zone_mut(id) else {
         return not_found(format!("Pull Zone {id}"));
     };
-    let Some(entry) = zone.hostnames.iter_mut().find(|h| h.hostname.eq_ignore_ascii_case(&hostname)) else {
+    let Some(entry) = zone
+        .hostnames
+        .iter_mut()
+        .find(|h| h.hostname.eq_ignore_ascii_case(&hostname))
+    else {
         return not_found(format!("hostname {hostname} of Pull Zone {id}"));
     };
     match patched(entry, &patch) {
@@ -165,7 +198,11 @@ async fn patch_hostname(State(sim): State<Arc<Sim>>, Path((id, hostname)): Path<
     }
 }
 
-async fn patch_app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>, body: Bytes) -> Response {
+async fn patch_app(
+    State(sim): State<Arc<Sim>>,
+    Path(app_id): Path<String>,
+    body: Bytes,
+) -> Response {
     let patch: serde_json::Value = match parse_json(&body) {
         Ok(patch) => patch,
         Err(response) => return response,
@@ -217,7 +254,10 @@ async fn add_fault(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
         Err(response) => return response,
     };
     if let Some(status) = fault.status.filter(|s| !(100..=599).contains(s)) {
-        return bad_request(format!("status: {status} is not an HTTP status"), Some("status"));
+        return bad_request(
+            format!("status: {status} is not an HTTP status"),
+            Some("status"),
+        );
     }
     if fault.status.is_none() && fault.delay_ms.is_none() {
         return bad_request("a fault needs a status, a delayMs, or both", Some("status"));

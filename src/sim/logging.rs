@@ -40,11 +40,20 @@ fn invalid_request(message: impl Into<String>) -> Response {
     logging_error(StatusCode::BAD_REQUEST, "invalid_request", message)
 }
 
-
 fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
-    let forbidden = || logging_error(StatusCode::FORBIDDEN, "forbidden", "the credentials are not valid");
+    let forbidden = || {
+        logging_error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the credentials are not valid",
+        )
+    };
     if let Some(key) = header_str(headers, "AccessKey") {
-        return if sim.is_access_key(key) { Ok(()) } else { Err(forbidden()) };
+        return if sim.is_access_key(key) {
+            Ok(())
+        } else {
+            Err(forbidden())
+        };
     }
     let Some(authorization) = header_str(headers, header::AUTHORIZATION.as_str()) else {
         return Err(logging_error(
@@ -57,16 +66,29 @@ fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
         .strip_prefix("Bearer ")
         .or_else(|| authorization.strip_prefix("bearer "))
         .ok_or_else(forbidden)?;
-    let secret = sim.world().document.jwt_secret.clone().ok_or_else(forbidden)?;
+    let secret = sim
+        .world()
+        .document
+        .jwt_secret
+        .clone()
+        .ok_or_else(forbidden)?;
     let mut validation = Validation::new(Algorithm::HS256);
     validation.validate_aud = false;
     validation.set_required_spec_claims(&["exp"]);
     validation.leeway = 0;
     // The emulator clock may be fixed: check `exp` against it, not the system clock.
     validation.validate_exp = false;
-    let data = jsonwebtoken::decode::<serde_json::Value>(token, &DecodingKey::from_secret(secret.as_bytes()), &validation)
-        .map_err(|_| forbidden())?;
-    let expires = data.claims.get("exp").and_then(serde_json::Value::as_i64).ok_or_else(forbidden)?;
+    let data = jsonwebtoken::decode::<serde_json::Value>(
+        token,
+        &DecodingKey::from_secret(secret.as_bytes()),
+        &validation,
+    )
+    .map_err(|_| forbidden())?;
+    let expires = data
+        .claims
+        .get("exp")
+        .and_then(serde_json::Value::as_i64)
+        .ok_or_else(forbidden)?;
     if expires * 1000 <= sim.clock.now_ms() {
         return Err(forbidden());
     }
@@ -102,17 +124,19 @@ fn admit(sim: &Sim, pull_zone_id: i64) -> Result<(), Response> {
             Some(_) => {}
         }
     }
-    sim.limiter.admit(pull_zone_id, sim.clock.now_ms()).map_err(|retry_after| {
-        let mut response = logging_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "more than 30 requests in 10 seconds for this Pull Zone",
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-        response
-    })
+    sim.limiter
+        .admit(pull_zone_id, sim.clock.now_ms())
+        .map_err(|retry_after| {
+            let mut response = logging_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "more than 30 requests in 10 seconds for this Pull Zone",
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            response
+        })
 }
 
 fn parse_pull_zone(raw: &str) -> Result<i64, Response> {
@@ -130,19 +154,33 @@ async fn query_v2(
         authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(&pull_zone)?;
         admit(&sim, pull_zone_id)?;
-        let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
-            .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
+        let params: Vec<(String, String)> =
+            serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+                .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
         let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
         let world = sim.world();
-        let entries = world.logs.get(&pull_zone_id).map(Vec::as_slice).unwrap_or_default();
+        let entries = world
+            .logs
+            .get(&pull_zone_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         Ok(json(StatusCode::OK, &query.execute(pull_zone_id, entries)))
     })();
     result.unwrap_or_else(|response: Response| response)
 }
 
-async fn day_file_v1(State(sim): State<Arc<Sim>>, Path((day, file)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn day_file_v1(
+    State(sim): State<Arc<Sim>>,
+    Path((day, file)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let Some(pull_zone) = file.strip_suffix(".log") else {
-        return super::server::problem(StatusCode::NOT_FOUND, "Not Found", format!("no route for /{day}/{file}"), None);
+        return super::server::problem(
+            StatusCode::NOT_FOUND,
+            "Not Found",
+            format!("no route for /{day}/{file}"),
+            None,
+        );
     };
     let result = (|| {
         authenticate(&sim, &headers)?;
@@ -151,8 +189,16 @@ async fn day_file_v1(State(sim): State<Arc<Sim>>, Path((day, file)): Path<(Strin
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, pull_zone_id)?;
         let world = sim.world();
-        let entries = world.logs.get(&pull_zone_id).map(Vec::as_slice).unwrap_or_default();
-        Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], v1_file(entries, day, now)).into_response())
+        let entries = world
+            .logs
+            .get(&pull_zone_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        Ok((
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            v1_file(entries, day, now),
+        )
+            .into_response())
     })();
     result.unwrap_or_else(|response: Response| response)
 }

@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use crate::api::models::logging::{CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder};
+use crate::api::models::logging::{
+    CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder,
+};
 
 pub const RETENTION: Duration = Duration::days(3);
 pub const DEFAULT_RANGE: Duration = Duration::hours(24);
@@ -97,7 +99,10 @@ impl LogQuery {
                 "from" => from = Some(parse_time(name, value)?),
                 "to" => to = Some(parse_time(name, value)?),
                 "status" => {
-                    query.status = value.split(',').map(parse_status).collect::<Result<_, _>>()?;
+                    query.status = value
+                        .split(',')
+                        .map(parse_status)
+                        .collect::<Result<_, _>>()?;
                 }
                 "cacheStatus" => {
                     query.cache_status = value
@@ -107,7 +112,10 @@ impl LogQuery {
                             if CACHE_STATUSES.contains(&v.as_str()) {
                                 Ok(v)
                             } else {
-                                Err(format!("`cacheStatus` item `{v}` is not one of {}", CACHE_STATUSES.join(", ")))
+                                Err(format!(
+                                    "`cacheStatus` item `{v}` is not one of {}",
+                                    CACHE_STATUSES.join(", ")
+                                ))
                             }
                         })
                         .collect::<Result<_, _>>()?;
@@ -120,11 +128,16 @@ impl LogQuery {
                 "refererContains" => query.referer_contains = lowered(value),
                 "requestId" => query.request_id = Some(value.clone()),
                 "search" => {
-                    let tokens: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
+                    let tokens: Vec<String> =
+                        value.split_whitespace().map(str::to_lowercase).collect();
                     if tokens.len() > MAX_SEARCH_TOKENS {
-                        return invalid(format!("`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed", tokens.len()));
+                        return invalid(format!(
+                            "`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed",
+                            tokens.len()
+                        ));
                     }
-                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS) {
+                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS)
+                    {
                         return invalid(format!(
                             "`search` token of {} characters exceeds {MAX_TOKEN_CHARS}",
                             long.chars().count()
@@ -133,20 +146,24 @@ impl LogQuery {
                     query.search = tokens;
                 }
                 "includeOriginShield" => {
-                    value
-                        .parse::<bool>()
-                        .map_err(|_| format!("`includeOriginShield` must be true or false, got `{value}`"))?;
+                    value.parse::<bool>().map_err(|_| {
+                        format!("`includeOriginShield` must be true or false, got `{value}`")
+                    })?;
                 }
                 "limit" => {
                     query.limit = match value.parse::<u64>() {
                         Ok(n @ 1..=MAX_LIMIT) => n,
-                        _ => return invalid(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{value}`")),
+                        _ => {
+                            return invalid(format!(
+                                "`limit` must be an integer from 1 to {MAX_LIMIT}, got `{value}`"
+                            ));
+                        }
                     };
                 }
                 "offset" => {
-                    query.offset = value
-                        .parse::<u64>()
-                        .map_err(|_| format!("`offset` must be a non-negative integer, got `{value}`"))?;
+                    query.offset = value.parse::<u64>().map_err(|_| {
+                        format!("`offset` must be a non-negative integer, got `{value}`")
+                    })?;
                 }
                 "order" => {
                     query.order = match value.as_str() {
@@ -174,9 +191,15 @@ impl LogQuery {
 
     fn matches(&self, entry: &LogEntry) -> bool {
         let contains = |haystack: &str, needle: &Option<String>| {
-            needle.as_ref().is_none_or(|n| haystack.to_lowercase().contains(n.as_str()))
+            needle
+                .as_ref()
+                .is_none_or(|n| haystack.to_lowercase().contains(n.as_str()))
         };
-        let equals = |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
+        let equals = |value: &str, wanted: &Option<String>| {
+            wanted
+                .as_ref()
+                .is_none_or(|w| value.eq_ignore_ascii_case(w))
+        };
         entry.timestamp >= self.from
             && entry.timestamp < self.to
             && (self.status.is_empty()
@@ -184,11 +207,21 @@ impl LogQuery {
                     StatusMatch::Code(code) => entry.status_code == code,
                     StatusMatch::Class(class) => entry.status_code / 100 == class,
                 }))
-            && (self.cache_status.is_empty() || self.cache_status.iter().any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
+            && (self.cache_status.is_empty()
+                || self
+                    .cache_status
+                    .iter()
+                    .any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
             && equals(&entry.country_code, &self.country)
             && equals(&entry.edge_location, &self.edge_location)
-            && self.remote_ip.as_ref().is_none_or(|ip| &entry.remote_ip == ip)
-            && self.request_id.as_ref().is_none_or(|id| &entry.request_id == id)
+            && self
+                .remote_ip
+                .as_ref()
+                .is_none_or(|ip| &entry.remote_ip == ip)
+            && self
+                .request_id
+                .as_ref()
+                .is_none_or(|id| &entry.request_id == id)
             && contains(&entry.url, &self.url_contains)
             && contains(&entry.user_agent, &self.user_agent_contains)
             && contains(&entry.referer, &self.referer_contains)
@@ -211,7 +244,11 @@ impl LogQuery {
     /// Runs the query over one Pull Zone's entries (any order).
     pub fn execute(&self, pull_zone_id: i64, entries: &[LogEntry]) -> LogsResponse {
         let mut matched: Vec<&LogEntry> = entries.iter().filter(|e| self.matches(e)).collect();
-        matched.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then_with(|| a.request_id.cmp(&b.request_id)));
+        matched.sort_by(|a, b| {
+            a.timestamp
+                .cmp(&b.timestamp)
+                .then_with(|| a.request_id.cmp(&b.request_id))
+        });
         if self.order == SortOrder::Desc {
             matched.reverse();
         }
@@ -243,7 +280,8 @@ impl LogQuery {
 
 /// Parses the `MM-dd-yy` day of a v1 path and checks it against the retention.
 pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
-    let day = NaiveDate::parse_from_str(raw, "%m-%d-%y").map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
+    let day = NaiveDate::parse_from_str(raw, "%m-%d-%y")
+        .map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
     let end = day
         .succ_opt()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
@@ -270,11 +308,16 @@ mod tests {
     use super::*;
 
     fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z").expect("valid").with_timezone(&Utc)
+        DateTime::parse_from_rfc3339("2026-11-20T12:00:00Z")
+            .expect("valid")
+            .with_timezone(&Utc)
     }
 
     #[test]
@@ -297,14 +340,23 @@ mod tests {
             &[("status", "abc")],
             &[("cacheStatus", "WARM")],
             &[("from", "yesterday")],
-            &[("from", "2026-11-20T11:00:00Z"), ("to", "2026-11-20T10:00:00Z")],
-            &[("from", "2026-11-16T00:00:00Z"), ("to", "2026-11-20T00:00:00Z")],
+            &[
+                ("from", "2026-11-20T11:00:00Z"),
+                ("to", "2026-11-20T10:00:00Z"),
+            ],
+            &[
+                ("from", "2026-11-16T00:00:00Z"),
+                ("to", "2026-11-20T00:00:00Z"),
+            ],
             &[("from", "2026-11-17T11:59:59Z")],
             &[("includeOriginShield", "maybe")],
             &[("limit", "5"), ("limit", "6")],
         ];
         for case in cases {
-            assert!(LogQuery::parse(&params(case), now()).is_err(), "{case:?} should be refused");
+            assert!(
+                LogQuery::parse(&params(case), now()).is_err(),
+                "{case:?} should be refused"
+            );
         }
         let tokens = vec!["a"; 17].join(" ");
         assert!(LogQuery::parse(&params(&[("search", &tokens)]), now()).is_err());
@@ -315,7 +367,10 @@ mod tests {
     #[test]
     fn v1_day_respects_retention() {
         assert!(v1_day("11-20-26", now()).is_ok());
-        assert!(v1_day("11-17-26", now()).is_ok(), "the tail of that day is still retained");
+        assert!(
+            v1_day("11-17-26", now()).is_ok(),
+            "the tail of that day is still retained"
+        );
         assert!(v1_day("11-16-26", now()).is_err());
         assert!(v1_day("2026-11-20", now()).is_err());
     }

@@ -12,12 +12,16 @@ use axum::response::Response;
 use axum::routing::{get, patch, post};
 
 use super::events::{execute, validate};
-use super::server::{Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key, require_json_body};
+use super::server::{
+    Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key,
+    require_json_body,
+};
 use super::state::{Certificate, Challenge};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
-    AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
-    AccessListsResponse, EventLogsSearchRequest, PageInfo, RateLimitListResponse, StatusCodeBody,
+    AccessListAction, AccessListConfiguration, AccessListConfigurationPatch,
+    AccessListConfigurationResponse, AccessListsResponse, EventLogsSearchRequest, PageInfo,
+    RateLimitListResponse, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
 
@@ -28,31 +32,55 @@ pub const MAX_PER_PAGE: i64 = 1_000;
 
 pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
-        .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
-        .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
+        .route(
+            "/shield/event-logs/{shield_zone_id}/search",
+            post(search_events),
+        )
+        .route(
+            "/shield/shield-zone/{shield_zone_id}/access-lists",
+            get(access_lists),
+        )
         .route(
             "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
             patch(update_access_list),
         )
         .route("/shield/rate-limits/{shield_zone_id}", get(rate_limits))
-        .route("/pullzone/completeExternalHttpCertificate", post(complete_certificate))
+        .route(
+            "/pullzone/completeExternalHttpCertificate",
+            post(complete_certificate),
+        )
         .route("/mc/apps/{app_id}", get(app))
         .layer(middleware::from_fn(require_json_body))
-        .layer(middleware::from_fn_with_state(sim.clone(), require_access_key))
+        .layer(middleware::from_fn_with_state(
+            sim.clone(),
+            require_access_key,
+        ))
         .layer(middleware::from_fn(negotiate))
 }
 
 fn path_id(raw: &str, member: &str) -> Result<i64, Response> {
-    raw.parse::<i32>()
-        .map(i64::from)
-        .map_err(|_| bad_request(format!("{member}: `{raw}` is not a valid int32"), Some(member)))
+    raw.parse::<i32>().map(i64::from).map_err(|_| {
+        bad_request(
+            format!("{member}: `{raw}` is not a valid int32"),
+            Some(member),
+        )
+    })
 }
 
 fn zone_not_found(id: i64) -> Response {
-    problem(StatusCode::NOT_FOUND, "Not Found", format!("Shield Zone {id} was not found"), None)
+    problem(
+        StatusCode::NOT_FOUND,
+        "Not Found",
+        format!("Shield Zone {id} was not found"),
+        None,
+    )
 }
 
-async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, body: Bytes) -> Response {
+async fn search_events(
+    State(sim): State<Arc<Sim>>,
+    Path(zone): Path<String>,
+    body: Bytes,
+) -> Response {
     let zone = match path_id(&zone, "shieldZoneId") {
         Ok(zone) => zone,
         Err(response) => return response,
@@ -111,7 +139,10 @@ async fn update_access_list(
     Path((zone, configuration)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let (zone, configuration) = match (path_id(&zone, "shieldZoneId"), path_id(&configuration, "id")) {
+    let (zone, configuration) = match (
+        path_id(&zone, "shieldZoneId"),
+        path_id(&configuration, "id"),
+    ) {
         (Ok(zone), Ok(configuration)) => (zone, configuration),
         (Err(response), _) | (_, Err(response)) => return response,
     };
@@ -119,8 +150,14 @@ async fn update_access_list(
         Ok(patch) => patch,
         Err(response) => return response,
     };
-    if let Some(action) = patch.action.filter(|a| AccessListAction::from_code(*a).is_none()) {
-        return bad_request(format!("action: {action} is not one of 0 (None) to 5 (Bypass)"), Some("action"));
+    if let Some(action) = patch
+        .action
+        .filter(|a| AccessListAction::from_code(*a).is_none())
+    {
+        return bad_request(
+            format!("action: {action} is not one of 0 (None) to 5 (Bypass)"),
+            Some("action"),
+        );
     }
     let mut world = sim.world_mut();
     let Some(zone_state) = world.shield_zone_mut(zone) else {
@@ -134,7 +171,9 @@ async fn update_access_list(
         return problem(
             StatusCode::NOT_FOUND,
             "Not Found",
-            format!("access list configuration {configuration} was not found in Shield Zone {zone}"),
+            format!(
+                "access list configuration {configuration} was not found in Shield Zone {zone}"
+            ),
             None,
         );
     };
@@ -163,11 +202,16 @@ fn status_body(status: StatusCode) -> Response {
     )
 }
 
-async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQuery(query): RawQuery) -> Response {
+async fn rate_limits(
+    State(sim): State<Arc<Sim>>,
+    Path(zone): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let Ok(zone) = zone.parse::<i64>() else {
         return status_body(StatusCode::BAD_REQUEST);
     };
-    let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
+    let params: Vec<(String, String)> =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
     let mut page = 1;
     let mut per_page = DEFAULT_PER_PAGE;
     for (name, value) in &params {
@@ -220,11 +264,21 @@ fn field_error(status: StatusCode, key: &str, message: String) -> Response {
 async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     let request: CompleteCertificateRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
-        Err(error) => return field_error(StatusCode::BAD_REQUEST, "validation_error", format!("invalid body: {error}")),
+        Err(error) => {
+            return field_error(
+                StatusCode::BAD_REQUEST,
+                "validation_error",
+                format!("invalid body: {error}"),
+            );
+        }
     };
     let hostname = request.hostname.trim();
     if hostname.is_empty() {
-        return field_error(StatusCode::BAD_REQUEST, "validation_error", "Hostname is required".into());
+        return field_error(
+            StatusCode::BAD_REQUEST,
+            "validation_error",
+            "Hostname is required".into(),
+        );
     }
     let mut world = sim.world_mut();
     let Some(entry) = world.hostname_mut(hostname) else {

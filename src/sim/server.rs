@@ -122,7 +122,9 @@ impl Sim {
         let index = faults.iter().position(|f| {
             f.count > 0
                 && path.starts_with(&f.path_prefix)
-                && f.method.as_ref().is_none_or(|m| m.eq_ignore_ascii_case(method.as_str()))
+                && f.method
+                    .as_ref()
+                    .is_none_or(|m| m.eq_ignore_ascii_case(method.as_str()))
         })?;
         faults[index].count -= 1;
         let fault = faults[index].clone();
@@ -142,7 +144,10 @@ impl Sim {
             .merge(platform::router(self))
             .merge(logging::router())
             .fallback(not_found)
-            .layer(middleware::from_fn_with_state(self.clone(), journal_and_faults));
+            .layer(middleware::from_fn_with_state(
+                self.clone(),
+                journal_and_faults,
+            ));
         Router::new()
             .nest("/_sim", admin::router())
             .merge(observed)
@@ -160,11 +165,19 @@ async fn not_found(request: Request) -> Response {
 }
 
 /// A ProblemDetails answer; `member` also goes into an ASP.NET-style `errors` map.
-pub fn problem(status: StatusCode, title: &str, detail: impl Into<String>, member: Option<&str>) -> Response {
+pub fn problem(
+    status: StatusCode,
+    title: &str,
+    detail: impl Into<String>,
+    member: Option<&str>,
+) -> Response {
     let detail = detail.into();
     let mut extensions = serde_json::Map::new();
     if let Some(member) = member {
-        extensions.insert("errors".into(), serde_json::json!({ member: [detail.clone()] }));
+        extensions.insert(
+            "errors".into(),
+            serde_json::json!({ member: [detail.clone()] }),
+        );
     }
     let body = ProblemDetails {
         kind: None,
@@ -178,7 +191,12 @@ pub fn problem(status: StatusCode, title: &str, detail: impl Into<String>, membe
 }
 
 pub fn bad_request(detail: impl Into<String>, member: Option<&str>) -> Response {
-    problem(StatusCode::BAD_REQUEST, "One or more validation errors occurred.", detail, member)
+    problem(
+        StatusCode::BAD_REQUEST,
+        "One or more validation errors occurred.",
+        detail,
+        member,
+    )
 }
 
 /// Parses a JSON body, naming the member at fault on error.
@@ -229,23 +247,47 @@ fn fault_response(fault: &Fault) -> Response {
         None => status.into_response(),
     };
     if let Some(seconds) = fault.retry_after {
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
 }
 
 /// 401 ProblemDetails unless the `AccessKey` header carries a known key.
-pub async fn require_access_key(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
-    let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
+pub async fn require_access_key(
+    State(sim): State<Arc<Sim>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let key = request
+        .headers()
+        .get("AccessKey")
+        .and_then(|v| v.to_str().ok());
     match key {
         Some(key) if sim.is_access_key(key) => next.run(request).await,
-        Some(_) => problem(StatusCode::UNAUTHORIZED, "Unauthorized", "the AccessKey is not valid", None),
-        None => problem(StatusCode::UNAUTHORIZED, "Unauthorized", "the AccessKey header is missing", None),
+        Some(_) => problem(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "the AccessKey is not valid",
+            None,
+        ),
+        None => problem(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "the AccessKey header is missing",
+            None,
+        ),
     }
 }
 
 fn is_json_media_type(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     essence == "application/json"
         || essence == "text/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
@@ -253,7 +295,10 @@ fn is_json_media_type(content_type: &str) -> bool {
 
 /// 415 unless a request with a body declares a JSON media type.
 pub async fn require_json_body(request: Request, next: Next) -> Response {
-    let has_body_method = matches!(*request.method(), Method::POST | Method::PATCH | Method::PUT);
+    let has_body_method = matches!(
+        *request.method(),
+        Method::POST | Method::PATCH | Method::PUT
+    );
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -263,9 +308,16 @@ pub async fn require_json_body(request: Request, next: Next) -> Response {
         let detail = if content_type.is_empty() {
             "the request has no Content-Type; send application/json, text/json or application/*+json".to_string()
         } else {
-            format!("media type `{content_type}` is not supported; send application/json, text/json or application/*+json")
+            format!(
+                "media type `{content_type}` is not supported; send application/json, text/json or application/*+json"
+            )
         };
-        return problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type", detail, None);
+        return problem(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type",
+            detail,
+            None,
+        );
     }
     next.run(request).await
 }
@@ -301,7 +353,12 @@ pub fn negotiate_media_type(accept: Option<&str>) -> &'static str {
 
 /// Labels JSON answers with the media type negotiated from `Accept`.
 pub async fn negotiate(request: Request, next: Next) -> Response {
-    let chosen = negotiate_media_type(request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let chosen = negotiate_media_type(
+        request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     let mut response = next.run(request).await;
     let is_json = response
         .headers()
@@ -344,7 +401,9 @@ pub async fn serve(
     sim: Arc<Sim>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, sim.router()).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, sim.router())
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// Starts an emulator on a free port of 127.0.0.1 (for tests and embedding).
@@ -390,4 +449,64 @@ pub fn empty(status: StatusCode) -> Response {
         .status(status)
         .body(Body::empty())
         .unwrap_or_else(|_| status.into_response())
+}
+
+/// What [`Sim::generate`] added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Generated {
+    pub events: usize,
+    pub logs: usize,
+}
+
+/// Why synthetic data could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("cannot generate events: the fixtures define no Shield Zone")]
+    NoShieldZone,
+    #[error("cannot generate logs: the fixtures define no Pull Zone with logging enabled")]
+    NoLoggingPullZone,
+}
+
+impl Sim {
+    /// Adds synthetic events (spread over all Shield Zones) and CDN logs (spread over
+    /// Pull Zones with logging enabled), deterministic for a given seed.
+    pub fn generate(
+        &self,
+        events: usize,
+        logs: usize,
+        seed: u64,
+    ) -> Result<Generated, GenerateError> {
+        let now = self.clock.now();
+        let mut world = self.world_mut();
+        let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();
+        if events > 0 && zones.is_empty() {
+            return Err(GenerateError::NoShieldZone);
+        }
+        let pull_zones: Vec<i64> = world
+            .document
+            .pull_zones
+            .iter()
+            .filter(|z| z.logging_enabled)
+            .map(|z| z.id)
+            .collect();
+        if logs > 0 && pull_zones.is_empty() {
+            return Err(GenerateError::NoLoggingPullZone);
+        }
+        for (i, zone) in zones.iter().enumerate() {
+            let share = share_of(events, zones.len(), i);
+            let batch = super::generator::events(share, seed.wrapping_add(*zone as u64), now);
+            world.events.entry(*zone).or_default().insert(batch);
+        }
+        for (i, zone) in pull_zones.iter().enumerate() {
+            let share = share_of(logs, pull_zones.len(), i);
+            let batch = super::generator::logs(share, seed, *zone, now);
+            world.logs.entry(*zone).or_default().extend(batch);
+        }
+        Ok(Generated { events, logs })
+    }
+}
+
+/// The `index`-th of `parts` near-equal shares of `total`.
+fn share_of(total: usize, parts: usize, index: usize) -> usize {
+    total / parts + usize::from(index < total % parts)
 }

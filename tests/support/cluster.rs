@@ -26,7 +26,8 @@ pub fn repo_root() -> PathBuf {
 
 extern "C" fn stop_owned_cluster() {
     if let Some(Cluster {
-        owned_name: Some(name), ..
+        owned_name: Some(name),
+        ..
     }) = CLUSTER.get()
     {
         let _ = Command::new(repo_root().join("hack/cluster.sh"))
@@ -80,7 +81,10 @@ pub fn cluster() -> &'static Cluster {
 pub fn k8s_bin_dir() -> PathBuf {
     let output = Command::new("bash")
         .arg("-c")
-        .arg(format!("source {}/hack/k8s/versions.sh && echo $K8S_BIN_DIR", repo_root().display()))
+        .arg(format!(
+            "source {}/hack/k8s/versions.sh && echo $K8S_BIN_DIR",
+            repo_root().display()
+        ))
         .output()
         .expect("bash runs");
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
@@ -88,7 +92,8 @@ pub fn k8s_bin_dir() -> PathBuf {
 
 /// The pinned Kubernetes version (`vX.Y.Z`).
 pub fn pinned_version() -> String {
-    let versions = std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
+    let versions =
+        std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
     versions
         .lines()
         .find_map(|l| l.strip_prefix("K8S_VERSION="))
@@ -100,9 +105,10 @@ pub fn pinned_version() -> String {
 impl Cluster {
     pub async fn client(&self) -> Client {
         let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .expect("valid kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("valid kubeconfig");
         Client::try_from(config).expect("client")
     }
 
@@ -136,7 +142,10 @@ impl Cluster {
 
     /// Applies every manifest in `dir` (the committed CRDs live in `crds/`).
     pub fn apply_dir(&self, dir: &Path) {
-        let (ok, _, stderr) = self.kubectl(&["apply", "--server-side", "-f", &dir.display().to_string()], None);
+        let (ok, _, stderr) = self.kubectl(
+            &["apply", "--server-side", "-f", &dir.display().to_string()],
+            None,
+        );
         assert!(ok, "kubectl apply -f {}: {stderr}", dir.display());
     }
 }
@@ -149,10 +158,11 @@ pub struct TestNamespace {
 impl TestNamespace {
     pub fn create(prefix: &str) -> Self {
         let cluster = cluster();
-        let suffix: u32 = std::process::id() ^ (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default());
+        let suffix: u32 = std::process::id()
+            ^ (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default());
         let name = format!("{prefix}-{:08x}", suffix);
         let (ok, _, stderr) = cluster.kubectl(&["create", "namespace", &name], None);
         assert!(ok, "create namespace {name}: {stderr}");
