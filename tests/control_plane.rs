@@ -68,10 +68,7 @@ async fn crd_is_established_and_its_schema_enforced() {
     };
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(0)));
     assert!(!ok, "a schema violation must be rejected");
-    assert!(
-        stderr.contains("spec.size"),
-        "the message names the field: {stderr}"
-    );
+    assert!(stderr.contains("spec.size"), "the message names the field: {stderr}");
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(3)));
     assert!(ok, "{stderr}");
 }
@@ -98,12 +95,7 @@ async fn namespace_deletion_completes() {
         .await
         .expect("delete accepted");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while namespaces
-        .get_opt(&namespace.name)
-        .await
-        .expect("get")
-        .is_some()
-    {
+    while namespaces.get_opt(&namespace.name).await.expect("get").is_some() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "namespace {} was not deleted",

@@ -48,17 +48,12 @@ async fn main() -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     match args.log_format {
         LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
+        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).init(),
     }
     let document = match &args.fixtures {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            SimDocument::from_yaml(&text)
-                .with_context(|| format!("invalid fixtures {}", path.display()))?
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            SimDocument::from_yaml(&text).with_context(|| format!("invalid fixtures {}", path.display()))?
         }
         None => SimDocument::from_yaml(DEMO_FIXTURES).context("built-in demo fixtures")?,
     };

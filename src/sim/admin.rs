@@ -27,16 +27,10 @@ pub fn router() -> Router<Arc<Sim>> {
             patch(patch_access_list),
         )
         .route("/pullzones/{id}/logs", post(insert_logs))
-        .route(
-            "/pullzones/{id}/hostnames/{hostname}",
-            patch(patch_hostname),
-        )
+        .route("/pullzones/{id}/hostnames/{hostname}", patch(patch_hostname))
         .route("/apps/{app_id}", patch(patch_app))
         .route("/clock", put(set_clock).delete(real_clock).get(get_clock))
-        .route(
-            "/faults",
-            post(add_fault).delete(clear_faults).get(list_faults),
-        )
+        .route("/faults", post(add_fault).delete(clear_faults).get(list_faults))
         .route("/requests", get(journal).delete(clear_journal))
 }
 
@@ -82,17 +76,12 @@ fn inserted(n: usize) -> Response {
 }
 
 /// Parses a JSON array, naming the bad index and member as `{what}[i].member`.
-fn parse_array<T: serde::de::DeserializeOwned>(
-    body: &[u8],
-    what: &str,
-) -> Result<Vec<T>, Response> {
+fn parse_array<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<Vec<T>, Response> {
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        let member = if path == "." {
-            what.to_string()
-        } else {
-            format!("{what}{path}")
+        let member = match super::server::member_at_fault(&e.path().to_string(), &e.inner().to_string()) {
+            root if root == "$" => what.to_string(),
+            member => format!("{what}{member}"),
         };
         bad_request(format!("{member}: {}", e.inner()), Some(&member))
     })
@@ -136,8 +125,7 @@ fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
 ) -> Result<T, Response> {
     let mut raw = serde_json::to_value(value).map_err(|e| bad_request(e.to_string(), None))?;
     merge_patch(&mut raw, patch);
-    serde_json::from_value(raw)
-        .map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
+    serde_json::from_value(raw).map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
 }
 
 async fn patch_access_list(
@@ -198,11 +186,7 @@ async fn patch_hostname(
     }
 }
 
-async fn patch_app(
-    State(sim): State<Arc<Sim>>,
-    Path(app_id): Path<String>,
-    body: Bytes,
-) -> Response {
+async fn patch_app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>, body: Bytes) -> Response {
     let patch: serde_json::Value = match parse_json(&body) {
         Ok(patch) => patch,
         Err(response) => return response,
@@ -254,10 +238,7 @@ async fn add_fault(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
         Err(response) => return response,
     };
     if let Some(status) = fault.status.filter(|s| !(100..=599).contains(s)) {
-        return bad_request(
-            format!("status: {status} is not an HTTP status"),
-            Some("status"),
-        );
+        return bad_request(format!("status: {status} is not an HTTP status"), Some("status"));
     }
     if fault.status.is_none() && fault.delay_ms.is_none() {
         return bad_request("a fault needs a status, a delayMs, or both", Some("status"));

@@ -41,8 +41,7 @@ impl SimClock {
 
     /// Fixes the clock at `now`, or returns it to real time with `None`.
     pub fn set(&self, now: Option<DateTime<Utc>>) {
-        *self.fixed_ms.lock().unwrap_or_else(|e| e.into_inner()) =
-            now.map(|t| t.timestamp_millis());
+        *self.fixed_ms.lock().unwrap_or_else(|e| e.into_inner()) = now.map(|t| t.timestamp_millis());
     }
 
     pub fn fixed(&self) -> Option<DateTime<Utc>> {

@@ -9,12 +9,8 @@ use rand::{RngExt, SeedableRng};
 use super::events::EventInput;
 use crate::api::models::logging::{CACHE_STATUSES, LogEntry};
 
-const COUNTRIES: [&str; 12] = [
-    "US", "DE", "FR", "GB", "NL", "BR", "IN", "CN", "RU", "JP", "SG", "CA",
-];
-const ASNS: [&str; 8] = [
-    "13335", "15169", "16509", "8075", "24940", "14061", "4134", "3320",
-];
+const COUNTRIES: [&str; 12] = ["US", "DE", "FR", "GB", "NL", "BR", "IN", "CN", "RU", "JP", "SG", "CA"];
+const ASNS: [&str; 8] = ["13335", "15169", "16509", "8075", "24940", "14061", "4134", "3320"];
 const FEATURES: [&str; 5] = ["waf", "rate_limit", "bot_detection", "access_list", "ddos"];
 const ACTIONS: [&str; 5] = ["block", "challenge", "log", "allow", "block"];
 const PATHS: [&str; 10] = [
@@ -42,9 +38,7 @@ const EDGES: [&str; 6] = ["DE", "NY", "LA", "SG", "UK", "SYD"];
 /// A value from `0..n`, heavily skewed towards small values (a Zipf-like draw).
 fn skewed(rng: &mut StdRng, n: usize) -> usize {
     let u: f64 = rng.random();
-    ((n as f64 + 1.0).powf(u) - 1.0)
-        .floor()
-        .clamp(0.0, (n - 1) as f64) as usize
+    ((n as f64 + 1.0).powf(u) - 1.0).floor().clamp(0.0, (n - 1) as f64) as usize
 }
 
 fn ip_of(index: usize) -> String {
@@ -102,10 +96,7 @@ pub fn events(count: usize, seed: u64, now: DateTime<Utc>) -> Vec<EventInput> {
                     rule * 104_729
                 ),
                 ua: AGENTS[skewed(&mut rng, AGENTS.len())].to_string(),
-                url: format!(
-                    "https://shop.example.com{}",
-                    PATHS[skewed(&mut rng, PATHS.len())]
-                ),
+                url: format!("https://shop.example.com{}", PATHS[skewed(&mut rng, PATHS.len())]),
                 asn: ASNS[(ip / 7) % ASNS.len()].to_string(),
                 country: COUNTRIES[(ip / 3) % COUNTRIES.len()].to_string(),
                 action: ACTIONS[rng.random_range(0..ACTIONS.len())].to_string(),
@@ -147,9 +138,7 @@ pub fn logs(count: usize, seed: u64, pull_zone_id: i64, now: DateTime<Utc>) -> V
                 referer: "-".to_string(),
                 body_bytes_sent: rng.random_range(0..2_000_000),
                 ja4_fingerprint: format!("t13d1516h2_{:012x}", rng.random_range(0..0xffff_ffffu64)),
-                asn: ASNS[rng.random_range(0..ASNS.len())]
-                    .parse()
-                    .unwrap_or_default(),
+                asn: ASNS[rng.random_range(0..ASNS.len())].parse().unwrap_or_default(),
                 asn_organization: "Example Networks".to_string(),
                 ..LogEntry::default()
             }
@@ -168,10 +157,7 @@ mod tests {
         assert_ne!(events(50, 7, now), events(50, 8, now));
         let entries = logs(5_000, 7, 1, now);
         for status in CACHE_STATUSES {
-            assert!(
-                entries.iter().any(|e| e.cache_status == status),
-                "{status} missing"
-            );
+            assert!(entries.iter().any(|e| e.cache_status == status), "{status} missing");
         }
         assert!(
             events(2_000, 1, now)

@@ -41,13 +41,7 @@ fn invalid_request(message: impl Into<String>) -> Response {
 }
 
 fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
-    let forbidden = || {
-        logging_error(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "the credentials are not valid",
-        )
-    };
+    let forbidden = || logging_error(StatusCode::FORBIDDEN, "forbidden", "the credentials are not valid");
     if let Some(key) = header_str(headers, "AccessKey") {
         return if sim.is_access_key(key) {
             Ok(())
@@ -66,24 +60,16 @@ fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
         .strip_prefix("Bearer ")
         .or_else(|| authorization.strip_prefix("bearer "))
         .ok_or_else(forbidden)?;
-    let secret = sim
-        .world()
-        .document
-        .jwt_secret
-        .clone()
-        .ok_or_else(forbidden)?;
+    let secret = sim.world().document.jwt_secret.clone().ok_or_else(forbidden)?;
     let mut validation = Validation::new(Algorithm::HS256);
     validation.validate_aud = false;
     validation.set_required_spec_claims(&["exp"]);
     validation.leeway = 0;
     // The emulator clock may be fixed: check `exp` against it, not the system clock.
     validation.validate_exp = false;
-    let data = jsonwebtoken::decode::<serde_json::Value>(
-        token,
-        &DecodingKey::from_secret(secret.as_bytes()),
-        &validation,
-    )
-    .map_err(|_| forbidden())?;
+    let data =
+        jsonwebtoken::decode::<serde_json::Value>(token, &DecodingKey::from_secret(secret.as_bytes()), &validation)
+            .map_err(|_| forbidden())?;
     let expires = data
         .claims
         .get("exp")
@@ -154,16 +140,11 @@ async fn query_v2(
         authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(&pull_zone)?;
         admit(&sim, pull_zone_id)?;
-        let params: Vec<(String, String)> =
-            serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
-                .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
+        let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+            .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
         let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
         let world = sim.world();
-        let entries = world
-            .logs
-            .get(&pull_zone_id)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let entries = world.logs.get(&pull_zone_id).map(Vec::as_slice).unwrap_or_default();
         Ok(json(StatusCode::OK, &query.execute(pull_zone_id, entries)))
     })();
     result.unwrap_or_else(|response: Response| response)
@@ -189,11 +170,7 @@ async fn day_file_v1(
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, pull_zone_id)?;
         let world = sim.world();
-        let entries = world
-            .logs
-            .get(&pull_zone_id)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let entries = world.logs.get(&pull_zone_id).map(Vec::as_slice).unwrap_or_default();
         Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             v1_file(entries, day, now),

@@ -2,9 +2,7 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use crate::api::models::logging::{
-    CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder,
-};
+use crate::api::models::logging::{CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder};
 
 pub const RETENTION: Duration = Duration::days(3);
 pub const DEFAULT_RANGE: Duration = Duration::hours(24);
@@ -99,10 +97,7 @@ impl LogQuery {
                 "from" => from = Some(parse_time(name, value)?),
                 "to" => to = Some(parse_time(name, value)?),
                 "status" => {
-                    query.status = value
-                        .split(',')
-                        .map(parse_status)
-                        .collect::<Result<_, _>>()?;
+                    query.status = value.split(',').map(parse_status).collect::<Result<_, _>>()?;
                 }
                 "cacheStatus" => {
                     query.cache_status = value
@@ -128,16 +123,14 @@ impl LogQuery {
                 "refererContains" => query.referer_contains = lowered(value),
                 "requestId" => query.request_id = Some(value.clone()),
                 "search" => {
-                    let tokens: Vec<String> =
-                        value.split_whitespace().map(str::to_lowercase).collect();
+                    let tokens: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
                     if tokens.len() > MAX_SEARCH_TOKENS {
                         return invalid(format!(
                             "`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed",
                             tokens.len()
                         ));
                     }
-                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS)
-                    {
+                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS) {
                         return invalid(format!(
                             "`search` token of {} characters exceeds {MAX_TOKEN_CHARS}",
                             long.chars().count()
@@ -146,9 +139,9 @@ impl LogQuery {
                     query.search = tokens;
                 }
                 "includeOriginShield" => {
-                    value.parse::<bool>().map_err(|_| {
-                        format!("`includeOriginShield` must be true or false, got `{value}`")
-                    })?;
+                    value
+                        .parse::<bool>()
+                        .map_err(|_| format!("`includeOriginShield` must be true or false, got `{value}`"))?;
                 }
                 "limit" => {
                     query.limit = match value.parse::<u64>() {
@@ -161,9 +154,9 @@ impl LogQuery {
                     };
                 }
                 "offset" => {
-                    query.offset = value.parse::<u64>().map_err(|_| {
-                        format!("`offset` must be a non-negative integer, got `{value}`")
-                    })?;
+                    query.offset = value
+                        .parse::<u64>()
+                        .map_err(|_| format!("`offset` must be a non-negative integer, got `{value}`"))?;
                 }
                 "order" => {
                     query.order = match value.as_str() {
@@ -195,11 +188,8 @@ impl LogQuery {
                 .as_ref()
                 .is_none_or(|n| haystack.to_lowercase().contains(n.as_str()))
         };
-        let equals = |value: &str, wanted: &Option<String>| {
-            wanted
-                .as_ref()
-                .is_none_or(|w| value.eq_ignore_ascii_case(w))
-        };
+        let equals =
+            |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
         entry.timestamp >= self.from
             && entry.timestamp < self.to
             && (self.status.is_empty()
@@ -214,14 +204,8 @@ impl LogQuery {
                     .any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
             && equals(&entry.country_code, &self.country)
             && equals(&entry.edge_location, &self.edge_location)
-            && self
-                .remote_ip
-                .as_ref()
-                .is_none_or(|ip| &entry.remote_ip == ip)
-            && self
-                .request_id
-                .as_ref()
-                .is_none_or(|id| &entry.request_id == id)
+            && self.remote_ip.as_ref().is_none_or(|ip| &entry.remote_ip == ip)
+            && self.request_id.as_ref().is_none_or(|id| &entry.request_id == id)
             && contains(&entry.url, &self.url_contains)
             && contains(&entry.user_agent, &self.user_agent_contains)
             && contains(&entry.referer, &self.referer_contains)
@@ -280,8 +264,7 @@ impl LogQuery {
 
 /// Parses the `MM-dd-yy` day of a v1 path and checks it against the retention.
 pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
-    let day = NaiveDate::parse_from_str(raw, "%m-%d-%y")
-        .map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
+    let day = NaiveDate::parse_from_str(raw, "%m-%d-%y").map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
     let end = day
         .succ_opt()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
@@ -308,10 +291,7 @@ mod tests {
     use super::*;
 
     fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn now() -> DateTime<Utc> {
@@ -340,14 +320,8 @@ mod tests {
             &[("status", "abc")],
             &[("cacheStatus", "WARM")],
             &[("from", "yesterday")],
-            &[
-                ("from", "2026-11-20T11:00:00Z"),
-                ("to", "2026-11-20T10:00:00Z"),
-            ],
-            &[
-                ("from", "2026-11-16T00:00:00Z"),
-                ("to", "2026-11-20T00:00:00Z"),
-            ],
+            &[("from", "2026-11-20T11:00:00Z"), ("to", "2026-11-20T10:00:00Z")],
+            &[("from", "2026-11-16T00:00:00Z"), ("to", "2026-11-20T00:00:00Z")],
             &[("from", "2026-11-17T11:59:59Z")],
             &[("includeOriginShield", "maybe")],
             &[("limit", "5"), ("limit", "6")],

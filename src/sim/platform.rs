@@ -13,15 +13,13 @@ use axum::routing::{get, patch, post};
 
 use super::events::{execute, validate};
 use super::server::{
-    Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key,
-    require_json_body,
+    Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key, require_json_body,
 };
 use super::state::{Certificate, Challenge};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
-    AccessListAction, AccessListConfiguration, AccessListConfigurationPatch,
-    AccessListConfigurationResponse, AccessListsResponse, EventLogsSearchRequest, PageInfo,
-    RateLimitListResponse, StatusCodeBody,
+    AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
+    AccessListsResponse, EventLogsSearchRequest, PageInfo, RateLimitListResponse, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
 
@@ -32,39 +30,24 @@ pub const MAX_PER_PAGE: i64 = 1_000;
 
 pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
-        .route(
-            "/shield/event-logs/{shield_zone_id}/search",
-            post(search_events),
-        )
-        .route(
-            "/shield/shield-zone/{shield_zone_id}/access-lists",
-            get(access_lists),
-        )
+        .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
+        .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
         .route(
             "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
             patch(update_access_list),
         )
         .route("/shield/rate-limits/{shield_zone_id}", get(rate_limits))
-        .route(
-            "/pullzone/completeExternalHttpCertificate",
-            post(complete_certificate),
-        )
+        .route("/pullzone/completeExternalHttpCertificate", post(complete_certificate))
         .route("/mc/apps/{app_id}", get(app))
         .layer(middleware::from_fn(require_json_body))
-        .layer(middleware::from_fn_with_state(
-            sim.clone(),
-            require_access_key,
-        ))
+        .layer(middleware::from_fn_with_state(sim.clone(), require_access_key))
         .layer(middleware::from_fn(negotiate))
 }
 
 fn path_id(raw: &str, member: &str) -> Result<i64, Response> {
-    raw.parse::<i32>().map(i64::from).map_err(|_| {
-        bad_request(
-            format!("{member}: `{raw}` is not a valid int32"),
-            Some(member),
-        )
-    })
+    raw.parse::<i32>()
+        .map(i64::from)
+        .map_err(|_| bad_request(format!("{member}: `{raw}` is not a valid int32"), Some(member)))
 }
 
 fn zone_not_found(id: i64) -> Response {
@@ -76,11 +59,7 @@ fn zone_not_found(id: i64) -> Response {
     )
 }
 
-async fn search_events(
-    State(sim): State<Arc<Sim>>,
-    Path(zone): Path<String>,
-    body: Bytes,
-) -> Response {
+async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, body: Bytes) -> Response {
     let zone = match path_id(&zone, "shieldZoneId") {
         Ok(zone) => zone,
         Err(response) => return response,
@@ -139,10 +118,7 @@ async fn update_access_list(
     Path((zone, configuration)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let (zone, configuration) = match (
-        path_id(&zone, "shieldZoneId"),
-        path_id(&configuration, "id"),
-    ) {
+    let (zone, configuration) = match (path_id(&zone, "shieldZoneId"), path_id(&configuration, "id")) {
         (Ok(zone), Ok(configuration)) => (zone, configuration),
         (Err(response), _) | (_, Err(response)) => return response,
     };
@@ -150,10 +126,7 @@ async fn update_access_list(
         Ok(patch) => patch,
         Err(response) => return response,
     };
-    if let Some(action) = patch
-        .action
-        .filter(|a| AccessListAction::from_code(*a).is_none())
-    {
+    if let Some(action) = patch.action.filter(|a| AccessListAction::from_code(*a).is_none()) {
         return bad_request(
             format!("action: {action} is not one of 0 (None) to 5 (Bypass)"),
             Some("action"),
@@ -171,9 +144,7 @@ async fn update_access_list(
         return problem(
             StatusCode::NOT_FOUND,
             "Not Found",
-            format!(
-                "access list configuration {configuration} was not found in Shield Zone {zone}"
-            ),
+            format!("access list configuration {configuration} was not found in Shield Zone {zone}"),
             None,
         );
     };
@@ -202,11 +173,7 @@ fn status_body(status: StatusCode) -> Response {
     )
 }
 
-async fn rate_limits(
-    State(sim): State<Arc<Sim>>,
-    Path(zone): Path<String>,
-    RawQuery(query): RawQuery,
-) -> Response {
+async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQuery(query): RawQuery) -> Response {
     let Ok(zone) = zone.parse::<i64>() else {
         return status_body(StatusCode::BAD_REQUEST);
     };
@@ -232,7 +199,7 @@ async fn rate_limits(
     let data = zone
         .rate_limits
         .iter()
-        .skip(((page - 1) * per_page) as usize)
+        .skip(usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX))
         .take(per_page as usize)
         .cloned()
         .collect();
@@ -242,7 +209,7 @@ async fn rate_limits(
             total_count: total,
             total_pages,
             current_page: page,
-            next_page: (page < total_pages).then_some(page + 1),
+            next_page: (page < total_pages).then(|| page + 1),
             page_size: per_page,
         },
         error: Some(GenericRequestResponse::ok()),

@@ -31,10 +31,7 @@ impl PullZoneLimiter {
     }
 
     pub fn clear(&self) {
-        self.recent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.recent.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -51,9 +48,6 @@ mod tests {
         assert_eq!(limiter.admit(1, 4_000), Err(7));
         assert!(limiter.admit(2, 4_000).is_ok(), "limits are per Pull Zone");
         assert_eq!(limiter.admit(1, 10_999), Err(1));
-        assert!(
-            limiter.admit(1, 11_000).is_ok(),
-            "the first request left the window"
-        );
+        assert!(limiter.admit(1, 11_000).is_ok(), "the first request left the window");
     }
 }

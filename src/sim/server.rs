@@ -144,10 +144,7 @@ impl Sim {
             .merge(platform::router(self))
             .merge(logging::router())
             .fallback(not_found)
-            .layer(middleware::from_fn_with_state(
-                self.clone(),
-                journal_and_faults,
-            ));
+            .layer(middleware::from_fn_with_state(self.clone(), journal_and_faults));
         Router::new()
             .nest("/_sim", admin::router())
             .merge(observed)
@@ -165,19 +162,11 @@ async fn not_found(request: Request) -> Response {
 }
 
 /// A ProblemDetails answer; `member` also goes into an ASP.NET-style `errors` map.
-pub fn problem(
-    status: StatusCode,
-    title: &str,
-    detail: impl Into<String>,
-    member: Option<&str>,
-) -> Response {
+pub fn problem(status: StatusCode, title: &str, detail: impl Into<String>, member: Option<&str>) -> Response {
     let detail = detail.into();
     let mut extensions = serde_json::Map::new();
     if let Some(member) = member {
-        extensions.insert(
-            "errors".into(),
-            serde_json::json!({ member: [detail.clone()] }),
-        );
+        extensions.insert("errors".into(), serde_json::json!({ member: [detail.clone()] }));
     }
     let body = ProblemDetails {
         kind: None,
@@ -203,14 +192,23 @@ pub fn bad_request(detail: impl Into<String>, member: Option<&str>) -> Response 
 pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let member = e.path().to_string();
-        let detail = if member == "." {
-            e.inner().to_string()
-        } else {
-            format!("{member}: {}", e.inner())
-        };
-        bad_request(detail, Some(&member))
+        let member = member_at_fault(&e.path().to_string(), &e.inner().to_string());
+        bad_request(format!("{member}: {}", e.inner()), Some(&member))
     })
+}
+
+/// The JSON path of the member a serde error is about. serde reports a missing field
+/// at its parent's path, so the field's name is appended to it.
+pub fn member_at_fault(path: &str, message: &str) -> String {
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    match (path, missing) {
+        (".", Some(field)) => field.to_string(),
+        (".", None) => "$".to_string(),
+        (path, Some(field)) => format!("{path}.{field}"),
+        (path, None) => path.to_string(),
+    }
 }
 
 async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
@@ -255,15 +253,8 @@ fn fault_response(fault: &Fault) -> Response {
 }
 
 /// 401 ProblemDetails unless the `AccessKey` header carries a known key.
-pub async fn require_access_key(
-    State(sim): State<Arc<Sim>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let key = request
-        .headers()
-        .get("AccessKey")
-        .and_then(|v| v.to_str().ok());
+pub async fn require_access_key(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
+    let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
     match key {
         Some(key) if sim.is_access_key(key) => next.run(request).await,
         Some(_) => problem(
@@ -295,10 +286,7 @@ fn is_json_media_type(content_type: &str) -> bool {
 
 /// 415 unless a request with a body declares a JSON media type.
 pub async fn require_json_body(request: Request, next: Next) -> Response {
-    let has_body_method = matches!(
-        *request.method(),
-        Method::POST | Method::PATCH | Method::PUT
-    );
+    let has_body_method = matches!(*request.method(), Method::POST | Method::PATCH | Method::PUT);
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -353,12 +341,7 @@ pub fn negotiate_media_type(accept: Option<&str>) -> &'static str {
 
 /// Labels JSON answers with the media type negotiated from `Accept`.
 pub async fn negotiate(request: Request, next: Next) -> Response {
-    let chosen = negotiate_media_type(
-        request
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let chosen = negotiate_media_type(request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let mut response = next.run(request).await;
     let is_json = response
         .headers()
@@ -470,12 +453,7 @@ pub enum GenerateError {
 impl Sim {
     /// Adds synthetic events (spread over all Shield Zones) and CDN logs (spread over
     /// Pull Zones with logging enabled), deterministic for a given seed.
-    pub fn generate(
-        &self,
-        events: usize,
-        logs: usize,
-        seed: u64,
-    ) -> Result<Generated, GenerateError> {
+    pub fn generate(&self, events: usize, logs: usize, seed: u64) -> Result<Generated, GenerateError> {
         let now = self.clock.now();
         let mut world = self.world_mut();
         let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();

@@ -108,16 +108,16 @@ pub enum DocumentError {
 impl SimDocument {
     pub fn from_yaml(text: &str) -> Result<Self, DocumentError> {
         let deserializer = serde_yaml::Deserializer::from_str(text);
-        let document: Self = serde_path_to_error::deserialize(deserializer)
-            .map_err(|e| DocumentError::Parse(e.to_string()))?;
+        let document: Self =
+            serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
         Ok(document)
     }
 
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
         let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-        let document: Self = serde_path_to_error::deserialize(deserializer)
-            .map_err(|e| DocumentError::Parse(e.to_string()))?;
+        let document: Self =
+            serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
         Ok(document)
     }
@@ -131,10 +131,7 @@ impl SimDocument {
         let mut seen = std::collections::HashSet::new();
         for (i, zone) in self.shield_zones.iter().enumerate() {
             if !seen.insert(zone.id) {
-                return Err(invalid(
-                    format!("shieldZones[{i}].id"),
-                    "duplicate Shield Zone id",
-                ));
+                return Err(invalid(format!("shieldZones[{i}].id"), "duplicate Shield Zone id"));
             }
             let mut configurations = std::collections::HashSet::new();
             for (j, list) in zone.access_lists.iter().enumerate() {
@@ -149,21 +146,15 @@ impl SimDocument {
         seen.clear();
         for (i, zone) in self.pull_zones.iter().enumerate() {
             if !seen.insert(zone.id) {
-                return Err(invalid(
-                    format!("pullZones[{i}].id"),
-                    "duplicate Pull Zone id",
-                ));
+                return Err(invalid(format!("pullZones[{i}].id"), "duplicate Pull Zone id"));
             }
         }
         let mut app_ids = std::collections::HashSet::new();
         for (i, app) in self.apps.iter().enumerate() {
-            let parsed: Application = serde_json::from_value(app.clone())
-                .map_err(|e| invalid(format!("apps[{i}]"), &e.to_string()))?;
+            let parsed: Application =
+                serde_json::from_value(app.clone()).map_err(|e| invalid(format!("apps[{i}]"), &e.to_string()))?;
             if parsed.id.is_empty() {
-                return Err(invalid(
-                    format!("apps[{i}].id"),
-                    "must be a non-empty string",
-                ));
+                return Err(invalid(format!("apps[{i}].id"), "must be a non-empty string"));
             }
             if !app_ids.insert(parsed.id) {
                 return Err(invalid(format!("apps[{i}].id"), "duplicate application id"));
@@ -235,10 +226,7 @@ pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
             if value.is_null() {
                 target.remove(key);
             } else {
-                merge_patch(
-                    target.entry(key.clone()).or_insert(serde_json::Value::Null),
-                    value,
-                );
+                merge_patch(target.entry(key.clone()).or_insert(serde_json::Value::Null), value);
             }
         }
     }

@@ -26,8 +26,7 @@ pub fn repo_root() -> PathBuf {
 
 extern "C" fn stop_owned_cluster() {
     if let Some(Cluster {
-        owned_name: Some(name),
-        ..
+        owned_name: Some(name), ..
     }) = CLUSTER.get()
     {
         let _ = Command::new(repo_root().join("hack/cluster.sh"))
@@ -92,8 +91,7 @@ pub fn k8s_bin_dir() -> PathBuf {
 
 /// The pinned Kubernetes version (`vX.Y.Z`).
 pub fn pinned_version() -> String {
-    let versions =
-        std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
+    let versions = std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
     versions
         .lines()
         .find_map(|l| l.strip_prefix("K8S_VERSION="))
@@ -105,10 +103,9 @@ pub fn pinned_version() -> String {
 impl Cluster {
     pub async fn client(&self) -> Client {
         let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .expect("valid kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("valid kubeconfig");
         Client::try_from(config).expect("client")
     }
 
@@ -142,10 +139,7 @@ impl Cluster {
 
     /// Applies every manifest in `dir` (the committed CRDs live in `crds/`).
     pub fn apply_dir(&self, dir: &Path) {
-        let (ok, _, stderr) = self.kubectl(
-            &["apply", "--server-side", "-f", &dir.display().to_string()],
-            None,
-        );
+        let (ok, _, stderr) = self.kubectl(&["apply", "--server-side", "-f", &dir.display().to_string()], None);
         assert!(ok, "kubectl apply -f {}: {stderr}", dir.display());
     }
 }

@@ -66,11 +66,7 @@ impl Serialize for AppStatus {
 impl<'de> Deserialize<'de> for AppStatus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Option::<String>::deserialize(d)?.unwrap_or_default();
-        Ok(parse_case_insensitive(
-            &raw,
-            &Self::CASES,
-            AppStatus::Unknown,
-        ))
+        Ok(parse_case_insensitive(&raw, &Self::CASES, AppStatus::Unknown))
     }
 }
 
@@ -83,10 +79,8 @@ pub enum RuntimeType {
 }
 
 impl RuntimeType {
-    const CASES: [(&'static str, RuntimeType); 2] = [
-        ("shared", RuntimeType::Shared),
-        ("reserved", RuntimeType::Reserved),
-    ];
+    const CASES: [(&'static str, RuntimeType); 2] =
+        [("shared", RuntimeType::Shared), ("reserved", RuntimeType::Reserved)];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -105,11 +99,7 @@ impl Serialize for RuntimeType {
 impl<'de> Deserialize<'de> for RuntimeType {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Option::<String>::deserialize(d)?.unwrap_or_default();
-        Ok(parse_case_insensitive(
-            &raw,
-            &Self::CASES,
-            RuntimeType::Shared,
-        ))
+        Ok(parse_case_insensitive(&raw, &Self::CASES, RuntimeType::Shared))
     }
 }
 

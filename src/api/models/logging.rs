@@ -4,15 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// Cache status values of a CDN request.
-pub const CACHE_STATUSES: [&str; 7] = [
-    "HIT",
-    "MISS",
-    "BYPASS",
-    "REVALIDATED",
-    "STALE",
-    "UPDATING",
-    "-",
-];
+pub const CACHE_STATUSES: [&str; 7] = ["HIT", "MISS", "BYPASS", "REVALIDATED", "STALE", "UPDATING", "-"];
 
 /// One CDN request (a v2 `data[]` entry, or a parsed v1 line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -135,10 +127,7 @@ impl LogEntry {
         let err = |reason: String| V1ParseError { line, reason };
         let fields: Vec<&str> = raw.split('|').collect();
         if fields.len() != V1_FIELDS {
-            return Err(err(format!(
-                "expected {V1_FIELDS} fields, found {}",
-                fields.len()
-            )));
+            return Err(err(format!("expected {V1_FIELDS} fields, found {}", fields.len())));
         }
         let number = |i: usize, name: &str| -> Result<i64, V1ParseError> {
             fields[i]

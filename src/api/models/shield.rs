@@ -64,16 +64,10 @@ impl std::str::FromStr for Dimension {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Dimension::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| {
-                let allowed: Vec<_> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
-                format!(
-                    "unknown dimension `{s}`, expected one of {}",
-                    allowed.join(", ")
-                )
-            })
+        Dimension::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| {
+            let allowed: Vec<_> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
+            format!("unknown dimension `{s}`, expected one of {}", allowed.join(", "))
+        })
     }
 }
 
@@ -115,9 +109,7 @@ impl std::str::FromStr for FilterOp {
         FilterOp::ALL
             .into_iter()
             .find(|op| op.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown operator `{s}`, expected one of eq, in, contains, cidr, wildcard")
-            })
+            .ok_or_else(|| format!("unknown operator `{s}`, expected one of eq, in, contains, cidr, wildcard"))
     }
 }
 
@@ -134,11 +126,7 @@ pub struct EventLogsFilter {
 }
 
 impl EventLogsFilter {
-    pub fn new(
-        field: Dimension,
-        op: FilterOp,
-        values: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
+    pub fn new(field: Dimension, op: FilterOp, values: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             field: Some(field),
             op: Some(op),
@@ -297,9 +285,7 @@ impl AccessListAction {
     }
 
     pub fn from_code(code: i32) -> Option<Self> {
-        usize::try_from(code)
-            .ok()
-            .and_then(|i| Self::ALL.get(i).copied())
+        usize::try_from(code).ok().and_then(|i| Self::ALL.get(i).copied())
     }
 
     pub fn name(self) -> &'static str {

@@ -21,8 +21,7 @@ use ipnet::IpNet;
 use super::store::{EventStore, RULE_NAME, TEXT_COLUMNS};
 use crate::api::models::GenericRequestResponse;
 use crate::api::models::shield::{
-    Dimension, EventGroup, EventLogsSearchRequest, EventLogsSearchResponse, EventRow, FilterOp,
-    GroupContext,
+    Dimension, EventGroup, EventLogsSearchRequest, EventLogsSearchResponse, EventRow, FilterOp, GroupContext,
 };
 
 pub const MAX_PAGE_SIZE: i32 = 500;
@@ -125,10 +124,7 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
         return Err(invalid("to", "must be after `from`"));
     }
     if request.to > now.saturating_add(MAX_FUTURE_MS) {
-        return Err(invalid(
-            "to",
-            "must not be more than 5 minutes in the future",
-        ));
+        return Err(invalid("to", "must not be more than 5 minutes in the future"));
     }
     if request.to < now.saturating_sub(MAX_AGE_MS) {
         return Err(invalid("to", "must be within the last 72 hours"));
@@ -161,12 +157,8 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
         .enumerate()
         .map(|(i, filter)| {
             let member = |name: &str| format!("filters[{i}].{name}");
-            let field = filter
-                .field
-                .ok_or_else(|| invalid(member("field"), "is required"))?;
-            let op = filter
-                .op
-                .ok_or_else(|| invalid(member("op"), "is required"))?;
+            let field = filter.field.ok_or_else(|| invalid(member("field"), "is required"))?;
+            let op = filter.op.ok_or_else(|| invalid(member("op"), "is required"))?;
             let values = filter.value.as_deref().unwrap_or_default();
             if values.is_empty() {
                 return Err(invalid(member("value"), "must hold at least one value"));
@@ -175,9 +167,7 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             let predicate = match op {
                 FilterOp::Eq | FilterOp::In => Predicate::Exact(values.to_vec()),
                 FilterOp::Contains => Predicate::Contains(lowered()),
-                FilterOp::Wildcard => {
-                    Predicate::Wildcard(lowered().iter().map(|v| v.chars().collect()).collect())
-                }
+                FilterOp::Wildcard => Predicate::Wildcard(lowered().iter().map(|v| v.chars().collect()).collect()),
                 FilterOp::Cidr if field != Dimension::Ip => {
                     return Err(invalid(
                         member("op"),
@@ -190,10 +180,7 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
                         .enumerate()
                         .map(|(j, v)| {
                             parse_network(v).ok_or_else(|| {
-                                invalid(
-                                    format!("filters[{i}].value[{j}]"),
-                                    format!("`{v}` is not an IP prefix"),
-                                )
+                                invalid(format!("filters[{i}].value[{j}]"), format!("`{v}` is not an IP prefix"))
                             })
                         })
                         .collect::<Result<_, _>>()?,
@@ -243,10 +230,7 @@ impl MatchTables {
         let terms = search
             .terms
             .iter()
-            .map(|term| {
-                QUERY_COLUMNS
-                    .map(|column| table(column, &|v| v.to_lowercase().contains(term.as_str())))
-            })
+            .map(|term| QUERY_COLUMNS.map(|column| table(column, &|v| v.to_lowercase().contains(term.as_str()))))
             .collect();
         Self { filters, terms }
     }
@@ -297,11 +281,7 @@ fn response(search: &ValidSearch, total: usize) -> EventLogsSearchResponse {
     }
 }
 
-fn flat(
-    search: &ValidSearch,
-    store: &EventStore,
-    rows: impl Iterator<Item = usize>,
-) -> EventLogsSearchResponse {
+fn flat(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usize>) -> EventLogsSearchResponse {
     let (start, end) = page_bounds(search);
     let mut total = 0;
     let mut page = Vec::new();
@@ -320,17 +300,9 @@ fn flat(
 fn event_row(store: &EventStore, row: usize) -> EventRow {
     let mut fields: BTreeMap<String, String> = Dimension::ALL
         .iter()
-        .map(|d| {
-            (
-                d.as_str().to_string(),
-                store.text(d.index(), row).to_string(),
-            )
-        })
+        .map(|d| (d.as_str().to_string(), store.text(d.index(), row).to_string()))
         .collect();
-    fields.insert(
-        "ruleName".to_string(),
-        store.text(RULE_NAME, row).to_string(),
-    );
+    fields.insert("ruleName".to_string(), store.text(RULE_NAME, row).to_string());
     EventRow {
         log_id: Some(store.log_id(row).to_string()),
         timestamp: store.timestamp(row),
@@ -410,11 +382,7 @@ fn action_kind(action: &str) -> Option<usize> {
         .position(|kind| kind.eq_ignore_ascii_case(action))
 }
 
-fn grouped(
-    search: &ValidSearch,
-    store: &EventStore,
-    rows: impl Iterator<Item = usize>,
-) -> EventLogsSearchResponse {
+fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usize>) -> EventLogsSearchResponse {
     let columns: Vec<usize> = search.group_by.iter().map(|d| d.index()).collect();
     let mut keys = GroupKeys::new(columns.clone());
     let mut totals: Vec<Option<GroupTotals>> = Vec::new();
@@ -481,7 +449,7 @@ fn grouped(
         .values()
         .map(action_kind)
         .collect();
-    let span = i128::from(search.to - search.from);
+    let span = i128::from(search.to) - i128::from(search.from);
     for &(row, group) in &matched {
         let Some(&slot) = slot_of.get(&group) else {
             continue;
@@ -502,14 +470,10 @@ fn grouped(
             Some(2) => detail.logged += 1,
             _ => {}
         }
-        detail
-            .features
-            .push(store.column(Dimension::Feature.index())[row]);
-        detail
-            .rule_ids
-            .push(store.column(Dimension::RuleId.index())[row]);
+        detail.features.push(store.column(Dimension::Feature.index())[row]);
+        detail.rule_ids.push(store.column(Dimension::RuleId.index())[row]);
         if search.buckets > 0 {
-            let offset = i128::from(store.timestamp(row) - search.from);
+            let offset = i128::from(store.timestamp(row)) - i128::from(search.from);
             let bucket = (offset * search.buckets as i128 / span) as usize;
             detail.sparkline[bucket] += 1;
         }
@@ -559,10 +523,7 @@ fn most_frequent(store: &EventStore, dimension: Dimension, counts: &FxHashMap<u3
     let dictionary = store.dictionary(dimension.index());
     counts
         .iter()
-        .max_by(|(a, ca), (b, cb)| {
-            ca.cmp(cb)
-                .then_with(|| dictionary.rank(**b).cmp(&dictionary.rank(**a)))
-        })
+        .max_by(|(a, ca), (b, cb)| ca.cmp(cb).then_with(|| dictionary.rank(**b).cmp(&dictionary.rank(**a))))
         .map(|(&id, _)| dictionary.value(id).to_string())
         .unwrap_or_default()
 }
@@ -571,10 +532,7 @@ fn distinct_joined(store: &EventStore, dimension: Dimension, mut ids: Vec<u32>) 
     let dictionary = store.dictionary(dimension.index());
     ids.sort_unstable_by_key(|&id| dictionary.rank(id));
     ids.dedup();
-    ids.iter()
-        .map(|&id| dictionary.value(id))
-        .collect::<Vec<_>>()
-        .join(",")
+    ids.iter().map(|&id| dictionary.value(id)).collect::<Vec<_>>().join(",")
 }
 
 const _: () = assert!(TEXT_COLUMNS == RULE_NAME + 1);

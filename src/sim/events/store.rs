@@ -135,8 +135,7 @@ impl Arena {
     fn push(&mut self, value: &str) -> u64 {
         let offset = self.bytes.len() as u64;
         let len = value.len().min((1 << LEN_BITS) - 1);
-        self.bytes
-            .push_str(&value[..floor_char_boundary(value, len)]);
+        self.bytes.push_str(&value[..floor_char_boundary(value, len)]);
         (offset << LEN_BITS) | len as u64
     }
 
@@ -222,8 +221,7 @@ impl EventStore {
                 Some(id) => self.id_arena.push(id),
                 None => {
                     self.next_generated_id += 1;
-                    self.id_arena
-                        .push(&format!("ev-{:012x}", self.next_generated_id))
+                    self.id_arena.push(&format!("ev-{:012x}", self.next_generated_id))
                 }
             };
             self.log_ids.push(log_id);

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::models::shield::{
-    Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse,
-    EventRow, FilterOp, GroupContext,
+    Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, EventRow, FilterOp,
+    GroupContext,
 };
 
 const NOW: i64 = 1_800_000_000_000;
@@ -39,10 +39,7 @@ fn store_of(events: Vec<EventInput>) -> EventStore {
     store
 }
 
-fn run(
-    store: &EventStore,
-    request: &EventLogsSearchRequest,
-) -> Result<EventLogsSearchResponse, SearchError> {
+fn run(store: &EventStore, request: &EventLogsSearchRequest) -> Result<EventLogsSearchResponse, SearchError> {
     validate(request, NOW).map(|search| execute(&search, store))
 }
 
@@ -80,24 +77,11 @@ fn window_rules_are_enforced() {
         (NOW - 80 * HOUR, NOW - 72 * HOUR - 1, "to"),
     ];
     for (from, to, member) in cases {
-        let err =
-            validate(&EventLogsSearchRequest::window(from, to), NOW).expect_err("invalid window");
+        let err = validate(&EventLogsSearchRequest::window(from, to), NOW).expect_err("invalid window");
         assert_eq!(err.member, member, "{from}..{to}");
     }
-    assert!(
-        validate(
-            &EventLogsSearchRequest::window(NOW - 1, NOW + 5 * 60_000),
-            NOW
-        )
-        .is_ok()
-    );
-    assert!(
-        validate(
-            &EventLogsSearchRequest::window(NOW - 80 * HOUR, NOW - 72 * HOUR),
-            NOW
-        )
-        .is_ok()
-    );
+    assert!(validate(&EventLogsSearchRequest::window(NOW - 1, NOW + 5 * 60_000), NOW).is_ok());
+    assert!(validate(&EventLogsSearchRequest::window(NOW - 80 * HOUR, NOW - 72 * HOUR), NOW).is_ok());
 }
 
 #[test]
@@ -111,17 +95,10 @@ fn clamps_and_defaults() {
     assert_eq!(valid(base.clone().buckets(0)).buckets, 0);
     assert_eq!(valid(base.clone().buckets(9999)).buckets, 500);
     assert_eq!(
-        validate(&base.clone().buckets(-1), NOW)
-            .expect_err("neg")
-            .member,
+        validate(&base.clone().buckets(-1), NOW).expect_err("neg").member,
         "buckets"
     );
-    assert_eq!(
-        validate(&base.clone().page(-1), NOW)
-            .expect_err("neg")
-            .member,
-        "page"
-    );
+    assert_eq!(validate(&base.clone().page(-1), NOW).expect_err("neg").member, "page");
 }
 
 #[test]
@@ -162,10 +139,7 @@ fn filter_errors_name_the_member() {
         assert_eq!(err.member, member);
     }
     let repeated = base.group_by([Dimension::Ip, Dimension::Ip]);
-    assert_eq!(
-        validate(&repeated, NOW).expect_err("repeat").member,
-        "groupBy[1]"
-    );
+    assert_eq!(validate(&repeated, NOW).expect_err("repeat").member, "groupBy[1]");
 }
 
 #[test]
@@ -178,13 +152,14 @@ fn cidr_matches_ipv4_and_ipv6_prefixes_and_bare_addresses() {
         event("v6b", t, "2001:db9::1", "r", "block"),
         event("bad", t, "not-an-ip", "r", "block"),
     ]);
-    let search =
-        |values: &[&str]| {
-            let request = EventLogsSearchRequest::window(NOW - HOUR, NOW).filter(
-                EventLogsFilter::new(Dimension::Ip, FilterOp::Cidr, values.iter().copied()),
-            );
-            ids(&run(&store, &request).expect("valid"))
-        };
+    let search = |values: &[&str]| {
+        let request = EventLogsSearchRequest::window(NOW - HOUR, NOW).filter(EventLogsFilter::new(
+            Dimension::Ip,
+            FilterOp::Cidr,
+            values.iter().copied(),
+        ));
+        ids(&run(&store, &request).expect("valid"))
+    };
     assert_eq!(search(&["192.0.2.0/24"]), ["v4a"]);
     assert_eq!(search(&["2001:db8::/32"]), ["v6a"]);
     assert_eq!(search(&["198.51.100.7", "2001:db9::1"]), ["v4b", "v6b"]);
@@ -199,13 +174,8 @@ fn wildcard_contains_and_query_are_case_insensitive() {
     let mut b = event("b", t, "2.2.2.2", "xss-941100", "log");
     b.url = "https://shop.example.com/search".into();
     let store = store_of(vec![a, b]);
-    let with = |filter| {
-        ids(&run(
-            &store,
-            &EventLogsSearchRequest::window(NOW - HOUR, NOW).filter(filter),
-        )
-        .expect("valid"))
-    };
+    let with =
+        |filter| ids(&run(&store, &EventLogsSearchRequest::window(NOW - HOUR, NOW).filter(filter)).expect("valid"));
     assert_eq!(
         with(EventLogsFilter::new(
             Dimension::Url,
@@ -215,36 +185,18 @@ fn wildcard_contains_and_query_are_case_insensitive() {
         ["a"]
     );
     assert_eq!(
-        with(EventLogsFilter::new(
-            Dimension::Url,
-            FilterOp::Wildcard,
-            ["*/admin"]
-        )),
+        with(EventLogsFilter::new(Dimension::Url, FilterOp::Wildcard, ["*/admin"])),
         Vec::<String>::new()
     );
     assert_eq!(
-        with(EventLogsFilter::new(
-            Dimension::RuleId,
-            FilterOp::Contains,
-            ["sqli"]
-        )),
+        with(EventLogsFilter::new(Dimension::RuleId, FilterOp::Contains, ["sqli"])),
         ["a"]
     );
     assert_eq!(
-        with(EventLogsFilter::new(
-            Dimension::RuleId,
-            FilterOp::Eq,
-            ["sqli-942100"]
-        )),
+        with(EventLogsFilter::new(Dimension::RuleId, FilterOp::Eq, ["sqli-942100"])),
         Vec::<String>::new()
     );
-    let query = |q: &str| {
-        ids(&run(
-            &store,
-            &EventLogsSearchRequest::window(NOW - HOUR, NOW).query(q),
-        )
-        .expect("valid"))
-    };
+    let query = |q: &str| ids(&run(&store, &EventLogsSearchRequest::window(NOW - HOUR, NOW).query(q)).expect("valid"));
     assert_eq!(query("ADMIN 1.1.1"), ["a"]);
     assert_eq!(query("rule xss"), ["b"]);
     assert_eq!(query("admin xss"), Vec::<String>::new());
@@ -269,10 +221,7 @@ fn sparkline_buckets_cover_the_window_exactly() {
     assert_eq!(group.sparkline, Some(vec![2, 1, 1]));
     let sparkline = |offset: i64| {
         let store = store_of(vec![event("x", from + offset, "1.1.1.1", "r", "block")]);
-        run(&store, &request)
-            .expect("valid")
-            .groups
-            .expect("grouped")[0]
+        run(&store, &request).expect("valid").groups.expect("grouped")[0]
             .sparkline
             .clone()
     };
@@ -304,14 +253,8 @@ fn groups_sort_by_count_then_key_and_carry_context() {
     let top = &groups[0];
     assert_eq!((top.count, top.first_seen, top.last_seen), (2, t, t + 1));
     let context = top.context.as_ref().expect("context");
-    assert_eq!(
-        context.country, "DE",
-        "tie between DE and FR goes to the smallest"
-    );
-    assert_eq!(
-        (context.blocked, context.challenged, context.logged),
-        (1, 1, 0)
-    );
+    assert_eq!(context.country, "DE", "tie between DE and FR goes to the smallest");
+    assert_eq!((context.blocked, context.challenged, context.logged), (1, 1, 0));
     assert_eq!(context.rule_ids, "r1,r2");
     assert_eq!(response.total, 3);
 }
@@ -349,18 +292,15 @@ fn reference_filter(filter: &EventLogsFilter, value: &str) -> bool {
             reference_wildcard(&p, &t)
         }
         FilterOp::Cidr => {
-            let net: ipnet::IpNet = v.parse().unwrap_or_else(|_| {
-                ipnet::IpNet::from(v.parse::<IpAddr>().expect("generated address"))
-            });
+            let net: ipnet::IpNet = v
+                .parse()
+                .unwrap_or_else(|_| ipnet::IpNet::from(v.parse::<IpAddr>().expect("generated address")));
             value.parse::<IpAddr>().is_ok_and(|ip| net.contains(&ip))
         }
     })
 }
 
-fn reference_search(
-    events: &[EventInput],
-    request: &EventLogsSearchRequest,
-) -> EventLogsSearchResponse {
+fn reference_search(events: &[EventInput], request: &EventLogsSearchRequest) -> EventLogsSearchResponse {
     let page_size = match request.page_size.unwrap_or(0) {
         0 => 50,
         n => n.clamp(1, 500),
@@ -392,11 +332,7 @@ fn reference_search(
                 .all(|f| reference_filter(f, e.dimension(f.field.expect("field"))))
         })
         .collect();
-    matched.sort_by(|a, b| {
-        b.timestamp
-            .cmp(&a.timestamp)
-            .then_with(|| a.log_id.cmp(&b.log_id))
-    });
+    matched.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| a.log_id.cmp(&b.log_id)));
     let group_by = request.group_by.clone().unwrap_or_default();
     let pages = |total: usize| total.div_ceil(page_size) as i32;
     if group_by.is_empty() {
@@ -429,10 +365,7 @@ fn reference_search(
     }
     let mut groups: BTreeMap<Vec<String>, Vec<&EventInput>> = BTreeMap::new();
     for e in &matched {
-        let key = group_by
-            .iter()
-            .map(|d| e.dimension(*d).to_string())
-            .collect();
+        let key = group_by.iter().map(|d| e.dimension(*d).to_string()).collect();
         groups.entry(key).or_default().push(e);
     }
     let mut groups: Vec<(Vec<String>, Vec<&EventInput>)> = groups.into_iter().collect();
@@ -456,41 +389,21 @@ fn reference_search(
         .skip(page * page_size)
         .take(page_size)
         .map(|(key, members)| {
-            let count_action = |a: &str| {
-                members
-                    .iter()
-                    .filter(|e| e.action.eq_ignore_ascii_case(a))
-                    .count() as i64
-            };
+            let count_action = |a: &str| members.iter().filter(|e| e.action.eq_ignore_ascii_case(a)).count() as i64;
             let sparkline = (buckets > 0).then(|| {
                 let mut line = vec![0i64; buckets];
                 for e in &members {
                     let i = (i128::from(e.timestamp - request.from) * buckets as i128
-                        / i128::from(request.to - request.from))
-                        as usize;
+                        / i128::from(request.to - request.from)) as usize;
                     line[i] += 1;
                 }
                 line
             });
             EventGroup {
-                key: Some(
-                    group_by
-                        .iter()
-                        .map(|d| d.as_str().to_string())
-                        .zip(key)
-                        .collect(),
-                ),
+                key: Some(group_by.iter().map(|d| d.as_str().to_string()).zip(key).collect()),
                 count: members.len() as i64,
-                first_seen: members
-                    .iter()
-                    .map(|e| e.timestamp)
-                    .min()
-                    .unwrap_or_default(),
-                last_seen: members
-                    .iter()
-                    .map(|e| e.timestamp)
-                    .max()
-                    .unwrap_or_default(),
+                first_seen: members.iter().map(|e| e.timestamp).min().unwrap_or_default(),
+                last_seen: members.iter().map(|e| e.timestamp).max().unwrap_or_default(),
                 context: Some(GroupContext {
                     country: mode(members.iter().map(|e| e.country.as_str()).collect()),
                     asn: mode(members.iter().map(|e| e.asn.as_str()).collect()),
@@ -539,27 +452,25 @@ fn arb_event(index: usize) -> impl Strategy<Value = EventInput> {
         0..3usize,
         0..3usize,
     )
-        .prop_map(
-            move |(age, ip, rule, url, country, action, feature, asn)| EventInput {
-                log_id: Some(format!("id-{:03}", index % 40)),
-                timestamp: NOW - 1 - age,
-                feature: FEATURES[feature].into(),
-                rule_id: RULES[rule].into(),
-                ip: IPS[ip].into(),
-                ja4: format!("ja4-{}", ip % 2),
-                ua: if ip % 2 == 0 {
-                    "curl/8.0".into()
-                } else {
-                    "Mozilla/5.0 (X11)".into()
-                },
-                url: URLS[url].into(),
-                asn: ["64500", "13335", "64501"][asn].into(),
-                country: COUNTRIES[country].into(),
-                action: ACTIONS[action].into(),
-                rule_name: format!("Rule {}", RULES[rule]),
-                log: None,
+        .prop_map(move |(age, ip, rule, url, country, action, feature, asn)| EventInput {
+            log_id: Some(format!("id-{:03}", index % 40)),
+            timestamp: NOW - 1 - age,
+            feature: FEATURES[feature].into(),
+            rule_id: RULES[rule].into(),
+            ip: IPS[ip].into(),
+            ja4: format!("ja4-{}", ip % 2),
+            ua: if ip % 2 == 0 {
+                "curl/8.0".into()
+            } else {
+                "Mozilla/5.0 (X11)".into()
             },
-        )
+            url: URLS[url].into(),
+            asn: ["64500", "13335", "64501"][asn].into(),
+            country: COUNTRIES[country].into(),
+            action: ACTIONS[action].into(),
+            rule_name: format!("Rule {}", RULES[rule]),
+            log: None,
+        })
 }
 
 fn arb_filter() -> impl Strategy<Value = EventLogsFilter> {
@@ -570,18 +481,18 @@ fn arb_filter() -> impl Strategy<Value = EventLogsFilter> {
             FilterOp::In,
             v
         )),
-        prop::sample::select(vec!["admin", "LOGIN", "/api", "?"])
-            .prop_map(|v| EventLogsFilter::new(Dimension::Url, FilterOp::Contains, [v])),
-        prop::sample::select(vec!["*admin*", "/*", "*s", "/login", "*a*i*"])
-            .prop_map(|v| EventLogsFilter::new(Dimension::Url, FilterOp::Wildcard, [v])),
-        prop::sample::select(vec![
-            "10.0.0.0/24",
-            "10.0.0.0/8",
-            "2001:db8::/48",
-            "10.1.2.3",
-            "::/0"
-        ])
-        .prop_map(|v| EventLogsFilter::new(Dimension::Ip, FilterOp::Cidr, [v])),
+        prop::sample::select(vec!["admin", "LOGIN", "/api", "?"]).prop_map(|v| EventLogsFilter::new(
+            Dimension::Url,
+            FilterOp::Contains,
+            [v]
+        )),
+        prop::sample::select(vec!["*admin*", "/*", "*s", "/login", "*a*i*"]).prop_map(|v| EventLogsFilter::new(
+            Dimension::Url,
+            FilterOp::Wildcard,
+            [v]
+        )),
+        prop::sample::select(vec!["10.0.0.0/24", "10.0.0.0/8", "2001:db8::/48", "10.1.2.3", "::/0"])
+            .prop_map(|v| EventLogsFilter::new(Dimension::Ip, FilterOp::Cidr, [v])),
         prop::sample::select(vec!["block", "log"]).prop_map(|v| EventLogsFilter::new(
             Dimension::Action,
             FilterOp::Eq,
@@ -603,21 +514,19 @@ fn arb_request() -> impl Strategy<Value = EventLogsSearchRequest> {
         prop::option::of(0..4i32),
         prop::option::of(-2..30i32),
     )
-        .prop_map(
-            |(start, len, query, filters, group_by, buckets, page, page_size)| {
-                let from = NOW - start - 1;
-                EventLogsSearchRequest {
-                    from,
-                    to: (from + len).min(NOW),
-                    query: query.map(str::to_string),
-                    filters: (!filters.is_empty()).then_some(filters),
-                    group_by,
-                    buckets,
-                    page,
-                    page_size,
-                }
-            },
-        )
+        .prop_map(|(start, len, query, filters, group_by, buckets, page, page_size)| {
+            let from = NOW - start - 1;
+            EventLogsSearchRequest {
+                from,
+                to: (from + len).min(NOW),
+                query: query.map(str::to_string),
+                filters: (!filters.is_empty()).then_some(filters),
+                group_by,
+                buckets,
+                page,
+                page_size,
+            }
+        })
 }
 
 fn arb_events() -> impl Strategy<Value = Vec<EventInput>> {

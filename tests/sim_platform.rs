@@ -1,0 +1,537 @@
+//! edge-sim, platform API over HTTP: auth, media types, search, access lists, rate
+//! limits, certificates and applications, with every error status and body shape.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::sim::{ACCESS_KEY, fixtures_at, http, now_ms, start};
+
+const HOUR: i64 = 3_600_000;
+
+async fn post_json(base: &str, path: &str, body: &Value) -> reqwest::Response {
+    http()
+        .post(format!("{base}{path}"))
+        .header("AccessKey", ACCESS_KEY)
+        .json(body)
+        .send()
+        .await
+        .expect("request")
+}
+
+async fn get(base: &str, path: &str) -> reqwest::Response {
+    http()
+        .get(format!("{base}{path}"))
+        .header("AccessKey", ACCESS_KEY)
+        .send()
+        .await
+        .expect("request")
+}
+
+async fn insert_events(base: &str, zone: i64, events: Value) {
+    let response = http()
+        .post(format!("{base}/_sim/shield-zones/{zone}/events"))
+        .json(&events)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+}
+
+fn event(id: &str, timestamp: i64, ip: &str, rule: &str) -> Value {
+    json!({
+        "logId": id, "timestamp": timestamp, "feature": "waf", "ruleId": rule, "ip": ip,
+        "ja4": "t13d", "ua": "curl/8", "url": "https://shop.example.com/login", "asn": "64500",
+        "country": "DE", "action": "block", "ruleName": "SQL injection", "log": {"method": "POST"}
+    })
+}
+
+fn assert_problem(body: &Value, status: u16) {
+    assert_eq!(body["status"], status, "{body}");
+    assert!(body["title"].is_string(), "{body}");
+    assert!(body["detail"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn every_platform_endpoint_requires_a_known_access_key() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let endpoints = [
+        ("POST", "/shield/event-logs/1001/search"),
+        ("GET", "/shield/shield-zone/1001/access-lists"),
+        ("PATCH", "/shield/shield-zone/1001/access-lists/configurations/9101"),
+        ("GET", "/shield/rate-limits/1001"),
+        ("POST", "/pullzone/completeExternalHttpCertificate"),
+        ("GET", "/mc/apps/app-shop"),
+    ];
+    for (method, path) in endpoints {
+        for key in [None, Some("wrong-key")] {
+            let mut request = http()
+                .request(method.parse().expect("method"), format!("{base}{path}"))
+                .header("content-type", "application/json")
+                .body("{}");
+            if let Some(key) = key {
+                request = request.header("AccessKey", key);
+            }
+            let response = request.send().await.expect("request");
+            assert_eq!(
+                response.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} with {key:?}"
+            );
+            let body: Value = response.json().await.expect("ProblemDetails");
+            assert_problem(&body, 401);
+            assert!(!body.to_string().contains("wrong-key"), "the key is never echoed");
+        }
+    }
+}
+
+#[tokio::test]
+async fn request_and_response_media_types() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let body = json!({"from": now_ms() - HOUR, "to": now_ms()}).to_string();
+    for (content_type, expected) in [
+        ("application/json", StatusCode::OK),
+        ("text/json", StatusCode::OK),
+        ("application/problem+json; charset=utf-8", StatusCode::OK),
+        ("text/plain", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        ("application/xml", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+    ] {
+        let response = http()
+            .post(format!("{base}/shield/event-logs/1001/search"))
+            .header("AccessKey", ACCESS_KEY)
+            .header("content-type", content_type)
+            .body(body.clone())
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), expected, "{content_type}");
+        if expected == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            assert_problem(&response.json().await.expect("json"), 415);
+        }
+    }
+    for (accept, expected) in [
+        (None, "application/json"),
+        (Some("text/plain"), "text/plain"),
+        (Some("text/json"), "text/json"),
+        (Some("text/html, text/json;q=0.5, text/plain;q=0.9"), "text/plain"),
+        (Some("application/xml"), "application/json"),
+    ] {
+        let mut request = http()
+            .get(format!("{base}/shield/rate-limits/1001"))
+            .header("AccessKey", ACCESS_KEY);
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        let response = request.send().await.expect("request");
+        assert_eq!(response.headers()["content-type"], expected, "Accept: {accept:?}");
+        let parsed: Value =
+            serde_json::from_slice(&response.bytes().await.expect("body")).expect("JSON in any media type");
+        assert!(parsed["data"].is_array());
+    }
+}
+
+#[tokio::test]
+async fn search_rejects_unknown_members_and_bad_windows_naming_the_member() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let now = now_ms();
+    let cases = [
+        (json!({"from": now - HOUR, "to": now, "colour": "red"}), "colour"),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "op": "eq", "value": ["1.1.1.1"], "x": 1}]}),
+            "filters[0].x",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "colour", "op": "eq", "value": ["a"]}]}),
+            "filters[0].field",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "op": "near", "value": ["a"]}]}),
+            "filters[0].op",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "url", "op": "cidr", "value": ["10.0.0.0/8"]}]}),
+            "filters[0].op",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "op": "cidr", "value": ["10.0.0.0/33"]}]}),
+            "filters[0].value[0]",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "op": "in", "value": []}]}),
+            "filters[0].value",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "groupBy": ["ip", "colour"]}),
+            "groupBy[1]",
+        ),
+        (
+            json!({"from": now - HOUR, "to": now, "groupBy": ["ip", "ip"]}),
+            "groupBy[1]",
+        ),
+        (json!({"from": now, "to": now}), "to"),
+        (json!({"from": now - HOUR, "to": now + 6 * 60_000}), "to"),
+        (json!({"from": now - 80 * HOUR, "to": now - 73 * HOUR}), "to"),
+        (json!({"from": now - HOUR, "to": now, "page": -1}), "page"),
+        (json!({"from": now - HOUR, "to": now, "buckets": -1}), "buckets"),
+        (json!({"from": now - HOUR}), "to"),
+        (
+            json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "value": ["a"]}]}),
+            "filters[0].op",
+        ),
+        (json!({"from": "yesterday", "to": now}), "from"),
+    ];
+    for (body, member) in cases {
+        let response = post_json(&base, "/shield/event-logs/1001/search", &body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        let problem: Value = response.json().await.expect("ProblemDetails");
+        assert_problem(&problem, 400);
+        assert!(
+            problem["errors"].get(member).is_some(),
+            "{body} should name `{member}`: {problem}"
+        );
+    }
+    let response = post_json(
+        &base,
+        "/shield/event-logs/99/search",
+        &json!({"from": now - HOUR, "to": now}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = post_json(
+        &base,
+        "/shield/event-logs/abc/search",
+        &json!({"from": now - HOUR, "to": now}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn search_rows_groups_clamps_and_pagination_over_http() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let now = now_ms();
+    let events: Vec<Value> = (0..620)
+        .map(|i| {
+            let ip = if i % 2 == 0 {
+                format!("192.0.2.{}", i % 50)
+            } else {
+                format!("2001:db8::{:x}", i % 50)
+            };
+            event(
+                &format!("e{i:04}"),
+                now - 1 - i * 1000,
+                &ip,
+                if i % 3 == 0 { "942100" } else { "941100" },
+            )
+        })
+        .collect();
+    insert_events(&base, 1001, Value::Array(events)).await;
+
+    let flat: Value = post_json(
+        &base,
+        "/shield/event-logs/1001/search",
+        &json!({"from": now - HOUR, "to": now, "pageSize": 1000}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(
+        flat["rows"].as_array().expect("rows").len(),
+        500,
+        "pageSize clamps to 500"
+    );
+    assert_eq!(
+        (flat["total"].as_i64(), flat["totalPages"].as_i64()),
+        (Some(620), Some(2))
+    );
+    assert!(flat["groups"].is_null());
+    let first = &flat["rows"][0];
+    assert_eq!(first["logId"], "e0000");
+    assert_eq!(first["fields"]["ruleName"], "SQL injection");
+    assert_eq!(first["fields"].as_object().expect("fields").len(), 10);
+    assert_eq!(first["log"]["method"], "POST");
+
+    let default_page: Value = post_json(
+        &base,
+        "/shield/event-logs/1001/search",
+        &json!({"from": now - HOUR, "to": now, "page": 12}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(
+        default_page["rows"].as_array().expect("rows").len(),
+        20,
+        "pageSize defaults to 50: 620 = 12*50 + 20"
+    );
+    assert_eq!(default_page["totalPages"], 13);
+    let past: Value = post_json(
+        &base,
+        "/shield/event-logs/1001/search",
+        &json!({"from": now - HOUR, "to": now, "page": 13}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(past["rows"].as_array().map(Vec::len), Some(0));
+
+    let v6: Value = post_json(
+        &base,
+        "/shield/event-logs/1001/search",
+        &json!({"from": now - HOUR, "to": now, "filters": [{"field": "ip", "op": "cidr", "value": ["2001:db8::/64"]}]}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(v6["total"], 310);
+
+    let grouped: Value = post_json(
+        &base,
+        "/shield/event-logs/1001/search",
+        &json!({"from": now - 620_000, "to": now, "groupBy": ["ruleId"], "buckets": 9999}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert!(grouped["rows"].is_null());
+    let groups = grouped["groups"].as_array().expect("groups");
+    assert_eq!(groups[0]["key"]["ruleId"], "941100");
+    assert_eq!(groups[0]["count"], 413);
+    let sparkline = groups[0]["sparkline"].as_array().expect("sparkline");
+    assert_eq!(sparkline.len(), 500, "buckets clamp to 500");
+    assert_eq!(sparkline.iter().filter_map(Value::as_i64).sum::<i64>(), 413);
+    assert_eq!(groups[0]["context"]["blocked"], 413);
+    assert_eq!(groups[0]["context"]["features"], "waf");
+}
+
+#[tokio::test]
+async fn access_lists_read_and_patch_by_configuration_id() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let lists: Value = get(&base, "/shield/shield-zone/1001/access-lists")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(lists["managedLists"].as_array().map(Vec::len), Some(2));
+    assert_eq!(lists["customLists"][0]["configurationId"], 9201);
+    assert_eq!(
+        (lists["customListCount"].as_i64(), lists["customEntryCount"].as_i64()),
+        (Some(1), Some(4))
+    );
+    for member in [
+        "listId",
+        "configurationId",
+        "name",
+        "description",
+        "isEnabled",
+        "type",
+        "category",
+        "action",
+        "requiredPlan",
+        "entryCount",
+        "updateFrequency",
+        "lastUpdated",
+    ] {
+        assert!(lists["managedLists"][0].get(member).is_some(), "{member}");
+    }
+
+    let patch = |body: Value, path: &'static str| {
+        let base = base.clone();
+        async move {
+            http()
+                .patch(format!("{base}{path}"))
+                .header("AccessKey", ACCESS_KEY)
+                .json(&body)
+                .send()
+                .await
+                .expect("request")
+        }
+    };
+    let response = patch(
+        json!({"isEnabled": true}),
+        "/shield/shield-zone/1001/access-lists/configurations/9101",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(
+        body["data"],
+        json!({"isEnabled": true, "action": 2}),
+        "absent action is kept"
+    );
+    assert_eq!(body["error"]["success"], true);
+    let body: Value = patch(
+        json!({"isEnabled": null, "action": 3}),
+        "/shield/shield-zone/1001/access-lists/configurations/9101",
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(
+        body["data"],
+        json!({"isEnabled": true, "action": 3}),
+        "null isEnabled is kept"
+    );
+
+    let response = patch(
+        json!({"action": 9}),
+        "/shield/shield-zone/1001/access-lists/configurations/9101",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_problem(&response.json().await.expect("json"), 400);
+    let response = patch(
+        json!({"isEnabled": "yes"}),
+        "/shield/shield-zone/1001/access-lists/configurations/9101",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    for path in [
+        "/shield/shield-zone/1001/access-lists/configurations/11",
+        "/shield/shield-zone/77/access-lists/configurations/9101",
+    ] {
+        let response = patch(json!({"isEnabled": true}), path).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_FOUND,
+            "{path}: the listId is not a configuration id"
+        );
+        assert_problem(&response.json().await.expect("json"), 404);
+    }
+    let lists: Value = get(&base, "/shield/shield-zone/1001/access-lists")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        lists["managedLists"][0]["isEnabled"], true,
+        "the PATCH is visible in the read"
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_paginate_one_based() {
+    let mut document = fixtures_at();
+    document.shield_zones[0].rate_limits = (1..=25)
+        .map(|id| {
+            serde_json::from_value(json!({"id": id, "shieldZoneId": 1001, "ruleName": format!("rule-{id}")}))
+                .expect("rule")
+        })
+        .collect();
+    let sim = start(document).await;
+    let base = sim.base_url();
+    let page = |query: &'static str| {
+        let base = base.clone();
+        async move { get(&base, &format!("/shield/rate-limits/1001{query}")).await }
+    };
+    let first: Value = page("").await.json().await.expect("json");
+    assert_eq!(
+        first["data"].as_array().map(Vec::len),
+        Some(10),
+        "perPage defaults to 10"
+    );
+    assert_eq!(
+        first["page"],
+        json!({"totalCount": 25, "totalPages": 3, "currentPage": 1, "nextPage": 2, "pageSize": 10})
+    );
+    let last: Value = page("?page=3&perPage=10").await.json().await.expect("json");
+    assert_eq!(last["data"].as_array().map(Vec::len), Some(5));
+    assert_eq!(last["data"][0]["ruleName"], "rule-21");
+    assert!(last["page"]["nextPage"].is_null());
+    let past: Value = page("?page=4").await.json().await.expect("json");
+    assert_eq!(past["data"].as_array().map(Vec::len), Some(0));
+    for query in ["?page=0", "?page=-1", "?perPage=0", "?page=x"] {
+        let response = page(query).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+        assert_eq!(
+            response.json::<Value>().await.expect("json"),
+            json!({"statusCode": 400})
+        );
+    }
+    let response = get(&base, "/shield/rate-limits/4242").await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        response.json::<Value>().await.expect("json"),
+        json!({"statusCode": 404})
+    );
+}
+
+#[tokio::test]
+async fn certificate_completion_answers_by_challenge_state() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let complete = |hostname: &'static str| {
+        let base = base.clone();
+        async move {
+            post_json(
+                &base,
+                "/pullzone/completeExternalHttpCertificate",
+                &json!({"Hostname": hostname}),
+            )
+            .await
+        }
+    };
+    let response = complete("shop.example.com").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let state: Value = http()
+        .get(format!("{base}/_sim/state"))
+        .send()
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(state["pullZones"][0]["hostnames"][0]["certificate"], "issued");
+
+    let response = complete("new.example.com").await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["Field"], "Hostname");
+    assert!(
+        body["ErrorKey"].as_str().is_some_and(|k| k.contains("verification")),
+        "{body}"
+    );
+    assert!(body["Message"].is_string());
+
+    let response = complete("unknown.example.org").await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body: Value = response.json().await.expect("json");
+    assert!(
+        body["ErrorKey"].as_str().is_some_and(|k| k.contains("not_found")),
+        "{body}"
+    );
+
+    let response = complete("").await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn applications_are_served_as_stored_and_404_has_the_errors_shape() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let app: Value = get(&base, "/mc/apps/app-shop").await.json().await.expect("json");
+    assert_eq!(app["status"], "Active");
+    assert_eq!(app["containerTemplates"][0]["endpoints"][0]["pullZoneId"], "501");
+    let response = get(&base, "/mc/apps/nope").await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body: Value = response.json().await.expect("json");
+    for member in ["title", "status", "detail", "instance", "errors", "id"] {
+        assert!(body.get(member).is_some(), "{member} in {body}");
+    }
+}

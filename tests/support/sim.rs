@@ -1,0 +1,39 @@
+//! Starting `edge-sim` in-process for tests, on a free port of 127.0.0.1.
+
+use std::path::PathBuf;
+
+use edge_operator::sim::{RunningSim, SimDocument, spawn};
+
+pub const ACCESS_KEY: &str = "demo-access-key";
+pub const JWT_SECRET: &str = "demo-jwt-secret";
+/// The fixed "now" of [`fixtures_at`].
+pub const NOW: &str = "2026-11-20T12:00:00Z";
+
+pub fn now_ms() -> i64 {
+    chrono::DateTime::parse_from_rfc3339(NOW)
+        .expect("valid")
+        .timestamp_millis()
+}
+
+/// The example fixtures document of `examples/`.
+pub fn example_fixtures() -> SimDocument {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/edge-sim-fixtures.yaml");
+    let text = std::fs::read_to_string(path).expect("example fixtures");
+    SimDocument::from_yaml(&text).expect("valid example fixtures")
+}
+
+/// The example fixtures with the clock fixed at [`NOW`].
+pub fn fixtures_at() -> SimDocument {
+    let mut document = example_fixtures();
+    document.clock = Some(NOW.parse().expect("valid"));
+    document
+}
+
+pub async fn start(document: SimDocument) -> RunningSim {
+    spawn(document).await.expect("edge-sim starts")
+}
+
+/// An HTTP client for raw requests against the emulator.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
