@@ -55,8 +55,9 @@ fn ip_of(index: usize) -> String {
     }
 }
 
-/// `count` events over the 24 hours before `now`, with log ids unique per `seed`.
-pub fn events(count: usize, seed: u64, now: DateTime<Utc>) -> Vec<EventInput> {
+/// `count` events over the 24 hours before `now`, with log ids unique per `seed`,
+/// produced lazily so a large batch never sits in memory as one vector.
+pub fn events(count: usize, seed: u64, now: DateTime<Utc>) -> impl Iterator<Item = EventInput> {
     let mut rng = StdRng::seed_from_u64(seed);
     let now_ms = now.timestamp_millis();
     let day_ms = 24 * 3_600_000;
@@ -69,41 +70,39 @@ pub fn events(count: usize, seed: u64, now: DateTime<Utc>) -> Vec<EventInput> {
             )
         })
         .collect();
-    (0..count)
-        .map(|i| {
-            let (timestamp, ip, rule) = if rng.random_range(0..10) < 3 {
-                let (start, ip, rule) = bursts[rng.random_range(0..bursts.len())];
-                (start + rng.random_range(0..600_000), ip, rule)
-            } else {
-                (
-                    now_ms - rng.random_range(1..day_ms),
-                    skewed(&mut rng, 50_000),
-                    skewed(&mut rng, 200),
-                )
-            };
-            let rule_id = format!("{}", 900_000 + rule * 97 % 100_000);
-            EventInput {
-                log_id: Some(format!("{seed:x}-{i:08x}")),
-                timestamp: timestamp.min(now_ms - 1),
-                feature: FEATURES[rule % FEATURES.len()].to_string(),
-                rule_name: format!("Rule {rule_id} ({})", FEATURES[rule % FEATURES.len()]),
-                rule_id,
-                ip: ip_of(ip),
-                ja4: format!(
-                    "t13d{:02}11h2_{:012x}_{:012x}",
-                    ip % 20,
-                    ip * 7919 % 0xffff_ffff,
-                    rule * 104_729
-                ),
-                ua: AGENTS[skewed(&mut rng, AGENTS.len())].to_string(),
-                url: format!("https://shop.example.com{}", PATHS[skewed(&mut rng, PATHS.len())]),
-                asn: ASNS[(ip / 7) % ASNS.len()].to_string(),
-                country: COUNTRIES[(ip / 3) % COUNTRIES.len()].to_string(),
-                action: ACTIONS[rng.random_range(0..ACTIONS.len())].to_string(),
-                log: None,
-            }
-        })
-        .collect()
+    (0..count).map(move |i| {
+        let (timestamp, ip, rule) = if rng.random_range(0..10) < 3 {
+            let (start, ip, rule) = bursts[rng.random_range(0..bursts.len())];
+            (start + rng.random_range(0..600_000), ip, rule)
+        } else {
+            (
+                now_ms - rng.random_range(1..day_ms),
+                skewed(&mut rng, 50_000),
+                skewed(&mut rng, 200),
+            )
+        };
+        let rule_id = format!("{}", 900_000 + rule * 97 % 100_000);
+        EventInput {
+            log_id: Some(format!("{seed:x}-{i:08x}")),
+            timestamp: timestamp.min(now_ms - 1),
+            feature: FEATURES[rule % FEATURES.len()].to_string(),
+            rule_name: format!("Rule {rule_id} ({})", FEATURES[rule % FEATURES.len()]),
+            rule_id,
+            ip: ip_of(ip),
+            ja4: format!(
+                "t13d{:02}11h2_{:012x}_{:012x}",
+                ip % 20,
+                ip * 7919 % 0xffff_ffff,
+                rule * 104_729
+            ),
+            ua: AGENTS[skewed(&mut rng, AGENTS.len())].to_string(),
+            url: format!("https://shop.example.com{}", PATHS[skewed(&mut rng, PATHS.len())]),
+            asn: ASNS[(ip / 7) % ASNS.len()].to_string(),
+            country: COUNTRIES[(ip / 3) % COUNTRIES.len()].to_string(),
+            action: ACTIONS[rng.random_range(0..ACTIONS.len())].to_string(),
+            log: None,
+        }
+    })
 }
 
 /// `count` CDN log entries for `pull_zone_id` over the 24 hours before `now`.
@@ -153,16 +152,12 @@ mod tests {
     #[test]
     fn same_seed_same_data_and_every_cache_status_appears() {
         let now = DateTime::from_timestamp(1_800_000_000, 0).expect("valid");
-        assert_eq!(events(500, 7, now), events(500, 7, now));
-        assert_ne!(events(50, 7, now), events(50, 8, now));
+        assert!(events(500, 7, now).eq(events(500, 7, now)));
+        assert!(!events(50, 7, now).eq(events(50, 8, now)));
         let entries = logs(5_000, 7, 1, now);
         for status in CACHE_STATUSES {
             assert!(entries.iter().any(|e| e.cache_status == status), "{status} missing");
         }
-        assert!(
-            events(2_000, 1, now)
-                .iter()
-                .all(|e| e.timestamp < now.timestamp_millis())
-        );
+        assert!(events(2_000, 1, now).all(|e| e.timestamp < now.timestamp_millis()));
     }
 }

@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -235,6 +234,10 @@ impl MatchTables {
         Self { filters, terms }
     }
 
+    fn is_empty(&self) -> bool {
+        self.filters.is_empty() && self.terms.is_empty()
+    }
+
     fn matches(&self, store: &EventStore, row: usize) -> bool {
         self.filters
             .iter()
@@ -255,9 +258,12 @@ fn total_pages(total: usize, page_size: usize) -> i32 {
 /// Runs a validated search.
 pub fn execute(search: &ValidSearch, store: &EventStore) -> EventLogsSearchResponse {
     let tables = MatchTables::build(search, store);
-    let rows = store
-        .window(search.from, search.to)
-        .filter(|&row| tables.matches(store, row));
+    let window = store.window(search.from, search.to);
+    let rows: Box<dyn Iterator<Item = usize>> = if tables.is_empty() {
+        Box::new(window)
+    } else {
+        Box::new(window.filter(move |&row| tables.matches(store, row)))
+    };
     if search.group_by.is_empty() {
         flat(search, store, rows)
     } else {
@@ -311,69 +317,169 @@ fn event_row(store: &EventStore, row: usize) -> EventRow {
     }
 }
 
-/// Assigns each distinct tuple of groupBy dictionary ids a dense group number, one
-/// level per dimension: level k maps (group of the first k dimensions, id) to a group.
-struct GroupKeys {
-    columns: Vec<usize>,
-    levels: Vec<Level>,
+/// Rows ordered by some groupBy dimensions, each with a code that numbers the
+/// distinct tuples of those dimensions in ascending order.
+struct KeyOrder {
+    rows: Vec<u32>,
+    codes: Option<Vec<u32>>,
 }
 
-#[derive(Default)]
-struct Level {
-    ids: FxHashMap<(u32, u32), u32>,
-    entries: Vec<(u32, u32)>,
-}
-
-impl GroupKeys {
-    fn new(columns: Vec<usize>) -> Self {
-        let levels = (1..columns.len()).map(|_| Level::default()).collect();
-        Self { columns, levels }
+impl KeyOrder {
+    fn new(rows: Vec<u32>) -> Self {
+        Self { rows, codes: None }
     }
 
-    fn group_of(&mut self, store: &EventStore, row: usize) -> usize {
-        let mut group = store.column(self.columns[0])[row];
-        for (level, column) in self.levels.iter_mut().zip(&self.columns[1..]) {
-            let key = (group, store.column(*column)[row]);
-            let Level { ids, entries } = level;
-            group = *ids.entry(key).or_insert_with(|| {
-                entries.push(key);
-                (entries.len() - 1) as u32
+    /// Orders the rows by `column` first, then by the current order (a stable counting
+    /// sort by dictionary rank; apply the least significant dimension first).
+    fn then_by(self, store: &EventStore, column: usize) -> KeyOrder {
+        let dictionary = store.dictionary(column);
+        let ids = store.column(column);
+        let ranks: Vec<u32> = self
+            .rows
+            .iter()
+            .map(|&row| dictionary.rank(ids[row as usize]))
+            .collect();
+        let mut next = vec![0u32; dictionary.len() + 1];
+        for &rank in &ranks {
+            next[rank as usize + 1] += 1;
+        }
+        for i in 1..next.len() {
+            next[i] += next[i - 1];
+        }
+        let n = self.rows.len();
+        let mut rows = vec![0u32; n];
+        let mut sorted_ranks = vec![0u32; n];
+        let mut place = |i: usize| {
+            let rank = ranks[i];
+            let at = next[rank as usize] as usize;
+            next[rank as usize] += 1;
+            rows[at] = self.rows[i];
+            sorted_ranks[at] = rank;
+            at
+        };
+        let Some(previous) = self.codes else {
+            (0..n).for_each(|i| {
+                place(i);
             });
+            // A single dimension: its rank already numbers the tuples in order.
+            return KeyOrder {
+                rows,
+                codes: Some(sorted_ranks),
+            };
+        };
+        let mut previous_codes = vec![0u32; n];
+        for (i, &code) in previous.iter().enumerate() {
+            previous_codes[place(i)] = code;
         }
-        group as usize
-    }
-
-    /// Dictionary ids of a group, in groupBy order.
-    fn tuple(&self, group: usize) -> Vec<u32> {
-        let mut tuple = vec![0; self.columns.len()];
-        let mut group = group as u32;
-        for (position, level) in self.levels.iter().enumerate().rev() {
-            let (parent, id) = level.entries[group as usize];
-            tuple[position + 1] = id;
-            group = parent;
+        let mut codes = vec![0u32; n];
+        for p in 1..n {
+            let changed = sorted_ranks[p] != sorted_ranks[p - 1] || previous_codes[p] != previous_codes[p - 1];
+            codes[p] = codes[p - 1] + u32::from(changed);
         }
-        tuple[0] = group;
-        tuple
+        KeyOrder {
+            rows,
+            codes: Some(codes),
+        }
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct GroupTotals {
+/// Sparkline bucket of a timestamp: `(t - from) * buckets / (to - from)`, exactly.
+struct Buckets {
+    from: i64,
     count: i64,
+    span: i128,
+    /// `to - from` when `(to - from) * buckets` fits an i64, so i64 arithmetic is exact.
+    narrow_span: Option<i64>,
+}
+
+impl Buckets {
+    fn new(search: &ValidSearch) -> Self {
+        let count = search.buckets as i64;
+        let narrow_span = search
+            .to
+            .checked_sub(search.from)
+            .filter(|span| span.checked_mul(count).is_some());
+        Self {
+            from: search.from,
+            count,
+            span: i128::from(search.to) - i128::from(search.from),
+            narrow_span,
+        }
+    }
+
+    fn of(&self, timestamp: i64) -> usize {
+        match self.narrow_span {
+            Some(span) => ((timestamp - self.from) * self.count / span) as usize,
+            None => ((i128::from(timestamp) - i128::from(self.from)) * i128::from(self.count) / self.span) as usize,
+        }
+    }
+}
+
+/// A group: a run of rows sharing their groupBy values in the key-sorted row list.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: usize,
+    count: usize,
     first_seen: i64,
     last_seen: i64,
 }
 
-#[derive(Default)]
-struct GroupDetail {
-    countries: FxHashMap<u32, i64>,
-    asns: FxHashMap<u32, i64>,
-    blocked: i64,
-    challenged: i64,
-    logged: i64,
-    features: Vec<u32>,
-    rule_ids: Vec<u32>,
-    sparkline: Vec<i64>,
+/// Per-value counts of one dimension over a group, in a dense scratch array reused
+/// from group to group (only the touched entries are reset).
+struct Tally {
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+impl Tally {
+    fn new(store: &EventStore, dimension: Dimension) -> Self {
+        Self {
+            counts: vec![0; store.dictionary(dimension.index()).len()],
+            touched: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, id: u32) {
+        if self.counts[id as usize] == 0 {
+            self.touched.push(id);
+        }
+        self.counts[id as usize] += 1;
+    }
+
+    fn reset(&mut self) {
+        for &id in &self.touched {
+            self.counts[id as usize] = 0;
+        }
+        self.touched.clear();
+    }
+
+    /// The most frequent value (ties: the smallest), then resets.
+    fn take_mode(&mut self, store: &EventStore, dimension: Dimension) -> String {
+        let dictionary = store.dictionary(dimension.index());
+        let counts = &self.counts;
+        let mode = self.touched.iter().copied().max_by(|&a, &b| {
+            counts[a as usize]
+                .cmp(&counts[b as usize])
+                .then_with(|| dictionary.rank(b).cmp(&dictionary.rank(a)))
+        });
+        let value = mode.map(|id| dictionary.value(id).to_string()).unwrap_or_default();
+        self.reset();
+        value
+    }
+
+    /// The distinct values, sorted and comma-joined, then resets.
+    fn take_distinct(&mut self, store: &EventStore, dimension: Dimension) -> String {
+        let dictionary = store.dictionary(dimension.index());
+        self.touched.sort_unstable_by_key(|&id| dictionary.rank(id));
+        let joined = self
+            .touched
+            .iter()
+            .map(|&id| dictionary.value(id))
+            .collect::<Vec<_>>()
+            .join(",");
+        self.reset();
+        joined
+    }
 }
 
 fn action_kind(action: &str) -> Option<usize> {
@@ -384,131 +490,95 @@ fn action_kind(action: &str) -> Option<usize> {
 
 fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usize>) -> EventLogsSearchResponse {
     let columns: Vec<usize> = search.group_by.iter().map(|d| d.index()).collect();
-    let mut keys = GroupKeys::new(columns.clone());
-    let mut totals: Vec<Option<GroupTotals>> = Vec::new();
-    let mut matched: Vec<(u32, u32)> = Vec::new();
-    for row in rows {
-        let group = keys.group_of(store, row);
-        if group >= totals.len() {
-            totals.resize(group + 1, None);
-        }
-        let t = store.timestamp(row);
-        let entry = totals[group].get_or_insert(GroupTotals {
-            count: 0,
-            first_seen: t,
-            last_seen: t,
-        });
-        entry.count += 1;
-        entry.first_seen = entry.first_seen.min(t);
-        entry.last_seen = entry.last_seen.max(t);
-        matched.push((row as u32, group as u32));
+    // Least significant dimension first: after the last pass the rows are ordered by
+    // the groupBy values, so each group is a contiguous run, runs in key order.
+    let rows: Vec<u32> = rows.map(|row| row as u32).collect();
+    let mut order = KeyOrder::new(rows);
+    for &column in columns.iter().rev() {
+        order = order.then_by(store, column);
     }
-
-    let mut groups: Vec<(usize, GroupTotals, Vec<u32>)> = Vec::new();
-    for (group, slot) in totals.iter().enumerate() {
-        if let Some(t) = slot {
-            let ranks = keys
-                .tuple(group)
-                .iter()
-                .zip(&columns)
-                .map(|(&id, &column)| store.dictionary(column).rank(id))
-                .collect();
-            groups.push((group, *t, ranks));
-        }
-    }
-    let total = groups.len();
-    let (start, end) = page_bounds(search);
-    let order = |a: &(usize, GroupTotals, Vec<u32>), b: &(usize, GroupTotals, Vec<u32>)| {
-        b.1.count.cmp(&a.1.count).then_with(|| a.2.cmp(&b.2))
-    };
-    if end < groups.len() {
-        groups.select_nth_unstable_by(end, order);
-        groups.truncate(end);
-    }
-    groups.sort_unstable_by(order);
-    let page: Vec<(usize, GroupTotals)> = groups
-        .into_iter()
-        .skip(start)
-        .map(|(group, totals, _)| (group, totals))
+    let KeyOrder { rows: sorted, codes } = order;
+    let codes = codes.unwrap_or_default();
+    let starts: Vec<usize> = (0..sorted.len())
+        .filter(|&p| p == 0 || codes[p] != codes[p - 1])
         .collect();
-
-    let slot_of: FxHashMap<u32, usize> = page
+    // Counting sorts are stable and rows start in timestamp-descending order, so a
+    // run's first row is its latest event and its last row its earliest.
+    let runs: Vec<Run> = starts
         .iter()
-        .enumerate()
-        .map(|(slot, (g, _))| (*g as u32, slot))
-        .collect();
-    let mut details: Vec<GroupDetail> = page
-        .iter()
-        .map(|_| GroupDetail {
-            sparkline: vec![0; search.buckets],
-            ..GroupDetail::default()
+        .zip(starts.iter().skip(1).chain([&sorted.len()]))
+        .map(|(&start, &end)| Run {
+            start,
+            count: end - start,
+            first_seen: store.timestamp(sorted[end - 1] as usize),
+            last_seen: store.timestamp(sorted[start] as usize),
         })
         .collect();
+    let total = runs.len();
+    let (start, end) = page_bounds(search);
+    // Count descending, then key ascending, which is run order.
+    let mut order: Vec<u32> = (0..runs.len() as u32).collect();
+    let by_count = |a: &u32, b: &u32| runs[*b as usize].count.cmp(&runs[*a as usize].count).then(a.cmp(b));
+    if end < order.len() {
+        order.select_nth_unstable_by(end, by_count);
+        order.truncate(end);
+    }
+    order.sort_unstable_by(by_count);
+    let page: Vec<Run> = order.into_iter().skip(start).map(|i| runs[i as usize]).collect();
+
     let action_kinds: Vec<Option<usize>> = store
         .dictionary(Dimension::Action.index())
         .values()
         .map(action_kind)
         .collect();
-    let span = i128::from(search.to) - i128::from(search.from);
-    for &(row, group) in &matched {
-        let Some(&slot) = slot_of.get(&group) else {
-            continue;
-        };
-        let row = row as usize;
-        let detail = &mut details[slot];
-        *detail
-            .countries
-            .entry(store.column(Dimension::Country.index())[row])
-            .or_default() += 1;
-        *detail
-            .asns
-            .entry(store.column(Dimension::Asn.index())[row])
-            .or_default() += 1;
-        match action_kinds[store.column(Dimension::Action.index())[row] as usize] {
-            Some(0) => detail.blocked += 1,
-            Some(1) => detail.challenged += 1,
-            Some(2) => detail.logged += 1,
-            _ => {}
-        }
-        detail.features.push(store.column(Dimension::Feature.index())[row]);
-        detail.rule_ids.push(store.column(Dimension::RuleId.index())[row]);
-        if search.buckets > 0 {
-            let offset = i128::from(store.timestamp(row)) - i128::from(search.from);
-            let bucket = (offset * search.buckets as i128 / span) as usize;
-            detail.sparkline[bucket] += 1;
-        }
-    }
-
+    let mut countries = Tally::new(store, Dimension::Country);
+    let mut asns = Tally::new(store, Dimension::Asn);
+    let mut features = Tally::new(store, Dimension::Feature);
+    let mut rule_ids = Tally::new(store, Dimension::RuleId);
+    let buckets = Buckets::new(search);
+    let column = |dimension: Dimension| store.column(dimension.index());
     let groups = page
-        .into_iter()
-        .zip(details)
-        .map(|((group, totals), detail)| {
-            let key = keys
-                .tuple(group)
+        .iter()
+        .map(|run| {
+            let mut actions = [0i64; 3];
+            let mut sparkline = vec![0i64; search.buckets];
+            for &row in &sorted[run.start..run.start + run.count] {
+                let row = row as usize;
+                countries.add(column(Dimension::Country)[row]);
+                asns.add(column(Dimension::Asn)[row]);
+                features.add(column(Dimension::Feature)[row]);
+                rule_ids.add(column(Dimension::RuleId)[row]);
+                if let Some(kind) = action_kinds[column(Dimension::Action)[row] as usize] {
+                    actions[kind] += 1;
+                }
+                if search.buckets > 0 {
+                    sparkline[buckets.of(store.timestamp(row))] += 1;
+                }
+            }
+            let first_row = sorted[run.start] as usize;
+            let key = search
+                .group_by
                 .iter()
-                .zip(&search.group_by)
-                .map(|(&id, dimension)| {
-                    (
-                        dimension.as_str().to_string(),
-                        store.dictionary(dimension.index()).value(id).to_string(),
-                    )
+                .map(|dimension| {
+                    let value = store.text(dimension.index(), first_row);
+                    (dimension.as_str().to_string(), value.to_string())
                 })
                 .collect();
             EventGroup {
                 key: Some(key),
-                count: totals.count,
-                first_seen: totals.first_seen,
-                last_seen: totals.last_seen,
+                count: run.count as i64,
+                first_seen: run.first_seen,
+                last_seen: run.last_seen,
                 context: Some(GroupContext {
-                    country: most_frequent(store, Dimension::Country, &detail.countries),
-                    asn: most_frequent(store, Dimension::Asn, &detail.asns),
-                    blocked: detail.blocked,
-                    challenged: detail.challenged,
-                    logged: detail.logged,
-                    features: distinct_joined(store, Dimension::Feature, detail.features),
-                    rule_ids: distinct_joined(store, Dimension::RuleId, detail.rule_ids),
+                    country: countries.take_mode(store, Dimension::Country),
+                    asn: asns.take_mode(store, Dimension::Asn),
+                    blocked: actions[0],
+                    challenged: actions[1],
+                    logged: actions[2],
+                    features: features.take_distinct(store, Dimension::Feature),
+                    rule_ids: rule_ids.take_distinct(store, Dimension::RuleId),
                 }),
-                sparkline: (search.buckets > 0).then_some(detail.sparkline),
+                sparkline: (search.buckets > 0).then_some(sparkline),
             }
         })
         .collect();
@@ -516,23 +586,6 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
         groups: Some(groups),
         ..response(search, total)
     }
-}
-
-/// Most frequent value; ties go to the smallest value.
-fn most_frequent(store: &EventStore, dimension: Dimension, counts: &FxHashMap<u32, i64>) -> String {
-    let dictionary = store.dictionary(dimension.index());
-    counts
-        .iter()
-        .max_by(|(a, ca), (b, cb)| ca.cmp(cb).then_with(|| dictionary.rank(**b).cmp(&dictionary.rank(**a))))
-        .map(|(&id, _)| dictionary.value(id).to_string())
-        .unwrap_or_default()
-}
-
-fn distinct_joined(store: &EventStore, dimension: Dimension, mut ids: Vec<u32>) -> String {
-    let dictionary = store.dictionary(dimension.index());
-    ids.sort_unstable_by_key(|&id| dictionary.rank(id));
-    ids.dedup();
-    ids.iter().map(|&id| dictionary.value(id)).collect::<Vec<_>>().join(",")
 }
 
 const _: () = assert!(TEXT_COLUMNS == RULE_NAME + 1);

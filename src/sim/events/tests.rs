@@ -232,6 +232,23 @@ fn sparkline_buckets_cover_the_window_exactly() {
 }
 
 #[test]
+fn sparkline_is_exact_for_windows_wider_than_i64_arithmetic() {
+    let store = store_of(vec![event("a", NOW - 1, "1.1.1.1", "r", "block")]);
+    let request = EventLogsSearchRequest::window(i64::MIN, NOW)
+        .group_by([Dimension::Ip])
+        .buckets(500);
+    let response = run(&store, &request).expect("valid");
+    let sparkline = response.groups.expect("grouped")[0]
+        .sparkline
+        .clone()
+        .expect("sparkline");
+    let expected =
+        ((i128::from(NOW - 1) - i128::from(i64::MIN)) * 500 / (i128::from(NOW) - i128::from(i64::MIN))) as usize;
+    assert_eq!(sparkline[expected], 1);
+    assert_eq!(expected, 499);
+}
+
+#[test]
 fn groups_sort_by_count_then_key_and_carry_context() {
     let t = NOW - 1000;
     let mut events = vec![
