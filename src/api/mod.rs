@@ -1,3 +1,19 @@
-//! Typed client of the Edge Platform API.
+//! Typed async client of the Edge Platform API.
+//!
+//! [`EdgeClient`] covers every operation; [`ApiError`] classifies every failure;
+//! [`ClientConfig`] holds URLs, credentials, timeouts, retries and rate limits.
 
+pub mod apps;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod limiter;
+pub mod logging;
 pub mod models;
+pub mod pullzone;
+pub mod shield;
+
+pub use client::{EdgeClient, Operation, RequestObserver, status_class};
+pub use config::{ClientConfig, Credentials, RetryPolicy, Secret};
+pub use error::{ApiError, PlatformMessage};
+pub use logging::LogQuery;

@@ -1,0 +1,218 @@
+//! The client core: one request pipeline (limiters, authentication, error
+//! classification, retries, metrics) under every operation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, RETRY_AFTER};
+use reqwest::{Method, RequestBuilder, Response};
+use serde::de::DeserializeOwned;
+
+use super::config::{ClientConfig, Credentials};
+use super::error::ApiError;
+use super::limiter::{DirectLimiter, KeyedLimiter};
+
+/// Every platform operation, named for metrics and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    SearchEvents,
+    ListAccessLists,
+    UpdateAccessList,
+    ListRateLimits,
+    CompleteCertificate,
+    GetApp,
+    QueryLogs,
+    GetLogFile,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::SearchEvents => "search_events",
+            Operation::ListAccessLists => "list_access_lists",
+            Operation::UpdateAccessList => "update_access_list",
+            Operation::ListRateLimits => "list_rate_limits",
+            Operation::CompleteCertificate => "complete_certificate",
+            Operation::GetApp => "get_app",
+            Operation::QueryLogs => "query_logs",
+            Operation::GetLogFile => "get_log_file",
+        }
+    }
+}
+
+/// Outcome class of one HTTP exchange: `2xx`..`5xx`, or `error` when no answer came.
+pub fn status_class(status: Option<u16>) -> &'static str {
+    match status.map(|s| s / 100) {
+        Some(1) => "1xx",
+        Some(2) => "2xx",
+        Some(3) => "3xx",
+        Some(4) => "4xx",
+        Some(5) => "5xx",
+        _ => "error",
+    }
+}
+
+/// Sees every HTTP exchange (retries included): the metrics hook.
+pub trait RequestObserver: Send + Sync {
+    fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
+}
+
+struct Inner {
+    http: reqwest::Client,
+    config: ClientConfig,
+    logging_limiter: KeyedLimiter,
+    global_limiter: Option<DirectLimiter>,
+    observer: Option<Arc<dyn RequestObserver>>,
+}
+
+/// Typed async client of the Edge Platform API. Cheap to clone; clones share limiters.
+#[derive(Clone)]
+pub struct EdgeClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for EdgeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeClient")
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+/// Which API a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Main,
+    /// The logging API, rate-limited per Pull Zone.
+    Logging {
+        pull_zone_id: i64,
+    },
+}
+
+impl EdgeClient {
+    pub fn new(config: ClientConfig) -> Result<Self, ApiError> {
+        Self::with_observer(config, None)
+    }
+
+    pub fn with_observer(config: ClientConfig, observer: Option<Arc<dyn RequestObserver>>) -> Result<Self, ApiError> {
+        for (name, url) in [("base URL", &config.base_url), ("logging URL", &config.logging_url)] {
+            reqwest::Url::parse(url).map_err(|e| ApiError::InvalidInput(format!("{name} `{url}`: {e}")))?;
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .user_agent(config.user_agent.clone())
+            .build()
+            .map_err(|e| ApiError::InvalidInput(format!("HTTP client: {e}")))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                logging_limiter: KeyedLimiter::new(config.logging_quota),
+                global_limiter: config.global_quota.map(DirectLimiter::new),
+                config,
+                observer,
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn url(&self, api: Api, path: &str) -> String {
+        match api {
+            Api::Main => format!("{}{path}", self.inner.config.base_url),
+            Api::Logging { .. } => format!("{}{path}", self.inner.config.logging_url),
+        }
+    }
+
+    pub(crate) fn request(&self, method: Method, api: Api, path: &str) -> RequestBuilder {
+        let request = self.inner.http.request(method, self.url(api, path));
+        match &self.inner.config.credentials {
+            Credentials::AccessKey(key) => request.header("AccessKey", sensitive(key.expose())),
+            Credentials::Bearer(token) => request.header(
+                reqwest::header::AUTHORIZATION,
+                sensitive(&format!("Bearer {}", token.expose())),
+            ),
+        }
+    }
+
+    /// Sends a request (rebuilt for every attempt), retrying retryable failures with
+    /// backoff that honours `Retry-After`. Returns the successful response.
+    pub(crate) async fn send(
+        &self,
+        operation: Operation,
+        api: Api,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<Response, ApiError> {
+        let policy = &self.inner.config.retry;
+        let mut retry = 0;
+        loop {
+            let error = match self.attempt(operation, api, build()).await {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if !error.is_retryable() || retry >= policy.max_retries {
+                return Err(error);
+            }
+            let delay = policy.backoff(retry).max(error.retry_after().unwrap_or_default());
+            tracing::debug!(
+                operation = operation.as_str(),
+                reason = error.reason(),
+                ?delay,
+                "retrying"
+            );
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+
+    async fn attempt(&self, operation: Operation, api: Api, request: RequestBuilder) -> Result<Response, ApiError> {
+        if let Some(global) = &self.inner.global_limiter {
+            global.until_ready().await;
+        }
+        if let Api::Logging { pull_zone_id } = api {
+            self.inner.logging_limiter.until_ready(pull_zone_id).await;
+        }
+        let started = tokio::time::Instant::now();
+        let result = request.send().await;
+        let status = result.as_ref().ok().map(|r| r.status().as_u16());
+        if let Some(observer) = &self.inner.observer {
+            observer.observe(operation, status_class(status), started.elapsed());
+        }
+        let response = result.map_err(ApiError::from_transport)?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response.bytes().await.unwrap_or_default();
+        Err(ApiError::from_response(status, retry_after, &body))
+    }
+
+    /// Sends and decodes a JSON answer.
+    pub(crate) async fn send_json<T: DeserializeOwned>(
+        &self,
+        operation: Operation,
+        api: Api,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<T, ApiError> {
+        let response = self.send(operation, api, build).await?;
+        let bytes = response.bytes().await.map_err(ApiError::from_transport)?;
+        let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
+        serde_path_to_error::deserialize(deserializer)
+            .map_err(|e| ApiError::Decode(format!("{} answer at {}: {}", operation.as_str(), e.path(), e.inner())))
+    }
+}
+
+/// A header value marked sensitive, so HTTP-level debug output never shows it.
+fn sensitive(value: &str) -> HeaderValue {
+    let mut header = HeaderValue::from_str(value).unwrap_or_else(|_| HeaderValue::from_static(""));
+    header.set_sensitive(true);
+    header
+}

@@ -1,0 +1,122 @@
+//! Client configuration. There is no built-in host: the base and logging URLs are
+//! always given. Credentials are redacted from `Debug` and never logged.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::Quota;
+
+/// A credential value; its `Debug` output is redacted and it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The raw value, to put in a request header and nowhere else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// How requests authenticate.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Credentials {
+    /// `AccessKey` header: accepted by every endpoint.
+    AccessKey(Secret),
+    /// `Authorization: Bearer` JWT: accepted by the logging API only.
+    Bearer(Secret),
+}
+
+/// Retries of retryable failures: exponential backoff with jitter, never shorter than
+/// the platform's `Retry-After`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 disables retries).
+    pub max_retries: u32,
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The delay before retry number `retry` (0-based): `initial * 2^retry`, capped,
+    /// with "equal jitter" (a random point in the upper half).
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let exponential = self
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_backoff);
+        let half = exponential / 2;
+        half + half.mul_f64(rand::random::<f64>())
+    }
+}
+
+/// The logging API allows 30 requests per sliding 10 s per Pull Zone. The default
+/// quota stays below it even when requests bunch up in transit: a burst of 5, then one
+/// every 10 s / 24, so any 10 s window holds at most 29.
+pub fn default_logging_quota() -> Quota {
+    Quota::with_period(Duration::from_millis(10_000 / 24))
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+        .allow_burst(NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN))
+}
+
+/// Everything the client needs to reach the platform.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Main API base URL, e.g. `https://api.example.net`.
+    pub base_url: String,
+    /// Logging API base URL.
+    pub logging_url: String,
+    pub credentials: Credentials,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub user_agent: String,
+    pub retry: RetryPolicy,
+    /// Optional limit on all calls of this client together.
+    pub global_quota: Option<Quota>,
+    /// Per-Pull-Zone limit of logging calls.
+    pub logging_quota: Quota,
+}
+
+impl ClientConfig {
+    pub fn new(base_url: impl Into<String>, logging_url: impl Into<String>, credentials: Credentials) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_string(),
+            logging_url: logging_url.into().trim_end_matches('/').to_string(),
+            credentials,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            user_agent: concat!("edge-operator/", env!("CARGO_PKG_VERSION")).to_string(),
+            retry: RetryPolicy::default(),
+            global_quota: None,
+            logging_quota: default_logging_quota(),
+        }
+    }
+}

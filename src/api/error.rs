@@ -1,0 +1,251 @@
+//! One error type for every failure of a platform call. Each variant says whether it
+//! is worth retrying; [`ApiError::reason`] is the stable CamelCase name the operator
+//! uses as condition reason and metric label.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The platform's own words about a failed request, from whichever body shape it used
+/// (ProblemDetails, `{ErrorKey, Field, Message}`, `{title, errors[], id}`,
+/// `{error: {code, message}}`, `{statusCode}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlatformMessage {
+    pub message: String,
+    pub field: Option<String>,
+    pub error_key: Option<String>,
+}
+
+impl PlatformMessage {
+    pub fn from_body(body: &[u8]) -> Self {
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            let text = String::from_utf8_lossy(body).trim().chars().take(300).collect();
+            return Self {
+                message: text,
+                ..Self::default()
+            };
+        };
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        let nested = value.get("error").filter(|e| e.is_object());
+        let message = nested
+            .and_then(|e| text(e, "message"))
+            .or_else(|| text(&value, "detail"))
+            .or_else(|| text(&value, "Message"))
+            .or_else(|| text(&value, "message"))
+            .or_else(|| text(&value, "title"))
+            .or_else(|| {
+                value
+                    .get("errors")
+                    .and_then(Value::as_array)
+                    .and_then(|errors| errors.first())
+                    .and_then(|e| text(e, "message"))
+            })
+            .unwrap_or_default();
+        let field = text(&value, "Field").or_else(|| match value.get("errors") {
+            Some(Value::Array(errors)) => errors.first().and_then(|e| text(e, "field")),
+            Some(Value::Object(members)) => members.keys().next().cloned(),
+            _ => None,
+        });
+        let error_key = nested
+            .and_then(|e| text(e, "code"))
+            .or_else(|| text(&value, "ErrorKey"))
+            .or_else(|| text(&value, "errorKey"));
+        Self {
+            message,
+            field,
+            error_key,
+        }
+    }
+}
+
+impl std::fmt::Display for PlatformMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.field, &self.error_key) {
+            (Some(field), _) if !self.message.contains(field.as_str()) => write!(f, "{field}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }?;
+        if let Some(key) = &self.error_key {
+            write!(f, " ({key})")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("unauthorized: {0}")]
+    Unauthorized(PlatformMessage),
+    #[error("forbidden: {0}")]
+    Forbidden(PlatformMessage),
+    #[error("not found: {0}")]
+    NotFound(PlatformMessage),
+    #[error("rejected ({status}): {message}")]
+    Validation { status: u16, message: PlatformMessage },
+    #[error("rate limited{}", .retry_after.map(|d| format!(", retry after {}s", d.as_secs())).unwrap_or_default())]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: PlatformMessage,
+    },
+    #[error("server error ({status}): {message}")]
+    Server { status: u16, message: PlatformMessage },
+    #[error("unexpected status {status}: {message}")]
+    UnexpectedStatus { status: u16, message: PlatformMessage },
+    #[error("request timed out")]
+    Timeout,
+    #[error("transport error: {0}")]
+    Transport(String),
+    #[error("cannot decode the platform's answer: {0}")]
+    Decode(String),
+    #[error("invalid request: {0}")]
+    InvalidInput(String),
+}
+
+impl ApiError {
+    /// Classifies a non-2xx answer.
+    pub fn from_response(status: u16, retry_after: Option<Duration>, body: &[u8]) -> Self {
+        let message = PlatformMessage::from_body(body);
+        match status {
+            401 => ApiError::Unauthorized(message),
+            403 => ApiError::Forbidden(message),
+            404 => ApiError::NotFound(message),
+            429 => ApiError::RateLimited { retry_after, message },
+            400 | 405..=428 | 431..=499 => ApiError::Validation { status, message },
+            500..=599 => ApiError::Server { status, message },
+            _ => ApiError::UnexpectedStatus { status, message },
+        }
+    }
+
+    pub(crate) fn from_transport(error: reqwest::Error) -> Self {
+        if error.is_timeout() {
+            return ApiError::Timeout;
+        }
+        // The URL carries no credential (keys travel in headers), but keep the message
+        // to the cause alone.
+        let error = error.without_url();
+        let mut cause = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(inner) = source {
+            cause = format!("{cause}: {inner}");
+            source = inner.source();
+        }
+        ApiError::Transport(cause)
+    }
+
+    /// Whether the same request may succeed later without any change.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ApiError::RateLimited { .. } | ApiError::Server { .. } | ApiError::Timeout | ApiError::Transport(_)
+        )
+    }
+
+    /// The platform's `Retry-After`, when it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ApiError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// HTTP status of the answer, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ApiError::Unauthorized(_) => Some(401),
+            ApiError::Forbidden(_) => Some(403),
+            ApiError::NotFound(_) => Some(404),
+            ApiError::RateLimited { .. } => Some(429),
+            ApiError::Validation { status, .. }
+            | ApiError::Server { status, .. }
+            | ApiError::UnexpectedStatus { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The platform's message, when the failure came with one.
+    pub fn platform_message(&self) -> Option<&PlatformMessage> {
+        match self {
+            ApiError::Unauthorized(m) | ApiError::Forbidden(m) | ApiError::NotFound(m) => Some(m),
+            ApiError::Validation { message, .. }
+            | ApiError::RateLimited { message, .. }
+            | ApiError::Server { message, .. }
+            | ApiError::UnexpectedStatus { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// Stable CamelCase name: a Kubernetes condition reason and a metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized(_) => "Unauthorized",
+            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::NotFound(_) => "NotFound",
+            ApiError::Validation { .. } => "Rejected",
+            ApiError::RateLimited { .. } => "RateLimited",
+            ApiError::Server { .. } => "ServerError",
+            ApiError::UnexpectedStatus { .. } => "UnexpectedStatus",
+            ApiError::Timeout => "Timeout",
+            ApiError::Transport(_) => "TransportError",
+            ApiError::Decode(_) => "DecodeError",
+            ApiError::InvalidInput(_) => "InvalidInput",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_body_shape_yields_its_message_field_and_key() {
+        let cases: [(&str, &str, Option<&str>, Option<&str>); 5] = [
+            (
+                r#"{"title":"One or more validation errors occurred.","status":400,"detail":"to: must be after `from`","errors":{"to":["x"]}}"#,
+                "to: must be after `from`",
+                Some("to"),
+                None,
+            ),
+            (
+                r#"{"ErrorKey":"pullzone.hostname_not_found","Field":"Hostname","Message":"not registered"}"#,
+                "not registered",
+                Some("Hostname"),
+                Some("pullzone.hostname_not_found"),
+            ),
+            (
+                r#"{"title":"Bad","status":400,"detail":null,"instance":"/mc/apps/x","errors":[{"message":"name is required","field":"name"}],"id":"x"}"#,
+                "Bad",
+                Some("name"),
+                None,
+            ),
+            (
+                r#"{"error":{"code":"rate_limited","message":"slow down"}}"#,
+                "slow down",
+                None,
+                Some("rate_limited"),
+            ),
+            (r#"{"statusCode":400}"#, "", None, None),
+        ];
+        for (body, message, field, key) in cases {
+            let parsed = PlatformMessage::from_body(body.as_bytes());
+            assert_eq!(parsed.message, message, "{body}");
+            assert_eq!(parsed.field.as_deref(), field, "{body}");
+            assert_eq!(parsed.error_key.as_deref(), key, "{body}");
+        }
+        assert_eq!(PlatformMessage::from_body(b"upstream down").message, "upstream down");
+    }
+
+    #[test]
+    fn statuses_classify_with_retryability() {
+        let classify = |status| ApiError::from_response(status, Some(Duration::from_secs(3)), b"{}");
+        assert_eq!(classify(401).reason(), "Unauthorized");
+        assert_eq!(classify(403).reason(), "Forbidden");
+        assert_eq!(classify(404).reason(), "NotFound");
+        assert_eq!(classify(400).reason(), "Rejected");
+        assert_eq!(classify(415).reason(), "Rejected");
+        assert_eq!(classify(503).reason(), "ServerError");
+        assert!(classify(429).is_retryable() && classify(500).is_retryable());
+        assert!(!classify(400).is_retryable() && !classify(401).is_retryable() && !classify(404).is_retryable());
+        assert_eq!(classify(429).retry_after(), Some(Duration::from_secs(3)));
+        assert!(ApiError::Timeout.is_retryable());
+        assert!(!ApiError::Decode("x".into()).is_retryable());
+    }
+}

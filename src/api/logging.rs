@@ -1,0 +1,114 @@
+//! CDN logging operations: v2 queries (one page or every page) and v1 day files.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use futures::Stream;
+use reqwest::Method;
+
+use super::client::{Api, EdgeClient, Operation};
+use super::error::ApiError;
+use super::models::logging::{LogEntry, LogsResponse, SortOrder, parse_v1_file};
+use super::shield::paginate;
+
+/// Parameters of `GET /v2/pullzones/{id}/logs`; `None` leaves the platform default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogQuery {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// Status codes or classes (`404`, `5xx`).
+    pub status: Vec<String>,
+    pub cache_status: Vec<String>,
+    pub country: Option<String>,
+    pub edge_location: Option<String>,
+    pub remote_ip: Option<String>,
+    pub url_contains: Option<String>,
+    pub user_agent_contains: Option<String>,
+    pub referer_contains: Option<String>,
+    pub search: Option<String>,
+    pub request_id: Option<String>,
+    pub include_origin_shield: Option<bool>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+    pub order: Option<SortOrder>,
+}
+
+impl LogQuery {
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let mut params = Vec::new();
+        let time = |t: &DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut push = |name: &'static str, value: Option<String>| {
+            if let Some(value) = value {
+                params.push((name, value));
+            }
+        };
+        push("from", self.from.as_ref().map(time));
+        push("to", self.to.as_ref().map(time));
+        push("status", (!self.status.is_empty()).then(|| self.status.join(",")));
+        push(
+            "cacheStatus",
+            (!self.cache_status.is_empty()).then(|| self.cache_status.join(",")),
+        );
+        push("country", self.country.clone());
+        push("edgeLocation", self.edge_location.clone());
+        push("remoteIp", self.remote_ip.clone());
+        push("urlContains", self.url_contains.clone());
+        push("userAgentContains", self.user_agent_contains.clone());
+        push("refererContains", self.referer_contains.clone());
+        push("search", self.search.clone());
+        push("requestId", self.request_id.clone());
+        push("includeOriginShield", self.include_origin_shield.map(|b| b.to_string()));
+        push("limit", self.limit.map(|n| n.to_string()));
+        push("offset", self.offset.map(|n| n.to_string()));
+        push(
+            "order",
+            self.order.map(|o| match o {
+                SortOrder::Asc => "asc".to_string(),
+                SortOrder::Desc => "desc".to_string(),
+            }),
+        );
+        params
+    }
+}
+
+impl EdgeClient {
+    /// One page of `GET /v2/pullzones/{id}/logs`.
+    pub async fn query_logs(&self, pull_zone_id: i64, query: &LogQuery) -> Result<LogsResponse, ApiError> {
+        let api = Api::Logging { pull_zone_id };
+        let path = format!("/v2/pullzones/{pull_zone_id}/logs");
+        let params = query.params();
+        self.send_json(Operation::QueryLogs, api, || {
+            self.request(Method::GET, api, &path).query(&params)
+        })
+        .await
+    }
+
+    /// Every entry matching `query`, following `offset` while `hasMore` says so.
+    pub fn logs(&self, pull_zone_id: i64, query: LogQuery) -> impl Stream<Item = Result<LogEntry, ApiError>> + '_ {
+        let start = query.offset.unwrap_or(0);
+        paginate(
+            move |offset: u64| {
+                let page_query = LogQuery {
+                    offset: Some(offset),
+                    ..query.clone()
+                };
+                async move {
+                    let page = self.query_logs(pull_zone_id, &page_query).await?;
+                    let next = (page.pagination.has_more && page.pagination.returned > 0)
+                        .then(|| offset + page.pagination.returned);
+                    Ok((page.data, next))
+                }
+            },
+            start,
+        )
+    }
+
+    /// The legacy v1 file of one UTC day, parsed.
+    pub async fn log_file(&self, pull_zone_id: i64, day: NaiveDate) -> Result<Vec<LogEntry>, ApiError> {
+        let api = Api::Logging { pull_zone_id };
+        let path = format!("/{}/{pull_zone_id}.log", day.format("%m-%d-%y"));
+        let response = self
+            .send(Operation::GetLogFile, api, || self.request(Method::GET, api, &path))
+            .await?;
+        let body = response.text().await.map_err(ApiError::from_transport)?;
+        parse_v1_file(&body).map_err(|e| ApiError::Decode(e.to_string()))
+    }
+}

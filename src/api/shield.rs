@@ -1,0 +1,118 @@
+//! Shield operations: event-log search, access lists, rate limits.
+
+use futures::Stream;
+use reqwest::Method;
+
+use super::client::{Api, EdgeClient, Operation};
+use super::error::ApiError;
+use super::models::shield::{
+    AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse, AccessListsResponse,
+    EventLogsSearchRequest, EventLogsSearchResponse, RateLimitListResponse, RateLimitRule,
+};
+
+/// Rules per page when walking all rate limits.
+pub const RATE_LIMIT_PAGE_SIZE: i64 = 100;
+
+impl EdgeClient {
+    /// `POST /shield/event-logs/{zone}/search`.
+    pub async fn search_events(
+        &self,
+        shield_zone_id: i64,
+        request: &EventLogsSearchRequest,
+    ) -> Result<EventLogsSearchResponse, ApiError> {
+        let path = format!("/shield/event-logs/{shield_zone_id}/search");
+        self.send_json(Operation::SearchEvents, Api::Main, || {
+            self.request(Method::POST, Api::Main, &path).json(request)
+        })
+        .await
+    }
+
+    /// `GET /shield/shield-zone/{zone}/access-lists`.
+    pub async fn access_lists(&self, shield_zone_id: i64) -> Result<AccessListsResponse, ApiError> {
+        let path = format!("/shield/shield-zone/{shield_zone_id}/access-lists");
+        self.send_json(Operation::ListAccessLists, Api::Main, || {
+            self.request(Method::GET, Api::Main, &path)
+        })
+        .await
+    }
+
+    /// `PATCH /shield/shield-zone/{zone}/access-lists/configurations/{configurationId}`;
+    /// returns the configuration as the platform now holds it.
+    pub async fn update_access_list(
+        &self,
+        shield_zone_id: i64,
+        configuration_id: i64,
+        patch: &AccessListConfigurationPatch,
+    ) -> Result<AccessListConfiguration, ApiError> {
+        let path = format!("/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{configuration_id}");
+        let response: AccessListConfigurationResponse = self
+            .send_json(Operation::UpdateAccessList, Api::Main, || {
+                self.request(Method::PATCH, Api::Main, &path).json(patch)
+            })
+            .await?;
+        Ok(response.data)
+    }
+
+    /// One page (1-based) of `GET /shield/rate-limits/{zone}`.
+    pub async fn rate_limits_page(
+        &self,
+        shield_zone_id: i64,
+        page: i64,
+        per_page: i64,
+    ) -> Result<RateLimitListResponse, ApiError> {
+        if page < 1 || per_page < 1 {
+            return Err(ApiError::InvalidInput(format!(
+                "rate-limit pages are 1-based with perPage >= 1 (got page {page}, perPage {per_page})"
+            )));
+        }
+        let path = format!("/shield/rate-limits/{shield_zone_id}");
+        let query = [("page", page), ("perPage", per_page)];
+        self.send_json(Operation::ListRateLimits, Api::Main, || {
+            self.request(Method::GET, Api::Main, &path).query(&query)
+        })
+        .await
+    }
+
+    /// Every rate-limit rule of the zone, walking all pages.
+    pub fn rate_limits(&self, shield_zone_id: i64) -> impl Stream<Item = Result<RateLimitRule, ApiError>> + '_ {
+        paginate(
+            move |page: i64| async move {
+                let response = self
+                    .rate_limits_page(shield_zone_id, page, RATE_LIMIT_PAGE_SIZE)
+                    .await?;
+                let next = response
+                    .page
+                    .next_page
+                    .filter(|&next| next > page && !response.data.is_empty());
+                Ok((response.data, next))
+            },
+            1,
+        )
+    }
+
+    /// Every rate-limit rule of the zone, collected.
+    pub async fn all_rate_limits(&self, shield_zone_id: i64) -> Result<Vec<RateLimitRule>, ApiError> {
+        use futures::TryStreamExt;
+        self.rate_limits(shield_zone_id).try_collect().await
+    }
+}
+
+/// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor.
+pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + 'a
+where
+    C: 'a,
+    T: 'a,
+    F: Fn(C) -> Fut + 'a,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + 'a,
+{
+    use futures::{StreamExt, TryStreamExt, stream};
+    stream::try_unfold((Some(first), fetch), |(cursor, fetch)| async move {
+        let Some(cursor) = cursor else {
+            return Ok(None);
+        };
+        let (items, next) = fetch(cursor).await?;
+        Ok(Some((stream::iter(items.into_iter().map(Ok)), (next, fetch))))
+    })
+    .try_flatten()
+    .boxed_local()
+}
