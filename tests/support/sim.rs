@@ -37,3 +37,14 @@ pub async fn start(document: SimDocument) -> RunningSim {
 pub fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
+
+/// A client of `sim` with the example access key and no retries unless asked.
+pub fn client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
+    let mut config = edge_operator::api::ClientConfig::new(
+        sim.base_url(),
+        sim.base_url(),
+        edge_operator::api::Credentials::AccessKey(edge_operator::api::Secret::new(ACCESS_KEY)),
+    );
+    config.retry = retry;
+    edge_operator::api::EdgeClient::new(config).expect("valid config")
+}
