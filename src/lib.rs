@@ -4,4 +4,5 @@
 //! - [`sim`]: `edge-sim`, an offline emulator of the whole API.
 
 pub mod api;
+pub mod cli;
 pub mod sim;

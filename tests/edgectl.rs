@@ -1,0 +1,347 @@
+//! `edgectl` against a real edge-sim: every subcommand, JSON output, exit codes and
+//! help texts.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::sim::{ACCESS_KEY, fixtures_at, http, start};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn edgectl(base: &str, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args(args)
+        .env("EDGE_API_URL", base)
+        .env("EDGE_ACCESS_KEY", ACCESS_KEY)
+        .env_remove("EDGE_LOGGING_URL")
+        .output()
+        .await
+        .expect("edgectl runs");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+async fn seed_events(base: &str) {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let events: Vec<Value> = (0..30)
+        .map(|i| {
+            json!({"timestamp": now_ms - 1000 * (i + 1), "feature": "waf", "ruleId": if i < 20 { "942100" } else { "941100" },
+                   "ip": format!("192.0.2.{}", i % 3), "ja4": "j", "ua": "curl", "url": "/login", "asn": "64500",
+                   "country": if i % 2 == 0 { "DE" } else { "US" }, "action": "block"})
+        })
+        .collect();
+    let response = http()
+        .post(format!("{base}/_sim/shield-zones/1001/events"))
+        .json(&events)
+        .send()
+        .await
+        .expect("seed");
+    assert!(response.status().is_success());
+}
+
+fn live_fixtures() -> edge_operator::sim::SimDocument {
+    let mut document = fixtures_at();
+    document.clock = None;
+    document
+}
+
+#[tokio::test]
+async fn events_search_flat_grouped_and_json() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    seed_events(&base).await;
+    let flat = edgectl(
+        &base,
+        &[
+            "events",
+            "search",
+            "--zone",
+            "1001",
+            "--since",
+            "1h",
+            "--filter",
+            "country:eq:DE",
+            "--page-size",
+            "5",
+        ],
+    )
+    .await;
+    assert_eq!(flat.code, 0, "{}", flat.stderr);
+    assert!(flat.stdout.starts_with("TIME"), "{}", flat.stdout);
+    assert!(flat.stdout.contains("15 events, page 1 of 3"), "{}", flat.stdout);
+    assert_eq!(flat.stdout.lines().count(), 7);
+
+    let grouped = edgectl(
+        &base,
+        &[
+            "events",
+            "search",
+            "--zone",
+            "1001",
+            "--group-by",
+            "ruleId",
+            "--buckets",
+            "10",
+            "--query",
+            "login",
+        ],
+    )
+    .await;
+    assert_eq!(grouped.code, 0, "{}", grouped.stderr);
+    let first = grouped.stdout.lines().nth(1).expect("a group");
+    assert!(
+        first.starts_with("942100") && first.contains(" 20 "),
+        "{}",
+        grouped.stdout
+    );
+    assert!(
+        grouped.stdout.chars().any(|c| ('▁'..='█').contains(&c)),
+        "sparkline drawn: {}",
+        grouped.stdout
+    );
+
+    let json = edgectl(
+        &base,
+        &[
+            "-o",
+            "json",
+            "events",
+            "search",
+            "--zone",
+            "1001",
+            "--group-by",
+            "ip,country",
+        ],
+    )
+    .await;
+    let parsed: Value = serde_json::from_str(&json.stdout).expect("JSON output");
+    assert_eq!(parsed["total"], 6);
+}
+
+#[tokio::test]
+async fn rate_limits_access_lists_and_apps() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    let limits = edgectl(&base, &["rate-limits", "list", "--zone", "1001"]).await;
+    assert_eq!(limits.code, 0, "{}", limits.stderr);
+    assert!(
+        limits.stdout.contains("login-bruteforce") && limits.stdout.contains("RateLimit"),
+        "{}",
+        limits.stdout
+    );
+    let json = edgectl(&base, &["rate-limits", "list", "--zone", "1001", "-o", "json"]).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&json.stdout)
+            .expect("json")
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+
+    let lists = edgectl(&base, &["access-lists", "list", "--zone", "1001"]).await;
+    assert_eq!(lists.code, 0, "{}", lists.stderr);
+    assert!(
+        lists.stdout.contains("9101") && lists.stdout.contains("managed") && lists.stdout.contains("Block"),
+        "{}",
+        lists.stdout
+    );
+
+    let app = edgectl(&base, &["app", "get", "app-shop"]).await;
+    assert_eq!(app.code, 0, "{}", app.stderr);
+    assert!(
+        app.stdout.contains("shop.example.com") && app.stdout.contains("sha256:"),
+        "{}",
+        app.stdout
+    );
+    let missing = edgectl(&base, &["app", "get", "nope"]).await;
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("application nope was not found"),
+        "the platform's message: {}",
+        missing.stderr
+    );
+    assert_eq!(missing.stderr.lines().count(), 1);
+}
+
+#[tokio::test]
+async fn logs_filter_and_follow() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    let entry = |i: i64, status: u16, age_ms: i64| {
+        let t = chrono::Utc::now() - chrono::Duration::milliseconds(age_ms);
+        json!({"timestamp": t, "requestId": format!("req-{i}"), "statusCode": status, "cacheStatus": "MISS", "url": format!("https://cdn.example.com/{i}")})
+    };
+    let seed = |entries: Vec<Value>| {
+        let base = base.clone();
+        async move {
+            let response = http()
+                .post(format!("{base}/_sim/pullzones/501/logs"))
+                .json(&entries)
+                .send()
+                .await
+                .expect("seed");
+            assert!(response.status().is_success());
+        }
+    };
+    seed(vec![
+        entry(1, 200, 60_000),
+        entry(2, 503, 50_000),
+        entry(3, 502, 40_000),
+    ])
+    .await;
+    let errors = edgectl(
+        &base,
+        &[
+            "logs",
+            "--pull-zone",
+            "501",
+            "--status",
+            "5xx",
+            "--cache-status",
+            "MISS",
+            "--since",
+            "1h",
+        ],
+    )
+    .await;
+    assert_eq!(errors.code, 0, "{}", errors.stderr);
+    assert_eq!(errors.stdout.lines().count(), 3, "{}", errors.stdout);
+    assert!(!errors.stdout.contains("/1\n"));
+
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args([
+            "logs",
+            "--pull-zone",
+            "501",
+            "--since",
+            "1h",
+            "--follow",
+            "--interval",
+            "200ms",
+        ])
+        .env("EDGE_API_URL", &base)
+        .env("EDGE_ACCESS_KEY", ACCESS_KEY)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("edgectl follows");
+    let mut lines = BufReader::new(follow.stdout.take().expect("stdout")).lines();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read")
+            .expect("open")
+    };
+    assert!(next().await.starts_with("TIME"));
+    for expected in ["/1", "/2", "/3"] {
+        assert!(next().await.ends_with(expected));
+    }
+    seed(vec![entry(4, 200, 0)]).await;
+    assert!(next().await.ends_with("/4"), "a new entry shows up while following");
+    follow.kill().await.expect("stopped");
+}
+
+#[tokio::test]
+async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    for args in [
+        &["events", "search", "--zone", "1001", "--filter", "ip:near:1"][..],
+        &["events", "search", "--zone", "1001", "--group-by", "colour"],
+        &[
+            "events",
+            "search",
+            "--zone",
+            "1001",
+            "--from",
+            "yesterday",
+            "--to",
+            "now",
+        ],
+    ] {
+        let run = edgectl(&base, args).await;
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.starts_with("edgectl: "));
+    }
+    let rejected = edgectl(&base, &["events", "search", "--zone", "1001", "--page=-1"]).await;
+    assert_eq!(rejected.code, 1);
+    assert!(rejected.stderr.contains("page"), "{}", rejected.stderr);
+
+    let output = Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args(["app", "get", "x"])
+        .env_remove("EDGE_API_URL")
+        .env_remove("EDGE_ACCESS_KEY")
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("EDGE_API_URL"));
+
+    for (args, words) in [
+        (
+            &["--help"][..],
+            &[
+                "events",
+                "rate-limits",
+                "access-lists",
+                "app",
+                "logs",
+                "--api-url",
+                "--access-key",
+                "--output",
+            ][..],
+        ),
+        (
+            &["events", "search", "--help"],
+            &[
+                "--zone",
+                "--since",
+                "--from",
+                "--to",
+                "--query",
+                "--filter",
+                "--group-by",
+                "--buckets",
+                "--page-size",
+            ],
+        ),
+        (
+            &["logs", "--help"],
+            &[
+                "--pull-zone",
+                "--since",
+                "--status",
+                "--cache-status",
+                "--follow",
+                "--limit",
+            ],
+        ),
+        (&["rate-limits", "list", "--help"], &["--zone"]),
+        (&["access-lists", "list", "--help"], &["--zone"]),
+        (&["app", "get", "--help"], &["Application id"]),
+    ] {
+        let run = edgectl(&base, args).await;
+        assert_eq!(run.code, 0, "{args:?}");
+        for word in words {
+            assert!(run.stdout.contains(word), "{args:?} help lacks {word}:\n{}", run.stdout);
+        }
+        assert!(
+            !run.stdout.contains(ACCESS_KEY),
+            "the key from the environment is not shown"
+        );
+    }
+}
