@@ -11,9 +11,12 @@ use edge_operator::api::models::logging::SortOrder;
 use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
 };
-use edge_operator::api::{ApiError, ClientConfig, Credentials, EdgeClient, LogQuery, RetryPolicy, Secret};
+use edge_operator::api::{
+    ApiError, ClientConfig, Credentials, EdgeClient, LogQuery, Operation, RequestObserver, RetryPolicy, Secret,
+};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 use support::sim::{ACCESS_KEY, NOW, client_of, fixtures_at, http, now_ms, start};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
@@ -257,6 +260,49 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
     assert!(!error.is_retryable());
 }
 
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(Operation, &'static str)>>);
+
+impl RequestObserver for Recorder {
+    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
+        self.0.lock().expect("lock").push((operation, status_class));
+    }
+}
+
+#[tokio::test]
+async fn every_exchange_is_reported_by_operation_and_status_class() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let recorder = Arc::new(Recorder::default());
+    let mut config = ClientConfig::new(
+        base.clone(),
+        base.clone(),
+        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+    );
+    config.retry = fast_retries(3);
+    let client = EdgeClient::with_observer(config, Some(recorder.clone())).expect("config");
+    admin(
+        &base,
+        "POST",
+        "/_sim/faults",
+        json!({"pathPrefix": "/mc/apps/", "status": 503, "count": 2}),
+    )
+    .await;
+    client.get_app("app-shop").await.expect("third attempt succeeds");
+    client.access_lists(4242).await.expect_err("unknown zone");
+    let seen = recorder.0.lock().expect("lock").clone();
+    assert_eq!(
+        seen,
+        [
+            (Operation::GetApp, "5xx"),
+            (Operation::GetApp, "5xx"),
+            (Operation::GetApp, "2xx"),
+            (Operation::ListAccessLists, "4xx")
+        ]
+    );
+    assert_eq!(Operation::GetApp.as_str(), "get_app");
+}
+
 #[tokio::test]
 async fn retryable_failures_back_off_and_honour_retry_after() {
     let mut document = fixtures_at();
@@ -354,6 +400,7 @@ async fn a_hundred_log_requests_for_one_pull_zone_see_no_429() {
             .unwrap_or_else(|e| panic!("request {i}: {e}"));
     }
     let limiter_time = started.elapsed();
+    println!("100 logging requests: {limiter_time:?} of limiter time");
     assert!(
         limiter_time >= Duration::from_secs(30),
         "100 requests took {limiter_time:?} of limiter time"
