@@ -49,7 +49,7 @@ pub fn sparkline(counts: &[i64]) -> String {
         .map(|&c| match c {
             0 => ' ',
             _ if max <= 0 => BLOCKS[0],
-            c => BLOCKS[((c * 7 + max - 1) / max).clamp(0, 7) as usize],
+            c => BLOCKS[(c * 7 / max).clamp(0, 7) as usize],
         })
         .collect()
 }

@@ -40,40 +40,47 @@ unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> i32;
 }
 
-/// The shared cluster of this test run, started on first use.
+/// The shared cluster of this test run, started on first use, with the committed CRDs
+/// (`crds/`) applied and Established.
 pub fn cluster() -> &'static Cluster {
     CLUSTER.get_or_init(|| {
-        if let Some(path) = std::env::var_os("EDGE_TEST_KUBECONFIG") {
-            return Cluster {
-                kubeconfig: PathBuf::from(path),
-                owned_name: None,
-            };
-        }
-        let name = format!("test-{}", std::process::id());
-        let output = Command::new(repo_root().join("hack/cluster.sh"))
-            .arg("up")
-            .env("EDGE_CLUSTER_NAME", &name)
-            .output()
-            .expect("hack/cluster.sh runs");
-        // SAFETY: registering a plain extern "C" function with the C runtime.
-        unsafe {
-            atexit(stop_owned_cluster);
-        }
-        assert!(
-            output.status.success(),
-            "hack/cluster.sh up failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let kubeconfig = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("export KUBECONFIG="))
-            .expect("cluster.sh prints the kubeconfig");
-        Cluster {
-            kubeconfig: PathBuf::from(kubeconfig),
-            owned_name: Some(name),
-        }
+        let cluster = start_or_reuse();
+        cluster.apply_crds();
+        cluster
     })
+}
+
+fn start_or_reuse() -> Cluster {
+    if let Some(path) = std::env::var_os("EDGE_TEST_KUBECONFIG") {
+        return Cluster {
+            kubeconfig: PathBuf::from(path),
+            owned_name: None,
+        };
+    }
+    let name = format!("test-{}", std::process::id());
+    let output = Command::new(repo_root().join("hack/cluster.sh"))
+        .arg("up")
+        .env("EDGE_CLUSTER_NAME", &name)
+        .output()
+        .expect("hack/cluster.sh runs");
+    // SAFETY: registering a plain extern "C" function with the C runtime.
+    unsafe {
+        atexit(stop_owned_cluster);
+    }
+    assert!(
+        output.status.success(),
+        "hack/cluster.sh up failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let kubeconfig = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("export KUBECONFIG="))
+        .expect("cluster.sh prints the kubeconfig");
+    Cluster {
+        kubeconfig: PathBuf::from(kubeconfig),
+        owned_name: Some(name),
+    }
 }
 
 /// Directory of the pinned kubectl/helm binaries.
@@ -137,10 +144,46 @@ impl Cluster {
         )
     }
 
-    /// Applies every manifest in `dir` (the committed CRDs live in `crds/`).
+    /// Applies every manifest in `dir`.
     pub fn apply_dir(&self, dir: &Path) {
-        let (ok, _, stderr) = self.kubectl(&["apply", "--server-side", "-f", &dir.display().to_string()], None);
+        let (ok, _, stderr) = self.kubectl(
+            &[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                &dir.display().to_string(),
+            ],
+            None,
+        );
         assert!(ok, "kubectl apply -f {}: {stderr}", dir.display());
+    }
+
+    /// Applies the committed CRDs, if any, and waits until they are Established.
+    fn apply_crds(&self) {
+        let dir = repo_root().join("crds");
+        let has_crds = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+            })
+            .unwrap_or(false);
+        if !has_crds {
+            return;
+        }
+        self.apply_dir(&dir);
+        let (ok, _, stderr) = self.kubectl(
+            &[
+                "wait",
+                "--for=condition=Established",
+                "-f",
+                &dir.display().to_string(),
+                "--timeout=60s",
+            ],
+            None,
+        );
+        assert!(ok, "CRDs not Established: {stderr}");
     }
 }
 
