@@ -5,4 +5,5 @@
 
 pub mod api;
 pub mod cli;
+pub mod crd;
 pub mod sim;

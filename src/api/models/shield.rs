@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::GenericRequestResponse;
 
 /// A searchable dimension of a Shield event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Dimension {
     Feature,
@@ -72,7 +72,7 @@ impl std::str::FromStr for Dimension {
 }
 
 /// Operator of an [`EventLogsFilter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FilterOp {
     Eq,

@@ -1,0 +1,82 @@
+//! Custom resources of group `edgeplatform.io/v1alpha1`, one module per kind, and the
+//! types they share.
+
+pub mod access_list_config;
+pub mod container_app_watch;
+pub mod pull_zone_certificate;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use access_list_config::AccessListConfig;
+pub use container_app_watch::ContainerAppWatch;
+pub use pull_zone_certificate::PullZoneCertificate;
+
+pub const GROUP: &str = "edgeplatform.io";
+/// `"true"` stops all action on the object (condition Synced=False, reason Paused).
+pub const ANNOTATION_PAUSED: &str = "edgeplatform.io/paused";
+/// Any new value asks for an immediate reconcile.
+pub const ANNOTATION_RECONCILE_REQUESTED_AT: &str = "edgeplatform.io/reconcile-requested-at";
+/// Overrides the operator's `--resync` period for one object (e.g. `2m`).
+pub const ANNOTATION_POLL_INTERVAL: &str = "edgeplatform.io/poll-interval";
+
+/// A key of a Secret in the object's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct SecretKeyRef {
+    /// Name of the Secret, in the namespace of this object.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key within the Secret whose value is the platform access key.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// Status of a condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+/// An observation of one aspect of the object, in the Kubernetes condition convention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// Condition type, e.g. Ready or Synced.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// True, False or Unknown.
+    pub status: ConditionStatus,
+    /// Machine-readable CamelCase reason of the last transition.
+    pub reason: String,
+    /// Human-readable details.
+    #[serde(default)]
+    pub message: String,
+    /// When the status last changed (RFC 3339).
+    pub last_transition_time: String,
+    /// The metadata.generation the condition was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Every CRD of the operator, in a stable order.
+pub fn all() -> Vec<CustomResourceDefinition> {
+    vec![
+        AccessListConfig::crd(),
+        PullZoneCertificate::crd(),
+        ContainerAppWatch::crd(),
+    ]
+}
+
+/// The CRDs as one multi-document YAML stream, as committed under `crds/`.
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
+    serde_yaml::to_string(crd).map(|yaml| format!("---\n{yaml}"))
+}
+
+/// File name of a CRD under `crds/`: `<plural>.<group>.yaml`.
+pub fn file_name(crd: &CustomResourceDefinition) -> String {
+    format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or("crd"))
+}

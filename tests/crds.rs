@@ -1,0 +1,53 @@
+//! The committed CRDs (`crds/`) are exactly what the Rust types generate.
+
+use std::path::PathBuf;
+
+#[test]
+fn committed_crds_match_the_rust_types() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let crds = edge_operator::crd::all();
+    for crd in &crds {
+        let path = dir.join(edge_operator::crd::file_name(crd));
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        let generated = edge_operator::crd::to_yaml(crd).expect("serialisable");
+        assert!(
+            committed == generated,
+            "{} is out of date with the Rust types; regenerate with `cargo run --bin edge-operator -- crds --dir crds`",
+            path.display()
+        );
+    }
+    let files = std::fs::read_dir(&dir).expect("crds/").count();
+    assert_eq!(files, crds.len(), "crds/ holds exactly one file per CRD");
+}
+
+#[test]
+fn every_schema_property_has_a_description() {
+    fn walk(path: &str, schema: &serde_json::Value, missing: &mut Vec<String>) {
+        if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+            for (name, property) in properties {
+                let here = format!("{path}.{name}");
+                let documented = property
+                    .get("description")
+                    .and_then(|d| d.as_str())
+                    .is_some_and(|d| !d.is_empty());
+                if !documented && !matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
+                    missing.push(here.clone());
+                }
+                walk(&here, property, missing);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            walk(&format!("{path}[]"), items, missing);
+        }
+    }
+    let mut missing = Vec::new();
+    for crd in edge_operator::crd::all() {
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
+        walk(&crd.spec.names.kind, &schema["openAPIV3Schema"], &mut missing);
+    }
+    assert!(
+        missing.is_empty(),
+        "properties without a description (kubectl explain shows nothing):\n{}",
+        missing.join("\n")
+    );
+}
