@@ -1,6 +1,10 @@
 //! Custom resources of group `edgeplatform.io/v1alpha1`, one module per kind, and the
 //! types they share.
 
+// clippy reads the repeated `printcolumn(name = .., type_ = ..)` entries of the
+// CustomResource derive as duplicated attributes; they are distinct columns.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod access_list_config;
 pub mod container_app_watch;
 pub mod pull_zone_certificate;
