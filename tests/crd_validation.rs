@@ -1,0 +1,240 @@
+//! The apiserver rejects invalid manifests of the three kinds at admission, with a
+//! message naming the problem (structural schema and CEL rules of the committed CRDs).
+
+mod support;
+
+use support::cluster::{TestNamespace, cluster};
+
+fn manifest(kind: &str, namespace: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: {kind}\nmetadata:\n  name: subject\n  namespace: {namespace}\nspec:\n{spec}"
+    )
+}
+
+const ALC: &str = "AccessListConfig";
+const PZC: &str = "PullZoneCertificate";
+const CAW: &str = "ContainerAppWatch";
+
+/// (kind, spec, a fragment the rejection message must contain)
+const INVALID: &[(&str, &str, &str)] = &[
+    (
+        ALC,
+        "  shieldZoneId: 1\n  enabled: true\n",
+        "exactly one of spec.configurationId and spec.listName",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  listName: x\n  enabled: true\n",
+        "exactly one of spec.configurationId and spec.listName",
+    ),
+    (ALC, "  configurationId: 5\n  enabled: true\n", "shieldZoneId"),
+    (ALC, "  shieldZoneId: 1\n  configurationId: 5\n", "enabled"),
+    (
+        ALC,
+        "  shieldZoneId: 0\n  configurationId: 5\n  enabled: true\n",
+        "shieldZoneId",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: -4\n  configurationId: 5\n  enabled: true\n",
+        "shieldZoneId",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: -5\n  enabled: true\n",
+        "configurationId",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  listName: \"\"\n  enabled: true\n",
+        "listName",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  action: Deny\n",
+        "action",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  managementPolicy: Sometimes\n",
+        "managementPolicy",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  deletionPolicy: Delete\n",
+        "deletionPolicy",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: yes-please\n",
+        "enabled",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  accessKeySecretRef:\n    name: s\n",
+        "key",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  accessKeySecretRef:\n    name: \"\"\n    key: k\n",
+        "name",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: \"one\"\n  configurationId: 5\n  enabled: true\n",
+        "shieldZoneId",
+    ),
+    (PZC, "  renewEvery: 720h\n", "hostname"),
+    (PZC, "  hostname: \"\"\n", "hostname"),
+    (PZC, "  hostname: Shop.Example.com\n", "hostname"),
+    (PZC, "  hostname: \"shop example.com\"\n", "hostname"),
+    (PZC, "  hostname: localhost\n", "hostname"),
+    (PZC, "  hostname: shop.example.com\n  renewEvery: 10m\n", "at least 1h"),
+    (PZC, "  hostname: shop.example.com\n  renewEvery: soon\n", "renewEvery"),
+    (CAW, "  interval: 60s\n", "appId"),
+    (CAW, "  appId: \"\"\n", "appId"),
+    (CAW, "  appId: a\n  interval: 5s\n", "interval must be at least 10s"),
+    (CAW, "  appId: a\n  interval: often\n", "interval"),
+    (
+        CAW,
+        "  appId: a\n  securityEvents:\n    window: 1h\n",
+        "spec.securityEvents needs spec.shieldZoneId",
+    ),
+    (
+        CAW,
+        "  appId: a\n  rateLimits:\n    enabled: true\n",
+        "spec.rateLimits needs spec.shieldZoneId",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    window: 73h\n",
+        "window must be positive and at most 72h",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    window: 0s\n",
+        "window must be positive and at most 72h",
+    ),
+    (
+        CAW,
+        "  appId: a\n  cdn:\n    window: 100h\n",
+        "window must be positive and at most 72h",
+    ),
+    (CAW, "  appId: a\n  cdn:\n    pullZoneId: -1\n", "pullZoneId"),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    groupBy: [ip, colour]\n",
+        "groupBy",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    groupBy: [ip, ip]\n",
+        "groupBy dimensions must not repeat",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    filters:\n    - {field: url, op: cidr, value: [10.0.0.0/8]}\n",
+        "op cidr applies to field ip only",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    filters:\n    - {field: ip, op: eq, value: []}\n",
+        "value",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    filters:\n    - {field: ip, op: near, value: [x]}\n",
+        "op",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    top: 0\n",
+        "top",
+    ),
+    (
+        CAW,
+        "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    warnThreshold: -1\n",
+        "warnThreshold",
+    ),
+    (CAW, "  appId: a\n  shieldZoneId: -2\n", "shieldZoneId"),
+];
+
+#[test]
+fn invalid_manifests_are_rejected_at_admission_with_a_clear_message() {
+    let cluster = cluster();
+    let namespace = TestNamespace::create("invalid");
+    assert!(INVALID.len() >= 30);
+    let mut failures = Vec::new();
+    for (kind, spec, expected) in INVALID {
+        let yaml = manifest(kind, &namespace.name, spec);
+        let (accepted, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
+        if accepted {
+            failures.push(format!("{kind} accepted:\n{spec}"));
+            let _ = cluster.kubectl(&["delete", "-f", "-"], Some(&yaml));
+        } else if !stderr.contains(expected) {
+            failures.push(format!("{kind} rejected without `{expected}`:\n{spec}{stderr}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+}
+
+#[test]
+fn unknown_fields_are_rejected_by_strict_field_validation() {
+    let cluster = cluster();
+    let namespace = TestNamespace::create("unknown");
+    let yaml = manifest(
+        ALC,
+        &namespace.name,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  colour: red\n",
+    );
+    let (accepted, _, stderr) = cluster.kubectl(&["apply", "--validate=strict", "-f", "-"], Some(&yaml));
+    assert!(!accepted);
+    assert!(stderr.contains("colour"), "{stderr}");
+}
+
+#[test]
+fn valid_manifests_are_accepted_with_defaults() {
+    let cluster = cluster();
+    let namespace = TestNamespace::create("valid");
+    for (kind, spec) in [
+        (
+            ALC,
+            "  shieldZoneId: 1\n  listName: Tor exit nodes\n  enabled: true\n  action: Challenge\n",
+        ),
+        (PZC, "  hostname: shop.example.com\n  renewEvery: 720h\n"),
+        (
+            CAW,
+            "  appId: app-shop\n  shieldZoneId: 1001\n  rateLimits: {enabled: true}\n  securityEvents:\n    window: 72h\n    groupBy: [ruleId, ip]\n    filters:\n    - {field: ip, op: cidr, value: [10.0.0.0/8]}\n  cdn: {}\n",
+        ),
+    ] {
+        let yaml = manifest(kind, &namespace.name, spec);
+        let (accepted, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
+        assert!(accepted, "{kind}: {stderr}");
+    }
+    let (_, out, _) = cluster.kubectl(
+        &[
+            "get",
+            "caw",
+            "subject",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.interval} {.spec.cdn.window} {.spec.securityEvents.top}",
+        ],
+        None,
+    );
+    assert_eq!(out, "60s 1h 5");
+    let (_, out, _) = cluster.kubectl(
+        &[
+            "get",
+            "alc",
+            "subject",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.managementPolicy} {.spec.deletionPolicy}",
+        ],
+        None,
+    );
+    assert_eq!(out, "Manage Orphan");
+}
