@@ -57,24 +57,26 @@ pub trait RequestObserver: Send + Sync {
     fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
 }
 
-struct Inner {
+/// What every client derived from one configuration shares.
+struct Shared {
     http: reqwest::Client,
-    config: ClientConfig,
     logging_limiter: KeyedLimiter,
     global_limiter: Option<DirectLimiter>,
     observer: Option<Arc<dyn RequestObserver>>,
 }
 
-/// Typed async client of the Edge Platform API. Cheap to clone; clones share limiters.
+/// Typed async client of the Edge Platform API. Cheap to clone; clones, and clients
+/// made with [`EdgeClient::with_credentials`], share the connection pool and limiters.
 #[derive(Clone)]
 pub struct EdgeClient {
-    inner: Arc<Inner>,
+    config: Arc<ClientConfig>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for EdgeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EdgeClient")
-            .field("config", &self.inner.config)
+            .field("config", &self.config)
             .finish()
     }
 }
@@ -105,30 +107,41 @@ impl EdgeClient {
             .build()
             .map_err(|e| ApiError::InvalidInput(format!("HTTP client: {e}")))?;
         Ok(Self {
-            inner: Arc::new(Inner {
+            shared: Arc::new(Shared {
                 http,
                 logging_limiter: KeyedLimiter::new(config.logging_quota),
                 global_limiter: config.global_quota.map(DirectLimiter::new),
-                config,
                 observer,
             }),
+            config: Arc::new(config),
         })
     }
 
+    /// The same client acting with other credentials (same pool, limiters and hook).
+    pub fn with_credentials(&self, credentials: Credentials) -> Self {
+        Self {
+            config: Arc::new(ClientConfig {
+                credentials,
+                ..(*self.config).clone()
+            }),
+            shared: self.shared.clone(),
+        }
+    }
+
     pub fn config(&self) -> &ClientConfig {
-        &self.inner.config
+        &self.config
     }
 
     pub(crate) fn url(&self, api: Api, path: &str) -> String {
         match api {
-            Api::Main => format!("{}{path}", self.inner.config.base_url),
-            Api::Logging { .. } => format!("{}{path}", self.inner.config.logging_url),
+            Api::Main => format!("{}{path}", self.config.base_url),
+            Api::Logging { .. } => format!("{}{path}", self.config.logging_url),
         }
     }
 
     pub(crate) fn request(&self, method: Method, api: Api, path: &str) -> RequestBuilder {
-        let request = self.inner.http.request(method, self.url(api, path));
-        match &self.inner.config.credentials {
+        let request = self.shared.http.request(method, self.url(api, path));
+        match &self.config.credentials {
             Credentials::AccessKey(key) => request.header("AccessKey", sensitive(key.expose())),
             Credentials::Bearer(token) => request.header(
                 reqwest::header::AUTHORIZATION,
@@ -145,7 +158,7 @@ impl EdgeClient {
         api: Api,
         build: impl Fn() -> RequestBuilder,
     ) -> Result<Response, ApiError> {
-        let policy = &self.inner.config.retry;
+        let policy = &self.config.retry;
         let mut retry = 0;
         loop {
             let error = match self.attempt(operation, api, build()).await {
@@ -168,16 +181,16 @@ impl EdgeClient {
     }
 
     async fn attempt(&self, operation: Operation, api: Api, request: RequestBuilder) -> Result<Response, ApiError> {
-        if let Some(global) = &self.inner.global_limiter {
+        if let Some(global) = &self.shared.global_limiter {
             global.until_ready().await;
         }
         if let Api::Logging { pull_zone_id } = api {
-            self.inner.logging_limiter.until_ready(pull_zone_id).await;
+            self.shared.logging_limiter.until_ready(pull_zone_id).await;
         }
         let started = tokio::time::Instant::now();
         let result = request.send().await;
         let status = result.as_ref().ok().map(|r| r.status().as_u16());
-        if let Some(observer) = &self.inner.observer {
+        if let Some(observer) = &self.shared.observer {
             observer.observe(operation, status_class(status), started.elapsed());
         }
         let response = result.map_err(ApiError::from_transport)?;
