@@ -5,5 +5,6 @@
 
 pub mod api;
 pub mod cli;
+pub mod controller;
 pub mod crd;
 pub mod sim;

@@ -75,9 +75,7 @@ pub struct EdgeClient {
 
 impl std::fmt::Debug for EdgeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EdgeClient")
-            .field("config", &self.config)
-            .finish()
+        f.debug_struct("EdgeClient").field("config", &self.config).finish()
     }
 }
 

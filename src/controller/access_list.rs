@@ -1,0 +1,549 @@
+//! AccessListConfig: fetch → validate → plan → apply → status.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+
+use super::conditions::{Decided, is_true, merge};
+use super::context::{Context, is_paused, now_rfc3339, poll_interval, write_status};
+use super::error::ReconcileError;
+use crate::api::models::shield::{
+    AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, access_list_type_name,
+};
+use crate::crd::access_list_config::{
+    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
+    ManagementPolicy, RestorePoint,
+};
+
+pub const KIND: &str = "AccessListConfig";
+/// Finalizer of objects with `deletionPolicy: Restore`.
+pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
+
+/// Finds the spec's access list among the zone's lists; `true` when platform-managed.
+pub fn resolve<'a>(
+    spec: &AccessListConfigSpec,
+    lists: &'a AccessListsResponse,
+) -> Result<(&'a AccessListItem, bool), ReconcileError> {
+    let tagged = || {
+        lists
+            .managed_lists
+            .iter()
+            .map(|l| (l, true))
+            .chain(lists.custom_lists.iter().map(|l| (l, false)))
+    };
+    if let Some(id) = spec.configuration_id {
+        return tagged()
+            .find(|(l, _)| l.configuration_id == id)
+            .ok_or_else(|| ReconcileError::AccessListNotFound {
+                zone: spec.shield_zone_id,
+                what: format!("with configurationId {id}"),
+            });
+    }
+    let name = spec.list_name.as_deref().unwrap_or_default();
+    let matches: Vec<_> = tagged().filter(|(l, _)| l.name == name).collect();
+    match matches.as_slice() {
+        [found] => Ok(*found),
+        [] => Err(ReconcileError::AccessListNotFound {
+            zone: spec.shield_zone_id,
+            what: format!("named {name:?}"),
+        }),
+        many => Err(ReconcileError::AmbiguousListName {
+            zone: spec.shield_zone_id,
+            name: name.to_string(),
+            count: many.len(),
+        }),
+    }
+}
+
+/// The members of the platform's configuration that differ from the spec.
+pub fn diff(spec: &AccessListConfigSpec, observed: &AccessListItem) -> AccessListConfigurationPatch {
+    AccessListConfigurationPatch {
+        is_enabled: (observed.is_enabled != spec.enabled).then_some(spec.enabled),
+        action: spec
+            .action
+            .map(AccessListAction::code)
+            .filter(|&a| a != observed.action),
+    }
+}
+
+/// What to do for one object, decided without I/O.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The PATCH to send, if any.
+    pub patch: Option<AccessListConfigurationPatch>,
+    /// The platform changed behind a converged object's back.
+    pub drift: bool,
+    /// Values to keep for Restore, recorded before the first write.
+    pub restore_point: Option<RestorePoint>,
+}
+
+pub fn plan(
+    spec: &AccessListConfigSpec,
+    status: &AccessListConfigStatus,
+    generation: Option<i64>,
+    observed: &AccessListItem,
+) -> Plan {
+    let difference = diff(spec, observed);
+    let converged_before = status.observed_generation == generation && is_true(&status.conditions, "Ready");
+    let drift = !difference.is_empty() && converged_before;
+    if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
+        return Plan {
+            patch: None,
+            drift,
+            restore_point: status.restore_point,
+        };
+    }
+    let restore_point = status.restore_point.or(Some(RestorePoint {
+        configuration_id: observed.configuration_id,
+        is_enabled: observed.is_enabled,
+        action: observed.action,
+    }));
+    Plan {
+        patch: Some(difference),
+        drift,
+        restore_point,
+    }
+}
+
+fn observation(item: &AccessListItem, managed: bool) -> AccessListObservation {
+    AccessListObservation {
+        configuration_id: item.configuration_id,
+        list_id: item.list_id,
+        name: item.name.clone(),
+        is_enabled: item.is_enabled,
+        action: AccessListAction::describe(item.action),
+        list_type: access_list_type_name(item.list_type),
+        managed,
+    }
+}
+
+/// "isEnabled should be true, action should be Block".
+fn describe_difference(patch: &AccessListConfigurationPatch) -> String {
+    let mut parts = Vec::new();
+    if let Some(enabled) = patch.is_enabled {
+        parts.push(format!("isEnabled should be {enabled}"));
+    }
+    if let Some(action) = patch.action {
+        parts.push(format!("action should be {}", AccessListAction::describe(action)));
+    }
+    parts.join(", ")
+}
+
+/// The status after a successful reconcile: `observed` is the platform state now.
+pub fn converged_status(
+    spec: &AccessListConfigSpec,
+    previous: &AccessListConfigStatus,
+    generation: Option<i64>,
+    plan: &Plan,
+    observed: &AccessListItem,
+    managed: bool,
+    now: &str,
+) -> AccessListConfigStatus {
+    let remaining = diff(spec, observed);
+    let (ready, synced) = if remaining.is_empty() {
+        let synced_reason = if plan.patch.is_some() { "Applied" } else { "UpToDate" };
+        (
+            Decided::new("Ready", true, "InSync", "the access list matches the spec"),
+            Decided::new("Synced", true, synced_reason, ""),
+        )
+    } else {
+        (
+            Decided::new("Ready", false, "Drifted", describe_difference(&remaining)),
+            Decided::new(
+                "Synced",
+                true,
+                "Observed",
+                "managementPolicy is Observe: the platform is not changed",
+            ),
+        )
+    };
+    let corrected = plan.drift && plan.patch.is_some();
+    AccessListConfigStatus {
+        observed_generation: generation,
+        conditions: merge(&previous.conditions, &[ready, synced], generation, now),
+        at_provider: Some(observation(observed, managed)),
+        drift_corrections: previous.drift_corrections + i64::from(corrected),
+        restore_point: plan.restore_point,
+    }
+}
+
+/// The status after a failed reconcile: Synced=False with the error's reason.
+pub fn failed_status(
+    previous: &AccessListConfigStatus,
+    generation: Option<i64>,
+    error: &ReconcileError,
+    now: &str,
+) -> AccessListConfigStatus {
+    let mut decided = vec![Decided::new("Synced", false, error.reason(), error.to_string())];
+    if !error.is_transient() {
+        decided.push(Decided::new("Ready", false, error.reason(), error.to_string()));
+    }
+    AccessListConfigStatus {
+        observed_generation: generation,
+        conditions: merge(&previous.conditions, &decided, generation, now),
+        ..previous.clone()
+    }
+}
+
+pub async fn reconcile(object: Arc<AccessListConfig>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let result = reconcile_inner(&object, &ctx).await;
+    ctx.metrics.reconciled(
+        KIND,
+        started.elapsed(),
+        result.as_ref().err().map(ReconcileError::reason),
+    );
+    result
+}
+
+async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Action, ReconcileError> {
+    let namespace = object.namespace().unwrap_or_default();
+    let api: Api<AccessListConfig> = Api::namespaced(ctx.kube.clone(), &namespace);
+    let previous = object.status.clone().unwrap_or_default();
+    let generation = object.metadata.generation;
+    let now = now_rfc3339();
+
+    if object.metadata.deletion_timestamp.is_some() {
+        return finalize(object, ctx, &api, &namespace).await;
+    }
+    if is_paused(object) {
+        let status = AccessListConfigStatus {
+            conditions: merge(
+                &previous.conditions,
+                &[Decided::new(
+                    "Synced",
+                    false,
+                    "Paused",
+                    "edgeplatform.io/paused is true",
+                )],
+                generation,
+                &now,
+            ),
+            ..previous.clone()
+        };
+        write_status(&api, object, object.status.as_ref(), &status).await?;
+        return Ok(Action::await_change());
+    }
+    ensure_finalizer(object, &api).await?;
+
+    let outcome = async {
+        let client = ctx
+            .client_for(&namespace, object.spec.access_key_secret_ref.as_ref())
+            .await?;
+        let lists = ctx.zone_access_lists(&client, object.spec.shield_zone_id).await?;
+        let (item, managed) = resolve(&object.spec, &lists)?;
+        let plan = plan(&object.spec, &previous, generation, item);
+        let mut observed = item.clone();
+        if let Some(patch) = &plan.patch {
+            let written = client
+                .update_access_list(object.spec.shield_zone_id, item.configuration_id, patch)
+                .await?;
+            observed.is_enabled = written.is_enabled;
+            observed.action = written.action;
+            ctx.note_access_list_write(
+                &client,
+                object.spec.shield_zone_id,
+                item.configuration_id,
+                written.is_enabled,
+                written.action,
+            )
+            .await;
+        }
+        Ok::<_, ReconcileError>((plan, observed, managed))
+    }
+    .await;
+
+    match outcome {
+        Ok((plan, observed, managed)) => {
+            let status = converged_status(&object.spec, &previous, generation, &plan, &observed, managed, &now);
+            write_status(&api, object, object.status.as_ref(), &status).await?;
+            ctx.metrics
+                .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
+            match (&plan.patch, plan.drift) {
+                (Some(patch), true) => {
+                    let note = format!("changed outside this object; corrected: {}", describe_difference(patch));
+                    ctx.event(object, EventType::Normal, "DriftCorrected", note).await;
+                }
+                (None, true) => {
+                    let note = "differs from the spec; managementPolicy is Observe, so it is left as it is";
+                    ctx.event(object, EventType::Warning, "DriftDetected", note.to_string())
+                        .await;
+                }
+                _ => {}
+            }
+            Ok(Action::requeue(poll_interval(object, ctx.resync)))
+        }
+        Err(error) => {
+            let status = failed_status(&previous, generation, &error, &now);
+            write_status(&api, object, object.status.as_ref(), &status).await?;
+            ctx.metrics
+                .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
+            Err(error)
+        }
+    }
+}
+
+fn wants_finalizer(object: &AccessListConfig) -> bool {
+    object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
+}
+
+async fn ensure_finalizer(object: &AccessListConfig, api: &Api<AccessListConfig>) -> Result<(), ReconcileError> {
+    let has = object.finalizers().iter().any(|f| f == FINALIZER);
+    let wants = wants_finalizer(object);
+    if has == wants {
+        return Ok(());
+    }
+    let mut finalizers: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    if wants {
+        finalizers.push(FINALIZER.to_string());
+    }
+    let patch = serde_json::json!({
+        "metadata": { "finalizers": finalizers, "resourceVersion": object.resource_version() }
+    });
+    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// On delete with Restore: put back the values observed before the first write, then
+/// release the object.
+async fn finalize(
+    object: &AccessListConfig,
+    ctx: &Context,
+    api: &Api<AccessListConfig>,
+    namespace: &str,
+) -> Result<Action, ReconcileError> {
+    ctx.metrics.forget(KIND, namespace, &object.name_any());
+    if !object.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    if let Some(point) = object.status.as_ref().and_then(|s| s.restore_point) {
+        let client = ctx
+            .client_for(namespace, object.spec.access_key_secret_ref.as_ref())
+            .await?;
+        let patch = AccessListConfigurationPatch {
+            is_enabled: Some(point.is_enabled),
+            action: Some(point.action),
+        };
+        client
+            .update_access_list(object.spec.shield_zone_id, point.configuration_id, &patch)
+            .await?;
+        ctx.note_access_list_write(
+            &client,
+            object.spec.shield_zone_id,
+            point.configuration_id,
+            point.is_enabled,
+            point.action,
+        )
+        .await;
+        ctx.event(
+            object,
+            EventType::Normal,
+            "Restored",
+            format!(
+                "restored isEnabled={} action={} on configuration {}",
+                point.is_enabled,
+                AccessListAction::describe(point.action),
+                point.configuration_id
+            ),
+        )
+        .await;
+    }
+    let finalizers: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    let patch = serde_json::json!({ "metadata": { "finalizers": finalizers } });
+    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::conditions::merge;
+
+    fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
+        AccessListConfigSpec {
+            shield_zone_id: 1,
+            configuration_id: Some(9101),
+            list_name: None,
+            enabled,
+            action,
+            management_policy: ManagementPolicy::Manage,
+            deletion_policy: DeletionPolicy::Orphan,
+            access_key_secret_ref: None,
+        }
+    }
+
+    fn item(enabled: bool, action: i32) -> AccessListItem {
+        AccessListItem {
+            list_id: 11,
+            configuration_id: 9101,
+            name: "Known bad actors".into(),
+            is_enabled: enabled,
+            action,
+            ..AccessListItem::default()
+        }
+    }
+
+    fn converged(generation: i64) -> AccessListConfigStatus {
+        AccessListConfigStatus {
+            observed_generation: Some(generation),
+            conditions: merge(&[], &[Decided::new("Ready", true, "InSync", "")], Some(generation), "t"),
+            ..AccessListConfigStatus::default()
+        }
+    }
+
+    #[test]
+    fn patches_only_the_members_that_differ() {
+        let p = plan(
+            &spec(true, None),
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+        );
+        assert_eq!(
+            p.patch,
+            Some(AccessListConfigurationPatch {
+                is_enabled: Some(true),
+                action: None
+            })
+        );
+        let p = plan(
+            &spec(false, Some(AccessListAction::Challenge)),
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+        );
+        assert_eq!(
+            p.patch,
+            Some(AccessListConfigurationPatch {
+                is_enabled: None,
+                action: Some(3)
+            })
+        );
+        assert!(!p.drift, "the first write of a generation is not drift");
+        assert_eq!(
+            p.restore_point,
+            Some(RestorePoint {
+                configuration_id: 9101,
+                is_enabled: false,
+                action: 2
+            })
+        );
+    }
+
+    #[test]
+    fn in_sync_means_no_call_and_no_drift() {
+        let p = plan(
+            &spec(true, Some(AccessListAction::Block)),
+            &converged(3),
+            Some(3),
+            &item(true, 2),
+        );
+        assert_eq!(p.patch, None);
+        assert!(!p.drift);
+    }
+
+    #[test]
+    fn change_behind_a_converged_objects_back_is_drift_and_is_counted() {
+        let status = converged(3);
+        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        assert!(p.drift);
+        assert!(p.patch.is_some());
+        let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
+        assert_eq!(after.drift_corrections, 1);
+        assert!(is_true(&after.conditions, "Ready"));
+        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2));
+        assert!(!new_generation.drift, "a spec change is not drift");
+    }
+
+    #[test]
+    fn observe_never_patches_and_reports_the_difference() {
+        let mut observe = spec(true, None);
+        observe.management_policy = ManagementPolicy::Observe;
+        let p = plan(&observe, &AccessListConfigStatus::default(), Some(1), &item(false, 2));
+        assert_eq!(p.patch, None);
+        assert_eq!(p.restore_point, None);
+        let status = converged_status(
+            &observe,
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &p,
+            &item(false, 2),
+            true,
+            "t",
+        );
+        let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
+        assert_eq!(ready.reason, "Drifted");
+        assert!(ready.message.contains("isEnabled should be true"));
+    }
+
+    #[test]
+    fn the_restore_point_is_the_first_observation_only() {
+        let status = AccessListConfigStatus {
+            restore_point: Some(RestorePoint {
+                configuration_id: 9101,
+                is_enabled: false,
+                action: 2,
+            }),
+            ..AccessListConfigStatus::default()
+        };
+        let p = plan(
+            &spec(true, Some(AccessListAction::Log)),
+            &status,
+            Some(2),
+            &item(true, 3),
+        );
+        assert_eq!(p.restore_point, status.restore_point);
+    }
+
+    #[test]
+    fn lists_resolve_by_id_or_unique_name() {
+        let lists = AccessListsResponse {
+            managed_lists: vec![item(false, 2)],
+            custom_lists: vec![
+                AccessListItem {
+                    configuration_id: 9201,
+                    name: "dup".into(),
+                    ..AccessListItem::default()
+                },
+                AccessListItem {
+                    configuration_id: 9202,
+                    name: "dup".into(),
+                    ..AccessListItem::default()
+                },
+            ],
+            ..AccessListsResponse::default()
+        };
+        let (found, managed) = resolve(&spec(true, None), &lists).expect("by id");
+        assert_eq!((found.configuration_id, managed), (9101, true));
+        let mut by_name = spec(true, None);
+        by_name.configuration_id = None;
+        by_name.list_name = Some("Known bad actors".into());
+        assert_eq!(resolve(&by_name, &lists).expect("by name").0.configuration_id, 9101);
+        by_name.list_name = Some("dup".into());
+        assert_eq!(
+            resolve(&by_name, &lists).expect_err("ambiguous").reason(),
+            "AmbiguousListName"
+        );
+        by_name.list_name = Some("nope".into());
+        assert_eq!(
+            resolve(&by_name, &lists).expect_err("missing").reason(),
+            "AccessListNotFound"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! What every reconciler shares: Kubernetes and platform clients, credentials, the
+//! per-zone access-list cache, Events and metrics.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::error::ReconcileError;
+use super::metrics::Metrics;
+use crate::api::models::shield::AccessListsResponse;
+use crate::api::{Credentials, EdgeClient, Secret};
+use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, SecretKeyRef};
+
+/// How long one read of a zone's access lists serves the reconciles of that zone.
+const ZONE_LISTS_TTL: Duration = Duration::from_secs(2);
+
+/// Field manager and Event reporter name.
+pub const MANAGER: &str = "edge-operator";
+
+pub struct Context {
+    pub kube: kube::Client,
+    /// Client with the operator's own credentials (or none, when no default key is set).
+    pub platform: EdgeClient,
+    pub has_default_key: bool,
+    /// Default re-read period (`--resync`).
+    pub resync: Duration,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    zone_lists: Mutex<HashMap<ZoneKey, Arc<Mutex<Option<CachedLists>>>>>,
+}
+
+/// (credential identity, Shield Zone id).
+type ZoneKey = (String, i64);
+/// A zone's access lists and when they were read.
+type CachedLists = (Instant, AccessListsResponse);
+
+impl Context {
+    pub fn new(
+        kube: kube::Client,
+        platform: EdgeClient,
+        has_default_key: bool,
+        resync: Duration,
+        metrics: Arc<Metrics>,
+        recorder: Recorder,
+    ) -> Self {
+        Self {
+            kube,
+            platform,
+            has_default_key,
+            resync,
+            metrics,
+            recorder,
+            zone_lists: Mutex::default(),
+        }
+    }
+
+    /// The platform client for an object: its Secret's key, or the operator's own.
+    pub async fn client_for(
+        &self,
+        namespace: &str,
+        secret: Option<&SecretKeyRef>,
+    ) -> Result<EdgeClient, ReconcileError> {
+        let Some(reference) = secret else {
+            return if self.has_default_key {
+                Ok(self.platform.clone())
+            } else {
+                Err(ReconcileError::NoCredentials)
+            };
+        };
+        let problem = |problem: String| ReconcileError::Credentials {
+            namespace: namespace.to_string(),
+            name: reference.name.clone(),
+            problem,
+        };
+        let secrets: Api<KubeSecret> = Api::namespaced(self.kube.clone(), namespace);
+        let secret = secrets
+            .get_opt(&reference.name)
+            .await?
+            .ok_or_else(|| problem("not found".into()))?;
+        let value = secret
+            .data
+            .as_ref()
+            .and_then(|data| data.get(&reference.key))
+            .ok_or_else(|| problem(format!("has no key {:?}", reference.key)))?;
+        let key =
+            String::from_utf8(value.0.clone()).map_err(|_| problem(format!("key {:?} is not UTF-8", reference.key)))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(problem(format!("key {:?} is empty", reference.key)));
+        }
+        Ok(self.platform.with_credentials(Credentials::AccessKey(Secret::new(key))))
+    }
+
+    /// The zone's access lists, read at most once per [`ZONE_LISTS_TTL`] per credential:
+    /// concurrent reconciles of one zone share a single read.
+    pub async fn zone_access_lists(
+        &self,
+        client: &EdgeClient,
+        zone: i64,
+    ) -> Result<AccessListsResponse, ReconcileError> {
+        let key = (credential_id(client), zone);
+        let slot = self.zone_lists.lock().await.entry(key).or_default().clone();
+        let mut entry = slot.lock().await;
+        if let Some((read_at, lists)) = entry.as_ref()
+            && read_at.elapsed() < ZONE_LISTS_TTL
+        {
+            return Ok(lists.clone());
+        }
+        let lists = client.access_lists(zone).await?;
+        *entry = Some((Instant::now(), lists.clone()));
+        Ok(lists)
+    }
+
+    /// Records a write in the cached zone lists, so later reconciles see it.
+    pub async fn note_access_list_write(
+        &self,
+        client: &EdgeClient,
+        zone: i64,
+        configuration_id: i64,
+        enabled: bool,
+        action: i32,
+    ) {
+        let key = (credential_id(client), zone);
+        let Some(slot) = self.zone_lists.lock().await.get(&key).cloned() else {
+            return;
+        };
+        if let Some((_, lists)) = slot.lock().await.as_mut() {
+            let items = lists.managed_lists.iter_mut().chain(lists.custom_lists.iter_mut());
+            for item in items.filter(|i| i.configuration_id == configuration_id) {
+                item.is_enabled = enabled;
+                item.action = action;
+            }
+        }
+    }
+
+    /// Publishes an Event about `object`; failures are logged, never fatal.
+    pub async fn event<K: Resource<DynamicType = ()>>(&self, object: &K, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: "Reconcile".to_string(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+            tracing::warn!(%error, reason, "cannot publish Event");
+        }
+    }
+}
+
+/// A stable identity of the client's credentials that does not reveal them.
+fn credential_id(client: &EdgeClient) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    match &client.config().credentials {
+        Credentials::AccessKey(key) | Credentials::Bearer(key) => key.expose().hash(&mut hasher),
+    }
+    format!("{:016x}", hasher.finish())
+}
+
+/// Whether the object carries `edgeplatform.io/paused: "true"`.
+pub fn is_paused<K: ResourceExt>(object: &K) -> bool {
+    object
+        .annotations()
+        .get(ANNOTATION_PAUSED)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The object's re-read period: its poll-interval annotation, else `default`.
+pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration {
+    object
+        .annotations()
+        .get(ANNOTATION_POLL_INTERVAL)
+        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(default)
+}
+
+/// Writes `status` unless it equals `current` (no status noise).
+pub async fn write_status<K, S>(
+    api: &Api<K>,
+    object: &K,
+    current: Option<&S>,
+    status: &S,
+) -> Result<bool, ReconcileError>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize + PartialEq,
+{
+    if current == Some(status) {
+        return Ok(false);
+    }
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
+}
+
+/// RFC 3339 "now", seconds precision, as conditions carry it.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

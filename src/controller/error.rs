@@ -1,0 +1,49 @@
+//! Reconcile failures. Each variant's [`ReconcileError::reason`] is the condition
+//! reason, Event reason and metric label.
+
+use crate::api::ApiError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Platform(#[from] ApiError),
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("Secret {namespace}/{name}: {problem}")]
+    Credentials {
+        namespace: String,
+        name: String,
+        problem: String,
+    },
+    #[error("no default access key is configured and spec.accessKeySecretRef is not set")]
+    NoCredentials,
+    #[error("Shield Zone {zone} has no access list {what}")]
+    AccessListNotFound { zone: i64, what: String },
+    #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
+    AmbiguousListName { zone: i64, name: String, count: usize },
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+}
+
+impl ReconcileError {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Platform(error) => error.reason(),
+            ReconcileError::Kube(_) => "KubernetesError",
+            ReconcileError::Credentials { .. } | ReconcileError::NoCredentials => "CredentialsUnavailable",
+            ReconcileError::AccessListNotFound { .. } => "AccessListNotFound",
+            ReconcileError::AmbiguousListName { .. } => "AmbiguousListName",
+            ReconcileError::InvalidSpec(_) => "InvalidSpec",
+        }
+    }
+
+    /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
+    /// configuration must change first).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ReconcileError::Platform(error) => error.is_retryable(),
+            ReconcileError::Kube(_) => true,
+            _ => false,
+        }
+    }
+}

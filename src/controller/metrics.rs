@@ -1,0 +1,221 @@
+//! Prometheus metrics of the operator: reconciles by kind, errors by reason, durations,
+//! outbound platform requests by operation and status class, per-object conditions.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::api::{Operation, RequestObserver};
+use crate::crd::{Condition, ConditionStatus};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    operation: &'static str,
+    status_class: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConditionLabels {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    #[prometheus(flatten)]
+    state: ConditionState,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConditionState {
+    condition: String,
+    status: String,
+    reason: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<KindLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    durations: Family<KindLabels, Histogram>,
+    requests: Family<RequestLabels, Counter>,
+    conditions: Family<ConditionLabels, Gauge>,
+    published: Mutex<HashMap<ConditionKey, ConditionState>>,
+}
+
+/// (kind, namespace, name, condition type).
+type ConditionKey = (&'static str, String, String, String);
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("edge_operator");
+        let reconciles = Family::<KindLabels, Counter>::default();
+        let errors = Family::<ErrorLabels, Counter>::default();
+        let durations = Family::<KindLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 16))
+        });
+        let requests = Family::<RequestLabels, Counter>::default();
+        let conditions = Family::<ConditionLabels, Gauge>::default();
+        registry.register("reconciles", "Reconciles by kind", reconciles.clone());
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles by kind and reason",
+            errors.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Reconcile duration by kind",
+            durations.clone(),
+        );
+        registry.register(
+            "platform_requests",
+            "Requests to the Edge Platform API by operation and status class",
+            requests.clone(),
+        );
+        registry.register(
+            "condition",
+            "1 for each object's current condition status and reason",
+            conditions.clone(),
+        );
+        Self {
+            registry,
+            reconciles,
+            errors,
+            durations,
+            requests,
+            conditions,
+            published: Mutex::default(),
+        }
+    }
+}
+
+impl Metrics {
+    pub fn reconciled(&self, kind: &'static str, elapsed: Duration, error_reason: Option<&'static str>) {
+        self.reconciles.get_or_create(&KindLabels { kind }).inc();
+        self.durations
+            .get_or_create(&KindLabels { kind })
+            .observe(elapsed.as_secs_f64());
+        if let Some(reason) = error_reason {
+            self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
+        }
+    }
+
+    /// Publishes an object's conditions, replacing what was published for it before.
+    pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        for condition in conditions {
+            let key = (kind, namespace.to_string(), name.to_string(), condition.type_.clone());
+            let state = ConditionState {
+                condition: condition.type_.clone(),
+                status: match condition.status {
+                    ConditionStatus::True => "True",
+                    ConditionStatus::False => "False",
+                    ConditionStatus::Unknown => "Unknown",
+                }
+                .to_string(),
+                reason: condition.reason.clone(),
+            };
+            let labels = |state: ConditionState| ConditionLabels {
+                kind,
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                state,
+            };
+            if let Some(previous) = published.insert(key, state.clone())
+                && previous != state
+            {
+                self.conditions.remove(&labels(previous));
+            }
+            self.conditions.get_or_create(&labels(state)).set(1);
+        }
+    }
+
+    /// Forgets a deleted object's conditions.
+    pub fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        published.retain(|(k, ns, n, _), state| {
+            let gone = *k == kind && ns == namespace && n == name;
+            if gone {
+                self.conditions.remove(&ConditionLabels {
+                    kind,
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    state: state.clone(),
+                });
+            }
+            !gone
+        });
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(%error, "cannot encode metrics");
+        }
+        text
+    }
+}
+
+impl RequestObserver for Metrics {
+    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                operation: operation.as_str(),
+                status_class,
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::conditions::{Decided, merge};
+
+    #[test]
+    fn condition_gauges_follow_the_current_reason_only() {
+        let metrics = Metrics::default();
+        let ready = merge(
+            &[],
+            &[Decided::new("Ready", false, "VerificationFailed", "")],
+            None,
+            "t",
+        );
+        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &ready);
+        let issued = merge(&ready, &[Decided::new("Ready", true, "Issued", "")], None, "t2");
+        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
+        metrics.observe(Operation::CompleteCertificate, "2xx", Duration::ZERO);
+        metrics.reconciled("PullZoneCertificate", Duration::from_millis(3), Some("ServerError"));
+        let text = metrics.encode();
+        assert!(text.contains(r#"reason="Issued""#), "{text}");
+        assert!(!text.contains(r#"reason="VerificationFailed""#), "{text}");
+        assert!(
+            text.contains(
+                r#"edge_operator_platform_requests_total{operation="complete_certificate",status_class="2xx"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"edge_operator_reconcile_errors_total{kind="PullZoneCertificate",reason="ServerError"} 1"#),
+            "{text}"
+        );
+        metrics.forget("PullZoneCertificate", "ns", "cert");
+        assert!(!metrics.encode().contains(r#"name="cert""#));
+    }
+}
