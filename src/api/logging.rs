@@ -82,7 +82,11 @@ impl EdgeClient {
     }
 
     /// Every entry matching `query`, following `offset` while `hasMore` says so.
-    pub fn logs(&self, pull_zone_id: i64, query: LogQuery) -> impl Stream<Item = Result<LogEntry, ApiError>> + '_ {
+    pub fn logs(
+        &self,
+        pull_zone_id: i64,
+        query: LogQuery,
+    ) -> impl Stream<Item = Result<LogEntry, ApiError>> + Send + '_ {
         let start = query.offset.unwrap_or(0);
         paginate(
             move |offset: u64| {

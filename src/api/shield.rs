@@ -74,7 +74,7 @@ impl EdgeClient {
     }
 
     /// Every rate-limit rule of the zone, walking all pages.
-    pub fn rate_limits(&self, shield_zone_id: i64) -> impl Stream<Item = Result<RateLimitRule, ApiError>> + '_ {
+    pub fn rate_limits(&self, shield_zone_id: i64) -> impl Stream<Item = Result<RateLimitRule, ApiError>> + Send + '_ {
         paginate(
             move |page: i64| async move {
                 let response = self
@@ -98,12 +98,12 @@ impl EdgeClient {
 }
 
 /// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor.
-pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + 'a
+pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
 where
-    C: 'a,
-    T: 'a,
-    F: Fn(C) -> Fut + 'a,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + 'a,
+    C: Send + 'a,
+    T: Send + 'a,
+    F: Fn(C) -> Fut + Send + 'a,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + Send + 'a,
 {
     use futures::{StreamExt, TryStreamExt, stream};
     stream::try_unfold((Some(first), fetch), |(cursor, fetch)| async move {
@@ -114,5 +114,5 @@ where
         Ok(Some((stream::iter(items.into_iter().map(Ok)), (next, fetch))))
     })
     .try_flatten()
-    .boxed_local()
+    .boxed()
 }

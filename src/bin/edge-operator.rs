@@ -1,7 +1,13 @@
 //! `edge-operator`: the Kubernetes operator of the Edge Platform.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use edge_operator::api::Secret;
+use edge_operator::controller::runtime::{LeaderElection, RunConfig, run};
+use tracing_subscriber::EnvFilter;
 
 /// Kubernetes operator for the Edge Platform: AccessListConfig, PullZoneCertificate and
 /// ContainerAppWatch (edgeplatform.io/v1alpha1).
@@ -14,16 +20,115 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the controllers against the cluster of the current kubeconfig or service account.
+    Run(Box<RunArgs>),
     /// Print the CustomResourceDefinitions as YAML, or write one file per CRD.
     Crds {
         /// Write `<crd name>.yaml` files into this directory instead of printing.
         #[arg(long)]
-        dir: Option<std::path::PathBuf>,
+        dir: Option<PathBuf>,
     },
 }
 
-fn main() -> anyhow::Result<()> {
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Base URL of the platform API.
+    #[arg(long, env = "EDGE_API_URL")]
+    api_url: String,
+    /// Base URL of the logging API [default: the API URL].
+    #[arg(long, env = "EDGE_LOGGING_URL")]
+    logging_url: Option<String>,
+    /// File holding the operator's default access key (objects without
+    /// spec.accessKeySecretRef use it).
+    #[arg(long, env = "EDGE_ACCESS_KEY_FILE")]
+    access_key_file: Option<PathBuf>,
+    /// Watch only this namespace [default: all namespaces].
+    #[arg(long, env = "EDGE_WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// How often managed objects are re-read from the platform to find drift.
+    #[arg(long, default_value = "10m")]
+    resync: humantime::Duration,
+    /// Reconciles running at once per kind.
+    #[arg(long, default_value_t = 8)]
+    concurrency: u16,
+    /// Requests per second to the platform, all objects together (0: unlimited).
+    #[arg(long, default_value_t = 50)]
+    platform_rate: u32,
+    /// First delay between certificate completion attempts (doubles up to 1h).
+    #[arg(long, default_value = "30s")]
+    certificate_backoff: humantime::Duration,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Elect a leader through a Lease: only the leader reconciles.
+    #[arg(long)]
+    leader_elect: bool,
+    /// Name of the Lease.
+    #[arg(long, default_value = "edge-operator")]
+    lease_name: String,
+    /// Namespace of the Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
+    /// Identity in the Lease [default: the host name and process id].
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// How long a leader's Lease lasts without renewal; a standby takes over after it.
+    #[arg(long, default_value = "15s")]
+    lease_duration: humantime::Duration,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
+    let raw =
+        std::fs::read_to_string(path).with_context(|| format!("reading the access key file {}", path.display()))?;
+    let key = raw.trim();
+    anyhow::ensure!(!key.is_empty(), "the access key file {} is empty", path.display());
+    Ok(Secret::new(key))
+}
+
+async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    match args.log_format {
+        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).init(),
+    }
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    });
+    let config = RunConfig {
+        logging_url: args.logging_url.clone().unwrap_or_else(|| args.api_url.clone()),
+        api_url: args.api_url,
+        access_key: args.access_key_file.as_ref().map(read_key).transpose()?,
+        namespace: args.namespace,
+        resync: args.resync.into(),
+        concurrency: args.concurrency.max(1),
+        metrics_addr: args.metrics_addr,
+        platform_rate: args.platform_rate,
+        certificate_backoff: args.certificate_backoff.into(),
+        leader_election: args.leader_elect.then(|| LeaderElection {
+            lease_name: args.lease_name,
+            lease_namespace: args.lease_namespace,
+            identity,
+            lease_duration: args.lease_duration.into(),
+        }),
+    };
+    run(config).await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Run(args) => run_operator(*args).await?,
         Command::Crds { dir } => {
             for crd in edge_operator::crd::all() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;

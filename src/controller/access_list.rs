@@ -1,7 +1,6 @@
 //! AccessListConfig: fetch → validate → plan → apply → status.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -190,14 +189,7 @@ pub fn failed_status(
 }
 
 pub async fn reconcile(object: Arc<AccessListConfig>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let started = Instant::now();
-    let result = reconcile_inner(&object, &ctx).await;
-    ctx.metrics.reconciled(
-        KIND,
-        started.elapsed(),
-        result.as_ref().err().map(ReconcileError::reason),
-    );
-    result
+    ctx.track(object.as_ref(), reconcile_inner(&object, &ctx)).await
 }
 
 async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Action, ReconcileError> {

@@ -36,6 +36,10 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     zone_lists: Mutex<HashMap<ZoneKey, Arc<Mutex<Option<CachedLists>>>>>,
+    /// Consecutive failures per object, for the error backoff.
+    failures: std::sync::Mutex<HashMap<String, u32>>,
+    /// Per-object backoff of certificate completion attempts.
+    pub certificate_backoff: crate::api::RetryPolicy,
 }
 
 /// (credential identity, Shield Zone id).
@@ -60,7 +64,57 @@ impl Context {
             metrics,
             recorder,
             zone_lists: Mutex::default(),
+            failures: std::sync::Mutex::default(),
+            certificate_backoff: crate::api::RetryPolicy {
+                max_retries: u32::MAX,
+                initial_backoff: Duration::from_secs(30),
+                max_backoff: Duration::from_secs(3600),
+            },
         }
+    }
+
+    /// The delay before retrying an object after its `n`-th consecutive failure:
+    /// exponential from 5 s (transient errors) or 30 s (others), capped at 5 min.
+    pub fn failure_backoff(&self, key: String, error: &ReconcileError) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let count = failures.entry(key).or_default();
+        *count = count.saturating_add(1);
+        let policy = crate::api::RetryPolicy {
+            max_retries: u32::MAX,
+            initial_backoff: Duration::from_secs(if error.is_transient() { 5 } else { 30 }),
+            max_backoff: Duration::from_secs(300),
+        };
+        policy.backoff(*count - 1)
+    }
+
+    /// Runs one reconcile of `object`, recording its duration and outcome.
+    pub async fn track<K: Resource<DynamicType = ()> + ResourceExt>(
+        &self,
+        object: &K,
+        work: impl std::future::Future<Output = Result<kube::runtime::controller::Action, ReconcileError>>,
+    ) -> Result<kube::runtime::controller::Action, ReconcileError> {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        if result.is_ok() {
+            self.succeeded(&object_key(object));
+        }
+        let kind: &'static str = match K::kind(&()).as_ref() {
+            "AccessListConfig" => "AccessListConfig",
+            "PullZoneCertificate" => "PullZoneCertificate",
+            "ContainerAppWatch" => "ContainerAppWatch",
+            _ => "Other",
+        };
+        self.metrics.reconciled(
+            kind,
+            started.elapsed(),
+            result.as_ref().err().map(ReconcileError::reason),
+        );
+        result
+    }
+
+    /// Forgets an object's failures after a successful reconcile.
+    pub fn succeeded(&self, key: &str) {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 
     /// The platform client for an object: its Secret's key, or the operator's own.
@@ -208,4 +262,14 @@ where
 /// RFC 3339 "now", seconds precision, as conditions carry it.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The key of an object in per-object bookkeeping: `Kind/namespace/name`.
+pub fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
 }

@@ -87,6 +87,10 @@ pub struct PullZoneCertificateStatus {
     /// When the next attempt is due (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_attempt_time: Option<String>,
+    /// The platform's answer to the last failed attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
+    /// The last edgeplatform.io/reconcile-requested-at value acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
 }
