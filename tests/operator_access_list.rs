@@ -1,0 +1,225 @@
+//! AccessListConfig end to end: real apiserver, edge-sim, the operator as a process.
+
+mod support;
+
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::sim::RunningSim;
+use k8s_openapi::api::core::v1::Event;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use serde_json::json;
+use support::cluster::{TestNamespace, cluster};
+use support::operator::{Operator, eventually};
+use support::sim::{example_fixtures, start};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn apply(namespace: &str, name: &str, spec: &str) {
+    let yaml = format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n{spec}"
+    );
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{stderr}");
+}
+
+async fn ready_with_reason(api: &Api<AccessListConfig>, name: &str, status: &str, reason: &str) -> AccessListConfig {
+    eventually(&format!("{name} Ready={status} {reason}"), WAIT, || async {
+        let object = api.get_opt(name).await.ok().flatten()?;
+        let ready = object
+            .status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")?
+            .clone();
+        let matches = format!("{:?}", ready.status) == status && ready.reason == reason;
+        matches.then_some(object)
+    })
+    .await
+}
+
+fn patches(sim: &RunningSim, configuration: i64) -> usize {
+    sim.sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == "PATCH" && e.path.ends_with(&format!("/configurations/{configuration}")))
+        .count()
+}
+
+fn platform_list(sim: &RunningSim, configuration: i64) -> (bool, i32) {
+    let world = sim.sim.world();
+    let list = world.document.shield_zones[0]
+        .access_lists
+        .iter()
+        .find(|l| l.item.configuration_id == configuration)
+        .expect("configuration");
+    (list.item.is_enabled, list.item.action)
+}
+
+#[tokio::test]
+async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("alc");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+
+    apply(
+        &namespace.name,
+        "by-id",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n",
+    );
+    apply(
+        &namespace.name,
+        "by-name",
+        "  shieldZoneId: 1001\n  listName: Tor exit nodes\n  enabled: false\n",
+    );
+    apply(
+        &namespace.name,
+        "in-sync",
+        "  shieldZoneId: 1001\n  configurationId: 9201\n  enabled: true\n  action: Allow\n",
+    );
+    apply(
+        &namespace.name,
+        "observer",
+        "  shieldZoneId: 1001\n  configurationId: 9102\n  enabled: false\n  managementPolicy: Observe\n",
+    );
+
+    let by_id = ready_with_reason(&api, "by-id", "True", "InSync").await;
+    let at_provider = by_id
+        .status
+        .as_ref()
+        .and_then(|s| s.at_provider.clone())
+        .expect("atProvider");
+    assert_eq!(
+        (at_provider.is_enabled, at_provider.action.as_str(), at_provider.list_id),
+        (true, "Challenge", 11)
+    );
+    assert_eq!(at_provider.list_type, "IP");
+    ready_with_reason(&api, "by-name", "True", "InSync").await;
+    ready_with_reason(&api, "in-sync", "True", "InSync").await;
+    let observer = ready_with_reason(&api, "observer", "False", "Drifted").await;
+    let synced = observer
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced").cloned())
+        .expect("Synced");
+    assert_eq!(synced.reason, "Observed");
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(patches(&sim, 9101), 1, "exactly one PATCH for the generation");
+    assert_eq!(patches(&sim, 9102), 1, "by name: one PATCH (9102 is the Tor list)");
+    assert_eq!(platform_list(&sim, 9101), (true, 3));
+    assert_eq!(platform_list(&sim, 9102), (false, 3));
+    assert_eq!(patches(&sim, 9201), 0, "already in sync: no PATCH");
+}
+
+#[tokio::test]
+async fn observe_never_patches() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("observe");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--resync", "1s"]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    apply(
+        &namespace.name,
+        "watcher",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Log\n  managementPolicy: Observe\n",
+    );
+    let object = ready_with_reason(&api, "watcher", "False", "Drifted").await;
+    let message = object
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| c.message.clone())
+        })
+        .unwrap_or_default();
+    assert!(
+        message.contains("isEnabled should be true") && message.contains("action should be Log"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(patches(&sim, 9101), 0);
+    assert_eq!(platform_list(&sim, 9101), (false, 2));
+}
+
+#[tokio::test]
+async fn drift_is_corrected_within_the_resync_with_an_event() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("drift");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--resync", "2s"]);
+    let client = cluster().client().await;
+    let api: Api<AccessListConfig> = Api::namespaced(client.clone(), &namespace.name);
+    apply(
+        &namespace.name,
+        "guarded",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
+    );
+    ready_with_reason(&api, "guarded", "True", "InSync").await;
+    assert_eq!(platform_list(&sim, 9101).0, true);
+
+    let response = reqwest::Client::new()
+        .patch(format!("{}/_sim/shield-zones/1001/access-lists/9101", sim.base_url()))
+        .json(&json!({"isEnabled": false}))
+        .send()
+        .await
+        .expect("admin patch");
+    assert!(response.status().is_success());
+    let corrected = eventually("drift corrected", WAIT, || async {
+        let object = api.get("guarded").await.ok()?;
+        (object.status.as_ref()?.drift_corrections == 1).then_some(object)
+    })
+    .await;
+    assert_eq!(
+        corrected.status.and_then(|s| s.at_provider).map(|p| p.is_enabled),
+        Some(true)
+    );
+    assert_eq!(platform_list(&sim, 9101).0, true);
+    assert_eq!(patches(&sim, 9101), 2, "the first write and the correction");
+    let events: Api<Event> = Api::namespaced(client, &namespace.name);
+    let reasons = eventually("a DriftCorrected Event", WAIT, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        let reasons: Vec<String> = list.items.iter().filter_map(|e| e.reason.clone()).collect();
+        reasons.iter().any(|r| r == "DriftCorrected").then_some(reasons)
+    })
+    .await;
+    assert!(reasons.contains(&"DriftCorrected".to_string()));
+}
+
+#[tokio::test]
+async fn restore_on_delete_puts_back_the_earlier_values() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("restore");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    assert_eq!(platform_list(&sim, 9101), (false, 2));
+    apply(
+        &namespace.name,
+        "temporary",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n  deletionPolicy: Restore\n",
+    );
+    let object = ready_with_reason(&api, "temporary", "True", "InSync").await;
+    assert!(
+        object
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == "edgeplatform.io/restore-access-list")
+    );
+    assert_eq!(platform_list(&sim, 9101), (true, 3));
+
+    api.delete("temporary", &DeleteParams::default()).await.expect("delete");
+    eventually("the object to be gone", WAIT, || async {
+        api.get_opt("temporary").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(
+        platform_list(&sim, 9101),
+        (false, 2),
+        "values before the first write are back"
+    );
+}

@@ -1,0 +1,73 @@
+//! Running `edge-operator` as a process against the test cluster and an emulator.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::cluster::cluster;
+use super::sim::ACCESS_KEY;
+
+static STARTED: AtomicU32 = AtomicU32::new(0);
+
+/// An operator process, killed when dropped.
+pub struct Operator {
+    child: Child,
+}
+
+impl Operator {
+    /// Starts the operator watching `namespace` with the example access key.
+    pub fn start(namespace: &str, api_url: &str, extra: &[&str]) -> Self {
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let key_file = std::env::temp_dir().join(format!("edge-operator-key-{}-{n}", std::process::id()));
+        std::fs::write(&key_file, ACCESS_KEY).expect("write the key file");
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("edge-operator-{namespace}-{n}.log")))
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_edge-operator"))
+            .arg("run")
+            .args([
+                "--api-url",
+                api_url,
+                "--namespace",
+                namespace,
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .arg("--access-key-file")
+            .arg(&key_file)
+            .args(extra)
+            .env("KUBECONFIG", &cluster().kubeconfig)
+            .env("RUST_LOG", "info,edge_operator=debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("edge-operator starts");
+        Self { child }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
