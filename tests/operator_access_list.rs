@@ -159,7 +159,7 @@ async fn drift_is_corrected_within_the_resync_with_an_event() {
         "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
     );
     ready_with_reason(&api, "guarded", "True", "InSync").await;
-    assert_eq!(platform_list(&sim, 9101).0, true);
+    assert!(platform_list(&sim, 9101).0);
 
     let response = reqwest::Client::new()
         .patch(format!("{}/_sim/shield-zones/1001/access-lists/9101", sim.base_url()))
@@ -177,7 +177,7 @@ async fn drift_is_corrected_within_the_resync_with_an_event() {
         corrected.status.and_then(|s| s.at_provider).map(|p| p.is_enabled),
         Some(true)
     );
-    assert_eq!(platform_list(&sim, 9101).0, true);
+    assert!(platform_list(&sim, 9101).0);
     assert_eq!(patches(&sim, 9101), 2, "the first write and the correction");
     let events: Api<Event> = Api::namespaced(client, &namespace.name);
     let reasons = eventually("a DriftCorrected Event", WAIT, || async {
