@@ -10,8 +10,8 @@ use super::models::shield::{
     EventLogsSearchRequest, EventLogsSearchResponse, RateLimitListResponse, RateLimitRule,
 };
 
-/// Rules per page when walking all rate limits.
-pub const RATE_LIMIT_PAGE_SIZE: i64 = 100;
+/// Rules per page when walking all rate limits (the platform default).
+pub const RATE_LIMIT_PAGE_SIZE: i64 = 10;
 
 impl EdgeClient {
     /// `POST /shield/event-logs/{zone}/search`.

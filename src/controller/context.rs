@@ -239,7 +239,8 @@ pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration 
         .unwrap_or(default)
 }
 
-/// Writes `status` unless it equals `current` (no status noise).
+/// Writes `status` unless it equals `current` (no status noise). Server-side apply
+/// with one field manager, so fields the operator stops setting are removed.
 pub async fn write_status<K, S>(
     api: &Api<K>,
     object: &K,
@@ -247,15 +248,23 @@ pub async fn write_status<K, S>(
     status: &S,
 ) -> Result<bool, ReconcileError>
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize + PartialEq,
 {
     if current == Some(status) {
         return Ok(false);
     }
-    let patch = serde_json::json!({ "status": status });
-    api.patch_status(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(
+        &object.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
     Ok(true)
 }
 
