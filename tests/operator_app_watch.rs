@@ -1,0 +1,139 @@
+//! ContainerAppWatch end to end: app mirror, every rate-limit page, security events
+//! and CDN summary; a failing app turns AppReady False within the interval.
+
+mod support;
+
+use std::time::Duration;
+
+use edge_operator::crd::container_app_watch::ContainerAppWatch;
+use kube::Api;
+use serde_json::{Value, json};
+use support::cluster::{TestNamespace, cluster};
+use support::operator::{Operator, eventually};
+use support::sim::{example_fixtures, start};
+
+async fn post(base: &str, path: &str, body: Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("admin");
+    assert!(response.status().is_success(), "{path}");
+}
+
+#[tokio::test]
+async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
+    let mut document = example_fixtures();
+    document.shield_zones[0].rate_limits = (1..=25)
+        .map(|id| {
+            serde_json::from_value(json!({"id": id, "shieldZoneId": 1001, "ruleName": format!("rule-{id:02}"),
+                "ruleConfiguration": {"actionType": 1 + id % 3, "requestCount": id * 10, "timeframe": 60, "blockTime": 300}}))
+            .expect("rule")
+        })
+        .collect();
+    let sim = start(document).await;
+    let base = sim.base_url();
+    let now = chrono::Utc::now();
+    let events: Vec<Value> = (0..150)
+        .map(|i| {
+            let (rule, ip) = if i < 100 { ("942100", "203.0.113.9") } else { ("941100", "198.51.100.4") };
+            json!({"timestamp": now.timestamp_millis() - 1000 * (i + 1), "feature": "waf", "ruleId": rule, "ip": ip,
+                   "ja4": "j", "ua": "sqlmap", "url": "/login", "asn": "64500", "country": "DE", "action": if i % 2 == 0 { "block" } else { "log" }})
+        })
+        .collect();
+    post(&base, "/_sim/shield-zones/1001/events", Value::Array(events)).await;
+    let logs: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({"timestamp": now - chrono::Duration::seconds(10 * (i + 1)), "requestId": format!("r{i}"),
+                   "statusCode": if i % 10 == 0 { 503 } else { 200 }, "cacheStatus": if i % 4 == 0 { "MISS" } else { "HIT" }})
+        })
+        .collect();
+    post(&base, "/_sim/pullzones/501/logs", Value::Array(logs)).await;
+
+    let namespace = TestNamespace::create("caw");
+    let _operator = Operator::start(&namespace.name, &base, &[]);
+    let yaml = format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: shop\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    top: 2\n    warnThreshold: 120\n  cdn:\n    window: 1h\n",
+        namespace.name
+    );
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{stderr}");
+    let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
+
+    let status = eventually("the first poll", Duration::from_secs(30), || async {
+        let status = api.get("shop").await.ok()?.status?;
+        (status.conditions.len() == 4).then_some(status)
+    })
+    .await;
+    let condition = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .cloned()
+            .expect(type_)
+    };
+    let app = status.app.clone().expect("app");
+    assert_eq!(
+        (app.name.as_str(), app.status.as_str(), app.instances),
+        ("shop-frontend", "active", 2)
+    );
+    assert_eq!(app.endpoints, ["shop.example.com"]);
+    assert_eq!(app.images[0].tag, "1.8.2");
+    assert!(app.images[0].digest.starts_with("sha256:"));
+    assert_eq!((app.autoscaling_min, app.autoscaling_max), (1, 5));
+    assert_eq!(condition("AppReady").reason, "Active");
+
+    let rules = status.rate_limits.clone().expect("rate limits");
+    assert_eq!(rules.len(), 25, "all three pages");
+    assert_eq!(rules[24].name, "rule-25");
+    assert_eq!(rules[0].action, "Log");
+    assert_eq!(condition("RateLimitsSynced").reason, "Synced");
+
+    let security = status.security_events.clone().expect("security events");
+    assert_eq!(security.total, 150);
+    assert_eq!(security.top.len(), 2);
+    assert_eq!(security.top[0].key["ruleId"], "942100");
+    assert_eq!(security.top[0].key["ip"], "203.0.113.9");
+    assert_eq!(
+        (security.top[0].count, security.top[0].blocked, security.top[0].logged),
+        (100, 50, 50)
+    );
+    let events_condition = condition("SecurityEvents");
+    assert_eq!(events_condition.reason, "Elevated");
+    assert!(
+        events_condition.message.contains("942100"),
+        "{}",
+        events_condition.message
+    );
+
+    let cdn = status.cdn.clone().expect("cdn");
+    assert_eq!(cdn.pull_zone_id, 501, "defaults to the app's endpoint Pull Zone");
+    assert_eq!(cdn.requests, 40);
+    assert_eq!(cdn.by_status_class["5xx"], 4);
+    assert_eq!(cdn.by_cache_status["MISS"], 10);
+    assert_eq!(cdn.hit_ratio, "0.750");
+
+    let response = reqwest::Client::new()
+        .patch(format!("{base}/_sim/apps/app-shop"))
+        .json(&json!({"status": "failing"}))
+        .send()
+        .await
+        .expect("admin");
+    assert!(response.status().is_success());
+    let failing = eventually("AppReady False", Duration::from_secs(15), || async {
+        let status = api.get("shop").await.ok()?.status?;
+        let ready = status.conditions.iter().find(|c| c.type_ == "AppReady")?.clone();
+        (ready.reason == "Failing").then_some(ready)
+    })
+    .await;
+    assert_eq!(format!("{:?}", failing.status), "False");
+    assert!(
+        sim.sim
+            .journal()
+            .iter()
+            .all(|e| e.method == "GET" || e.path.contains("/search")),
+        "observe only: nothing but reads and searches"
+    );
+}
