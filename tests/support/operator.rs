@@ -22,16 +22,14 @@ impl Operator {
         std::fs::write(&key_file, ACCESS_KEY).expect("write the key file");
         let log = std::fs::File::create(std::env::temp_dir().join(format!("edge-operator-{namespace}-{n}.log")))
             .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_edge-operator"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_edge-operator"));
+        command
             .arg("run")
-            .args([
-                "--api-url",
-                api_url,
-                "--namespace",
-                namespace,
-                "--metrics-addr",
-                "127.0.0.1:0",
-            ])
+            .args(["--api-url", api_url, "--namespace", namespace]);
+        if !extra.contains(&"--metrics-addr") {
+            command.args(["--metrics-addr", "127.0.0.1:0"]);
+        }
+        let child = command
             .arg("--access-key-file")
             .arg(&key_file)
             .args(extra)

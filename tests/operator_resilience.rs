@@ -1,0 +1,206 @@
+//! Faults: platform 500s, an operator restart mid-way, two replicas with leader
+//! election and failover, and the metrics endpoint.
+
+mod support;
+
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::sim::RunningSim;
+use kube::Api;
+use serde_json::json;
+use support::cluster::{TestNamespace, cluster};
+use support::operator::{Operator, eventually};
+use support::sim::{example_fixtures, start};
+
+const WAIT: Duration = Duration::from_secs(45);
+
+fn apply_alc(namespace: &str, name: &str, configuration: i64, enabled: bool) {
+    let yaml = format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
+    );
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{stderr}");
+}
+
+async fn ready(api: &Api<AccessListConfig>, name: &str) {
+    eventually(&format!("{name} Ready"), WAIT, || async {
+        let object = api.get_opt(name).await.ok().flatten()?;
+        let ready = object
+            .status?
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.reason == "InSync");
+        ready.then_some(())
+    })
+    .await;
+}
+
+fn count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
+    sim.sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == method && e.path.contains(path_part))
+        .count()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[tokio::test]
+async fn server_errors_then_success_converge_with_bounded_calls() {
+    let sim = start(example_fixtures()).await;
+    let fault =
+        json!({"method": "GET", "pathPrefix": "/shield/shield-zone/1001/access-lists", "status": 500, "count": 3});
+    reqwest::Client::new()
+        .post(format!("{}/_sim/faults", sim.base_url()))
+        .json(&fault)
+        .send()
+        .await
+        .expect("fault");
+    let namespace = TestNamespace::create("faults");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    apply_alc(&namespace.name, "flaky", 9101, true);
+    ready(&api, "flaky").await;
+    let reads: Vec<u16> = sim
+        .sim
+        .journal()
+        .iter()
+        .filter(|e| e.path.ends_with("/access-lists"))
+        .map(|e| e.status)
+        .collect();
+    assert_eq!(reads, [500, 500, 500, 200], "three failures, then one successful read");
+    assert_eq!(count(&sim, "PATCH", "/configurations/9101"), 1);
+}
+
+#[tokio::test]
+async fn a_restarted_operator_converges_without_duplicate_writes() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("restart");
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    let mut first = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply_alc(&namespace.name, "one", 9101, true);
+    ready(&api, "one").await;
+    first.kill();
+    apply_alc(&namespace.name, "two", 9102, false);
+    apply_alc(&namespace.name, "three", 9201, false);
+    let _second = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    ready(&api, "two").await;
+    ready(&api, "three").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for configuration in [9101, 9102, 9201] {
+        assert_eq!(
+            count(&sim, "PATCH", &format!("/configurations/{configuration}")),
+            1,
+            "configuration {configuration}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("leader");
+    let election = |identity: &'static str| {
+        vec![
+            "--leader-elect",
+            "--lease-namespace",
+            namespace.name.as_str(),
+            "--lease-duration",
+            "4s",
+            "--identity",
+            identity,
+        ]
+    };
+    let mut alpha = Operator::start(&namespace.name, &sim.base_url(), &election("alpha"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut beta = Operator::start(&namespace.name, &sim.base_url(), &election("beta"));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    apply_alc(&namespace.name, "one", 9101, true);
+    ready(&api, "one").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&sim, "PATCH", "/configurations/9101"), 1, "one writer");
+    assert_eq!(count(&sim, "GET", "/access-lists"), 1, "the standby does not even read");
+
+    let (_, holder, _) = cluster().kubectl(
+        &[
+            "get",
+            "lease",
+            "edge-operator",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        None,
+    );
+    match holder.as_str() {
+        "alpha" => alpha.kill(),
+        "beta" => beta.kill(),
+        other => panic!("unexpected lease holder {other:?}"),
+    }
+    apply_alc(&namespace.name, "two", 9102, false);
+    ready(&api, "two").await;
+    let (_, new_holder, _) = cluster().kubectl(
+        &[
+            "get",
+            "lease",
+            "edge-operator",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        None,
+    );
+    assert_ne!(new_holder, holder, "the standby holds the lease now");
+    assert_eq!(
+        count(&sim, "PATCH", "/configurations/9101"),
+        1,
+        "no duplicate write after failover"
+    );
+    assert_eq!(count(&sim, "PATCH", "/configurations/9102"), 1);
+}
+
+#[tokio::test]
+async fn metrics_and_health_endpoints() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("metrics");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--metrics-addr", &addr]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    apply_alc(&namespace.name, "measured", 9101, true);
+    ready(&api, "measured").await;
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .expect("healthz");
+    assert!(health.status().is_success());
+    let readyz = http.get(format!("http://{addr}/readyz")).send().await.expect("readyz");
+    assert!(readyz.status().is_success());
+    let text = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    for series in [
+        r#"edge_operator_reconciles_total{kind="AccessListConfig"}"#,
+        r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"} 1"#,
+        r#"edge_operator_reconcile_duration_seconds_count{kind="AccessListConfig"}"#,
+        r#"name="measured""#,
+        r#"reason="InSync""#,
+    ] {
+        assert!(text.contains(series), "{series} missing from:\n{text}");
+    }
+}
