@@ -223,3 +223,34 @@ async fn restore_on_delete_puts_back_the_earlier_values() {
         "values before the first write are back"
     );
 }
+
+#[tokio::test]
+async fn paused_objects_are_left_alone_until_resumed() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("paused");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    let yaml = |paused: &str| {
+        format!(
+            "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: held\n  namespace: {}\n  annotations:\n    edgeplatform.io/paused: \"{paused}\"\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
+            namespace.name
+        )
+    };
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml("true")));
+    assert!(ok, "{stderr}");
+    eventually("Synced=False Paused", WAIT, || async {
+        let status = api.get("held").await.ok()?.status?;
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Synced" && c.reason == "Paused")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(patches(&sim, 9101), 0, "paused: no write");
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml("false")));
+    assert!(ok, "{stderr}");
+    ready_with_reason(&api, "held", "True", "InSync").await;
+    assert_eq!(patches(&sim, 9101), 1);
+}

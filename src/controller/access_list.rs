@@ -7,7 +7,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::conditions::{Decided, is_true, merge};
+use super::conditions::{Decided, is_true, merge, pause_condition};
 use super::context::{Context, is_paused, now_rfc3339, poll_interval, write_status};
 use super::error::ReconcileError;
 use crate::api::models::shield::{
@@ -203,18 +203,9 @@ async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Act
         return finalize(object, ctx, &api, &namespace).await;
     }
     if is_paused(object) {
+        let paused: Vec<Decided> = pause_condition(true, &previous.conditions).into_iter().collect();
         let status = AccessListConfigStatus {
-            conditions: merge(
-                &previous.conditions,
-                &[Decided::new(
-                    "Synced",
-                    false,
-                    "Paused",
-                    "edgeplatform.io/paused is true",
-                )],
-                generation,
-                &now,
-            ),
+            conditions: merge(&previous.conditions, &paused, generation, &now),
             ..previous.clone()
         };
         write_status(&api, object, object.status.as_ref(), &status).await?;

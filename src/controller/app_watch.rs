@@ -13,7 +13,7 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
 use super::certificate::parse_go_duration;
-use super::conditions::{Decided, find, merge};
+use super::conditions::{Decided, find, merge, pause_condition};
 use super::context::{Context, is_paused, now_rfc3339, write_status};
 use super::error::ReconcileError;
 use crate::api::models::apps::{AppStatus, Application};
@@ -228,10 +228,13 @@ async fn reconcile_inner(object: &ContainerAppWatch, ctx: &Context) -> Result<Ac
         ctx.metrics.forget(KIND, &namespace, &object.name_any());
         return Ok(Action::await_change());
     }
-    if is_paused(object) {
-        let paused = Decided::new("AppReady", false, "Paused", "edgeplatform.io/paused is true");
+    let paused = is_paused(object);
+    if paused {
+        let synced = pause_condition(true, &previous.conditions)
+            .into_iter()
+            .collect::<Vec<_>>();
         let status = ContainerAppWatchStatus {
-            conditions: merge(&previous.conditions, &[paused], generation, &now),
+            conditions: merge(&previous.conditions, &synced, generation, &now),
             ..previous.clone()
         };
         write_status(&api, object, object.status.as_ref(), &status).await?;
@@ -258,7 +261,7 @@ async fn reconcile_inner(object: &ContainerAppWatch, ctx: &Context) -> Result<Ac
         observed_generation: generation,
         ..previous.clone()
     };
-    let mut decided = Vec::new();
+    let mut decided: Vec<Decided> = pause_condition(false, &previous.conditions).into_iter().collect();
     let app = match client.get_app(&object.spec.app_id).await {
         Ok(app) => {
             status.app = Some(app_summary(&app));

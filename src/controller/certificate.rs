@@ -9,7 +9,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::conditions::{Decided, find, merge};
+use super::conditions::{Decided, find, merge, pause_condition};
 use super::context::{Context, is_paused, poll_interval, write_status};
 use super::error::ReconcileError;
 use crate::api::{ApiError, RetryPolicy};
@@ -185,13 +185,17 @@ async fn reconcile_inner(object: &PullZoneCertificate, ctx: &Context) -> Result<
         ctx.metrics.forget(KIND, &namespace, &object.name_any());
         return Ok(Action::await_change());
     }
-    if is_paused(object) {
-        let paused = Decided::new("Synced", false, "Paused", "edgeplatform.io/paused is true");
+    let paused = is_paused(object);
+    let mut previous = previous;
+    if let Some(synced) = pause_condition(paused, &previous.conditions) {
         let status = PullZoneCertificateStatus {
-            conditions: merge(&previous.conditions, &[paused], generation, &rfc3339(now)),
+            conditions: merge(&previous.conditions, &[synced], generation, &rfc3339(now)),
             ..previous.clone()
         };
         write_status(&api, object, object.status.as_ref(), &status).await?;
+        previous = status;
+    }
+    if paused {
         return Ok(Action::await_change());
     }
     let requested = object

@@ -54,6 +54,22 @@ pub fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>
     merged
 }
 
+/// `Synced=False Paused` when paused; when no longer paused, `Synced=True Resumed` in
+/// place of a Paused condition. `None` when nothing changes.
+pub fn pause_condition(paused: bool, current: &[Condition]) -> Option<Decided> {
+    let was_paused = find(current, "Synced").is_some_and(|c| c.reason == "Paused");
+    match (paused, was_paused) {
+        (true, _) => Some(Decided::new(
+            "Synced",
+            false,
+            "Paused",
+            "edgeplatform.io/paused is true",
+        )),
+        (false, true) => Some(Decided::new("Synced", true, "Resumed", "")),
+        (false, false) => None,
+    }
+}
+
 /// The condition of a type, if present.
 pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)
