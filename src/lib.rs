@@ -8,3 +8,4 @@ pub mod cli;
 pub mod controller;
 pub mod crd;
 pub mod sim;
+pub mod telemetry;

@@ -4,10 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use edge_operator::api::Secret;
 use edge_operator::controller::runtime::{LeaderElection, RunConfig, run};
-use tracing_subscriber::EnvFilter;
 
 /// Kubernetes operator for the Edge Platform: AccessListConfig, PullZoneCertificate and
 /// ContainerAppWatch (edgeplatform.io/v1alpha1).
@@ -77,13 +76,7 @@ struct RunArgs {
     lease_duration: humantime::Duration,
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
-    log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
+    log_format: edge_operator::telemetry::LogFormat,
 }
 
 fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
@@ -95,19 +88,7 @@ fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
 }
 
 async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    match args.log_format {
-        LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .init(),
-    }
+    edge_operator::telemetry::init(args.log_format);
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())

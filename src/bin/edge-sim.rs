@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use edge_operator::sim::{Sim, SimDocument, serve};
-use tracing_subscriber::EnvFilter;
 
 const DEMO_FIXTURES: &str = include_str!("../../examples/edge-sim-fixtures.yaml");
 
@@ -33,31 +32,13 @@ struct Args {
     seed: u64,
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
-    log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
+    log_format: edge_operator::telemetry::LogFormat,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    match args.log_format {
-        LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .init(),
-    }
+    edge_operator::telemetry::init(args.log_format);
     let document = match &args.fixtures {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

@@ -118,14 +118,25 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
     inserted(n)
 }
 
-/// Applies a merge patch to a serializable value, keeping it valid.
-fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
-    value: &T,
-    patch: &serde_json::Value,
-) -> Result<T, Response> {
-    let mut raw = serde_json::to_value(value).map_err(|e| bad_request(e.to_string(), None))?;
-    merge_patch(&mut raw, patch);
-    serde_json::from_value(raw).map_err(|e| bad_request(format!("the patched object is invalid: {e}"), None))
+/// Applies the merge patch in `body` to `target` in place, keeping it a valid `T`,
+/// and answers with the result.
+fn apply_merge_patch<T: serde::Serialize + serde::de::DeserializeOwned>(target: &mut T, body: &[u8]) -> Response {
+    let patch: serde_json::Value = match parse_json(body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    let mut raw = match serde_json::to_value(&*target) {
+        Ok(raw) => raw,
+        Err(error) => return bad_request(error.to_string(), None),
+    };
+    merge_patch(&mut raw, &patch);
+    match serde_json::from_value(raw) {
+        Ok(updated) => {
+            *target = updated;
+            json(StatusCode::OK, target)
+        }
+        Err(error) => bad_request(format!("the patched object is invalid: {error}"), None),
+    }
 }
 
 async fn patch_access_list(
@@ -133,27 +144,17 @@ async fn patch_access_list(
     Path((id, configuration_id)): Path<(i64, i64)>,
     body: Bytes,
 ) -> Response {
-    let patch: serde_json::Value = match parse_json(&body) {
-        Ok(patch) => patch,
-        Err(response) => return response,
-    };
     let mut world = sim.world_mut();
     let Some(zone) = world.shield_zone_mut(id) else {
         return not_found(format!("Shield Zone {id}"));
     };
-    let Some(list) = zone
+    match zone
         .access_lists
         .iter_mut()
         .find(|l| l.item.configuration_id == configuration_id)
-    else {
-        return not_found(format!("access list configuration {configuration_id}"));
-    };
-    match patched::<SimAccessList>(list, &patch) {
-        Ok(updated) => {
-            *list = updated;
-            json(StatusCode::OK, list)
-        }
-        Err(response) => response,
+    {
+        Some(list) => apply_merge_patch::<SimAccessList>(list, &body),
+        None => not_found(format!("access list configuration {configuration_id}")),
     }
 }
 
@@ -162,27 +163,17 @@ async fn patch_hostname(
     Path((id, hostname)): Path<(i64, String)>,
     body: Bytes,
 ) -> Response {
-    let patch: serde_json::Value = match parse_json(&body) {
-        Ok(patch) => patch,
-        Err(response) => return response,
-    };
     let mut world = sim.world_mut();
     let Some(zone) = world.pull_zone_mut(id) else {
         return not_found(format!("Pull Zone {id}"));
     };
-    let Some(entry) = zone
+    match zone
         .hostnames
         .iter_mut()
         .find(|h| h.hostname.eq_ignore_ascii_case(&hostname))
-    else {
-        return not_found(format!("hostname {hostname} of Pull Zone {id}"));
-    };
-    match patched(entry, &patch) {
-        Ok(updated) => {
-            *entry = updated;
-            json(StatusCode::OK, entry)
-        }
-        Err(response) => response,
+    {
+        Some(entry) => apply_merge_patch(entry, &body),
+        None => not_found(format!("hostname {hostname} of Pull Zone {id}")),
     }
 }
 
