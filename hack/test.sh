@@ -21,4 +21,4 @@ eval "$(hack/cluster.sh up)"
 export EDGE_TEST_KUBECONFIG="$KUBECONFIG"
 
 step "cargo test"
-cargo test --locked --lib --bins --tests
+cargo test --locked --no-fail-fast --lib --bins --tests
