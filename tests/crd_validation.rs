@@ -244,9 +244,24 @@ fn the_examples_are_accepted_by_the_apiserver() {
     let cluster = cluster();
     let namespace = TestNamespace::create("examples");
     let examples = support::cluster::repo_root().join("examples");
-    for name in ["access-list-config.yaml", "pull-zone-certificate.yaml", "container-app-watch.yaml"] {
+    for name in [
+        "access-list-config.yaml",
+        "pull-zone-certificate.yaml",
+        "container-app-watch.yaml",
+    ] {
         let path = examples.join(name).display().to_string();
-        let (ok, _, stderr) = cluster.kubectl(&["apply", "--dry-run=server", "--validate=strict", "-n", &namespace.name, "-f", &path], None);
+        let (ok, _, stderr) = cluster.kubectl(
+            &[
+                "apply",
+                "--dry-run=server",
+                "--validate=strict",
+                "-n",
+                &namespace.name,
+                "-f",
+                &path,
+            ],
+            None,
+        );
         assert!(ok, "{name}: {stderr}");
     }
 }
