@@ -3,7 +3,13 @@
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
 SHELL := /bin/bash
 
-.PHONY: test cluster-up cluster-down k8s-binaries
+.PHONY: demo down test cluster-up cluster-down k8s-binaries
+
+demo:
+	hack/demo.sh up
+
+down:
+	hack/demo.sh down
 
 test:
 	hack/test.sh

@@ -17,6 +17,11 @@ pub struct Operator {
 impl Operator {
     /// Starts the operator watching `namespace` with the example access key.
     pub fn start(namespace: &str, api_url: &str, extra: &[&str]) -> Self {
+        Self::start_with_kubeconfig(namespace, api_url, extra, &cluster().kubeconfig)
+    }
+
+    /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
+    pub fn start_with_kubeconfig(namespace: &str, api_url: &str, extra: &[&str], kubeconfig: &std::path::Path) -> Self {
         let n = STARTED.fetch_add(1, Ordering::Relaxed);
         let key_file = std::env::temp_dir().join(format!("edge-operator-key-{}-{n}", std::process::id()));
         std::fs::write(&key_file, ACCESS_KEY).expect("write the key file");
@@ -33,7 +38,7 @@ impl Operator {
             .arg("--access-key-file")
             .arg(&key_file)
             .args(extra)
-            .env("KUBECONFIG", &cluster().kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,edge_operator=debug")
             .stdout(Stdio::null())
             .stderr(log)

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The demo: a local control plane, edge-sim loaded with generated data, the CRDs, the
+# operator, and examples/ applied. Leaves everything running; `hack/demo.sh down` (or
+# `make down`) stops it all.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=hack/k8s/versions.sh
+source hack/k8s/versions.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
+export EDGE_CLUSTER_NAME=demo
+state="${TMPDIR:-/tmp}/edge-operator-demo-processes"
+namespace=edge-demo
+sim_port="${EDGE_DEMO_SIM_PORT:-18080}"
+metrics_port="${EDGE_DEMO_METRICS_PORT:-18090}"
+
+log() { printf '\n==> %s\n' "$*"; }
+
+stop_process() {
+  local pidfile="$state/$1.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+down() {
+  stop_process edge-operator
+  stop_process edge-sim
+  hack/cluster.sh down
+  rm -rf "$state"
+}
+
+wait_for_http() {
+  local url=$1 deadline=$((SECONDS + 60))
+  until curl -fsS -o /dev/null "$url" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || { echo "no answer from $url" >&2; exit 1; }
+    sleep 0.3
+  done
+}
+
+up() {
+  local started=$SECONDS
+  log "building edge-operator, edge-sim and edgectl (release)"
+  cargo build --release --locked --bins
+  local bin="$CARGO_TARGET_DIR/release"
+
+  log "local Kubernetes control plane"
+  eval "$(hack/cluster.sh up)"
+  mkdir -p "$state"
+
+  log "edge-sim on 127.0.0.1:$sim_port with generated events and CDN logs"
+  stop_process edge-sim
+  nohup "$bin/edge-sim" --listen "127.0.0.1:$sim_port" --fixtures examples/edge-sim-fixtures.yaml \
+    --generate-events 200000 --generate-logs 20000 --seed 7 >"$state/edge-sim.log" 2>&1 &
+  echo $! >"$state/edge-sim.pid"
+  wait_for_http "http://127.0.0.1:$sim_port/_sim/clock"
+
+  log "CRDs and namespace $namespace"
+  kubectl apply --server-side -f crds/ >/dev/null
+  kubectl wait --for=condition=Established -f crds/ --timeout=60s >/dev/null
+  kubectl create namespace "$namespace" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+
+  log "edge-operator"
+  stop_process edge-operator
+  printf 'demo-access-key' >"$state/access-key"
+  nohup "$bin/edge-operator" run --api-url "http://127.0.0.1:$sim_port" \
+    --access-key-file "$state/access-key" --metrics-addr "127.0.0.1:$metrics_port" \
+    >"$state/edge-operator.log" 2>&1 &
+  echo $! >"$state/edge-operator.pid"
+  wait_for_http "http://127.0.0.1:$metrics_port/readyz"
+
+  log "applying examples/"
+  kubectl apply -n "$namespace" -k examples/ >/dev/null
+  kubectl wait -n "$namespace" --for=condition=Ready accesslistconfig --all --timeout=60s >/dev/null
+  kubectl wait -n "$namespace" --for=condition=Ready pullzonecertificate --all --timeout=60s >/dev/null
+  kubectl wait -n "$namespace" --for=condition=AppReady containerappwatch --all --timeout=60s >/dev/null
+
+  log "kubectl get edgeplatform -n $namespace"
+  kubectl get accesslistconfigs,pullzonecertificates,containerappwatches -n "$namespace"
+  log "highlights"
+  kubectl get containerappwatch shop-frontend -n "$namespace" \
+    -o jsonpath='{range .status.conditions[*]}{.type}: {.reason} - {.message}{"\n"}{end}'
+  kubectl get accesslistconfig block-known-bad-actors -n "$namespace" \
+    -o jsonpath='access list: {.status.atProvider.name} enabled={.status.atProvider.isEnabled} action={.status.atProvider.action}{"\n"}'
+  kubectl get pullzonecertificate shop-example-com -n "$namespace" \
+    -o jsonpath='certificate: {.spec.hostname} issued at {.status.issuedTime}{"\n"}'
+
+  cat <<EOF
+
+Ready in $((SECONDS - started))s. Explore:
+  export KUBECONFIG=$KUBECONFIG PATH=$K8S_BIN_DIR:\$PATH
+  kubectl get edgeplatform -n $namespace
+  kubectl describe containerappwatch shop-frontend -n $namespace
+  export EDGE_API_URL=http://127.0.0.1:$sim_port EDGE_ACCESS_KEY=demo-access-key
+  $bin/edgectl events search --zone 1001 --since 24h --group-by ruleId,ip --buckets 40 --page-size 10
+  $bin/edgectl logs --pull-zone 501 --since 1h --status 5xx
+  curl -s http://127.0.0.1:$metrics_port/metrics | grep edge_operator_
+Logs: $state/edge-operator.log, $state/edge-sim.log
+Stop everything: make down
+EOF
+}
+
+case "${1:-up}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 [up|down]" >&2; exit 2 ;;
+esac

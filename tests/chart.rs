@@ -1,0 +1,253 @@
+//! The Helm chart on the real control plane: lint, server-side dry run, install, values
+//! schema, and the operator working with exactly the RBAC the chart grants.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use kube::Api;
+use support::cluster::{TestNamespace, cluster, k8s_bin_dir, repo_root};
+use support::operator::{Operator, eventually};
+use support::sim::{example_fixtures, start};
+
+fn chart() -> String {
+    repo_root().join("charts/edge-operator").display().to_string()
+}
+
+fn helm(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(k8s_bin_dir().join("helm"))
+        .args(args)
+        .env("KUBECONFIG", &cluster().kubeconfig)
+        .env("HELM_CACHE_HOME", std::env::temp_dir().join("edge-operator-helm-cache"))
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("edge-operator-helm-config"),
+        )
+        .env("HELM_DATA_HOME", std::env::temp_dir().join("edge-operator-helm-data"))
+        .output()
+        .expect("helm runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
+
+#[test]
+fn lint_and_server_side_dry_run() {
+    let (ok, out, err) = helm(&["lint", &chart(), API_URL]);
+    assert!(ok, "{out}{err}");
+    let namespace = TestNamespace::create("chart-dry");
+    let namespaced_mode = format!("--set=watchNamespace={}", namespace.name);
+    for values in [
+        vec![API_URL, "--set=credentials.existingSecret=edge-key"],
+        vec![
+            API_URL,
+            "--set=replicas=2",
+            "--set=credentials.create=true",
+            "--set=credentials.accessKey=k",
+            "--set=podDisruptionBudget.enabled=true",
+            "--set=networkPolicy.enabled=true",
+        ],
+        vec![API_URL, namespaced_mode.as_str()],
+    ] {
+        let chart = chart();
+        let mut args = vec!["template", "dry", &chart, "--namespace", &namespace.name];
+        args.extend(values.iter().copied());
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{err}");
+        let (ok, _, err) = cluster().kubectl(
+            &["apply", "--dry-run=server", "-n", &namespace.name, "-f", "-"],
+            Some(&manifests),
+        );
+        assert!(ok, "{values:?}: {err}");
+    }
+}
+
+#[test]
+fn values_schema_rejects_bad_values() {
+    for bad in [
+        vec![],
+        vec!["--set=platform.apiUrl=ftp://nope"],
+        vec![API_URL, "--set=replicas=0"],
+        vec![API_URL, "--set=logFormat=xml"],
+        vec![API_URL, "--set=resync=soon"],
+        vec![API_URL, "--set=metrics.port=70000"],
+    ] {
+        let chart = chart();
+        let mut args = vec!["template", "bad", &chart];
+        args.extend(bad.iter().copied());
+        let (ok, _, err) = helm(&args);
+        assert!(!ok, "{bad:?} should fail");
+        assert!(!err.is_empty());
+    }
+}
+
+#[test]
+fn chart_crds_are_the_generated_crds() {
+    for crd in edge_operator::crd::all() {
+        let name = edge_operator::crd::file_name(&crd);
+        let top = std::fs::read_to_string(repo_root().join("crds").join(&name)).expect("crds/");
+        let chart =
+            std::fs::read_to_string(repo_root().join("charts/edge-operator/crds").join(&name)).unwrap_or_default();
+        assert!(
+            top == chart,
+            "charts/edge-operator/crds/{name} differs from crds/{name}; copy crds/*.yaml into the chart"
+        );
+    }
+}
+
+#[tokio::test]
+async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
+    let namespace = TestNamespace::create("chart");
+    let release = format!("r{}", &namespace.name[namespace.name.len() - 6..]);
+    let (ok, _, err) = helm(&[
+        "install",
+        &release,
+        &chart(),
+        "--namespace",
+        &namespace.name,
+        API_URL,
+        "--set=replicas=2",
+        "--set=credentials.create=true",
+        "--set=credentials.accessKey=demo-access-key",
+        "--set=podDisruptionBudget.enabled=true",
+        "--set=networkPolicy.enabled=true",
+    ]);
+    assert!(ok, "{err}");
+    let fullname = format!("{release}-edge-operator");
+    for (kind, name, namespaced) in [
+        ("deployment", fullname.clone(), true),
+        ("serviceaccount", fullname.clone(), true),
+        ("secret", format!("{fullname}-credentials"), true),
+        ("service", format!("{fullname}-metrics"), true),
+        ("poddisruptionbudget", fullname.clone(), true),
+        ("networkpolicy", fullname.clone(), true),
+        ("role", format!("{fullname}-leader-election"), true),
+        ("rolebinding", format!("{fullname}-leader-election"), true),
+        ("clusterrole", fullname.clone(), false),
+        ("clusterrolebinding", fullname.clone(), false),
+    ] {
+        let mut args = vec!["get", kind, name.as_str()];
+        if namespaced {
+            args.extend(["-n", namespace.name.as_str()]);
+        }
+        let (ok, _, err) = cluster().kubectl(&args, None);
+        assert!(ok, "{kind}/{name}: {err}");
+    }
+    let (_, args, _) = cluster().kubectl(
+        &[
+            "get",
+            "deployment",
+            &fullname,
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].args}",
+        ],
+        None,
+    );
+    assert!(
+        args.contains("--leader-elect"),
+        "replicas > 1 turns leader election on: {args}"
+    );
+    let (_, security, _) = cluster().kubectl(
+        &[
+            "get",
+            "deployment",
+            &fullname,
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].securityContext}",
+        ],
+        None,
+    );
+    assert!(
+        security.contains("\"readOnlyRootFilesystem\":true") && security.contains("ALL"),
+        "{security}"
+    );
+
+    // The operator, authenticated as the chart's ServiceAccount, does its job.
+    let service_account = format!("system:serviceaccount:{}:{fullname}", namespace.name);
+    let admin = std::fs::read_to_string(&cluster().kubeconfig).expect("kubeconfig");
+    let impersonating = admin.replace(
+        "    client-key:",
+        &format!("    as: {service_account}\n    client-key:"),
+    );
+    let kubeconfig = std::env::temp_dir().join(format!("edge-operator-{release}.kubeconfig"));
+    std::fs::write(&kubeconfig, impersonating).expect("kubeconfig");
+    let sim = start(example_fixtures()).await;
+    let _operator = Operator::start_with_kubeconfig(
+        &namespace.name,
+        &sim.base_url(),
+        &[
+            "--leader-elect",
+            "--lease-namespace",
+            &namespace.name,
+            "--lease-name",
+            &fullname,
+        ],
+        &kubeconfig,
+    );
+    let yaml = format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rbac\n  namespace: {}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  deletionPolicy: Restore\n",
+        namespace.name
+    );
+    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{err}");
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    eventually("Ready as the ServiceAccount", Duration::from_secs(45), || async {
+        let object = api.get("rbac").await.ok()?;
+        let ready = object
+            .status?
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.reason == "InSync");
+        ready.then_some(())
+    })
+    .await;
+    let (ok, _, err) = cluster().kubectl(
+        &[
+            "delete",
+            "accesslistconfig",
+            "rbac",
+            "-n",
+            &namespace.name,
+            "--timeout=45s",
+        ],
+        None,
+    );
+    assert!(ok, "the finalizer is removed with the granted verbs: {err}");
+
+    let as_operator = format!("--as={service_account}");
+    for (verb, resource) in [
+        ("delete", "accesslistconfigs.edgeplatform.io"),
+        ("update", "secrets"),
+        ("create", "deployments.apps"),
+        ("delete", "secrets"),
+    ] {
+        let (_, answer, _) = cluster().kubectl(
+            &["auth", "can-i", verb, resource, "-n", &namespace.name, &as_operator],
+            None,
+        );
+        assert_eq!(answer.trim(), "no", "{verb} {resource} is not granted");
+    }
+    let (refused, _, err) = cluster().kubectl(
+        &[
+            "delete",
+            "secret",
+            &format!("{fullname}-credentials"),
+            "-n",
+            &namespace.name,
+            &as_operator,
+        ],
+        None,
+    );
+    assert!(!refused && err.contains("forbidden"), "{err}");
+    let (_, _, _) = helm(&["uninstall", &release, "--namespace", &namespace.name]);
+}
