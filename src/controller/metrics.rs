@@ -17,12 +17,12 @@ use crate::crd::{Condition, ConditionStatus};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
-    kind: &'static str,
+    kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
-    kind: &'static str,
+    kind: String,
     reason: &'static str,
 }
 
@@ -105,12 +105,12 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn reconciled(&self, kind: &'static str, elapsed: Duration, error_reason: Option<&'static str>) {
-        self.reconciles.get_or_create(&KindLabels { kind }).inc();
-        self.durations
-            .get_or_create(&KindLabels { kind })
-            .observe(elapsed.as_secs_f64());
+    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
+        let labels = KindLabels { kind: kind.to_string() };
+        self.reconciles.get_or_create(&labels).inc();
+        self.durations.get_or_create(&labels).observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
+            let kind = kind.to_string();
             self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
         }
     }
