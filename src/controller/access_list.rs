@@ -21,6 +21,8 @@ use crate::crd::access_list_config::{
 pub const KIND: &str = "AccessListConfig";
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
+/// Annotation holding the values to restore (JSON), written with the finalizer.
+pub const ANNOTATION_RESTORE_POINT: &str = "edgeplatform.io/restore-point";
 
 /// Finds the spec's access list among the zone's lists; `true` when platform-managed.
 pub fn resolve<'a>(
@@ -85,7 +87,9 @@ pub fn plan(
     status: &AccessListConfigStatus,
     generation: Option<i64>,
     observed: &AccessListItem,
+    recorded: Option<RestorePoint>,
 ) -> Plan {
+    let recorded = recorded.or(status.restore_point);
     let difference = diff(spec, observed);
     let converged_before = status.observed_generation == generation && is_true(&status.conditions, "Ready");
     let drift = !difference.is_empty() && converged_before;
@@ -93,10 +97,10 @@ pub fn plan(
         return Plan {
             patch: None,
             drift,
-            restore_point: status.restore_point,
+            restore_point: recorded,
         };
     }
-    let restore_point = status.restore_point.or(Some(RestorePoint {
+    let restore_point = recorded.or(Some(RestorePoint {
         configuration_id: observed.configuration_id,
         is_enabled: observed.is_enabled,
         action: observed.action,
@@ -211,7 +215,6 @@ async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Act
         write_status(&api, object, object.status.as_ref(), &status).await?;
         return Ok(Action::await_change());
     }
-    ensure_finalizer(object, &api).await?;
 
     let outcome = async {
         let client = ctx
@@ -219,7 +222,14 @@ async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Act
             .await?;
         let lists = ctx.zone_access_lists(&client, object.spec.shield_zone_id).await?;
         let (item, managed) = resolve(&object.spec, &lists)?;
-        let plan = plan(&object.spec, &previous, generation, item);
+        let plan = plan(
+            &object.spec,
+            &previous,
+            generation,
+            item,
+            recorded_restore_point(object),
+        );
+        record_finalizer(object, &api, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
         let mut observed = item.clone();
         if let Some(patch) = &plan.patch {
             let written = client
@@ -274,10 +284,26 @@ fn wants_finalizer(object: &AccessListConfig) -> bool {
     object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
 }
 
-async fn ensure_finalizer(object: &AccessListConfig, api: &Api<AccessListConfig>) -> Result<(), ReconcileError> {
+/// The restore point recorded with the finalizer, if any.
+fn recorded_restore_point(object: &AccessListConfig) -> Option<RestorePoint> {
+    object
+        .annotations()
+        .get(ANNOTATION_RESTORE_POINT)
+        .and_then(|raw| serde_json::from_str(raw).ok())
+}
+
+/// Adds the finalizer (with `Restore`) or removes it (otherwise). The restore point goes
+/// into an annotation in the same write, before the platform is first changed, so every
+/// version of the object that carries the finalizer also carries what to restore.
+async fn record_finalizer(
+    object: &AccessListConfig,
+    api: &Api<AccessListConfig>,
+    restore_point: Option<RestorePoint>,
+) -> Result<(), ReconcileError> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
-    if has == wants {
+    let record = wants && restore_point.is_some() && recorded_restore_point(object).is_none();
+    if has == wants && !record {
         return Ok(());
     }
     let mut finalizers: Vec<String> = object
@@ -289,11 +315,17 @@ async fn ensure_finalizer(object: &AccessListConfig, api: &Api<AccessListConfig>
     if wants {
         finalizers.push(FINALIZER.to_string());
     }
-    let patch = serde_json::json!({
-        "metadata": { "finalizers": finalizers, "resourceVersion": object.resource_version() }
-    });
-    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    let mut metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
+    if record {
+        let point = serde_json::to_string(&restore_point).map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
+        metadata["annotations"] = serde_json::json!({ ANNOTATION_RESTORE_POINT: point });
+    }
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
+    )
+    .await?;
     Ok(())
 }
 
@@ -309,7 +341,8 @@ async fn finalize(
     if !object.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Action::await_change());
     }
-    if let Some(point) = object.status.as_ref().and_then(|s| s.restore_point) {
+    let point = recorded_restore_point(object).or_else(|| object.status.as_ref().and_then(|s| s.restore_point));
+    if let Some(point) = point {
         let client = ctx
             .client_for(namespace, object.spec.access_key_secret_ref.as_ref())
             .await?;
@@ -397,6 +430,7 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
+            None,
         );
         assert_eq!(
             p.patch,
@@ -410,6 +444,7 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
+            None,
         );
         assert_eq!(
             p.patch,
@@ -436,6 +471,7 @@ mod tests {
             &converged(3),
             Some(3),
             &item(true, 2),
+            None,
         );
         assert_eq!(p.patch, None);
         assert!(!p.drift);
@@ -444,13 +480,13 @@ mod tests {
     #[test]
     fn change_behind_a_converged_objects_back_is_drift_and_is_counted() {
         let status = converged(3);
-        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
         assert!(p.drift);
         assert!(p.patch.is_some());
         let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
         assert_eq!(after.drift_corrections, 1);
         assert!(is_true(&after.conditions, "Ready"));
-        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2));
+        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2), None);
         assert!(!new_generation.drift, "a spec change is not drift");
     }
 
@@ -458,7 +494,13 @@ mod tests {
     fn observe_never_patches_and_reports_the_difference() {
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let p = plan(&observe, &AccessListConfigStatus::default(), Some(1), &item(false, 2));
+        let p = plan(
+            &observe,
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+            None,
+        );
         assert_eq!(p.patch, None);
         assert_eq!(p.restore_point, None);
         let status = converged_status(
@@ -490,8 +532,26 @@ mod tests {
             &status,
             Some(2),
             &item(true, 3),
+            None,
         );
         assert_eq!(p.restore_point, status.restore_point);
+    }
+
+    #[test]
+    fn a_recorded_restore_point_wins_over_a_stale_status() {
+        let recorded = RestorePoint {
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        let p = plan(
+            &spec(true, Some(AccessListAction::Log)),
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(true, 3),
+            Some(recorded),
+        );
+        assert_eq!(p.restore_point, Some(recorded), "not the values written by this object");
     }
 
     #[test]
