@@ -101,7 +101,7 @@ fn chart_crds_are_the_generated_crds() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     let namespace = TestNamespace::create("chart");
     let release = format!("r{}", &namespace.name[namespace.name.len() - 6..]);

@@ -58,7 +58,7 @@ fn platform_list(sim: &RunningSim, configuration: i64) -> (bool, i32) {
     (list.item.is_enabled, list.item.action)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("alc");
@@ -115,7 +115,7 @@ async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     assert_eq!(patches(&sim, 9201), 0, "already in sync: no PATCH");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_never_patches() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("observe");
@@ -146,7 +146,7 @@ async fn observe_never_patches() {
     assert_eq!(platform_list(&sim, 9101), (false, 2));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_corrected_within_the_resync_with_an_event() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("drift");
@@ -189,7 +189,7 @@ async fn drift_is_corrected_within_the_resync_with_an_event() {
     assert!(reasons.contains(&"DriftCorrected".to_string()));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restore_on_delete_puts_back_the_earlier_values() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("restore");
@@ -224,7 +224,7 @@ async fn restore_on_delete_puts_back_the_earlier_values() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_objects_are_left_alone_until_resumed() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("paused");

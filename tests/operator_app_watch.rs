@@ -22,7 +22,7 @@ async fn post(base: &str, path: &str, body: Value) {
     assert!(response.status().is_success(), "{path}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
     let mut document = example_fixtures();
     document.shield_zones[0].rate_limits = (1..=25)

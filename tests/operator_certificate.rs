@@ -60,7 +60,7 @@ async fn admin_patch(sim: &RunningSim, path: &str, body: serde_json::Value) {
     assert!(response.status().is_success());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_challenge_backs_off_then_issues_once() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("pzc");
@@ -106,7 +106,7 @@ async fn pending_challenge_backs_off_then_issues_once() {
     assert_eq!(calls(&sim).last().map(|c| c.0), Some(200));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_hostname_is_terminal() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("pzc-404");
@@ -122,7 +122,7 @@ async fn unknown_hostname_is_terminal() {
     assert_eq!(calls(&sim).len(), 1, "no retry until the spec changes");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_after_is_honoured() {
     let sim = start(example_fixtures()).await;
     let fault = json!({"pathPrefix": "/pullzone/", "status": 429, "count": 1, "retryAfter": 3});
@@ -147,7 +147,7 @@ async fn retry_after_is_honoured() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_access_key_is_fixed_by_updating_the_secret_alone() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("pzc-key");

@@ -51,7 +51,7 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_then_success_converge_with_bounded_calls() {
     let sim = start(example_fixtures()).await;
     let fault =
@@ -78,7 +78,7 @@ async fn server_errors_then_success_converge_with_bounded_calls() {
     assert_eq!(count(&sim, "PATCH", "/configurations/9101"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_operator_converges_without_duplicate_writes() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("restart");
@@ -102,7 +102,7 @@ async fn a_restarted_operator_converges_without_duplicate_writes() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("leader");
@@ -167,7 +167,7 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
     assert_eq!(count(&sim, "PATCH", "/configurations/9102"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_and_health_endpoints() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("metrics");
