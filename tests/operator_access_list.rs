@@ -83,7 +83,7 @@ async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     apply(
         &namespace.name,
         "observer",
-        "  shieldZoneId: 1001\n  configurationId: 9102\n  enabled: false\n  managementPolicy: Observe\n",
+        "  shieldZoneId: 1001\n  configurationId: 9201\n  enabled: false\n  managementPolicy: Observe\n",
     );
 
     let by_id = ready_with_reason(&api, "by-id", "True", "InSync").await;
