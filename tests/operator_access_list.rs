@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually};
+use support::operator::{Operator, eventually, wait_for_condition};
 use support::sim::{example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -25,19 +25,7 @@ fn apply(namespace: &str, name: &str, spec: &str) {
 }
 
 async fn ready_with_reason(api: &Api<AccessListConfig>, name: &str, status: &str, reason: &str) -> AccessListConfig {
-    eventually(&format!("{name} Ready={status} {reason}"), WAIT, || async {
-        let object = api.get_opt(name).await.ok().flatten()?;
-        let ready = object
-            .status
-            .as_ref()?
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Ready")?
-            .clone();
-        let matches = format!("{:?}", ready.status) == status && ready.reason == reason;
-        matches.then_some(object)
-    })
-    .await
+    wait_for_condition(api, name, "Ready", Some(status), reason, WAIT).await
 }
 
 fn patches(sim: &RunningSim, configuration: i64) -> usize {

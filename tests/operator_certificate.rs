@@ -10,7 +10,7 @@ use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;
 use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually};
+use support::operator::{Operator, eventually, wait_for_condition};
 use support::sim::{ACCESS_KEY, example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -27,18 +27,7 @@ fn certificate(namespace: &str, name: &str, hostname: &str, extra: &str) -> Stri
 }
 
 async fn reason_is(api: &Api<PullZoneCertificate>, name: &str, reason: &str) -> PullZoneCertificate {
-    eventually(&format!("{name} reason {reason}"), WAIT, || async {
-        let object = api.get_opt(name).await.ok().flatten()?;
-        let ready = object
-            .status
-            .as_ref()?
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Ready")?
-            .clone();
-        (ready.reason == reason).then_some(object)
-    })
-    .await
+    wait_for_condition(api, name, "Ready", None, reason, WAIT).await
 }
 
 fn calls(sim: &RunningSim) -> Vec<(u16, i64)> {

@@ -10,7 +10,7 @@ use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;
 use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually};
+use support::operator::{Operator, wait_for_condition};
 use support::sim::{example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(45);
@@ -24,16 +24,7 @@ fn apply_alc(namespace: &str, name: &str, configuration: i64, enabled: bool) {
 }
 
 async fn ready(api: &Api<AccessListConfig>, name: &str) {
-    eventually(&format!("{name} Ready"), WAIT, || async {
-        let object = api.get_opt(name).await.ok().flatten()?;
-        let ready = object
-            .status?
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.reason == "InSync");
-        ready.then_some(())
-    })
-    .await;
+    wait_for_condition(api, name, "Ready", None, "InSync", WAIT).await;
 }
 
 fn count(sim: &RunningSim, method: &str, path_part: &str) -> usize {

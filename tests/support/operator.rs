@@ -74,3 +74,43 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Kinds whose status carries conditions.
+pub trait HasConditions: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug {
+    fn conditions(&self) -> Vec<edge_operator::crd::Condition>;
+}
+
+macro_rules! has_conditions {
+    ($($kind:ty),*) => {$(
+        impl HasConditions for $kind {
+            fn conditions(&self) -> Vec<edge_operator::crd::Condition> {
+                self.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default()
+            }
+        }
+    )*};
+}
+
+has_conditions!(
+    edge_operator::crd::AccessListConfig,
+    edge_operator::crd::PullZoneCertificate,
+    edge_operator::crd::ContainerAppWatch
+);
+
+/// Waits until the object's condition `type_` has `reason`, and `status` when given
+/// ("True"/"False"); returns the object.
+pub async fn wait_for_condition<K: HasConditions>(
+    api: &kube::Api<K>,
+    name: &str,
+    type_: &str,
+    status: Option<&str>,
+    reason: &str,
+    timeout: Duration,
+) -> K {
+    eventually(&format!("{name} {type_}={status:?} {reason}"), timeout, || async {
+        let object = api.get_opt(name).await.ok().flatten()?;
+        let condition = object.conditions().into_iter().find(|c| c.type_ == type_)?;
+        let status_matches = status.is_none_or(|s| format!("{:?}", condition.status) == s);
+        (status_matches && condition.reason == reason).then_some(object)
+    })
+    .await
+}
