@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::Stream;
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
@@ -226,4 +227,24 @@ fn sensitive(value: &str) -> HeaderValue {
     let mut header = HeaderValue::from_str(value).unwrap_or_else(|_| HeaderValue::from_static(""));
     header.set_sensitive(true);
     header
+}
+
+/// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor.
+pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
+where
+    C: Send + 'a,
+    T: Send + 'a,
+    F: Fn(C) -> Fut + Send + 'a,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + Send + 'a,
+{
+    use futures::{StreamExt, TryStreamExt, stream};
+    stream::try_unfold((Some(first), fetch), |(cursor, fetch)| async move {
+        let Some(cursor) = cursor else {
+            return Ok(None);
+        };
+        let (items, next) = fetch(cursor).await?;
+        Ok(Some((stream::iter(items.into_iter().map(Ok)), (next, fetch))))
+    })
+    .try_flatten()
+    .boxed()
 }

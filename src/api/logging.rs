@@ -4,10 +4,9 @@ use chrono::{DateTime, NaiveDate, Utc};
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation};
+use super::client::{Api, EdgeClient, Operation, paginate};
 use super::error::ApiError;
 use super::models::logging::{LogEntry, LogsResponse, SortOrder, parse_v1_file};
-use super::shield::paginate;
 
 /// Parameters of `GET /v2/pullzones/{id}/logs`; `None` leaves the platform default.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -3,7 +3,7 @@
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation};
+use super::client::{Api, EdgeClient, Operation, paginate};
 use super::error::ApiError;
 use super::models::shield::{
     AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse, AccessListsResponse,
@@ -95,24 +95,4 @@ impl EdgeClient {
         use futures::TryStreamExt;
         self.rate_limits(shield_zone_id).try_collect().await
     }
-}
-
-/// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor.
-pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
-where
-    C: Send + 'a,
-    T: Send + 'a,
-    F: Fn(C) -> Fut + Send + 'a,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + Send + 'a,
-{
-    use futures::{StreamExt, TryStreamExt, stream};
-    stream::try_unfold((Some(first), fetch), |(cursor, fetch)| async move {
-        let Some(cursor) = cursor else {
-            return Ok(None);
-        };
-        let (items, next) = fetch(cursor).await?;
-        Ok(Some((stream::iter(items.into_iter().map(Ok)), (next, fetch))))
-    })
-    .try_flatten()
-    .boxed()
 }

@@ -399,13 +399,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             match cli.output {
                 Output::Json => print_json(&lists),
                 Output::Table => {
-                    let kinds = lists
-                        .managed_lists
-                        .iter()
-                        .map(|l| ("managed", l))
-                        .chain(lists.custom_lists.iter().map(|l| ("custom", l)));
-                    let rows: Vec<Vec<String>> = kinds
-                        .map(|(kind, l)| {
+                    let rows: Vec<Vec<String>> = lists
+                        .lists_with_kind()
+                        .map(|(l, managed)| {
+                            let kind = if managed { "managed" } else { "custom" };
                             vec![
                                 l.configuration_id.to_string(),
                                 l.list_id.to_string(),

@@ -29,13 +29,7 @@ pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
 ) -> Result<(&'a AccessListItem, bool), ReconcileError> {
-    let tagged = || {
-        lists
-            .managed_lists
-            .iter()
-            .map(|l| (l, true))
-            .chain(lists.custom_lists.iter().map(|l| (l, false)))
-    };
+    let tagged = || lists.lists_with_kind();
     if let Some(id) = spec.configuration_id {
         return tagged()
             .find(|(l, _)| l.configuration_id == id)

@@ -12,9 +12,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::certificate::parse_go_duration;
 use super::conditions::{Decided, find, merge, pause_condition};
-use super::context::{Context, is_paused, now_rfc3339, write_status};
+use super::context::{Context, is_paused, now_rfc3339, parse_go_duration, write_status};
 use super::error::ReconcileError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::logging::LogEntry;

@@ -10,7 +10,7 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
 use super::conditions::{Decided, find, merge, pause_condition};
-use super::context::{Context, is_paused, poll_interval, write_status};
+use super::context::{Context, is_paused, parse_go_duration, poll_interval, rfc3339, write_status};
 use super::error::ReconcileError;
 use crate::api::{ApiError, RetryPolicy};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
@@ -36,11 +36,6 @@ pub enum Decision {
 fn parse_time(raw: Option<&str>) -> Option<DateTime<Utc>> {
     raw.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
         .map(|t| t.with_timezone(&Utc))
-}
-
-/// Parses a Go-style duration (`720h`, `90m`).
-pub fn parse_go_duration(raw: &str) -> Option<Duration> {
-    humantime::parse_duration(raw.trim()).ok()
 }
 
 /// `requested` is the object's reconcile-requested-at annotation.
@@ -78,10 +73,6 @@ pub fn decide(
             _ => Decision::Complete,
         },
     }
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn last_error(error: &ApiError) -> LastError {

@@ -234,7 +234,7 @@ pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration 
     object
         .annotations()
         .get(ANNOTATION_POLL_INTERVAL)
-        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        .and_then(|v| parse_go_duration(v))
         .filter(|d| !d.is_zero())
         .unwrap_or(default)
 }
@@ -268,9 +268,19 @@ where
     Ok(true)
 }
 
-/// RFC 3339 "now", seconds precision, as conditions carry it.
+/// RFC 3339 with seconds precision, as conditions and status times carry it.
+pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// [`rfc3339`] of now.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    rfc3339(chrono::Utc::now())
+}
+
+/// Parses a Go-style duration of the specs and annotations (`720h`, `90m`, `10s`).
+pub fn parse_go_duration(raw: &str) -> Option<Duration> {
+    humantime::parse_duration(raw.trim()).ok()
 }
 
 /// The key of an object in per-object bookkeeping: `Kind/namespace/name`.

@@ -270,12 +270,7 @@ async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Respo
 
 async fn app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>) -> Response {
     let world = sim.world();
-    let found = world
-        .document
-        .apps
-        .iter()
-        .find(|app| app.get("id").and_then(|v| v.as_str()) == Some(app_id.as_str()));
-    match found {
+    match world.app(&app_id) {
         Some(app) => json(StatusCode::OK, app),
         None => json(
             StatusCode::NOT_FOUND,

@@ -196,11 +196,12 @@ impl World {
         self.document.pull_zones.iter_mut().find(|z| z.id == id)
     }
 
+    pub fn app(&self, id: &str) -> Option<&serde_json::Value> {
+        self.document.apps.iter().find(|app| has_id(app, id))
+    }
+
     pub fn app_mut(&mut self, id: &str) -> Option<&mut serde_json::Value> {
-        self.document
-            .apps
-            .iter_mut()
-            .find(|app| app.get("id").and_then(|v| v.as_str()) == Some(id))
+        self.document.apps.iter_mut().find(|app| has_id(app, id))
     }
 
     pub fn hostname_mut(&mut self, hostname: &str) -> Option<&mut Hostname> {
@@ -210,6 +211,10 @@ impl World {
             .flat_map(|z| z.hostnames.iter_mut())
             .find(|h| h.hostname.eq_ignore_ascii_case(hostname))
     }
+}
+
+fn has_id(app: &serde_json::Value, id: &str) -> bool {
+    app.get("id").and_then(|v| v.as_str()) == Some(id)
 }
 
 /// RFC 7386 JSON merge patch.

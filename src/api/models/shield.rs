@@ -368,6 +368,12 @@ impl AccessListsResponse {
     pub fn all_lists(&self) -> impl Iterator<Item = &AccessListItem> {
         self.managed_lists.iter().chain(&self.custom_lists)
     }
+
+    /// Every list with whether the platform manages it (`managedLists`) or not.
+    pub fn lists_with_kind(&self) -> impl Iterator<Item = (&AccessListItem, bool)> {
+        let managed = self.managed_lists.iter().map(|l| (l, true));
+        managed.chain(self.custom_lists.iter().map(|l| (l, false)))
+    }
 }
 
 /// Body of the access-list configuration PATCH; a `None` member keeps the current value.
