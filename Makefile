@@ -1,9 +1,10 @@
 # edge-operator — the two commands of the README:
 #   make demo    start the local control plane, edge-sim and the operator with examples
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
+#   make bench   the benchmark table (event search, operator at scale, rate discipline)
 SHELL := /bin/bash
 
-.PHONY: demo down test cluster-up cluster-down k8s-binaries
+.PHONY: demo down test bench cluster-up cluster-down k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -13,6 +14,9 @@ down:
 
 test:
 	hack/test.sh
+
+bench:
+	hack/bench/run.sh
 
 k8s-binaries:
 	hack/k8s/build.sh

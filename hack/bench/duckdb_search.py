@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DuckDB side of the event-search benchmark (benches/search.rs).
+"""DuckDB side of the event-search benchmark (benches/platform/search.rs).
 
 Reads DIR/events.csv and DIR/queries.json (EventLogsSearchRequest bodies), runs each
 query as SQL with the emulator's documented semantics, and prints

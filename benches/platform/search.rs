@@ -1,12 +1,9 @@
-//! Event-search benchmark: 1,000,000 generated events, three queries, medians, memory
-//! per event, and the same queries in DuckDB on the same events with identical results.
-//!
-//! Run through `hack/bench/search.sh`, which provides a Python with `duckdb`.
-//! Environment: EDGE_BENCH_EVENTS (default 1000000), EDGE_BENCH_RUNS (default 15),
-//! EDGE_BENCH_PYTHON (default python3).
+//! Event search: N generated events, three queries, medians, memory per event, and the
+//! same queries in DuckDB (hack/bench/duckdb_search.py) on the same events, with
+//! identical results.
 
 use std::io::Write;
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -17,13 +14,13 @@ use edge_operator::sim::events::{EventStore, execute, validate};
 use edge_operator::sim::generator;
 use serde_json::{Value, json};
 
+use crate::Settings;
+use crate::report::Report;
+
+const SUITE: &str = "search";
 const GROUPED_TARGET_MS: f64 = 50.0;
 const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -38,7 +35,7 @@ fn rss_bytes() -> u64 {
 
 fn median_ms(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The comparable part of a response: what both engines must agree on.
@@ -95,10 +92,28 @@ fn write_csv(store: &EventStore, path: &std::path::Path) -> std::io::Result<()> 
     out.flush()
 }
 
-fn main() -> ExitCode {
-    let count: usize = env_or("EDGE_BENCH_EVENTS", 1_000_000);
-    let runs: usize = env_or("EDGE_BENCH_RUNS", 15);
-    let python = std::env::var("EDGE_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
+/// Runs the same queries in DuckDB; answers its medians and normalised results.
+fn duckdb(python: &str, store: &EventStore, spec: &Value) -> Result<Value, String> {
+    let dir = std::env::temp_dir().join(format!("edge-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| write_csv(store, &dir.join("events.csv")))
+        .and_then(|()| std::fs::write(dir.join("queries.json"), spec.to_string()))
+        .map_err(|e| format!("cannot write the events for DuckDB: {e}"))?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/hack/bench/duckdb_search.py");
+    let output = Command::new(python).arg(script).arg(&dir).output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = output.map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "DuckDB side failed (hack/bench/run.sh installs duckdb): {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("DuckDB side answered no JSON: {e}"))
+}
+
+pub fn run(settings: &Settings, report: &mut Report) -> Result<(), String> {
+    let (count, runs) = (settings.events, settings.runs);
     let now: DateTime<Utc> = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
     let now_ms = now.timestamp_millis();
 
@@ -126,22 +141,10 @@ fn main() -> ExitCode {
         ("groupBy [country]", window.clone().group_by([Dimension::Country])),
     ];
 
-    let dir = std::env::temp_dir().join(format!("edge-bench-{}", std::process::id()));
-    if let Err(error) = std::fs::create_dir_all(&dir).and_then(|()| write_csv(&store, &dir.join("events.csv"))) {
-        eprintln!("cannot write the events for DuckDB: {error}");
-        return ExitCode::FAILURE;
-    }
-
     let mut ours = Vec::new();
     let mut results = Vec::new();
     for (name, request) in &queries {
-        let search = match validate(request, now_ms) {
-            Ok(search) => search,
-            Err(error) => {
-                eprintln!("{name}: {error}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let search = validate(request, now_ms).map_err(|e| format!("{name}: {e}"))?;
         let mut samples = Vec::new();
         let mut last = None;
         for _ in 0..runs {
@@ -157,60 +160,48 @@ fn main() -> ExitCode {
         "runs": runs, "from": now_ms - 24 * 3_600_000, "to": now_ms,
         "queries": queries.iter().map(|(_, r)| serde_json::to_value(r).unwrap_or(Value::Null)).collect::<Vec<_>>(),
     });
-    let written = std::fs::write(dir.join("queries.json"), spec.to_string());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/hack/bench/duckdb_search.py");
-    let output = written.and_then(|()| Command::new(&python).arg(script).arg(&dir).output());
-    let _ = std::fs::remove_dir_all(&dir);
-    let duck: Value = match output {
-        Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-        Ok(out) => {
-            eprintln!(
-                "DuckDB side failed (run hack/bench/search.sh, which installs duckdb):\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(error) => {
-            eprintln!("cannot run {python}: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let duck = duckdb(&settings.python, &store, &spec)?;
 
-    let mut failed = false;
-    println!(
-        "event search, {count} events, {runs} runs per query, {} cores",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    );
-    println!(
-        "load: {load_s:.2} s; memory: {rss_per_event:.0} B/event RSS ({heap_per_event:.0} B/event accounted); target <= {BYTES_PER_EVENT_TARGET:.0}"
-    );
-    failed |= rss_per_event > BYTES_PER_EVENT_TARGET;
-    println!(
-        "{:<36} {:>10} {:>10} {:>7} {:>9}  result",
-        "query", "edge-sim", "duckdb", "ratio", "target"
+    report.info(SUITE, "events loaded", format!("{count} in {load_s:.2} s"));
+    report.check_at_scale(
+        SUITE,
+        "memory per event (RSS)",
+        format!("{rss_per_event:.0} B ({heap_per_event:.0} B accounted)"),
+        &format!("<= {BYTES_PER_EVENT_TARGET:.0} B"),
+        rss_per_event <= BYTES_PER_EVENT_TARGET,
     );
     for (i, (name, _)) in queries.iter().enumerate() {
         let duck_ms = duck["medians_ms"][i].as_f64().unwrap_or(f64::NAN);
         let ratio = ours[i] / duck_ms;
         let same = duck["results"][i] == results[i];
-        let time_ok = i != 1 || ours[i] <= GROUPED_TARGET_MS;
-        let ok = same && ratio <= RATIO_TARGET && time_ok;
-        failed |= !ok;
-        let target = if i == 1 {
-            format!("<={GROUPED_TARGET_MS:.0}ms")
-        } else {
-            "ratio<=1".into()
-        };
-        println!(
-            "{name:<36} {:>8.2}ms {:>8.2}ms {ratio:>7.2} {target:>9}  {} {}",
-            ours[i],
-            duck_ms,
-            if same { "identical" } else { "DIFFERENT" },
-            if ok { "PASS" } else { "FAIL" }
+        report.check(
+            SUITE,
+            &format!("{name}: result vs DuckDB"),
+            same_or_not(same),
+            "identical",
+            same,
         );
         if !same {
             eprintln!("edge-sim: {}\nduckdb:   {}", results[i], duck["results"][i]);
         }
+        report.check_at_scale(
+            SUITE,
+            &format!("{name}: median, edge-sim / DuckDB"),
+            format!("{:.1} ms / {duck_ms:.1} ms = {ratio:.2}", ours[i]),
+            &format!("ratio <= {RATIO_TARGET}"),
+            ratio <= RATIO_TARGET,
+        );
     }
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    report.check_at_scale(
+        SUITE,
+        "groupBy [ruleId, ip], buckets 100: median",
+        format!("{:.1} ms", ours[1]),
+        &format!("<= {GROUPED_TARGET_MS} ms"),
+        ours[1] <= GROUPED_TARGET_MS,
+    );
+    Ok(())
+}
+
+fn same_or_not(same: bool) -> String {
+    if same { "identical" } else { "DIFFERENT" }.to_string()
 }

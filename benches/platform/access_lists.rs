@@ -1,0 +1,296 @@
+//! AccessListConfigs at scale: convergence against its floor, platform calls and status
+//! writes per object, an idle period, and operator memory at two sizes.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use edge_operator::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
+use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
+use edge_operator::crd::access_list_config::{
+    AccessListConfig, AccessListConfigSpec, DeletionPolicy, ManagementPolicy,
+};
+use edge_operator::sim::state::{ShieldZone, SimAccessList};
+use edge_operator::sim::{RunningSim, SimDocument, spawn};
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+
+use crate::Settings;
+use crate::harness::{ACCESS_KEY, Cluster, OperatorProcess, ready_waiter};
+use crate::report::Report;
+
+const SUITE: &str = "operator";
+const ZONES: i64 = 20;
+/// Creates, PATCHes and status writes in flight at once, for the floor and the creates.
+const CLIENT_CONCURRENCY: usize = 32;
+const CONVERGENCE_TARGET: Duration = Duration::from_secs(10);
+const RATIO_TARGET: f64 = 1.5;
+const CALLS_PER_OBJECT_TARGET: f64 = 1.05;
+const STATUS_WRITES_PER_OBJECT_TARGET: f64 = 1.1;
+/// Resync reads of one zone are shared through a 2 s cache; objects that converged
+/// further apart than that may read once more.
+const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 2.0;
+const MEMORY_TARGET_MB: f64 = 40.0;
+const LARGE_MEMORY_TARGET_MB: f64 = 120.0;
+
+fn document(objects: usize) -> SimDocument {
+    let per_zone = (objects as i64 + ZONES - 1) / ZONES;
+    SimDocument {
+        access_keys: vec![ACCESS_KEY.to_string()],
+        shield_zones: (1..=ZONES)
+            .map(|zone| ShieldZone {
+                id: zone,
+                pull_zone_id: None,
+                access_lists: (0..per_zone)
+                    .map(|i| SimAccessList {
+                        item: AccessListItem {
+                            list_id: zone * 10_000 + i,
+                            configuration_id: zone * 100_000 + i,
+                            name: format!("list-{i}"),
+                            ..AccessListItem::default()
+                        },
+                        managed: false,
+                    })
+                    .collect(),
+                rate_limits: Vec::new(),
+            })
+            .collect(),
+        ..SimDocument::default()
+    }
+}
+
+fn spec(index: usize) -> AccessListConfigSpec {
+    let zone = 1 + (index as i64 % ZONES);
+    AccessListConfigSpec {
+        shield_zone_id: zone,
+        configuration_id: Some(zone * 100_000 + index as i64 / ZONES),
+        list_name: None,
+        enabled: true,
+        action: None,
+        management_policy: ManagementPolicy::Manage,
+        deletion_policy: DeletionPolicy::Orphan,
+        access_key_secret_ref: None,
+    }
+}
+
+fn name(index: usize) -> String {
+    format!("alc-{index:05}")
+}
+
+fn is_in_sync(object: &AccessListConfig) -> bool {
+    object
+        .status
+        .as_ref()
+        .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready" && c.reason == "InSync"))
+}
+
+async fn create_all(api: &Api<AccessListConfig>, objects: usize) -> anyhow::Result<()> {
+    stream::iter(0..objects)
+        .map(|i| async move {
+            let object = AccessListConfig::new(&name(i), spec(i));
+            api.create(&PostParams::default(), &object).await.map(drop)
+        })
+        .buffer_unordered(CLIENT_CONCURRENCY)
+        .try_collect()
+        .await
+        .context("creating AccessListConfigs")
+}
+
+/// The floor: what any implementation must do, done by a bare client.
+async fn floor(cluster: &Cluster, sim: &RunningSim, objects: usize) -> anyhow::Result<Duration> {
+    let mut config = ClientConfig::new(
+        sim.base_url(),
+        sim.base_url(),
+        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+    );
+    config.retry = RetryPolicy::none();
+    let platform = EdgeClient::new(config)?;
+    let (_, api) = cluster.namespace::<AccessListConfig>("floor").await?;
+    let started = Instant::now();
+    create_all(&api, objects).await?;
+    let status = serde_json::json!({"status": {"conditions": [{
+        "type": "Ready", "status": "True", "reason": "InSync", "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }]}});
+    stream::iter(0..objects)
+        .map(|i| {
+            let (api, platform, status) = (&api, &platform, &status);
+            async move {
+                let spec = spec(i);
+                let patch = AccessListConfigurationPatch {
+                    is_enabled: Some(true),
+                    action: None,
+                };
+                platform
+                    .update_access_list(spec.shield_zone_id, spec.configuration_id.unwrap_or_default(), &patch)
+                    .await?;
+                api.patch_status(&name(i), &PatchParams::default(), &Patch::Merge(status))
+                    .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CLIENT_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// Creates `objects` AccessListConfigs at once in a new namespace watched by a new
+/// operator; answers the operator, the namespace and the time until all are in sync.
+async fn converge(
+    cluster: &Cluster,
+    sim: &RunningSim,
+    settings: &Settings,
+    purpose: &str,
+    objects: usize,
+) -> anyhow::Result<(OperatorProcess, String, Duration)> {
+    let (namespace, api) = cluster.namespace::<AccessListConfig>(purpose).await?;
+    let resync = humantime::format_duration(settings.resync).to_string();
+    let mut operator = cluster.start_operator(
+        &sim.base_url(),
+        &namespace,
+        &["--platform-rate", "0", "--concurrency", "32", "--resync", &resync],
+    )?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.ensure_running()?;
+    sim.sim.clear_journal();
+    let waiter = ready_waiter(api.clone(), objects, is_in_sync);
+    let started = Instant::now();
+    create_all(&api, objects).await?;
+    let deadline = Duration::from_secs(60) + Duration::from_millis(50 * objects as u64);
+    let ready_at = tokio::time::timeout(deadline, waiter)
+        .await
+        .with_context(|| format!("{objects} objects were not in sync within {deadline:?}"))??;
+    operator.ensure_running()?;
+    Ok((operator, namespace, ready_at?.duration_since(started)))
+}
+
+pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    let objects = settings.objects;
+    let sim = spawn(document(objects)).await?;
+    let floor_time = floor(cluster, &sim, objects).await?;
+    sim.sim.replace(document(objects));
+
+    let (mut operator, namespace, convergence) = converge(cluster, &sim, settings, "converge", objects).await?;
+    // Let reconciles that are still writing finish before counting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let calls = sim.sim.journal().len() as f64 / objects as f64;
+    let status_writes = cluster.status_writes(&namespace)?;
+    let ratio = convergence.as_secs_f64() / floor_time.as_secs_f64();
+
+    report.info(SUITE, "AccessListConfigs over 20 Shield Zones", objects.to_string());
+    report.check_at_scale(
+        SUITE,
+        "convergence: create -> all Ready",
+        format!("{:.2} s", convergence.as_secs_f64()),
+        &format!("<= {} s", CONVERGENCE_TARGET.as_secs()),
+        convergence <= CONVERGENCE_TARGET,
+    );
+    report.info(
+        SUITE,
+        "floor: creates + status writes + PATCHes, bare client",
+        format!("{:.2} s", floor_time.as_secs_f64()),
+    );
+    report.check_at_scale(
+        SUITE,
+        "convergence / floor",
+        format!("{ratio:.2}"),
+        &format!("<= {RATIO_TARGET}"),
+        ratio <= RATIO_TARGET,
+    );
+    report.check(
+        SUITE,
+        "platform calls per object",
+        format!("{calls:.3}"),
+        &format!("<= {CALLS_PER_OBJECT_TARGET}"),
+        calls <= CALLS_PER_OBJECT_TARGET,
+    );
+    let writes = status_writes as f64 / objects as f64;
+    report.check(
+        SUITE,
+        "status writes per object (audit log)",
+        format!("{writes:.3}"),
+        &format!("<= {STATUS_WRITES_PER_OBJECT_TARGET}"),
+        writes <= STATUS_WRITES_PER_OBJECT_TARGET,
+    );
+
+    idle(cluster, &sim, settings, &namespace, status_writes, report).await?;
+    operator.ensure_running()?;
+    let memory = operator.peak_rss_mb()?;
+    report.check_at_scale(
+        SUITE,
+        &format!("operator peak RSS, {objects} objects"),
+        format!("{memory:.1} MB"),
+        &format!("<= {MEMORY_TARGET_MB} MB"),
+        memory <= MEMORY_TARGET_MB,
+    );
+    drop(operator);
+
+    if let Some(large) = settings.large_objects {
+        sim.sim.replace(document(large));
+        let (operator, _, convergence) = converge(cluster, &sim, settings, "large", large).await?;
+        report.info(
+            SUITE,
+            &format!("convergence, {large} objects"),
+            format!("{:.1} s", convergence.as_secs_f64()),
+        );
+        let memory = operator.peak_rss_mb()?;
+        report.check_at_scale(
+            SUITE,
+            &format!("operator peak RSS, {large} objects"),
+            format!("{memory:.1} MB"),
+            &format!("<= {LARGE_MEMORY_TARGET_MB} MB"),
+            memory <= LARGE_MEMORY_TARGET_MB,
+        );
+    }
+    Ok(())
+}
+
+/// Converged objects left alone for `settings.idle`: nothing may be written, and the
+/// platform is read only on the resync schedule.
+async fn idle(
+    cluster: &Cluster,
+    sim: &RunningSim,
+    settings: &Settings,
+    namespace: &str,
+    status_writes_before: usize,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    sim.sim.clear_journal();
+    tokio::time::sleep(settings.idle).await;
+    let journal = sim.sim.journal();
+    let status_writes = cluster.status_writes(namespace)?.saturating_sub(status_writes_before);
+    let platform_writes = journal.iter().filter(|e| e.method != "GET").count();
+    let reads = journal.len() - platform_writes;
+    let resyncs = (settings.idle.as_secs_f64() / settings.resync.as_secs_f64())
+        .floor()
+        .max(1.0);
+    let reads_per_zone = reads as f64 / (ZONES as f64 * resyncs);
+    let label = format!(
+        "idle {} (resync {})",
+        humantime::format_duration(settings.idle),
+        humantime::format_duration(settings.resync)
+    );
+    report.check(
+        SUITE,
+        &format!("{label}: status writes"),
+        status_writes.to_string(),
+        "0",
+        status_writes == 0,
+    );
+    report.check(
+        SUITE,
+        &format!("{label}: platform writes"),
+        platform_writes.to_string(),
+        "0",
+        platform_writes == 0,
+    );
+    report.check(
+        SUITE,
+        &format!("{label}: platform reads per zone and resync"),
+        format!("{reads_per_zone:.2} ({reads} reads)"),
+        &format!("<= {IDLE_READS_PER_ZONE_AND_RESYNC_TARGET}"),
+        reads > 0 && reads_per_zone <= IDLE_READS_PER_ZONE_AND_RESYNC_TARGET,
+    );
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! Rate discipline: ContainerAppWatches that all summarise the CDN logs of one Pull
+//! Zone, polling at the shortest interval, must never draw a 429 from the logging API
+//! (30 requests per 10 s per Pull Zone).
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use edge_operator::crd::ContainerAppWatch;
+use edge_operator::sim::state::PullZone;
+use edge_operator::sim::{JournalEntry, SimDocument, spawn};
+use kube::api::PostParams;
+use serde_json::json;
+
+use crate::Settings;
+use crate::harness::{ACCESS_KEY, Cluster};
+use crate::report::Report;
+
+const SUITE: &str = "rate discipline";
+const PULL_ZONE: i64 = 501;
+/// Three pages of 1,000 per summary: each poll costs three logging requests.
+const LOG_ENTRIES: usize = 2_500;
+const INTERVAL: &str = "10s";
+const LOGGING_LIMIT_PER_10S: usize = 30;
+
+fn document(watches: usize) -> SimDocument {
+    SimDocument {
+        access_keys: vec![ACCESS_KEY.to_string()],
+        pull_zones: vec![PullZone {
+            id: PULL_ZONE,
+            logging_enabled: true,
+            suspended: false,
+            hostnames: Vec::new(),
+        }],
+        apps: (0..watches)
+            .map(|i| json!({"id": format!("app-{i:02}"), "name": format!("app-{i:02}"), "status": "Active"}))
+            .collect(),
+        ..SimDocument::default()
+    }
+}
+
+fn watch(index: usize) -> anyhow::Result<ContainerAppWatch> {
+    let object = json!({
+        "apiVersion": "edgeplatform.io/v1alpha1",
+        "kind": "ContainerAppWatch",
+        "metadata": {"name": format!("caw-{index:02}")},
+        "spec": {
+            "appId": format!("app-{index:02}"),
+            "interval": INTERVAL,
+            "cdn": {"pullZoneId": PULL_ZONE, "window": "24h"},
+        },
+    });
+    serde_json::from_value(object).context("building a ContainerAppWatch")
+}
+
+/// The most requests in any 10 s window.
+fn busiest_window(requests: &[&JournalEntry]) -> usize {
+    let mut times: Vec<i64> = requests.iter().map(|e| e.time_ms).collect();
+    times.sort_unstable();
+    let mut start = 0;
+    let mut busiest = 0;
+    for end in 0..times.len() {
+        while times[end] - times[start] >= 10_000 {
+            start += 1;
+        }
+        busiest = busiest.max(end + 1 - start);
+    }
+    busiest
+}
+
+fn cdn_synced(object: &ContainerAppWatch) -> bool {
+    object.status.as_ref().is_some_and(|s| {
+        s.cdn.is_some()
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "CdnLogsSynced" && c.reason == "Synced")
+    })
+}
+
+pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    let watches = settings.watches;
+    let sim = spawn(document(watches)).await?;
+    sim.sim.generate(0, LOG_ENTRIES, 7)?;
+    let (namespace, api) = cluster.namespace::<ContainerAppWatch>("rate").await?;
+    // The operator's defaults: what a user runs.
+    let mut operator = cluster.start_operator(&sim.base_url(), &namespace, &[])?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.ensure_running()?;
+    sim.sim.clear_journal();
+    for i in 0..watches {
+        api.create(&PostParams::default(), &watch(i)?).await?;
+    }
+    tokio::time::sleep(settings.rate_duration).await;
+    operator.ensure_running()?;
+    let journal = sim.sim.journal();
+    let logging: Vec<&JournalEntry> = journal
+        .iter()
+        .filter(|e| e.path.starts_with("/v2/pullzones/"))
+        .collect();
+    let throttled = logging.iter().filter(|e| e.status == 429).count();
+    let synced = api
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .filter(|o| cdn_synced(o))
+        .count();
+
+    let label = format!(
+        "{watches} watches on one Pull Zone, interval {INTERVAL}, {}",
+        humantime::format_duration(settings.rate_duration)
+    );
+    report.info(SUITE, &format!("{label}: logging requests"), logging.len().to_string());
+    report.check(
+        SUITE,
+        &format!("{label}: 429 answers"),
+        throttled.to_string(),
+        "0",
+        throttled == 0,
+    );
+    let busiest = busiest_window(&logging);
+    report.check(
+        SUITE,
+        &format!("{label}: most logging requests in 10 s"),
+        busiest.to_string(),
+        &format!("<= {LOGGING_LIMIT_PER_10S}"),
+        busiest <= LOGGING_LIMIT_PER_10S,
+    );
+    report.check(
+        SUITE,
+        &format!("{label}: watches with a CDN summary"),
+        format!("{synced}/{watches}"),
+        &format!("{watches}/{watches}"),
+        synced == watches,
+    );
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! What the operator scenarios share: the operator as a process, namespaces, readiness
+//! by watch, status writes from the apiserver's audit log.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use futures::TryStreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+pub const ACCESS_KEY: &str = "bench-access-key";
+
+/// Where the scenarios run: the cluster, the operator binary and the audit log.
+pub struct Cluster {
+    pub client: Client,
+    pub operator_bin: PathBuf,
+    pub audit_log: PathBuf,
+    /// Distinguishes this run's namespaces and files.
+    pub run_id: String,
+}
+
+impl Cluster {
+    pub async fn from_env() -> anyhow::Result<Self> {
+        let operator_bin = std::env::var_os("EDGE_BENCH_OPERATOR")
+            .context("EDGE_BENCH_OPERATOR (path of edge-operator) is not set; run hack/bench/run.sh")?;
+        let audit_log = std::env::var_os("EDGE_BENCH_AUDIT_LOG")
+            .context("EDGE_BENCH_AUDIT_LOG (the apiserver's audit log) is not set; run hack/bench/run.sh")?;
+        Ok(Self {
+            client: Client::try_default().await.context("no cluster in KUBECONFIG")?,
+            operator_bin: operator_bin.into(),
+            audit_log: audit_log.into(),
+            run_id: format!("{:x}", std::process::id()),
+        })
+    }
+
+    /// Creates a namespace of this run and answers the API of `K` in it.
+    pub async fn namespace<K>(&self, purpose: &str) -> anyhow::Result<(String, Api<K>)>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        let name = format!("bench-{purpose}-{}", self.run_id);
+        let mut namespace = Namespace::default();
+        namespace.metadata.name = Some(name.clone());
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        Ok((name.clone(), Api::namespaced(self.client.clone(), &name)))
+    }
+
+    /// Status writes to objects of `namespace` the apiserver completed so far.
+    pub fn status_writes(&self, namespace: &str) -> anyhow::Result<usize> {
+        let log = std::fs::read_to_string(&self.audit_log)
+            .with_context(|| format!("reading the audit log {}", self.audit_log.display()))?;
+        let namespace = format!("\"namespace\":\"{namespace}\"");
+        Ok(log
+            .lines()
+            .filter(|l| {
+                l.contains(&namespace)
+                    && l.contains("\"subresource\":\"status\"")
+                    && l.contains("\"stage\":\"ResponseComplete\"")
+            })
+            .count())
+    }
+
+    /// Starts the operator on `namespace` against the emulator at `api_url`.
+    pub fn start_operator(&self, api_url: &str, namespace: &str, extra: &[&str]) -> anyhow::Result<OperatorProcess> {
+        let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));
+        std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
+        let child = Command::new(&self.operator_bin)
+            .args(["run", "--api-url", api_url, "--namespace", namespace])
+            .args(["--metrics-addr", "127.0.0.1:0"])
+            .arg("--access-key-file")
+            .arg(&key_file)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", self.operator_bin.display()))?;
+        Ok(OperatorProcess { child, key_file })
+    }
+}
+
+/// An operator process, stopped when dropped.
+pub struct OperatorProcess {
+    child: Child,
+    key_file: PathBuf,
+}
+
+impl OperatorProcess {
+    /// Peak resident memory so far (VmHWM), in MB.
+    pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .context("no VmHWM in /proc/<pid>/status")
+    }
+
+    /// Fails when the process has exited (a crash would otherwise look like slowness).
+    pub fn ensure_running(&mut self) -> anyhow::Result<()> {
+        match self.child.try_wait()? {
+            Some(status) => bail!("edge-operator exited: {status}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.key_file);
+    }
+}
+
+/// Watches `api` and answers the moment `expected` objects satisfy `is_ready` (a watch,
+/// not polling: the benchmark should not load the apiserver it measures).
+pub fn ready_waiter<K>(api: Api<K>, expected: usize, is_ready: fn(&K) -> bool) -> JoinHandle<anyhow::Result<Instant>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut ready = HashSet::new();
+        let stream = watcher(api, watcher::Config::default()).applied_objects();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(object) = stream.try_next().await? {
+            if is_ready(&object) {
+                ready.insert(object.name_any());
+            } else {
+                ready.remove(&object.name_any());
+            }
+            if ready.len() >= expected {
+                return Ok(Instant::now());
+            }
+        }
+        bail!("the watch ended before {expected} objects were ready")
+    })
+}

@@ -1,0 +1,150 @@
+//! The product's benchmark, printed as one table of figures, targets and verdicts; the
+//! process exits non-zero when a gated figure fails.
+//!
+//! - search: edge-sim's event search beside DuckDB on the same events;
+//! - operator: AccessListConfig convergence against its floor, platform calls and status
+//!   writes per object, an idle period, operator memory at two sizes;
+//! - rate discipline: ContainerAppWatches sharing one Pull Zone's logging quota.
+//!
+//! Run through `hack/bench/run.sh` (`make bench`), which provides DuckDB, the operator
+//! binary and a local control plane. EDGE_BENCH_SCALE=smoke runs every suite small and
+//! gates only the targets that hold at any scale (counts, identical results).
+
+mod access_lists;
+mod app_watches;
+mod harness;
+mod report;
+mod search;
+
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
+
+use report::Report;
+
+/// Sizes and durations of a run; each can be overridden by its environment variable.
+pub struct Settings {
+    pub smoke: bool,
+    pub suites: Vec<String>,
+    pub python: String,
+    /// EDGE_BENCH_EVENTS, EDGE_BENCH_RUNS
+    pub events: usize,
+    pub runs: usize,
+    /// EDGE_BENCH_OBJECTS, EDGE_BENCH_LARGE_OBJECTS (0: skip the large run)
+    pub objects: usize,
+    pub large_objects: Option<usize>,
+    /// EDGE_BENCH_IDLE, EDGE_BENCH_RESYNC
+    pub idle: Duration,
+    pub resync: Duration,
+    /// EDGE_BENCH_WATCHES, EDGE_BENCH_RATE_DURATION
+    pub watches: usize,
+    pub rate_duration: Duration,
+}
+
+fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
+    match std::env::var(name) {
+        Ok(raw) => raw.parse().map_err(|_| format!("{name}={raw:?} is not valid")),
+        Err(_) => Ok(default),
+    }
+}
+
+fn duration_or(name: &str, default: &str) -> Result<Duration, String> {
+    let raw = std::env::var(name).unwrap_or_else(|_| default.to_string());
+    humantime::parse_duration(&raw).map_err(|e| format!("{name}={raw:?}: {e}"))
+}
+
+impl Settings {
+    fn from_env() -> Result<Self, String> {
+        let smoke = match std::env::var("EDGE_BENCH_SCALE").as_deref() {
+            Ok("full") | Err(_) => false,
+            Ok("smoke") => true,
+            Ok(other) => return Err(format!("EDGE_BENCH_SCALE={other:?}: expected full or smoke")),
+        };
+        fn pick<T>(smoke: bool, full: T, small: T) -> T {
+            if smoke { small } else { full }
+        }
+        let large = env_or("EDGE_BENCH_LARGE_OBJECTS", pick(smoke, 10_000, 0))?;
+        let settings = Self {
+            smoke,
+            suites: env_or("EDGE_BENCH_SUITES", "search,operator,rate".to_string())?
+                .split(',')
+                .map(str::to_string)
+                .collect(),
+            python: env_or("EDGE_BENCH_PYTHON", "python3".to_string())?,
+            events: env_or("EDGE_BENCH_EVENTS", pick(smoke, 1_000_000, 20_000))?,
+            runs: env_or("EDGE_BENCH_RUNS", pick(smoke, 15, 3))?,
+            objects: env_or("EDGE_BENCH_OBJECTS", pick(smoke, 1_000, 100))?,
+            large_objects: (large > 0).then_some(large),
+            idle: duration_or("EDGE_BENCH_IDLE", pick(smoke, "60s", "20s"))?,
+            resync: duration_or("EDGE_BENCH_RESYNC", pick(smoke, "15s", "5s"))?,
+            watches: env_or("EDGE_BENCH_WATCHES", 20)?,
+            rate_duration: duration_or("EDGE_BENCH_RATE_DURATION", pick(smoke, "2m", "30s"))?,
+        };
+        if let Some(unknown) = settings
+            .suites
+            .iter()
+            .find(|s| !["search", "operator", "rate"].contains(&s.as_str()))
+        {
+            return Err(format!(
+                "EDGE_BENCH_SUITES: unknown suite {unknown:?} (search, operator, rate)"
+            ));
+        }
+        if settings.objects == 0 || settings.watches == 0 || settings.events == 0 || settings.runs == 0 {
+            return Err("EDGE_BENCH_OBJECTS, _WATCHES, _EVENTS and _RUNS must be positive".to_string());
+        }
+        if settings.idle < settings.resync {
+            return Err("EDGE_BENCH_IDLE must be at least EDGE_BENCH_RESYNC".to_string());
+        }
+        Ok(settings)
+    }
+
+    fn runs(&self, suite: &str) -> bool {
+        self.suites.iter().any(|s| s == suite)
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("benchmark: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut report = Report::new(settings.smoke);
+    if settings.runs("search")
+        && let Err(error) = search::run(&settings, &mut report)
+    {
+        report.error("search", &error);
+    }
+    if settings.runs("operator") || settings.runs("rate") {
+        match harness::Cluster::from_env().await {
+            Ok(cluster) => {
+                if settings.runs("operator")
+                    && let Err(error) = access_lists::run(&cluster, &settings, &mut report).await
+                {
+                    report.error("operator", &format!("{error:#}"));
+                }
+                if settings.runs("rate")
+                    && let Err(error) = app_watches::run(&cluster, &settings, &mut report).await
+                {
+                    report.error("rate discipline", &format!("{error:#}"));
+                }
+            }
+            Err(error) => report.error("operator", &format!("{error:#}")),
+        }
+    }
+    println!(
+        "\n{} benchmark, {} cores, {}\n",
+        if settings.smoke { "smoke" } else { "full" },
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        chrono::Utc::now().format("%Y-%m-%d")
+    );
+    print!("{}", report.render());
+    if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

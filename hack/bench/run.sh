@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The benchmark (`make bench`): event search beside DuckDB, the operator at scale and
+# its rate discipline, printed as one table; exits non-zero when a target is missed.
+#
+#   hack/bench/run.sh            full run: release build, about 6 minutes once built
+#   hack/bench/run.sh --smoke    small run on the dev build that gates counts only (CI)
+#   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate)
+#
+# Sizes and durations: see the EDGE_BENCH_* variables in benches/platform/main.rs.
+# Installs duckdb (PyPI) into a virtualenv in the cache on first use; starts a local
+# control plane of its own and stops it on exit.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=hack/k8s/versions.sh
+source hack/k8s/versions.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
+
+profile=release
+output_dir=release
+case "${1:-}" in
+  --smoke) export EDGE_BENCH_SCALE=smoke; profile=dev; output_dir=debug ;;
+  "") ;;
+  *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
+esac
+suites="${EDGE_BENCH_SUITES:-search,operator,rate}"
+
+if [[ ",$suites," == *,search,* ]]; then
+  venv="$EDGE_CACHE_DIR/bench-venv"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import duckdb' 2>/dev/null; then
+    echo "[bench] installing duckdb into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "duckdb==${DUCKDB_VERSION:-1.5.6}"
+  fi
+  export EDGE_BENCH_PYTHON="$venv/bin/python"
+fi
+
+if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* ]]; then
+  cargo build --profile "$profile" --locked --bin edge-operator
+  export EDGE_CLUSTER_NAME="bench-$$"
+  trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
+  eval "$(hack/cluster.sh up)"
+  kubectl apply --server-side -f crds/ >/dev/null
+  kubectl wait --for=condition=Established -f crds/ --timeout=60s >/dev/null
+  export EDGE_BENCH_OPERATOR="$CARGO_TARGET_DIR/$output_dir/edge-operator"
+  export EDGE_BENCH_AUDIT_LOG="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME/audit.log"
+fi
+
+EDGE_BENCH_SUITES="$suites" cargo bench --profile "$profile" --locked --bench platform
