@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, emulator, client and e2e tests on a
-# real local control plane started for this run and stopped afterwards.
+# real local control plane started for this run and stopped afterwards, then a smoke
+# run of the benchmark.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=hack/k8s/versions.sh
@@ -22,3 +23,6 @@ export EDGE_TEST_KUBECONFIG="$KUBECONFIG"
 
 step "cargo test"
 cargo test --locked --no-fail-fast --lib --bins --tests
+
+step "benchmark smoke (small sizes, count targets gated; the full run is make bench)"
+hack/bench/run.sh --smoke

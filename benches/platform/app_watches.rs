@@ -1,6 +1,8 @@
 //! Rate discipline: ContainerAppWatches that all summarise the CDN logs of one Pull
 //! Zone, polling at the shortest interval, must never draw a 429 from the logging API
-//! (30 requests per 10 s per Pull Zone).
+//! (30 requests per 10 s per Pull Zone), and every watch must get its summary. Twice:
+//! all over the same window (the operator shares one summary), then each over its own
+//! window (every summary is read, more than the quota allows: the limiter decides).
 
 use std::time::Duration;
 
@@ -38,7 +40,7 @@ fn document(watches: usize) -> SimDocument {
     }
 }
 
-fn watch(index: usize) -> anyhow::Result<ContainerAppWatch> {
+fn watch(index: usize, window: &str) -> anyhow::Result<ContainerAppWatch> {
     let object = json!({
         "apiVersion": "edgeplatform.io/v1alpha1",
         "kind": "ContainerAppWatch",
@@ -46,7 +48,7 @@ fn watch(index: usize) -> anyhow::Result<ContainerAppWatch> {
         "spec": {
             "appId": format!("app-{index:02}"),
             "interval": INTERVAL,
-            "cdn": {"pullZoneId": PULL_ZONE, "window": "24h"},
+            "cdn": {"pullZoneId": PULL_ZONE, "window": window},
         },
     });
     serde_json::from_value(object).context("building a ContainerAppWatch")
@@ -77,17 +79,31 @@ fn cdn_synced(object: &ContainerAppWatch) -> bool {
 }
 
 pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    scenario(cluster, settings, report, "same window", |_| "24h".to_string()).await?;
+    // 1h to 20h of logs spread over 24 h: one to three pages each.
+    scenario(cluster, settings, report, "own windows", |i| format!("{}h", i + 1)).await
+}
+
+async fn scenario(
+    cluster: &Cluster,
+    settings: &Settings,
+    report: &mut Report,
+    name: &str,
+    window: fn(usize) -> String,
+) -> anyhow::Result<()> {
     let watches = settings.watches;
     let sim = spawn(document(watches)).await?;
     sim.sim.generate(0, LOG_ENTRIES, 7)?;
-    let (namespace, api) = cluster.namespace::<ContainerAppWatch>("rate").await?;
+    let (namespace, api) = cluster
+        .namespace::<ContainerAppWatch>(&format!("rate-{}", name.replace(' ', "-")))
+        .await?;
     // The operator's defaults: what a user runs.
     let mut operator = cluster.start_operator(&sim.base_url(), &namespace, &[])?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     operator.ensure_running()?;
     sim.sim.clear_journal();
     for i in 0..watches {
-        api.create(&PostParams::default(), &watch(i)?).await?;
+        api.create(&PostParams::default(), &watch(i, &window(i))?).await?;
     }
     tokio::time::sleep(settings.rate_duration).await;
     operator.ensure_running()?;
@@ -106,7 +122,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         .count();
 
     let label = format!(
-        "{watches} watches on one Pull Zone, interval {INTERVAL}, {}",
+        "{watches} watches, one Pull Zone, {name}, every {INTERVAL} for {}",
         humantime::format_duration(settings.rate_duration)
     );
     report.info(SUITE, &format!("{label}: logging requests"), logging.len().to_string());

@@ -1,7 +1,9 @@
 //! Rate limiters on tokio's clock (governor's GCRA), so waiting follows tokio time and
 //! a test with a paused clock exercises the real limiter without real waiting.
 
+use std::collections::HashMap;
 use std::ops::Add;
+use std::sync::Arc;
 use std::time::Duration;
 
 use governor::clock::{Clock, Reference};
@@ -9,7 +11,8 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
-use governor::{Quota, RateLimiter};
+use governor::{NotUntil, Quota, RateLimiter};
+use tokio::sync::Mutex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TokioInstant(tokio::time::Instant);
@@ -43,42 +46,61 @@ impl Clock for TokioClock {
     }
 }
 
-/// One limiter per key (the Pull Zone id for the logging API).
-pub struct KeyedLimiter(RateLimiter<i64, HashMapStateStore<i64>, TokioClock, NoOpMiddleware<TokioInstant>>);
+type Gcra<S> = RateLimiter<S, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>;
+type KeyedGcra = RateLimiter<i64, HashMapStateStore<i64>, TokioClock, NoOpMiddleware<TokioInstant>>;
+
+/// Waits for `turn` (tokio's Mutex queues its waiters in arrival order), then until
+/// `check` admits; answers how long that took. Waiting in turn keeps a caller that
+/// needs several requests (pages) from being overtaken again and again.
+async fn in_turn(turn: &Mutex<()>, mut check: impl FnMut() -> Result<(), NotUntil<TokioInstant>>) -> Duration {
+    let started = tokio::time::Instant::now();
+    let _turn = turn.lock().await;
+    while let Err(not_until) = check() {
+        tokio::time::sleep(not_until.wait_time_from(TokioClock.now())).await;
+    }
+    started.elapsed()
+}
+
+/// One limiter per key (the Pull Zone id for the logging API), first come first served.
+pub struct KeyedLimiter {
+    gcra: KeyedGcra,
+    turns: std::sync::Mutex<HashMap<i64, Arc<Mutex<()>>>>,
+}
 
 impl KeyedLimiter {
     pub fn new(quota: Quota) -> Self {
-        Self(RateLimiter::new(quota, HashMapStateStore::default(), TokioClock))
+        Self {
+            gcra: RateLimiter::new(quota, HashMapStateStore::default(), TokioClock),
+            turns: std::sync::Mutex::default(),
+        }
     }
 
     /// Waits until `key` may send one more request; returns how long it waited.
     pub async fn until_ready(&self, key: i64) -> Duration {
-        let mut waited = Duration::ZERO;
-        while let Err(not_until) = self.0.check_key(&key) {
-            let wait = not_until.wait_time_from(TokioClock.now());
-            tokio::time::sleep(wait).await;
-            waited += wait;
-        }
-        waited
+        let turn = {
+            let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+            turns.entry(key).or_default().clone()
+        };
+        in_turn(&turn, || self.gcra.check_key(&key)).await
     }
 }
 
-/// One limiter for everything.
-pub struct DirectLimiter(RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>);
+/// One limiter for everything, first come first served.
+pub struct DirectLimiter {
+    gcra: Gcra<NotKeyed>,
+    turn: Mutex<()>,
+}
 
 impl DirectLimiter {
     pub fn new(quota: Quota) -> Self {
-        Self(RateLimiter::new(quota, InMemoryState::default(), TokioClock))
+        Self {
+            gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
+            turn: Mutex::default(),
+        }
     }
 
     pub async fn until_ready(&self) -> Duration {
-        let mut waited = Duration::ZERO;
-        while let Err(not_until) = self.0.check() {
-            let wait = not_until.wait_time_from(TokioClock.now());
-            tokio::time::sleep(wait).await;
-            waited += wait;
-        }
-        waited
+        in_turn(&self.turn, || self.gcra.check()).await
     }
 }
 
@@ -112,6 +134,37 @@ mod tests {
             limiter.until_ready(8).await,
             Duration::ZERO,
             "other keys have their own budget"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn callers_are_served_in_arrival_order() {
+        let limiter = Arc::new(KeyedLimiter::new(default_logging_quota()));
+        for _ in 0..5 {
+            limiter.until_ready(7).await;
+        }
+        let (admitted, mut admissions) = tokio::sync::mpsc::unbounded_channel();
+        let callers: Vec<_> = (0..20)
+            .map(|caller| {
+                let (limiter, admitted) = (limiter.clone(), admitted.clone());
+                tokio::spawn(async move {
+                    for page in 0..3 {
+                        limiter.until_ready(7).await;
+                        let _ = admitted.send((caller, page));
+                    }
+                })
+            })
+            .collect();
+        futures::future::join_all(callers).await;
+        drop(admitted);
+        let mut order = Vec::new();
+        while let Some(admission) = admissions.recv().await {
+            order.push(admission);
+        }
+        assert_eq!(order.len(), 60);
+        assert!(
+            order[..20].iter().all(|&(_, page)| page == 0),
+            "every caller's first page goes before anyone's second: {order:?}"
         );
     }
 }

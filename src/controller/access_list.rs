@@ -7,12 +7,13 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::conditions::{Decided, is_true, merge, pause_condition};
+use super::conditions::{Decided, find, is_true, merge, pause_condition};
 use super::context::{Context, is_paused, now_rfc3339, poll_interval, write_status};
 use super::error::ReconcileError;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, access_list_type_name,
 };
+use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
     ManagementPolicy, RestorePoint,
@@ -142,7 +143,16 @@ pub fn converged_status(
 ) -> AccessListConfigStatus {
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
-        let synced_reason = if plan.patch.is_some() { "Applied" } else { "UpToDate" };
+        let applied_earlier = find(&previous.conditions, "Synced").is_some_and(|c| {
+            c.reason == "Applied" && c.status == ConditionStatus::True && c.observed_generation == generation
+        });
+        // A resync that finds nothing to change keeps the reason of this generation's
+        // change, so the status of an idle object is never rewritten.
+        let synced_reason = if plan.patch.is_some() || applied_earlier {
+            "Applied"
+        } else {
+            "UpToDate"
+        };
         (
             Decided::new("Ready", true, "InSync", "the access list matches the spec"),
             Decided::new("Synced", true, synced_reason, ""),
@@ -469,6 +479,39 @@ mod tests {
         );
         assert_eq!(p.patch, None);
         assert!(!p.drift);
+    }
+
+    #[test]
+    fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
+        let fresh = AccessListConfigStatus::default();
+        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2), None);
+        let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
+        let resync = plan(&spec(true, None), &applied, Some(1), &item(true, 2), None);
+        assert_eq!(resync.patch, None);
+        let after = converged_status(
+            &spec(true, None),
+            &applied,
+            Some(1),
+            &resync,
+            &item(true, 2),
+            false,
+            "t2",
+        );
+        assert_eq!(after, applied);
+        let edited = converged_status(
+            &spec(true, None),
+            &applied,
+            Some(2),
+            &resync,
+            &item(true, 2),
+            false,
+            "t3",
+        );
+        let synced = find(&edited.conditions, "Synced").expect("Synced");
+        assert_eq!(
+            synced.reason, "UpToDate",
+            "a new generation that needs no change is up to date"
+        );
     }
 
     #[test]

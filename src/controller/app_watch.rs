@@ -301,7 +301,12 @@ async fn reconcile_inner(object: &ContainerAppWatch, ctx: &Context) -> Result<Ac
             .pull_zone_id
             .or_else(|| app.as_ref().and_then(Application::endpoint_pull_zone_id))
         {
-            Some(pull_zone_id) => match cdn(&client, pull_zone_id, &watch.window).await {
+            Some(pull_zone_id) => match ctx
+                .cdn_summary(&client, pull_zone_id, &watch.window, || {
+                    cdn(&client, pull_zone_id, &watch.window)
+                })
+                .await
+            {
                 Ok(summary) => {
                     let message = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
                     decided.push(Decided::new("CdnLogsSynced", true, "Synced", message));

@@ -11,17 +11,20 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::Mutex;
-use tokio::time::Instant;
 
 use super::error::ReconcileError;
 use super::metrics::Metrics;
+use super::shared_reads::SharedReads;
 use crate::api::models::shield::AccessListsResponse;
-use crate::api::{Credentials, EdgeClient, Secret};
+use crate::api::{ApiError, Credentials, EdgeClient, Secret};
+use crate::crd::container_app_watch::CdnSummary;
 use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, SecretKeyRef};
 
 /// How long one read of a zone's access lists serves the reconciles of that zone.
 const ZONE_LISTS_TTL: Duration = Duration::from_secs(2);
+/// How long one CDN summary serves the watches of the same Pull Zone and window: less
+/// than the shortest poll interval (10 s), so each poll sees fresh logs.
+const CDN_SUMMARY_TTL: Duration = Duration::from_secs(5);
 
 /// Field manager and Event reporter name.
 pub const MANAGER: &str = "edge-operator";
@@ -35,7 +38,8 @@ pub struct Context {
     pub resync: Duration,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
-    zone_lists: Mutex<HashMap<ZoneKey, Arc<Mutex<Option<CachedLists>>>>>,
+    zone_lists: SharedReads<ZoneKey, AccessListsResponse>,
+    cdn_summaries: SharedReads<CdnKey, CdnSummary>,
     /// Consecutive failures per object, for the error backoff.
     failures: std::sync::Mutex<HashMap<String, u32>>,
     /// Per-object backoff of certificate completion attempts.
@@ -44,8 +48,8 @@ pub struct Context {
 
 /// (credential identity, Shield Zone id).
 type ZoneKey = (String, i64);
-/// A zone's access lists and when they were read.
-type CachedLists = (Instant, AccessListsResponse);
+/// (credential identity, Pull Zone id, window).
+type CdnKey = (String, i64, String);
 
 impl Context {
     pub fn new(
@@ -63,7 +67,8 @@ impl Context {
             resync,
             metrics,
             recorder,
-            zone_lists: Mutex::default(),
+            zone_lists: SharedReads::new(ZONE_LISTS_TTL),
+            cdn_summaries: SharedReads::new(CDN_SUMMARY_TTL),
             failures: std::sync::Mutex::default(),
             certificate_backoff: crate::api::RetryPolicy {
                 max_retries: u32::MAX,
@@ -161,16 +166,10 @@ impl Context {
         client: &EdgeClient,
         zone: i64,
     ) -> Result<AccessListsResponse, ReconcileError> {
-        let key = (credential_id(client), zone);
-        let slot = self.zone_lists.lock().await.entry(key).or_default().clone();
-        let mut entry = slot.lock().await;
-        if let Some((read_at, lists)) = entry.as_ref()
-            && read_at.elapsed() < ZONE_LISTS_TTL
-        {
-            return Ok(lists.clone());
-        }
-        let lists = client.access_lists(zone).await?;
-        *entry = Some((Instant::now(), lists.clone()));
+        let lists = self
+            .zone_lists
+            .get_or_read((credential_id(client), zone), || client.access_lists(zone))
+            .await?;
         Ok(lists)
     }
 
@@ -184,16 +183,32 @@ impl Context {
         action: i32,
     ) {
         let key = (credential_id(client), zone);
-        let Some(slot) = self.zone_lists.lock().await.get(&key).cloned() else {
-            return;
-        };
-        if let Some((_, lists)) = slot.lock().await.as_mut() {
-            let items = lists.managed_lists.iter_mut().chain(lists.custom_lists.iter_mut());
-            for item in items.filter(|i| i.configuration_id == configuration_id) {
-                item.is_enabled = enabled;
-                item.action = action;
-            }
-        }
+        self.zone_lists
+            .update(&key, |lists| {
+                let items = lists.managed_lists.iter_mut().chain(lists.custom_lists.iter_mut());
+                for item in items.filter(|i| i.configuration_id == configuration_id) {
+                    item.is_enabled = enabled;
+                    item.action = action;
+                }
+            })
+            .await;
+    }
+
+    /// The CDN summary of a Pull Zone over `window`, made by `summarise` at most once
+    /// per [`CDN_SUMMARY_TTL`] per credential: the watches of one Pull Zone share its
+    /// logging quota instead of each paging through the same logs.
+    pub async fn cdn_summary<Fut>(
+        &self,
+        client: &EdgeClient,
+        pull_zone_id: i64,
+        window: &str,
+        summarise: impl FnOnce() -> Fut,
+    ) -> Result<CdnSummary, ApiError>
+    where
+        Fut: Future<Output = Result<CdnSummary, ApiError>>,
+    {
+        let key = (credential_id(client), pull_zone_id, window.to_string());
+        self.cdn_summaries.get_or_read(key, summarise).await
     }
 
     /// Publishes an Event about `object`; failures are logged, never fatal.

@@ -8,3 +8,4 @@ pub mod context;
 pub mod error;
 pub mod metrics;
 pub mod runtime;
+pub mod shared_reads;
