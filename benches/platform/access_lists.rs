@@ -27,9 +27,8 @@ const CONVERGENCE_TARGET: Duration = Duration::from_secs(10);
 const RATIO_TARGET: f64 = 1.5;
 const CALLS_PER_OBJECT_TARGET: f64 = 1.05;
 const STATUS_WRITES_PER_OBJECT_TARGET: f64 = 1.1;
-/// Resync reads of one zone are shared through a 2 s cache; objects that converged
-/// further apart than that may read once more.
-const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 2.0;
+/// The objects of a zone re-read together: one read per zone and resync.
+const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 1.0;
 const MEMORY_TARGET_MB: f64 = 40.0;
 const LARGE_MEMORY_TARGET_MB: f64 = 120.0;
 

@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 
 pub const ACCESS_KEY: &str = "bench-access-key";
 
-/// Where the scenarios run: the cluster, the operator binary and the audit log.
+/// Where the scenarios run: the cluster, the operator binary (built with the benchmark,
+/// in the same profile) and the apiserver's audit log.
 pub struct Cluster {
     pub client: Client,
     pub operator_bin: PathBuf,
@@ -28,13 +29,11 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn from_env() -> anyhow::Result<Self> {
-        let operator_bin = std::env::var_os("EDGE_BENCH_OPERATOR")
-            .context("EDGE_BENCH_OPERATOR (path of edge-operator) is not set; run hack/bench/run.sh")?;
         let audit_log = std::env::var_os("EDGE_BENCH_AUDIT_LOG")
             .context("EDGE_BENCH_AUDIT_LOG (the apiserver's audit log) is not set; run hack/bench/run.sh")?;
         Ok(Self {
             client: Client::try_default().await.context("no cluster in KUBECONFIG")?,
-            operator_bin: operator_bin.into(),
+            operator_bin: env!("CARGO_BIN_EXE_edge-operator").into(),
             audit_log: audit_log.into(),
             run_id: format!("{:x}", std::process::id()),
         })

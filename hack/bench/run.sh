@@ -16,9 +16,8 @@ source hack/k8s/versions.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
 
 profile=release
-output_dir=release
 case "${1:-}" in
-  --smoke) export EDGE_BENCH_SCALE=smoke; profile=dev; output_dir=debug ;;
+  --smoke) export EDGE_BENCH_SCALE=smoke; profile=dev ;;
   "") ;;
   *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
 esac
@@ -34,14 +33,15 @@ if [[ ",$suites," == *,search,* ]]; then
   export EDGE_BENCH_PYTHON="$venv/bin/python"
 fi
 
+# The benchmark and the edge-operator it runs, built before anything is measured.
+cargo bench --profile "$profile" --locked --bench platform --no-run
+
 if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* ]]; then
-  cargo build --profile "$profile" --locked --bin edge-operator
   export EDGE_CLUSTER_NAME="bench-$$"
   trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
   eval "$(hack/cluster.sh up)"
   kubectl apply --server-side -f crds/ >/dev/null
   kubectl wait --for=condition=Established -f crds/ --timeout=60s >/dev/null
-  export EDGE_BENCH_OPERATOR="$CARGO_TARGET_DIR/$output_dir/edge-operator"
   export EDGE_BENCH_AUDIT_LOG="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME/audit.log"
 fi
 

@@ -1,6 +1,7 @@
 //! AccessListConfig: fetch → validate → plan → apply → status.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -178,6 +179,21 @@ pub fn converged_status(
     }
 }
 
+/// Time until the zone's next re-read: every `interval`, at an offset fixed by the zone
+/// id. All objects of a zone re-read at the same instants, so they share one read however
+/// far apart they converged, and zones are spread over the interval. At least half an
+/// interval away, so a fresh object is not re-read at once.
+pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
+    let period = interval.as_millis().max(2);
+    let offset = u128::from((zone as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % period;
+    let now = since_epoch.as_millis();
+    let mut wait = period - (now + period - offset) % period;
+    if wait < period / 2 {
+        wait += period;
+    }
+    Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
+}
+
 /// The status after a failed reconcile: Synced=False with the error's reason.
 pub fn failed_status(
     previous: &AccessListConfigStatus,
@@ -272,7 +288,15 @@ async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Act
                 }
                 _ => {}
             }
-            Ok(Action::requeue(poll_interval(object, ctx.resync)))
+            let since_epoch = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let interval = poll_interval(object, ctx.resync);
+            Ok(Action::requeue(until_zone_resync(
+                interval,
+                object.spec.shield_zone_id,
+                since_epoch,
+            )))
         }
         Err(error) => {
             let status = failed_status(&previous, generation, &error, &now);
@@ -479,6 +503,27 @@ mod tests {
         );
         assert_eq!(p.patch, None);
         assert!(!p.drift);
+    }
+
+    #[test]
+    fn objects_of_a_zone_re_read_at_the_same_instants_and_zones_spread_out() {
+        let interval = Duration::from_secs(600);
+        let grid = |zone: i64, now: Duration| (now + until_zone_resync(interval, zone, now)).as_millis() % 600_000;
+        let start = Duration::from_secs(1_800_000_000);
+        for step in 0..40u64 {
+            let now = start + Duration::from_millis(step * 37_123);
+            let wait = until_zone_resync(interval, 7, now);
+            assert!(wait >= interval / 2 && wait < interval * 3 / 2, "{wait:?}");
+            assert_eq!(grid(7, now), grid(7, start), "zone 7 from {now:?}");
+        }
+        let slot = start + until_zone_resync(interval, 7, start);
+        assert_eq!(
+            until_zone_resync(interval, 7, slot + Duration::from_millis(40)),
+            interval - Duration::from_millis(40),
+            "a reconcile at its slot comes back one interval later"
+        );
+        let offsets: std::collections::BTreeSet<u128> = (1..=20).map(|zone| grid(zone, start)).collect();
+        assert_eq!(offsets.len(), 20);
     }
 
     #[test]

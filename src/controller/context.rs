@@ -20,8 +20,9 @@ use crate::api::{ApiError, Credentials, EdgeClient, Secret};
 use crate::crd::container_app_watch::CdnSummary;
 use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, SecretKeyRef};
 
-/// How long one read of a zone's access lists serves the reconciles of that zone.
-const ZONE_LISTS_TTL: Duration = Duration::from_secs(2);
+/// How long one read of a zone's access lists serves the reconciles of that zone (a
+/// burst of creates shares it; resyncs of a zone happen at one instant anyway).
+const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
 /// How long one CDN summary serves the watches of the same Pull Zone and window: less
 /// than the shortest poll interval (10 s), so each poll sees fresh logs.
 const CDN_SUMMARY_TTL: Duration = Duration::from_secs(5);

@@ -37,8 +37,10 @@ impl<K: Eq + Hash, V: Clone> SharedReads<K, V> {
         {
             return Ok(value.clone());
         }
+        // The age of a value counts from when its read started.
+        let started = Instant::now();
         let value = read().await?;
-        *entry = Some((Instant::now(), value.clone()));
+        *entry = Some((started, value.clone()));
         Ok(value)
     }
 
