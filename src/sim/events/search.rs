@@ -318,67 +318,55 @@ fn event_row(store: &EventStore, row: usize) -> EventRow {
 }
 
 /// Rows ordered by some groupBy dimensions, each with a code that numbers the
-/// distinct tuples of those dimensions in ascending order.
+/// distinct tuples of those dimensions in ascending order. The passes share two row
+/// buffers, one key buffer and the code buffer.
 struct KeyOrder {
     rows: Vec<u32>,
     codes: Option<Vec<u32>>,
+    spare_rows: Vec<u32>,
+    keys: Vec<u64>,
 }
 
 impl KeyOrder {
     fn new(rows: Vec<u32>) -> Self {
-        Self { rows, codes: None }
+        Self {
+            spare_rows: vec![0; rows.len()],
+            rows,
+            codes: None,
+            keys: Vec::new(),
+        }
     }
 
     /// Orders the rows by `column` first, then by the current order (a stable counting
     /// sort by dictionary rank; apply the least significant dimension first).
-    fn then_by(self, store: &EventStore, column: usize) -> KeyOrder {
+    fn then_by(&mut self, store: &EventStore, column: usize) {
         let dictionary = store.dictionary(column);
         let ids = store.column(column);
-        let ranks: Vec<u32> = self
-            .rows
-            .iter()
-            .map(|&row| dictionary.rank(ids[row as usize]))
-            .collect();
+        let rank = |row: u32| dictionary.rank(ids[row as usize]);
         let mut next = vec![0u32; dictionary.len() + 1];
-        for &rank in &ranks {
-            next[rank as usize + 1] += 1;
+        for &row in &self.rows {
+            next[rank(row) as usize + 1] += 1;
         }
         for i in 1..next.len() {
             next[i] += next[i - 1];
         }
         let n = self.rows.len();
-        let mut rows = vec![0u32; n];
-        let mut sorted_ranks = vec![0u32; n];
-        let mut place = |i: usize| {
-            let rank = ranks[i];
+        self.keys.resize(n, 0);
+        for (i, &row) in self.rows.iter().enumerate() {
+            let rank = rank(row);
             let at = next[rank as usize] as usize;
             next[rank as usize] += 1;
-            rows[at] = self.rows[i];
-            sorted_ranks[at] = rank;
-            at
-        };
-        let Some(previous) = self.codes else {
-            (0..n).for_each(|i| {
-                place(i);
-            });
-            // A single dimension: its rank already numbers the tuples in order.
-            return KeyOrder {
-                rows,
-                codes: Some(sorted_ranks),
-            };
-        };
-        let mut previous_codes = vec![0u32; n];
-        for (i, &code) in previous.iter().enumerate() {
-            previous_codes[place(i)] = code;
+            self.spare_rows[at] = row;
+            // The new dimension's rank, then the tuple code of the dimensions before.
+            let previous = self.codes.as_ref().map_or(0, |codes| codes[i]);
+            self.keys[at] = (u64::from(rank) << 32) | u64::from(previous);
         }
-        let mut codes = vec![0u32; n];
-        for p in 1..n {
-            let changed = sorted_ranks[p] != sorted_ranks[p - 1] || previous_codes[p] != previous_codes[p - 1];
-            codes[p] = codes[p - 1] + u32::from(changed);
-        }
-        KeyOrder {
-            rows,
-            codes: Some(codes),
+        std::mem::swap(&mut self.rows, &mut self.spare_rows);
+        let codes = self.codes.get_or_insert_with(|| vec![0; n]);
+        let mut code = 0u32;
+        for (p, slot) in codes.iter_mut().enumerate() {
+            code += u32::from(p > 0 && self.keys[p] != self.keys[p - 1]);
+            *slot = code;
         }
     }
 }
@@ -495,10 +483,10 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
     let rows: Vec<u32> = rows.map(|row| row as u32).collect();
     let mut order = KeyOrder::new(rows);
     for &column in columns.iter().rev() {
-        order = order.then_by(store, column);
+        order.then_by(store, column);
     }
-    let KeyOrder { rows: sorted, codes } = order;
-    let codes = codes.unwrap_or_default();
+    let sorted = order.rows;
+    let codes = order.codes.unwrap_or_default();
     let starts: Vec<usize> = (0..sorted.len())
         .filter(|&p| p == 0 || codes[p] != codes[p - 1])
         .collect();
