@@ -15,6 +15,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
+use crate::proc_status_kb;
+
 pub const ACCESS_KEY: &str = "bench-access-key";
 
 /// Where the scenarios run: the cluster, the operator binary (built with the benchmark,
@@ -96,14 +98,9 @@ pub struct OperatorProcess {
 impl OperatorProcess {
     /// Peak resident memory so far (VmHWM), in MB.
     pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
-        let path = format!("/proc/{}/status", self.child.id());
-        let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .context("no VmHWM in /proc/<pid>/status")
+        proc_status_kb(&self.child.id().to_string(), "VmHWM")
+            .map(|kb| kb as f64 / 1024.0)
+            .context("no VmHWM in the operator's /proc/<pid>/status")
     }
 
     /// Fails when the process has exited (a crash would otherwise look like slowness).

@@ -41,6 +41,15 @@ pub struct Settings {
     pub rate_duration: Duration,
 }
 
+/// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
+pub fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
     match std::env::var(name) {
         Ok(raw) => raw.parse().map_err(|_| format!("{name}={raw:?} is not valid")),
@@ -98,7 +107,7 @@ impl Settings {
         Ok(settings)
     }
 
-    fn runs(&self, suite: &str) -> bool {
+    fn includes(&self, suite: &str) -> bool {
         self.suites.iter().any(|s| s == suite)
     }
 }
@@ -113,20 +122,20 @@ async fn main() -> ExitCode {
         }
     };
     let mut report = Report::new(settings.smoke);
-    if settings.runs("search")
+    if settings.includes("search")
         && let Err(error) = search::run(&settings, &mut report)
     {
         report.error("search", &error);
     }
-    if settings.runs("operator") || settings.runs("rate") {
+    if settings.includes("operator") || settings.includes("rate") {
         match harness::Cluster::from_env().await {
             Ok(cluster) => {
-                if settings.runs("operator")
+                if settings.includes("operator")
                     && let Err(error) = access_lists::run(&cluster, &settings, &mut report).await
                 {
                     report.error("operator", &format!("{error:#}"));
                 }
-                if settings.runs("rate")
+                if settings.includes("rate")
                     && let Err(error) = app_watches::run(&cluster, &settings, &mut report).await
                 {
                     report.error("rate discipline", &format!("{error:#}"));

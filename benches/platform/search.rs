@@ -14,8 +14,8 @@ use edge_operator::sim::events::{EventStore, execute, validate};
 use edge_operator::sim::generator;
 use serde_json::{Value, json};
 
-use crate::Settings;
 use crate::report::Report;
+use crate::{Settings, proc_status_kb};
 
 const SUITE: &str = "search";
 const GROUPED_TARGET_MS: f64 = 50.0;
@@ -23,14 +23,7 @@ const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
 
 fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    proc_status_kb("self", "VmRSS").map_or(0, |kb| kb * 1024)
 }
 
 fn median_ms(mut samples: Vec<f64>) -> f64 {

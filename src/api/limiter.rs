@@ -46,7 +46,7 @@ impl Clock for TokioClock {
     }
 }
 
-type Gcra<S> = RateLimiter<S, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>;
+type DirectGcra = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>;
 type KeyedGcra = RateLimiter<i64, HashMapStateStore<i64>, TokioClock, NoOpMiddleware<TokioInstant>>;
 
 /// Waits for `turn` (tokio's Mutex queues its waiters in arrival order), then until
@@ -87,7 +87,7 @@ impl KeyedLimiter {
 
 /// One limiter for everything, first come first served.
 pub struct DirectLimiter {
-    gcra: Gcra<NotKeyed>,
+    gcra: DirectGcra,
     turn: Mutex<()>,
 }
 
