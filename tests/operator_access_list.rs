@@ -41,9 +41,12 @@ fn platform_list(sim: &RunningSim, configuration: i64) -> (bool, i32) {
     let list = world.document.shield_zones[0]
         .access_lists
         .iter()
-        .find(|l| l.item.configuration_id == configuration)
+        .find(|l| l.configuration_id() == Some(configuration))
         .expect("configuration");
-    (list.item.is_enabled, list.item.action)
+    (
+        list.is_enabled(),
+        i32::try_from(list.action()).expect("an int32 action"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -84,8 +84,12 @@ async fn every_platform_endpoint_requires_a_known_access_key() {
                 StatusCode::UNAUTHORIZED,
                 "{method} {path} with {key:?}"
             );
-            let body: Value = response.json().await.expect("ProblemDetails");
-            assert_problem(&body, 401);
+            let body: Value = response.json().await.expect("JSON");
+            if path.starts_with("/shield/rate-limits/") {
+                assert_eq!(body, json!({"statusCode": 401}), "the published UnauthorizedResult");
+            } else {
+                assert_problem(&body, 401);
+            }
             assert!(!body.to_string().contains("wrong-key"), "the key is never echoed");
         }
     }
@@ -395,13 +399,28 @@ async fn access_lists_read_and_patch_by_configuration_id() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    assert_problem(&response.json().await.expect("json"), 400);
+    let refused: Value = response.json().await.expect("json");
+    assert_eq!(refused["data"], Value::Null, "{refused}");
+    assert_eq!(
+        (
+            refused["error"]["statusCode"].clone(),
+            refused["error"]["success"].clone()
+        ),
+        (json!(400), json!(false))
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("action:"))
+    );
     let response = patch(
         json!({"isEnabled": "yes"}),
         "/shield/shield-zone/1001/access-lists/configurations/9101",
     )
     .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let refused: Value = response.json().await.expect("json");
+    assert_eq!(refused["error"]["statusCode"], 400, "{refused}");
     for path in [
         "/shield/shield-zone/1001/access-lists/configurations/11",
         "/shield/shield-zone/77/access-lists/configurations/9101",

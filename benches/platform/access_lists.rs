@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use edge_operator::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
+use edge_operator::api::models::shield::AccessListConfigurationPatch;
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
 use edge_operator::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, DeletionPolicy, ManagementPolicy,
@@ -41,15 +41,7 @@ fn document(objects: usize) -> SimDocument {
                 id: zone,
                 pull_zone_id: None,
                 access_lists: (0..per_zone)
-                    .map(|i| SimAccessList {
-                        item: AccessListItem {
-                            list_id: zone * 10_000 + i,
-                            configuration_id: zone * 100_000 + i,
-                            name: format!("list-{i}"),
-                            ..AccessListItem::default()
-                        },
-                        managed: false,
-                    })
+                    .map(|i| SimAccessList::new(zone * 100_000 + i, &format!("list-{i}"), false, 0))
                     .collect(),
                 rate_limits: Vec::new(),
             })

@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod client;
 pub mod config;
+pub mod contract;
 pub mod error;
 pub mod limiter;
 pub mod logging;

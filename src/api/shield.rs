@@ -37,7 +37,8 @@ impl EdgeClient {
     }
 
     /// `PATCH /shield/shield-zone/{zone}/access-lists/configurations/{configurationId}`;
-    /// returns the configuration as the platform now holds it.
+    /// returns the configuration as the platform reports it (members it leaves out or
+    /// sends as null are `None`: see [`AccessListConfiguration::or_requested`]).
     pub async fn update_access_list(
         &self,
         shield_zone_id: i64,
@@ -50,7 +51,7 @@ impl EdgeClient {
                 self.request(Method::PATCH, Api::Main, &path).json(patch)
             })
             .await?;
-        Ok(response.data)
+        Ok(response.data.unwrap_or_default())
     }
 
     /// One page (1-based) of `GET /shield/rate-limits/{zone}`.

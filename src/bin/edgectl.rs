@@ -6,11 +6,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use edge_operator::api::models::logging::{LogEntry, SortOrder};
-use edge_operator::api::models::shield::{
-    AccessListAction, EventLogsSearchRequest, EventLogsSearchResponse, access_list_type_name, rate_limit_action_name,
-};
-use edge_operator::api::{ApiError, ClientConfig, Credentials, EdgeClient, LogQuery, Secret};
-use edge_operator::cli::{format_millis, parse_dimensions, parse_filter, parse_time, sparkline, table};
+use edge_operator::api::models::shield::{EventLogsSearchRequest, ListSelector};
+use edge_operator::api::{ClientConfig, Credentials, EdgeClient, LogQuery, Secret};
+use edge_operator::cli::access_lists::{self, SetRequest};
+use edge_operator::cli::logs::DayFilter;
+use edge_operator::cli::parse::{parse_action, parse_day, parse_dimensions, parse_filter, parse_time};
+use edge_operator::cli::{Failure, certificates, render};
 use futures::{StreamExt, TryStreamExt};
 
 /// Command-line client of the Edge Platform API: Shield event search, access lists,
@@ -38,6 +39,9 @@ struct Connection {
     /// Access key sent as the AccessKey header.
     #[arg(long, env = "EDGE_ACCESS_KEY", global = true, hide_env_values = true)]
     access_key: Option<String>,
+    /// Bearer token (JWT) for the logging API; used by `logs` instead of the access key.
+    #[arg(long, env = "EDGE_BEARER_TOKEN", global = true, hide_env_values = true)]
+    bearer_token: Option<String>,
     /// Timeout of each request.
     #[arg(long, global = true, default_value = "30s")]
     timeout: humantime::Duration,
@@ -59,7 +63,10 @@ enum Command {
     RateLimits(ZoneListCommand),
     /// Shield access lists.
     #[command(subcommand)]
-    AccessLists(ZoneListCommand),
+    AccessLists(AccessListsCommand),
+    /// Pull Zone certificates.
+    #[command(subcommand)]
+    Cert(CertCommand),
     /// Container applications.
     #[command(subcommand)]
     App(AppCommand),
@@ -118,6 +125,50 @@ enum ZoneListCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum AccessListsCommand {
+    /// List them (managed and custom).
+    List {
+        /// Shield Zone id.
+        #[arg(long)]
+        zone: i64,
+    },
+    /// Enable, disable or change the action of one list; prints before → after.
+    Set(SetArgs),
+}
+
+#[derive(Debug, Args)]
+struct SetArgs {
+    /// Shield Zone id.
+    #[arg(long)]
+    zone: i64,
+    /// The list's configuration id (the `CONFIGURATION` column of `list`).
+    #[arg(long, required_unless_present = "name", conflicts_with = "name")]
+    configuration: Option<i64>,
+    /// The list's exact name; must name exactly one list of the zone.
+    #[arg(long)]
+    name: Option<String>,
+    /// Enable (true) or disable (false) the list.
+    #[arg(long)]
+    enabled: Option<bool>,
+    /// Action: None, Allow, Block, Challenge, Log, Bypass (or 0 to 5).
+    #[arg(long)]
+    action: Option<String>,
+    /// Show what would change without changing it.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum CertCommand {
+    /// Complete the external HTTP certificate of a hostname (exit 0 once issued).
+    Complete {
+        /// A hostname of one of the account's Pull Zones.
+        #[arg(long)]
+        hostname: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum AppCommand {
     /// Show one application.
     Get {
@@ -132,8 +183,11 @@ struct LogsArgs {
     #[arg(long)]
     pull_zone: i64,
     /// Entries of the last this long (e.g. 30m, 6h) [default: the platform's, 24h].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "day")]
     since: Option<humantime::Duration>,
+    /// Read the legacy v1 file of this UTC day (MM-dd-yy) instead of the v2 API.
+    #[arg(long, conflicts_with = "follow")]
+    day: Option<String>,
     /// Status codes or classes, comma-separated (e.g. 5xx,404).
     #[arg(long)]
     status: Option<String>,
@@ -154,36 +208,33 @@ struct LogsArgs {
     interval: humantime::Duration,
 }
 
-/// A failure: bad input (exit 2) or a failed platform call (exit 1).
-enum Failure {
-    Usage(String),
-    Api(ApiError),
-}
-
-impl From<ApiError> for Failure {
-    fn from(error: ApiError) -> Self {
-        match error {
-            ApiError::InvalidInput(message) => Failure::Usage(message),
-            other => Failure::Api(other),
-        }
-    }
-}
-
 fn usage(message: impl Into<String>) -> Failure {
     Failure::Usage(message.into())
 }
 
-fn client(connection: &Connection) -> Result<EdgeClient, Failure> {
+/// The logging API takes a bearer token where given; everything else the access key.
+fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
     let api_url = connection
         .api_url
         .clone()
         .ok_or_else(|| usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
-    let key = connection
-        .access_key
-        .clone()
-        .ok_or_else(|| usage("the access key is missing: pass --access-key or set EDGE_ACCESS_KEY"))?;
+    let bearer = connection.bearer_token.clone().filter(|_| logging);
+    let credentials = match (bearer, connection.access_key.clone()) {
+        (Some(token), _) => Credentials::Bearer(Secret::new(token)),
+        (None, Some(key)) => Credentials::AccessKey(Secret::new(key)),
+        (None, None) if logging => {
+            return Err(usage(
+                "credentials are missing: pass --access-key or --bearer-token (or set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN)",
+            ));
+        }
+        (None, None) => {
+            return Err(usage(
+                "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
+            ));
+        }
+    };
     let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
-    let mut config = ClientConfig::new(api_url, logging_url, Credentials::AccessKey(Secret::new(key)));
+    let mut config = ClientConfig::new(api_url, logging_url, credentials);
     config.timeout = connection.timeout.into();
     Ok(EdgeClient::new(config)?)
 }
@@ -223,108 +274,66 @@ fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> 
     Ok(request)
 }
 
-fn render_search(response: &EventLogsSearchResponse, request: &EventLogsSearchRequest) -> String {
-    let pages = format!("page {} of {}", response.page + 1, response.total_pages.max(1));
-    if let Some(groups) = &response.groups {
-        let dimensions: Vec<String> = request
-            .group_by
-            .iter()
-            .flatten()
-            .map(|d| d.as_str().to_string())
-            .collect();
-        let mut header: Vec<String> = dimensions.iter().map(|d| d.to_uppercase()).collect();
-        header.extend(
-            [
-                "COUNT",
-                "BLOCKED",
-                "CHALLENGED",
-                "LOGGED",
-                "FIRST SEEN",
-                "LAST SEEN",
-                "ACTIVITY",
-            ]
-            .map(String::from),
-        );
-        let rows: Vec<Vec<String>> = groups
-            .iter()
-            .map(|g| {
-                let key = g.key.clone().unwrap_or_default();
-                let context = g.context.clone().unwrap_or_default();
-                let mut row: Vec<String> = dimensions
-                    .iter()
-                    .map(|d| key.get(d).cloned().unwrap_or_default())
-                    .collect();
-                row.extend([
-                    g.count.to_string(),
-                    context.blocked.to_string(),
-                    context.challenged.to_string(),
-                    context.logged.to_string(),
-                    format_millis(g.first_seen),
-                    format_millis(g.last_seen),
-                    g.sparkline.as_deref().map(sparkline).unwrap_or_default(),
-                ]);
-                row
-            })
-            .collect();
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        return format!("{}{} groups, {pages}\n", table(&header, &rows), response.total);
-    }
-    let rows: Vec<Vec<String>> = response
-        .rows
-        .iter()
-        .flatten()
-        .map(|r| {
-            let field = |name: &str| r.fields.as_ref().and_then(|f| f.get(name)).cloned().unwrap_or_default();
-            vec![
-                format_millis(r.timestamp),
-                field("ip"),
-                field("country"),
-                field("action"),
-                field("ruleId"),
-                field("url"),
-            ]
-        })
-        .collect();
-    format!(
-        "{}{} events, {pages}\n",
-        table(&["TIME", "IP", "COUNTRY", "ACTION", "RULE", "URL"], &rows),
-        response.total
-    )
+fn set_request(args: &SetArgs) -> Result<SetRequest, Failure> {
+    let selector = match (&args.configuration, &args.name) {
+        (Some(id), _) => ListSelector::Configuration(*id),
+        (None, Some(name)) => ListSelector::Name(name.clone()),
+        (None, None) => return Err(usage("pass --configuration or --name")),
+    };
+    Ok(SetRequest {
+        zone: args.zone,
+        selector,
+        enabled: args.enabled,
+        action: args.action.as_deref().map(parse_action).transpose().map_err(usage)?,
+        dry_run: args.dry_run,
+    })
 }
 
-fn log_rows(entries: &[LogEntry]) -> Vec<Vec<String>> {
-    entries
-        .iter()
-        .map(|e| {
-            vec![
-                e.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                e.status_code.to_string(),
-                e.cache_status.clone(),
-                e.remote_ip.clone(),
-                e.country_code.clone(),
-                e.url.clone(),
-            ]
-        })
+fn split_list(list: &Option<String>) -> Vec<String> {
+    list.iter()
+        .flat_map(|l| l.split(','))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
         .collect()
 }
 
-const LOG_HEADER: [&str; 6] = ["TIME", "STATUS", "CACHE", "IP", "COUNTRY", "URL"];
+fn print_entries(entries: &[LogEntry], output: Output, with_header: bool) {
+    match output {
+        Output::Json => entries.iter().for_each(print_json),
+        Output::Table => print!("{}", render::logs(entries, with_header)),
+    }
+}
+
+async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Output) -> Result<(), Failure> {
+    let day = parse_day(day).map_err(usage)?;
+    let filter = DayFilter::new(
+        &split_list(&args.status),
+        &split_list(&args.cache_status),
+        args.search.as_deref(),
+    )
+    .map_err(usage)?;
+    let entries: Vec<LogEntry> = client
+        .log_file(args.pull_zone, day)
+        .await?
+        .into_iter()
+        .filter(|e| filter.matches(e))
+        .take(args.limit)
+        .collect();
+    print_entries(&entries, output, true);
+    Ok(())
+}
 
 async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
-    let split = |list: &Option<String>| -> Vec<String> {
-        list.iter()
-            .flat_map(|l| l.split(','))
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
+    if let Some(day) = &args.day {
+        return day_file(client, args, day, output).await;
+    }
     let since = |duration: Duration| -> Result<DateTime<Utc>, Failure> {
         Ok(Utc::now() - chrono::Duration::from_std(duration).map_err(|_| usage("--since is too long"))?)
     };
     let mut query = LogQuery {
         from: args.since.map(|s| since(s.into())).transpose()?,
-        status: split(&args.status),
-        cache_status: split(&args.cache_status),
+        status: split_list(&args.status),
+        cache_status: split_list(&args.cache_status),
         search: args.search.clone(),
         limit: Some(args.limit.clamp(1, 1000) as u64),
         order: Some(if args.follow { SortOrder::Asc } else { SortOrder::Desc }),
@@ -337,14 +346,7 @@ async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<()
             .take(args.limit)
             .try_collect()
             .await?;
-        match output {
-            Output::Json => entries.iter().for_each(print_json),
-            Output::Table if first => print!("{}", table(&LOG_HEADER, &log_rows(&entries))),
-            Output::Table => {
-                let body = table(&LOG_HEADER, &log_rows(&entries));
-                print!("{}", body.split_once('\n').map_or("", |(_, rows)| rows));
-            }
-        }
+        print_entries(&entries, output, first);
         if !args.follow {
             return Ok(());
         }
@@ -357,120 +359,60 @@ async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<()
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let client = client(&cli.connection)?;
+    let client = client(&cli.connection, matches!(cli.command, Command::Logs(_)))?;
+    let json = cli.output == Output::Json;
     match &cli.command {
         Command::Events(EventsCommand::Search(args)) => {
             let request = search_request(args)?;
             let response = client.search_events(args.zone, &request).await?;
-            match cli.output {
-                Output::Json => print_json(&response),
-                Output::Table => print!("{}", render_search(&response, &request)),
+            if json {
+                print_json(&response);
+            } else {
+                print!("{}", render::search(&response, &request));
             }
         }
         Command::RateLimits(ZoneListCommand::List { zone }) => {
             let rules = client.all_rate_limits(*zone).await?;
-            match cli.output {
-                Output::Json => print_json(&rules),
-                Output::Table => {
-                    let seconds = |v: Option<i64>| v.map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
-                    let rows: Vec<Vec<String>> = rules
-                        .iter()
-                        .map(|r| {
-                            let c = &r.rule_configuration;
-                            vec![
-                                r.id.to_string(),
-                                r.rule_name.clone(),
-                                rate_limit_action_name(c.action_type),
-                                c.request_count.map_or_else(|| "-".into(), |n| n.to_string()),
-                                seconds(c.timeframe),
-                                seconds(c.block_time),
-                            ]
-                        })
-                        .collect();
-                    print!(
-                        "{}",
-                        table(&["ID", "NAME", "ACTION", "REQUESTS", "TIMEFRAME", "BLOCK TIME"], &rows)
-                    );
-                }
+            if json {
+                print_json(&rules);
+            } else {
+                print!("{}", render::rate_limits(&rules));
             }
         }
-        Command::AccessLists(ZoneListCommand::List { zone }) => {
+        Command::AccessLists(AccessListsCommand::List { zone }) => {
             let lists = client.access_lists(*zone).await?;
-            match cli.output {
-                Output::Json => print_json(&lists),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = lists
-                        .lists_with_kind()
-                        .map(|(l, managed)| {
-                            let kind = if managed { "managed" } else { "custom" };
-                            vec![
-                                l.configuration_id.to_string(),
-                                l.list_id.to_string(),
-                                l.name.clone(),
-                                kind.to_string(),
-                                access_list_type_name(l.list_type),
-                                l.is_enabled.to_string(),
-                                AccessListAction::describe(l.action),
-                                l.entry_count.to_string(),
-                            ]
-                        })
-                        .collect();
-                    print!(
-                        "{}",
-                        table(
-                            &[
-                                "CONFIGURATION",
-                                "LIST",
-                                "NAME",
-                                "KIND",
-                                "TYPE",
-                                "ENABLED",
-                                "ACTION",
-                                "ENTRIES"
-                            ],
-                            &rows
-                        )
-                    );
-                }
+            if json {
+                print_json(&lists);
+            } else {
+                print!("{}", render::access_lists(&lists));
+            }
+        }
+        Command::AccessLists(AccessListsCommand::Set(args)) => {
+            let change = access_lists::set(&client, &set_request(args)?).await?;
+            if json {
+                print_json(&change);
+            } else {
+                print!("{}", render::access_list_change(&change));
+            }
+        }
+        Command::Cert(CertCommand::Complete { hostname }) => {
+            let result = client.complete_external_http_certificate(hostname).await;
+            let outcome = certificates::outcome(hostname, &result);
+            if json {
+                print_json(&outcome);
+            } else if outcome.issued {
+                print!("{}", render::certificate(&outcome));
+            }
+            if !outcome.issued {
+                return Err(Failure::Refused(render::certificate(&outcome).trim_end().to_string()));
             }
         }
         Command::App(AppCommand::Get { id }) => {
             let app = client.get_app(id).await?;
-            match cli.output {
-                Output::Json => print_json(&app),
-                Output::Table => {
-                    let images: Vec<String> = app
-                        .container_templates
-                        .iter()
-                        .map(|t| {
-                            format!(
-                                "{} ({}{})",
-                                t.image,
-                                t.image_tag,
-                                if t.image_digest.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(", {}", t.image_digest)
-                                }
-                            )
-                        })
-                        .collect();
-                    let rows = vec![
-                        vec!["ID".into(), app.id.clone()],
-                        vec!["NAME".into(), app.name.clone()],
-                        vec!["STATUS".into(), app.status.to_string()],
-                        vec!["RUNTIME".into(), app.runtime_type.as_str().into()],
-                        vec!["INSTANCES".into(), app.container_instances.len().to_string()],
-                        vec!["REGIONS".into(), app.region_settings.allowed_region_ids.join(", ")],
-                        vec!["ENDPOINTS".into(), app.public_hosts().join(", ")],
-                        vec!["IMAGES".into(), images.join("; ")],
-                        vec![
-                            "AUTOSCALING".into(),
-                            format!("{}..{}", app.auto_scaling.min, app.auto_scaling.max),
-                        ],
-                    ];
-                    print!("{}", table(&["FIELD", "VALUE"], &rows));
-                }
+            if json {
+                print_json(&app);
+            } else {
+                print!("{}", render::app(&app));
             }
         }
         Command::Logs(args) => logs(&client, args, cli.output).await?,
@@ -483,13 +425,9 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(message)) => {
-            eprintln!("edgectl: {message}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Api(error)) => {
-            eprintln!("edgectl: {error}");
-            ExitCode::FAILURE
+        Err(failure) => {
+            eprintln!("edgectl: {failure}");
+            ExitCode::from(failure.exit_code())
         }
     }
 }

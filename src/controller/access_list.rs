@@ -12,7 +12,8 @@ use super::conditions::{Decided, find, is_true, merge, pause_condition};
 use super::context::{Context, is_paused, now_rfc3339, poll_interval, write_status};
 use super::error::ReconcileError;
 use crate::api::models::shield::{
-    AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, access_list_type_name,
+    AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
+    access_list_type_name,
 };
 use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{
@@ -31,29 +32,22 @@ pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
 ) -> Result<(&'a AccessListItem, bool), ReconcileError> {
-    let tagged = || lists.lists_with_kind();
-    if let Some(id) = spec.configuration_id {
-        return tagged()
-            .find(|(l, _)| l.configuration_id == id)
-            .ok_or_else(|| ReconcileError::AccessListNotFound {
-                zone: spec.shield_zone_id,
-                what: format!("with configurationId {id}"),
-            });
-    }
-    let name = spec.list_name.as_deref().unwrap_or_default();
-    let matches: Vec<_> = tagged().filter(|(l, _)| l.name == name).collect();
-    match matches.as_slice() {
-        [found] => Ok(*found),
-        [] => Err(ReconcileError::AccessListNotFound {
-            zone: spec.shield_zone_id,
+    let selector = match spec.configuration_id {
+        Some(id) => ListSelector::Configuration(id),
+        None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
+    };
+    let zone = spec.shield_zone_id;
+    lists.find(&selector).map_err(|error| match error {
+        ListLookupError::NoConfiguration(id) => ReconcileError::AccessListNotFound {
+            zone,
+            what: format!("with configurationId {id}"),
+        },
+        ListLookupError::NoName(name) => ReconcileError::AccessListNotFound {
+            zone,
             what: format!("named {name:?}"),
-        }),
-        many => Err(ReconcileError::AmbiguousListName {
-            zone: spec.shield_zone_id,
-            name: name.to_string(),
-            count: many.len(),
-        }),
-    }
+        },
+        ListLookupError::AmbiguousName { name, count } => ReconcileError::AmbiguousListName { zone, name, count },
+    })
 }
 
 /// The members of the platform's configuration that differ from the spec.
@@ -254,15 +248,16 @@ async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Act
         if let Some(patch) = &plan.patch {
             let written = client
                 .update_access_list(object.spec.shield_zone_id, item.configuration_id, patch)
-                .await?;
-            observed.is_enabled = written.is_enabled;
-            observed.action = written.action;
+                .await?
+                .or_requested(patch);
+            observed.is_enabled = written.is_enabled.unwrap_or(observed.is_enabled);
+            observed.action = written.action.unwrap_or(observed.action);
             ctx.note_access_list_write(
                 &client,
                 object.spec.shield_zone_id,
                 item.configuration_id,
-                written.is_enabled,
-                written.action,
+                observed.is_enabled,
+                observed.action,
             )
             .await;
         }

@@ -34,7 +34,7 @@ pub fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
         name: app.name.clone(),
         status: app.status.as_str().to_string(),
-        runtime_type: app.runtime_type.as_str().to_string(),
+        runtime_type: app.runtime_type_name(),
         instances: app.container_instances.len() as i64,
         regions: app.region_settings.allowed_region_ids.clone(),
         endpoints: app.public_hosts(),

@@ -144,18 +144,41 @@ async fn patch_access_list(
     Path((id, configuration_id)): Path<(i64, i64)>,
     body: Bytes,
 ) -> Response {
+    let patch: serde_json::Value = match parse_json(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
     let mut world = sim.world_mut();
     let Some(zone) = world.shield_zone_mut(id) else {
         return not_found(format!("Shield Zone {id}"));
     };
-    match zone
+    let Some(list) = zone
         .access_lists
         .iter_mut()
-        .find(|l| l.item.configuration_id == configuration_id)
-    {
-        Some(list) => apply_merge_patch::<SimAccessList>(list, &body),
-        None => not_found(format!("access list configuration {configuration_id}")),
+        .find(|l| l.configuration_id() == Some(configuration_id))
+    else {
+        return not_found(format!("access list configuration {configuration_id}"));
+    };
+    let mut updated = match serde_json::to_value(&*list) {
+        Ok(updated) => updated,
+        Err(error) => return bad_request(error.to_string(), None),
+    };
+    merge_patch(&mut updated, &patch);
+    let updated: SimAccessList = match serde_json::from_value(updated) {
+        Ok(updated) => updated,
+        Err(error) => return bad_request(format!("the patched list is invalid: {error}"), None),
+    };
+    if updated.configuration_id() != Some(configuration_id) {
+        return bad_request(
+            "configurationId: a list's configuration id cannot be changed",
+            Some("configurationId"),
+        );
     }
+    if let Err(error) = updated.check() {
+        return bad_request(error.to_string(), None);
+    }
+    *list = updated;
+    json(StatusCode::OK, list)
 }
 
 async fn patch_hostname(

@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use crate::api::models::logging::{CACHE_STATUSES, LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder};
+use crate::api::models::logging::{
+    LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder, StatusMatch, parse_cache_status,
+};
 
 pub const RETENTION: Duration = Duration::days(3);
 pub const DEFAULT_RANGE: Duration = Duration::hours(24);
@@ -10,13 +12,6 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 const MAX_SEARCH_TOKENS: usize = 16;
 const MAX_TOKEN_CHARS: usize = 128;
-
-/// A status filter item: an exact code or a class such as `5xx`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatusMatch {
-    Code(u16),
-    Class(u16),
-}
 
 /// A validated v2 query.
 #[derive(Debug, Clone)]
@@ -46,21 +41,6 @@ fn parse_time(name: &str, raw: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(raw)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| format!("`{name}` must be an ISO-8601 UTC timestamp, got `{raw}`"))
-}
-
-fn parse_status(raw: &str) -> Result<StatusMatch, String> {
-    let item = raw.trim().to_ascii_lowercase();
-    let bad = || format!("`status` item `{raw}` is neither a status code nor a class like 5xx");
-    if let Some(class) = item.strip_suffix("xx") {
-        return match class.parse::<u16>() {
-            Ok(c @ 1..=5) => Ok(StatusMatch::Class(c)),
-            _ => Err(bad()),
-        };
-    }
-    match item.parse::<u16>() {
-        Ok(code @ 100..=599) => Ok(StatusMatch::Code(code)),
-        _ => Err(bad()),
-    }
 }
 
 fn lowered(value: &str) -> Option<String> {
@@ -97,23 +77,10 @@ impl LogQuery {
                 "from" => from = Some(parse_time(name, value)?),
                 "to" => to = Some(parse_time(name, value)?),
                 "status" => {
-                    query.status = value.split(',').map(parse_status).collect::<Result<_, _>>()?;
+                    query.status = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
                 "cacheStatus" => {
-                    query.cache_status = value
-                        .split(',')
-                        .map(|v| {
-                            let v = v.trim().to_ascii_uppercase();
-                            if CACHE_STATUSES.contains(&v.as_str()) {
-                                Ok(v)
-                            } else {
-                                Err(format!(
-                                    "`cacheStatus` item `{v}` is not one of {}",
-                                    CACHE_STATUSES.join(", ")
-                                ))
-                            }
-                        })
-                        .collect::<Result<_, _>>()?;
+                    query.cache_status = value.split(',').map(parse_cache_status).collect::<Result<_, _>>()?;
                 }
                 "country" => query.country = lowered(value),
                 "edgeLocation" => query.edge_location = lowered(value),
@@ -192,11 +159,7 @@ impl LogQuery {
             |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
         entry.timestamp >= self.from
             && entry.timestamp < self.to
-            && (self.status.is_empty()
-                || self.status.iter().any(|s| match *s {
-                    StatusMatch::Code(code) => entry.status_code == code,
-                    StatusMatch::Class(class) => entry.status_code / 100 == class,
-                }))
+            && (self.status.is_empty() || self.status.iter().any(|s| s.matches(entry.status_code)))
             && (self.cache_status.is_empty()
                 || self
                     .cache_status
@@ -209,20 +172,7 @@ impl LogQuery {
             && contains(&entry.url, &self.url_contains)
             && contains(&entry.user_agent, &self.user_agent_contains)
             && contains(&entry.referer, &self.referer_contains)
-            && self.search.iter().all(|token| {
-                [
-                    &entry.url,
-                    &entry.user_agent,
-                    &entry.referer,
-                    &entry.remote_ip,
-                    &entry.request_id,
-                    &entry.host,
-                    &entry.country_code,
-                    &entry.edge_location,
-                ]
-                .iter()
-                .any(|field| field.to_lowercase().contains(token.as_str()))
-            })
+            && entry.matches_search(&self.search)
     }
 
     /// Runs the query over one Pull Zone's entries (any order).

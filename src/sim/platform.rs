@@ -12,14 +12,17 @@ use axum::response::Response;
 use axum::routing::{get, patch, post};
 
 use super::events::{execute, validate};
+use serde_json::Value;
+
 use super::server::{
-    Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key, require_json_body,
+    RATE_LIMITS_PATH, Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key,
+    require_json_body,
 };
-use super::state::{Certificate, Challenge};
+use super::state::{Certificate, Challenge, SimAccessList};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
-    AccessListsResponse, EventLogsSearchRequest, PageInfo, RateLimitListResponse, StatusCodeBody,
+    EventLogsSearchRequest, PageInfo, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
 
@@ -36,7 +39,7 @@ pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
             "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
             patch(update_access_list),
         )
-        .route("/shield/rate-limits/{shield_zone_id}", get(rate_limits))
+        .route(&format!("{RATE_LIMITS_PATH}{{shield_zone_id}}"), get(rate_limits))
         .route("/pullzone/completeExternalHttpCertificate", post(complete_certificate))
         .route("/mc/apps/{app_id}", get(app))
         .layer(middleware::from_fn(require_json_body))
@@ -99,18 +102,36 @@ async fn access_lists(State(sim): State<Arc<Sim>>, Path(zone): Path<String>) -> 
     let Some(zone) = world.shield_zone(zone) else {
         return zone_not_found(zone);
     };
-    let (managed, custom): (Vec<_>, Vec<_>) = zone.access_lists.iter().partition(|l| l.managed);
-    let custom_lists: Vec<_> = custom.into_iter().map(|l| l.item.clone()).collect();
-    let body = AccessListsResponse {
-        managed_lists: managed.into_iter().map(|l| l.item.clone()).collect(),
-        custom_entry_count: custom_lists.iter().map(|l| l.entry_count).sum(),
-        custom_entry_limit: CUSTOM_ENTRY_LIMIT,
-        custom_list_count: custom_lists.len() as i64,
-        custom_list_limit: CUSTOM_LIST_LIMIT,
-        custom_lists,
-        error: Some(GenericRequestResponse::ok()),
-    };
+    let (managed, custom): (Vec<&SimAccessList>, Vec<&SimAccessList>) =
+        zone.access_lists.iter().partition(|l| l.managed);
+    let details =
+        |lists: &[&SimAccessList]| -> Vec<Value> { lists.iter().map(|l| Value::Object(l.details.clone())).collect() };
+    let body = serde_json::json!({
+        "managedLists": details(&managed),
+        "customLists": details(&custom),
+        "customEntryCount": custom.iter().map(|l| l.entry_count()).sum::<i64>(),
+        "customEntryLimit": CUSTOM_ENTRY_LIMIT,
+        "customListCount": custom.len(),
+        "customListLimit": CUSTOM_LIST_LIMIT,
+        "error": GenericRequestResponse::ok(),
+    });
     json(StatusCode::OK, &body)
+}
+
+/// `{data: null, error}`: the published answer of a refused configuration PATCH.
+fn patch_refused(message: String, error_key: &str) -> Response {
+    json(
+        StatusCode::BAD_REQUEST,
+        &AccessListConfigurationResponse {
+            data: None,
+            error: Some(GenericRequestResponse {
+                status_code: 400,
+                success: false,
+                message: Some(message),
+                error_key: Some(error_key.to_string()),
+            }),
+        },
+    )
 }
 
 async fn update_access_list(
@@ -122,14 +143,14 @@ async fn update_access_list(
         (Ok(zone), Ok(configuration)) => (zone, configuration),
         (Err(response), _) | (_, Err(response)) => return response,
     };
-    let patch: AccessListConfigurationPatch = match parse_json(&body) {
+    let patch: AccessListConfigurationPatch = match serde_json::from_slice(&body) {
         Ok(patch) => patch,
-        Err(response) => return response,
+        Err(error) => return patch_refused(format!("invalid body: {error}"), "validation_error"),
     };
     if let Some(action) = patch.action.filter(|a| AccessListAction::from_code(*a).is_none()) {
-        return bad_request(
+        return patch_refused(
             format!("action: {action} is not one of 0 (None) to 5 (Bypass)"),
-            Some("action"),
+            "validation_error",
         );
     }
     let mut world = sim.world_mut();
@@ -139,7 +160,7 @@ async fn update_access_list(
     let Some(list) = zone_state
         .access_lists
         .iter_mut()
-        .find(|l| l.item.configuration_id == configuration)
+        .find(|l| l.configuration_id() == Some(configuration))
     else {
         return problem(
             StatusCode::NOT_FOUND,
@@ -149,16 +170,16 @@ async fn update_access_list(
         );
     };
     if let Some(enabled) = patch.is_enabled {
-        list.item.is_enabled = enabled;
+        list.set_enabled(enabled);
     }
     if let Some(action) = patch.action {
-        list.item.action = action;
+        list.set_action(i64::from(action));
     }
     let body = AccessListConfigurationResponse {
-        data: AccessListConfiguration {
-            is_enabled: list.item.is_enabled,
-            action: list.item.action,
-        },
+        data: Some(AccessListConfiguration {
+            is_enabled: Some(list.is_enabled()),
+            action: i32::try_from(list.action()).ok(),
+        }),
         error: Some(GenericRequestResponse::ok()),
     };
     json(StatusCode::OK, &body)
@@ -196,24 +217,23 @@ async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQ
     };
     let total = zone.rate_limits.len() as i64;
     let total_pages = (total + per_page - 1) / per_page;
-    let data = zone
+    let data: Vec<&Value> = zone
         .rate_limits
         .iter()
         .skip(usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX))
         .take(per_page as usize)
-        .cloned()
         .collect();
-    let body = RateLimitListResponse {
-        data,
-        page: PageInfo {
+    let body = serde_json::json!({
+        "data": data,
+        "page": PageInfo {
             total_count: total,
             total_pages,
             current_page: page,
             next_page: (page < total_pages).then(|| page + 1),
             page_size: per_page,
         },
-        error: Some(GenericRequestResponse::ok()),
-    };
+        "error": GenericRequestResponse::ok(),
+    });
     json(StatusCode::OK, &body)
 }
 

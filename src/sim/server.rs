@@ -252,25 +252,23 @@ fn fault_response(fault: &Fault) -> Response {
     response
 }
 
-/// 401 ProblemDetails unless the `AccessKey` header carries a known key.
+/// 401 unless the `AccessKey` header carries a known key: ProblemDetails, except on
+/// the rate-limit list, whose published 401 is `{statusCode: 401}`.
 pub async fn require_access_key(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
     let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
-    match key {
-        Some(key) if sim.is_access_key(key) => next.run(request).await,
-        Some(_) => problem(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "the AccessKey is not valid",
-            None,
-        ),
-        None => problem(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "the AccessKey header is missing",
-            None,
-        ),
+    let detail = match key {
+        Some(key) if sim.is_access_key(key) => return next.run(request).await,
+        Some(_) => "the AccessKey is not valid",
+        None => "the AccessKey header is missing",
+    };
+    if request.uri().path().starts_with(RATE_LIMITS_PATH) {
+        return json(StatusCode::UNAUTHORIZED, &serde_json::json!({ "statusCode": 401 }));
     }
+    problem(StatusCode::UNAUTHORIZED, "Unauthorized", detail, None)
 }
+
+/// Path prefix of the rate-limit list.
+pub const RATE_LIMITS_PATH: &str = "/shield/rate-limits/";
 
 fn is_json_media_type(content_type: &str) -> bool {
     let essence = content_type

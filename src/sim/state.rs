@@ -1,15 +1,16 @@
 //! The emulated platform: the fixtures document (`--fixtures`, `/_sim/state`) and the
 //! live world built from it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::events::EventStore;
-use crate::api::models::apps::Application;
+use crate::api::contract::{BodyValidator, Document, Required};
 use crate::api::models::logging::LogEntry;
-use crate::api::models::shield::{AccessListItem, RateLimitRule};
 
 /// The whole configurable state of the emulator, as YAML (`--fixtures`) or JSON
 /// (`PUT /_sim/state`). Events and logs are loaded separately (admin API, generator).
@@ -31,7 +32,7 @@ pub struct SimDocument {
     pub pull_zones: Vec<PullZone>,
     /// Full Application objects, served as given.
     #[serde(default)]
-    pub apps: Vec<serde_json::Value>,
+    pub apps: Vec<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -42,19 +43,89 @@ pub struct ShieldZone {
     pub pull_zone_id: Option<i64>,
     #[serde(default)]
     pub access_lists: Vec<SimAccessList>,
+    /// Rate-limit rules (`CustomWafRule` or `RateLimitRule` members), served as given.
     #[serde(default)]
-    pub rate_limits: Vec<RateLimitRule>,
+    pub rate_limits: Vec<Value>,
 }
 
-/// An access list of a zone; `managed` puts it in `managedLists`, else `customLists`.
+/// An access list of a zone: `AccessListDetails` members, served as given except
+/// `isEnabled` and `action`, which the configuration PATCH changes. `managed` puts it
+/// in `managedLists`, else `customLists`. Missing required members are filled in when
+/// the document is loaded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
 pub struct SimAccessList {
-    #[serde(flatten)]
-    pub item: AccessListItem,
     #[serde(default)]
     pub managed: bool,
+    #[serde(flatten)]
+    pub details: Map<String, Value>,
 }
+
+impl SimAccessList {
+    /// A list with the members the emulator interprets; the rest take their defaults.
+    pub fn new(configuration_id: i64, name: &str, is_enabled: bool, action: i64) -> Self {
+        let details = serde_json::json!({
+            "configurationId": configuration_id,
+            "name": name,
+            "isEnabled": is_enabled,
+            "action": action,
+        });
+        let mut list = Self {
+            managed: false,
+            details: details.as_object().cloned().unwrap_or_default(),
+        };
+        list.fill_required(DEFAULT_LAST_UPDATED);
+        list
+    }
+
+    pub fn configuration_id(&self) -> Option<i64> {
+        self.details.get("configurationId").and_then(Value::as_i64)
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.details.get("isEnabled").and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    pub fn action(&self) -> i64 {
+        self.details.get("action").and_then(Value::as_i64).unwrap_or(0)
+    }
+
+    pub fn entry_count(&self) -> i64 {
+        self.details.get("entryCount").and_then(Value::as_i64).unwrap_or(0)
+    }
+
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.details.insert("isEnabled".into(), Value::Bool(enabled));
+    }
+
+    pub fn set_action(&mut self, action: i64) {
+        self.details.insert("action".into(), Value::from(action));
+    }
+
+    /// Every member present has its published type.
+    pub fn check(&self) -> Result<(), DocumentError> {
+        first_violation(&validators()?.access_list, &Value::Object(self.details.clone()), "")
+    }
+
+    /// The members `AccessListDetails` requires, where the fixture left them out.
+    fn fill_required(&mut self, last_updated: &str) {
+        let configuration_id = self.configuration_id().unwrap_or_default();
+        let defaults = [
+            ("listId", Value::from(configuration_id)),
+            ("name", Value::Null),
+            ("isEnabled", Value::Bool(false)),
+            ("type", Value::from(0)),
+            ("action", Value::from(0)),
+            ("entryCount", Value::from(0)),
+            ("lastUpdated", Value::from(last_updated)),
+        ];
+        for (member, value) in defaults {
+            self.details.entry(member).or_insert(value);
+        }
+    }
+}
+
+/// `lastUpdated` of lists whose fixture leaves it out and of documents without a clock.
+pub const DEFAULT_LAST_UPDATED: &str = "2026-01-01T00:00:00Z";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -111,7 +182,7 @@ impl SimDocument {
         let document: Self =
             serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
-        Ok(document)
+        Ok(document.complete())
     }
 
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
@@ -119,28 +190,55 @@ impl SimDocument {
         let document: Self =
             serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
-        Ok(document)
+        Ok(document.complete())
     }
 
-    /// Rules serde cannot express: unique ids, apps that read as Applications.
+    /// Rules serde cannot express: unique ids, and members of the types the platform
+    /// publishes (`AccessListDetails`, the rate-limit rule schemas, `Application`).
     fn check(&self) -> Result<(), DocumentError> {
         let invalid = |member: String, message: &str| DocumentError::Invalid {
             member,
             message: message.to_string(),
         };
-        let mut seen = std::collections::HashSet::new();
+        let validators = validators()?;
+        let mut seen = HashSet::new();
         for (i, zone) in self.shield_zones.iter().enumerate() {
             if !seen.insert(zone.id) {
                 return Err(invalid(format!("shieldZones[{i}].id"), "duplicate Shield Zone id"));
             }
-            let mut configurations = std::collections::HashSet::new();
+            let mut configurations = HashSet::new();
             for (j, list) in zone.access_lists.iter().enumerate() {
-                if !configurations.insert(list.item.configuration_id) {
+                let at = format!("shieldZones[{i}].accessLists[{j}]");
+                list.check().map_err(|e| match e {
+                    DocumentError::Invalid { member, message } => DocumentError::Invalid {
+                        member: if member.starts_with('[') {
+                            format!("{at}{member}")
+                        } else {
+                            format!("{at}.{member}")
+                        },
+                        message,
+                    },
+                    other => other,
+                })?;
+                let Some(configuration_id) = list.configuration_id() else {
+                    return Err(invalid(format!("{at}.configurationId"), "is required"));
+                };
+                if !configurations.insert(configuration_id) {
                     return Err(invalid(
-                        format!("shieldZones[{i}].accessLists[{j}].configurationId"),
+                        format!("{at}.configurationId"),
                         "duplicate configuration id in this zone",
                     ));
                 }
+            }
+            for (j, rule) in zone.rate_limits.iter().enumerate() {
+                if validators.custom_waf_rule.violations(rule).is_empty() {
+                    continue;
+                }
+                first_violation(
+                    &validators.rate_limit_rule,
+                    rule,
+                    &format!("shieldZones[{i}].rateLimits[{j}]"),
+                )?;
             }
         }
         seen.clear();
@@ -149,18 +247,75 @@ impl SimDocument {
                 return Err(invalid(format!("pullZones[{i}].id"), "duplicate Pull Zone id"));
             }
         }
-        let mut app_ids = std::collections::HashSet::new();
+        let mut app_ids = HashSet::new();
         for (i, app) in self.apps.iter().enumerate() {
-            let parsed: Application =
-                serde_json::from_value(app.clone()).map_err(|e| invalid(format!("apps[{i}]"), &e.to_string()))?;
-            if parsed.id.is_empty() {
+            first_violation(&validators.application, app, &format!("apps[{i}]"))?;
+            let id = app.get("id").and_then(Value::as_str).unwrap_or_default();
+            if id.is_empty() {
                 return Err(invalid(format!("apps[{i}].id"), "must be a non-empty string"));
             }
-            if !app_ids.insert(parsed.id) {
+            if !app_ids.insert(id) {
                 return Err(invalid(format!("apps[{i}].id"), "duplicate application id"));
             }
         }
         Ok(())
+    }
+
+    /// Fills in what the published schemas require and the fixtures left out.
+    fn complete(mut self) -> Self {
+        let last_updated = self.clock.map_or_else(
+            || DEFAULT_LAST_UPDATED.to_string(),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        );
+        for list in self.shield_zones.iter_mut().flat_map(|z| z.access_lists.iter_mut()) {
+            list.fill_required(&last_updated);
+        }
+        self
+    }
+}
+
+struct FixtureValidators {
+    access_list: BodyValidator,
+    custom_waf_rule: BodyValidator,
+    rate_limit_rule: BodyValidator,
+    application: BodyValidator,
+}
+
+/// Fixtures may leave required members out (the emulator fills them in or serves
+/// the document as given), but every member present has the published type.
+fn validators() -> Result<&'static FixtureValidators, DocumentError> {
+    static VALIDATORS: OnceLock<Result<FixtureValidators, String>> = OnceLock::new();
+    let compiled = VALIDATORS.get_or_init(|| {
+        Ok(FixtureValidators {
+            access_list: BodyValidator::new(Document::Shield, "AccessListDetails", Required::Relaxed)?,
+            custom_waf_rule: BodyValidator::new(Document::Shield, "CustomWafRule", Required::Relaxed)?,
+            rate_limit_rule: BodyValidator::new(Document::Shield, "RateLimitRule", Required::Relaxed)?,
+            application: BodyValidator::new(Document::MagicContainers, "Application", Required::Relaxed)?,
+        })
+    });
+    compiled.as_ref().map_err(|e| DocumentError::Parse(e.clone()))
+}
+
+/// The first violation of `value`, named as `at` plus the member's path.
+fn first_violation(validator: &BodyValidator, value: &Value, at: &str) -> Result<(), DocumentError> {
+    match validator.violations(value).into_iter().next() {
+        None => Ok(()),
+        Some(violation) => {
+            let (pointer, message) = violation.split_once(": ").unwrap_or(("", &violation));
+            let member: String = pointer
+                .split('/')
+                .filter(|part| !part.is_empty() && *part != "(body)")
+                .map(|part| match part.parse::<usize>() {
+                    Ok(index) => format!("[{index}]"),
+                    Err(_) => format!(".{part}"),
+                })
+                .collect();
+            let member = format!("{at}{member}");
+            Err(DocumentError::Invalid {
+                member: member.trim_start_matches('.').to_string(),
+                message: format!("{message} (the platform's published type)"),
+            })
+        }
     }
 }
 
@@ -196,11 +351,11 @@ impl World {
         self.document.pull_zones.iter_mut().find(|z| z.id == id)
     }
 
-    pub fn app(&self, id: &str) -> Option<&serde_json::Value> {
+    pub fn app(&self, id: &str) -> Option<&Value> {
         self.document.apps.iter().find(|app| has_id(app, id))
     }
 
-    pub fn app_mut(&mut self, id: &str) -> Option<&mut serde_json::Value> {
+    pub fn app_mut(&mut self, id: &str) -> Option<&mut Value> {
         self.document.apps.iter_mut().find(|app| has_id(app, id))
     }
 

@@ -1,16 +1,19 @@
 //! Container applications (`GET /mc/apps/{appId}`).
 //!
-//! Reads are lenient: unknown members are ignored, missing members take defaults and
-//! enum strings are matched case-insensitively (the platform's docs capitalise them).
+//! The client types the members the product uses and keeps every other member as
+//! given (`other`), so nothing the platform adds or changes can fail a read:
+//! `null` reads as the default, enum strings match in any case (the published schema
+//! capitalises them, the main spec does not) and an unknown status is kept verbatim.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-use super::parse_case_insensitive;
+use super::lenient::{match_case_insensitive, null_as_default};
 
 /// Lifecycle status of an application.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum AppStatus {
     #[default]
     Unknown,
@@ -19,6 +22,8 @@ pub enum AppStatus {
     Inactive,
     Failing,
     Suspended,
+    /// A value the platform's documents do not list, kept as sent.
+    Unrecognized(String),
 }
 
 impl AppStatus {
@@ -31,15 +36,26 @@ impl AppStatus {
         ("suspended", AppStatus::Suspended),
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub fn parse(raw: &str) -> Self {
         Self::CASES
             .iter()
-            .find(|(_, s)| *s == self)
-            .map_or("unknown", |(name, _)| name)
+            .find(|(name, _)| name.eq_ignore_ascii_case(raw))
+            .map_or_else(|| AppStatus::Unrecognized(raw.to_string()), |(_, s)| s.clone())
+    }
+
+    /// The main spec's spelling; an unrecognized value as the platform sent it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AppStatus::Unrecognized(raw) => raw,
+            known => Self::CASES
+                .iter()
+                .find(|(_, s)| s == known)
+                .map_or("unknown", |(name, _)| name),
+        }
     }
 
     /// Capitalised name, used as a Kubernetes condition reason (`Active`, `Failing`...).
-    pub fn reason(self) -> &'static str {
+    pub fn reason(&self) -> &'static str {
         match self {
             AppStatus::Unknown => "Unknown",
             AppStatus::Active => "Active",
@@ -47,6 +63,7 @@ impl AppStatus {
             AppStatus::Inactive => "Inactive",
             AppStatus::Failing => "Failing",
             AppStatus::Suspended => "Suspended",
+            AppStatus::Unrecognized(_) => "UnrecognizedStatus",
         }
     }
 }
@@ -66,50 +83,12 @@ impl Serialize for AppStatus {
 impl<'de> Deserialize<'de> for AppStatus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Option::<String>::deserialize(d)?.unwrap_or_default();
-        Ok(parse_case_insensitive(&raw, &Self::CASES, AppStatus::Unknown))
+        Ok(if raw.is_empty() {
+            AppStatus::Unknown
+        } else {
+            AppStatus::parse(&raw)
+        })
     }
-}
-
-/// Runtime type of an application.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum RuntimeType {
-    #[default]
-    Shared,
-    Reserved,
-}
-
-impl RuntimeType {
-    const CASES: [(&'static str, RuntimeType); 2] =
-        [("shared", RuntimeType::Shared), ("reserved", RuntimeType::Reserved)];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeType::Shared => "shared",
-            RuntimeType::Reserved => "reserved",
-        }
-    }
-}
-
-impl Serialize for RuntimeType {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for RuntimeType {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Option::<String>::deserialize(d)?.unwrap_or_default();
-        Ok(parse_case_insensitive(&raw, &Self::CASES, RuntimeType::Shared))
-    }
-}
-
-/// Deserializes `null` as the type's default, so a nullable member never fails a read.
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 macro_rules! lenient_struct {
@@ -119,6 +98,9 @@ macro_rules! lenient_struct {
         #[serde(rename_all = "camelCase")]
         pub struct $name {
             $($(#[$fmeta])* #[serde(default, deserialize_with = "null_as_default")] pub $field: $ty,)*
+            /// Members the product does not interpret, as the platform sent them.
+            #[serde(flatten)]
+            pub other: Map<String, Value>,
         }
     };
 }
@@ -129,198 +111,36 @@ lenient_struct! {
         pub id: String,
         pub name: String,
         pub status: AppStatus,
-        pub runtime_type: RuntimeType,
+        /// `shared` or `reserved` (any case), kept as sent.
+        pub runtime_type: String,
         pub region_settings: RegionSettings,
         pub container_templates: Vec<ContainerTemplate>,
-        pub container_instances: Vec<ContainerInstance>,
-        pub volumes: Vec<Volume>,
-        pub display_endpoint: DisplayEndpoint,
+        /// Counted, not interpreted.
+        pub container_instances: Vec<Value>,
         pub auto_scaling: AutoScaling,
-        pub network_settings: NetworkSettings,
-        pub repository_settings: RepositorySettings,
     }
 }
 
 lenient_struct! {
     pub struct RegionSettings {
         pub allowed_region_ids: Vec<String>,
-        pub required_region_ids: Vec<String>,
-        pub max_allowed_regions: i64,
-        pub provisioning_type: String,
     }
 }
 
 lenient_struct! {
     pub struct ContainerTemplate {
-        pub id: String,
         pub name: String,
-        pub package_id: String,
         pub image: String,
-        pub image_name: String,
-        pub image_namespace: String,
         pub image_tag: String,
-        pub image_registry_id: String,
         pub image_digest: String,
-        pub image_pull_policy: String,
-        pub entry_point: EntryPoint,
-        pub probes: Probes,
-        pub environment_variables: Vec<EnvironmentVariable>,
         pub endpoints: Vec<TemplateEndpoint>,
-        pub volume_mounts: Vec<VolumeMount>,
-    }
-}
-
-lenient_struct! {
-    pub struct EntryPoint {
-        pub command: String,
-        pub command_array: Vec<String>,
-        pub arguments: String,
-        pub arguments_array: Vec<String>,
-        pub working_directory: String,
-    }
-}
-
-lenient_struct! {
-    pub struct Probes {
-        pub startup: Option<Probe>,
-        pub readiness: Option<Probe>,
-        pub liveness: Option<Probe>,
-    }
-}
-
-lenient_struct! {
-    pub struct Probe {
-        pub initial_delay_seconds: i64,
-        pub period_seconds: i64,
-        pub timeout_seconds: i64,
-        pub failure_threshold: i64,
-        pub success_threshold: i64,
-        pub http_get: Option<HttpGetProbe>,
-        pub tcp_socket: Option<PortProbe>,
-        pub grpc: Option<GrpcProbe>,
-    }
-}
-
-lenient_struct! {
-    pub struct HttpGetProbe {
-        pub request: HttpGetRequest,
-        pub response: HttpGetResponse,
-    }
-}
-
-lenient_struct! {
-    pub struct HttpGetRequest {
-        pub path: String,
-        pub port_number: i64,
-    }
-}
-
-lenient_struct! {
-    pub struct HttpGetResponse {
-        pub expected_status_code: String,
-    }
-}
-
-lenient_struct! {
-    pub struct PortProbe {
-        pub request: PortRequest,
-    }
-}
-
-lenient_struct! {
-    pub struct PortRequest {
-        pub port_number: i64,
-    }
-}
-
-lenient_struct! {
-    pub struct GrpcProbe {
-        pub request: GrpcRequest,
-    }
-}
-
-lenient_struct! {
-    pub struct GrpcRequest {
-        pub port_number: i64,
-        pub service_name: String,
-    }
-}
-
-lenient_struct! {
-    pub struct EnvironmentVariable {
-        pub name: String,
-        pub value: String,
     }
 }
 
 lenient_struct! {
     pub struct TemplateEndpoint {
-        pub id: String,
-        pub display_name: String,
         pub public_host: String,
-        #[serde(rename = "type")]
-        pub endpoint_type: String,
-        pub is_ssl_enabled: bool,
         pub pull_zone_id: String,
-        pub port_mappings: Vec<PortMapping>,
-        pub sticky_sessions: StickySessions,
-        pub internal_ip_addresses: Vec<IpAddressInRegion>,
-        pub public_ip_addresses: Vec<IpAddressInRegion>,
-    }
-}
-
-lenient_struct! {
-    pub struct PortMapping {
-        pub container_port: i64,
-        pub exposed_port: i64,
-        pub protocols: Vec<String>,
-    }
-}
-
-lenient_struct! {
-    pub struct StickySessions {
-        pub enabled: bool,
-        pub session_headers: Vec<String>,
-        pub cookie_name: String,
-    }
-}
-
-lenient_struct! {
-    pub struct IpAddressInRegion {
-        pub address: String,
-        pub region: String,
-    }
-}
-
-lenient_struct! {
-    pub struct VolumeMount {
-        pub name: String,
-        pub mount_path: String,
-    }
-}
-
-lenient_struct! {
-    pub struct ContainerInstance {
-        pub id: String,
-        pub template_id: String,
-        pub pod_id: String,
-        pub node_ip_address: String,
-    }
-}
-
-lenient_struct! {
-    pub struct Volume {
-        pub name: String,
-        pub size: i64,
-    }
-}
-
-lenient_struct! {
-    pub struct DisplayEndpoint {
-        pub id: String,
-        pub address: String,
-        #[serde(rename = "type")]
-        pub endpoint_type: String,
     }
 }
 
@@ -328,21 +148,6 @@ lenient_struct! {
     pub struct AutoScaling {
         pub min: i64,
         pub max: i64,
-    }
-}
-
-lenient_struct! {
-    pub struct NetworkSettings {
-        pub ingress_bandwidth_limit: i64,
-        pub egress_bandwidth_limit: i64,
-    }
-}
-
-lenient_struct! {
-    pub struct RepositorySettings {
-        pub template_repository: String,
-        pub repository_name: String,
-        pub owner: String,
     }
 }
 
@@ -363,5 +168,47 @@ impl Application {
             .iter()
             .flat_map(|t| &t.endpoints)
             .find_map(|e| e.pull_zone_id.trim().parse().ok())
+    }
+
+    /// `shared` or `reserved` in the main spec's spelling; anything else as sent.
+    pub fn runtime_type_name(&self) -> String {
+        match_case_insensitive(&self.runtime_type, &[("shared", "shared"), ("reserved", "reserved")])
+            .map_or_else(|| self.runtime_type.clone(), str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn published_and_main_spec_spellings_read_alike() {
+        for (status, runtime) in [("Active", "Shared"), ("active", "shared"), ("ACTIVE", "SHARED")] {
+            let app: Application = serde_json::from_value(json!({
+                "id": "a", "name": "n", "status": status, "runtimeType": runtime,
+                "volumes": [{"name": "data", "size": 1.5}]
+            }))
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(app.status, AppStatus::Active);
+            assert_eq!(app.runtime_type_name(), "shared");
+            assert_eq!(app.other["volumes"][0]["size"], json!(1.5));
+        }
+    }
+
+    #[test]
+    fn unknown_status_is_kept_and_nulls_read_as_defaults() {
+        let app: Application = serde_json::from_value(json!({
+            "id": "a", "name": null, "status": "Hibernating", "runtimeType": null,
+            "regionSettings": null, "containerTemplates": [{"endpoints": null, "image": null}],
+            "autoScaling": {"min": null, "max": 3}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(app.status, AppStatus::Unrecognized("Hibernating".into()));
+        assert_eq!(app.status.to_string(), "Hibernating");
+        assert_eq!(app.status.reason(), "UnrecognizedStatus");
+        assert_eq!((app.auto_scaling.min, app.auto_scaling.max), (0, 3));
+        assert!(app.container_templates[0].endpoints.is_empty());
     }
 }

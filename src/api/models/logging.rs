@@ -89,6 +89,54 @@ pub struct LogsResponse {
     pub query: QueryEcho,
 }
 
+/// Validates one `cacheStatus` filter item (any case) into its canonical spelling.
+pub fn parse_cache_status(raw: &str) -> Result<String, String> {
+    let value = raw.trim().to_ascii_uppercase();
+    if CACHE_STATUSES.contains(&value.as_str()) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`cacheStatus` item `{value}` is not one of {}",
+            CACHE_STATUSES.join(", ")
+        ))
+    }
+}
+
+/// A `status` filter item: an exact code or a class such as `5xx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusMatch {
+    Code(u16),
+    Class(u16),
+}
+
+impl std::str::FromStr for StatusMatch {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        let item = raw.trim().to_ascii_lowercase();
+        let bad = || format!("`status` item `{raw}` is neither a status code nor a class like 5xx");
+        if let Some(class) = item.strip_suffix("xx") {
+            return match class.parse::<u16>() {
+                Ok(c @ 1..=5) => Ok(StatusMatch::Class(c)),
+                _ => Err(bad()),
+            };
+        }
+        match item.parse::<u16>() {
+            Ok(code @ 100..=599) => Ok(StatusMatch::Code(code)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl StatusMatch {
+    pub fn matches(self, status_code: u16) -> bool {
+        match self {
+            StatusMatch::Code(code) => status_code == code,
+            StatusMatch::Class(class) => status_code / 100 == class,
+        }
+    }
+}
+
 /// Error of parsing a v1 line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("v1 log line {line}: {reason}")]
@@ -100,6 +148,26 @@ pub struct V1ParseError {
 const V1_FIELDS: usize = 12;
 
 impl LogEntry {
+    /// Whether every token of a `search` (lower-cased) appears, ignoring case, in one
+    /// of the URL, user agent, referer, remote IP, request id, host, country or edge
+    /// location.
+    pub fn matches_search(&self, lowered_tokens: &[String]) -> bool {
+        lowered_tokens.iter().all(|token| {
+            [
+                &self.url,
+                &self.user_agent,
+                &self.referer,
+                &self.remote_ip,
+                &self.request_id,
+                &self.host,
+                &self.country_code,
+                &self.edge_location,
+            ]
+            .iter()
+            .any(|field| field.to_lowercase().contains(token.as_str()))
+        })
+    }
+
     /// Formats the entry as one v1 line: cache status, status code, timestamp (Unix ms),
     /// bytes sent, pull zone id, remote IP, referer, URL, edge location, user agent,
     /// request id, country code.

@@ -2,6 +2,7 @@
 //! both sides speak exactly one definition of every body.
 
 pub mod apps;
+mod lenient;
 pub mod logging;
 pub mod pullzone;
 pub mod shield;
@@ -12,9 +13,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct GenericRequestResponse {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub status_code: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub success: bool,
     #[serde(default)]
     pub message: Option<String>,
@@ -100,12 +101,4 @@ pub struct LoggingError {
     pub code: String,
     #[serde(default)]
     pub message: String,
-}
-
-/// Deserializes a string into an enum case-insensitively, falling back to a catch-all.
-pub(crate) fn parse_case_insensitive<T: Copy>(raw: &str, cases: &[(&str, T)], unknown: T) -> T {
-    cases
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(raw))
-        .map_or(unknown, |(_, value)| *value)
 }

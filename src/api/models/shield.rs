@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::GenericRequestResponse;
+use super::lenient::null_as_default;
 
 /// A searchable dimension of a Shield event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
@@ -196,47 +197,73 @@ impl EventLogsSearchRequest {
     }
 }
 
-/// `EventRow`: one security event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `EventRow`: one security event. Every member may be missing or null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct EventRow {
     #[serde(default)]
     pub log_id: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub timestamp: i64,
+    /// Any JSON value (the published schema gives it no type).
     #[serde(default)]
-    pub log: Option<serde_json::Map<String, serde_json::Value>>,
+    pub log: Option<serde_json::Value>,
     #[serde(default)]
     pub fields: Option<BTreeMap<String, String>>,
 }
 
-/// Aggregates of an [`EventGroup`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// Aggregates of an [`EventGroup`]. The published schema types `context` as an object
+/// with members of any type: a count reads from an integer, a number or a numeric
+/// string, a name from a string or a number; anything else reads as empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupContext {
-    #[serde(default)]
     pub country: String,
-    #[serde(default)]
     pub asn: String,
-    #[serde(default)]
     pub blocked: i64,
-    #[serde(default)]
     pub challenged: i64,
-    #[serde(default)]
     pub logged: i64,
-    #[serde(default)]
     pub features: String,
-    #[serde(default)]
     pub rule_ids: String,
 }
 
+impl<'de> Deserialize<'de> for GroupContext {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_json::Value;
+        let members = Option::<serde_json::Map<String, Value>>::deserialize(d)?.unwrap_or_default();
+        let text = |key: &str| match members.get(key) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => String::new(),
+        };
+        let count = |key: &str| match members.get(key) {
+            Some(Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).unwrap_or(0),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Self {
+            country: text("country"),
+            asn: text("asn"),
+            blocked: count("blocked"),
+            challenged: count("challenged"),
+            logged: count("logged"),
+            features: text("features"),
+            rule_ids: text("ruleIds"),
+        })
+    }
+}
+
 /// `EventGroup`: events sharing the values of the requested `groupBy` dimensions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct EventGroup {
     #[serde(default)]
     pub key: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub count: i64,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub first_seen: i64,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub last_seen: i64,
     #[serde(default)]
     pub context: Option<GroupContext>,
@@ -245,17 +272,20 @@ pub struct EventGroup {
 }
 
 /// `EventLogsSearchResponse`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct EventLogsSearchResponse {
     #[serde(default)]
     pub rows: Option<Vec<EventRow>>,
     #[serde(default)]
     pub groups: Option<Vec<EventGroup>>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub total: i64,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub total_pages: i32,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub page: i32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_response: Option<GenericRequestResponse>,
 }
 
@@ -314,53 +344,49 @@ pub fn access_list_type_name(code: i32) -> String {
         .map_or_else(|| code.to_string(), |n| (*n).to_string())
 }
 
-/// One item of `managedLists[]` / `customLists[]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// One item of `managedLists[]` / `customLists[]` (`AccessListDetails`). The members
+/// the product uses are typed; the rest (`category`, `requiredPlan`, `updateFrequency`,
+/// `lastUpdated` and whatever the platform adds) are kept as sent in `other`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AccessListItem {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub list_id: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub configuration_id: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub is_enabled: bool,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
     pub list_type: i32,
-    #[serde(default)]
-    pub category: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub action: i32,
-    #[serde(default)]
-    pub required_plan: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub entry_count: i64,
-    #[serde(default)]
-    pub update_frequency: Option<String>,
-    #[serde(default)]
-    pub last_updated: Option<String>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Answer of `GET /shield/shield-zone/{id}/access-lists`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// Answer of `GET /shield/shield-zone/{id}/access-lists` (`AccessListsDetailsResponse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AccessListsResponse {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub managed_lists: Vec<AccessListItem>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub custom_lists: Vec<AccessListItem>,
     #[serde(default)]
-    pub custom_entry_count: i64,
+    pub custom_entry_count: Option<i64>,
     #[serde(default)]
-    pub custom_entry_limit: i64,
+    pub custom_entry_limit: Option<i64>,
     #[serde(default)]
-    pub custom_list_count: i64,
+    pub custom_list_count: Option<i64>,
     #[serde(default)]
-    pub custom_list_limit: i64,
-    #[serde(default)]
+    pub custom_list_limit: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<GenericRequestResponse>,
 }
 
@@ -374,11 +400,52 @@ impl AccessListsResponse {
         let managed = self.managed_lists.iter().map(|l| (l, true));
         managed.chain(self.custom_lists.iter().map(|l| (l, false)))
     }
+
+    /// The one list `selector` names, with whether the platform manages it.
+    pub fn find(&self, selector: &ListSelector) -> Result<(&AccessListItem, bool), ListLookupError> {
+        match selector {
+            ListSelector::Configuration(id) => self
+                .lists_with_kind()
+                .find(|(l, _)| l.configuration_id == *id)
+                .ok_or(ListLookupError::NoConfiguration(*id)),
+            ListSelector::Name(name) => {
+                let matches: Vec<_> = self.lists_with_kind().filter(|(l, _)| l.name == *name).collect();
+                match matches.as_slice() {
+                    [found] => Ok(*found),
+                    [] => Err(ListLookupError::NoName(name.clone())),
+                    many => Err(ListLookupError::AmbiguousName {
+                        name: name.clone(),
+                        count: many.len(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// How an access list is picked out of a zone's lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListSelector {
+    /// By `configurationId` (the id the PATCH takes).
+    Configuration(i64),
+    /// By exact `name`; must match exactly one list.
+    Name(String),
+}
+
+/// Why a [`ListSelector`] matched no single list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListLookupError {
+    #[error("no access list has configurationId {0}")]
+    NoConfiguration(i64),
+    #[error("no access list is named {0:?}")]
+    NoName(String),
+    #[error("{count} access lists are named {name:?}; select one by configuration id")]
+    AmbiguousName { name: String, count: usize },
 }
 
 /// Body of the access-list configuration PATCH; a `None` member keeps the current value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessListConfigurationPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_enabled: Option<bool>,
@@ -392,68 +459,53 @@ impl AccessListConfigurationPatch {
     }
 }
 
-/// `data` of the access-list configuration PATCH answer.
+/// `data` of the access-list configuration PATCH answer; the published schema lets
+/// either member be missing or null.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AccessListConfiguration {
-    pub is_enabled: bool,
-    pub action: i32,
+    #[serde(default)]
+    pub is_enabled: Option<bool>,
+    #[serde(default)]
+    pub action: Option<i32>,
 }
 
-/// `{data, error}` answer of the access-list configuration PATCH.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+impl AccessListConfiguration {
+    /// The configuration after `patch`: what the platform reported, or else what was
+    /// asked for (a member the answer leaves out was not reported as different).
+    pub fn or_requested(self, patch: &AccessListConfigurationPatch) -> Self {
+        Self {
+            is_enabled: self.is_enabled.or(patch.is_enabled),
+            action: self.action.or(patch.action),
+        }
+    }
+}
+
+/// `{data, error}` answer of the access-list configuration PATCH
+/// (`UpdateAccessListConfigurationResponse`); `data` is null when the PATCH is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct AccessListConfigurationResponse {
-    pub data: AccessListConfiguration,
+    #[serde(default)]
+    pub data: Option<AccessListConfiguration>,
     #[serde(default)]
     pub error: Option<GenericRequestResponse>,
 }
 
-/// A chained condition of a rate-limit rule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct ChainedRuleCondition {
-    #[serde(default)]
-    pub variable_types: BTreeMap<String, String>,
-    #[serde(default)]
-    pub operator_type: i32,
-    #[serde(default)]
-    pub value: String,
-    #[serde(default)]
-    pub is_negated: bool,
-    #[serde(default)]
-    pub is_regex_variable: bool,
-}
-
-/// `ruleConfiguration` of a rate-limit rule. Reads are lenient: every member may be missing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// `ruleConfiguration` of a rate-limit rule: the members the product shows are typed,
+/// every other member is kept as sent. Every member may be missing or null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleConfiguration {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub action_type: i32,
-    #[serde(default)]
-    pub variable_types: BTreeMap<String, String>,
-    #[serde(default)]
-    pub operator_type: i32,
-    #[serde(default)]
-    pub severity_type: i32,
-    #[serde(default)]
-    pub transformation_types: Vec<i32>,
-    #[serde(default)]
-    pub value: String,
-    #[serde(default)]
-    pub is_negated: bool,
-    #[serde(default)]
-    pub is_regex_variable: bool,
-    #[serde(default)]
-    pub chained_rule_conditions: Vec<ChainedRuleCondition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_count: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counter_key_type: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeframe: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_time: Option<i64>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Human name of a rate-limit `actionType` (1 RateLimit, 2 Log, 3 Challenge).
@@ -466,52 +518,46 @@ pub fn rate_limit_action_name(code: i32) -> String {
     }
 }
 
-/// A rate-limit rule of a Shield Zone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// A rate-limit rule of a Shield Zone (`CustomWafRule` or `RateLimitRule`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RateLimitRule {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub shield_zone_id: i64,
-    #[serde(default)]
-    pub user_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub rule_name: String,
-    #[serde(default)]
-    pub rule_description: String,
-    #[serde(default)]
-    pub rule_json: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub rule_configuration: RuleConfiguration,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_response: Option<GenericRequestResponse>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `page` object of the rate-limit list (1-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct PageInfo {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub total_count: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub total_pages: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub current_page: i64,
     #[serde(default)]
     pub next_page: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub page_size: i64,
 }
 
-/// List envelope of `GET /shield/rate-limits/{shieldZoneId}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// List envelope of `GET /shield/rate-limits/{shieldZoneId}` (`GetCustomWafRulesResponse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RateLimitListResponse {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub data: Vec<RateLimitRule>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub page: PageInfo,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<GenericRequestResponse>,
 }
 

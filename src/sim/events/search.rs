@@ -312,7 +312,7 @@ fn event_row(store: &EventStore, row: usize) -> EventRow {
     EventRow {
         log_id: Some(store.log_id(row).to_string()),
         timestamp: store.timestamp(row),
-        log: store.log(row),
+        log: store.log(row).map(serde_json::Value::Object),
         fields: Some(fields),
     }
 }
@@ -470,10 +470,14 @@ impl Tally {
     }
 }
 
+/// Which context count an event's action adds to: 0 blocked, 1 challenged, 2 logged.
+/// The spelling of actions is not published, so both the verb and the participle
+/// count, in any ASCII case.
 fn action_kind(action: &str) -> Option<usize> {
-    ["block", "challenge", "log"]
+    const SPELLINGS: [[&str; 2]; 3] = [["block", "blocked"], ["challenge", "challenged"], ["log", "logged"]];
+    SPELLINGS
         .iter()
-        .position(|kind| kind.eq_ignore_ascii_case(action))
+        .position(|spellings| spellings.iter().any(|s| s.eq_ignore_ascii_case(action)))
 }
 
 fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usize>) -> EventLogsSearchResponse {

@@ -277,6 +277,30 @@ fn groups_sort_by_count_then_key_and_carry_context() {
 }
 
 #[test]
+fn context_counts_both_spellings_of_each_action_in_any_case() {
+    let t = NOW - 1000;
+    let actions = [
+        "block",
+        "Blocked",
+        "CHALLENGE",
+        "challenged",
+        "Log",
+        "LOGGED",
+        "allow",
+        "blocking",
+    ];
+    let events = actions
+        .iter()
+        .enumerate()
+        .map(|(i, action)| event(&format!("e{i}"), t + i as i64, "1.1.1.1", "r", action));
+    let store = store_of(events.collect());
+    let request = EventLogsSearchRequest::window(NOW - HOUR, NOW).group_by([Dimension::Ip]);
+    let groups = run(&store, &request).expect("valid").groups.expect("grouped");
+    let context = groups[0].context.as_ref().expect("context");
+    assert_eq!((context.blocked, context.challenged, context.logged), (2, 2, 2));
+}
+
+#[test]
 fn pagination_past_the_end_is_empty() {
     let events = (0..7).map(|i| event(&format!("e{i}"), NOW - 100 - i, "1.1.1.1", "r", "block"));
     let store = store_of(events.collect());
@@ -366,7 +390,7 @@ fn reference_search(events: &[EventInput], request: &EventLogsSearchRequest) -> 
                 EventRow {
                     log_id: e.log_id.clone(),
                     timestamp: e.timestamp,
-                    log: e.log.clone(),
+                    log: e.log.clone().map(serde_json::Value::Object),
                     fields: Some(fields),
                 }
             })
@@ -406,7 +430,11 @@ fn reference_search(events: &[EventInput], request: &EventLogsSearchRequest) -> 
         .skip(page * page_size)
         .take(page_size)
         .map(|(key, members)| {
-            let count_action = |a: &str| members.iter().filter(|e| e.action.eq_ignore_ascii_case(a)).count() as i64;
+            let count_action = |verb: &str, participle: &str| {
+                let is =
+                    |e: &&&EventInput| e.action.eq_ignore_ascii_case(verb) || e.action.eq_ignore_ascii_case(participle);
+                members.iter().filter(is).count() as i64
+            };
             let sparkline = (buckets > 0).then(|| {
                 let mut line = vec![0i64; buckets];
                 for e in &members {
@@ -424,9 +452,9 @@ fn reference_search(events: &[EventInput], request: &EventLogsSearchRequest) -> 
                 context: Some(GroupContext {
                     country: mode(members.iter().map(|e| e.country.as_str()).collect()),
                     asn: mode(members.iter().map(|e| e.asn.as_str()).collect()),
-                    blocked: count_action("block"),
-                    challenged: count_action("challenge"),
-                    logged: count_action("log"),
+                    blocked: count_action("block", "blocked"),
+                    challenged: count_action("challenge", "challenged"),
+                    logged: count_action("log", "logged"),
                     features: joined(members.iter().map(|e| e.feature.as_str()).collect()),
                     rule_ids: joined(members.iter().map(|e| e.rule_id.as_str()).collect()),
                 }),
@@ -455,7 +483,16 @@ const IPS: [&str; 6] = [
 const RULES: [&str; 4] = ["942100", "941100", "RL-1", "bot-7"];
 const URLS: [&str; 4] = ["/login", "/Admin/panel", "/search?q=x", "/api/v1/items"];
 const COUNTRIES: [&str; 3] = ["DE", "US", "FR"];
-const ACTIONS: [&str; 4] = ["block", "challenge", "log", "allow"];
+const ACTIONS: [&str; 8] = [
+    "block",
+    "challenge",
+    "log",
+    "allow",
+    "Blocked",
+    "CHALLENGED",
+    "logged",
+    "Allowed",
+];
 const FEATURES: [&str; 3] = ["waf", "rate_limit", "bot_detection"];
 
 fn arb_event(index: usize) -> impl Strategy<Value = EventInput> {
@@ -465,7 +502,7 @@ fn arb_event(index: usize) -> impl Strategy<Value = EventInput> {
         0..4usize,
         0..4usize,
         0..3usize,
-        0..4usize,
+        0..ACTIONS.len(),
         0..3usize,
         0..3usize,
     )

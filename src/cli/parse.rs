@@ -1,10 +1,10 @@
-//! Helpers of `edgectl`: parsing command-line values and rendering tables.
+//! Parsing of command-line values.
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::api::models::shield::{Dimension, EventLogsFilter, FilterOp};
+use crate::api::models::shield::{AccessListAction, Dimension, EventLogsFilter, FilterOp};
 
 /// Parses `field:op:v1,v2` (values may contain `:`; `cidr` values keep theirs).
 pub fn parse_filter(spec: &str) -> Result<EventLogsFilter, String> {
@@ -40,49 +40,22 @@ pub fn parse_time(raw: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|_| format!("time `{raw}` is neither RFC 3339 (2026-11-20T12:00:00Z) nor Unix milliseconds"))
 }
 
-/// Draws counts with block characters, scaled to the largest.
-pub fn sparkline(counts: &[i64]) -> String {
-    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = counts.iter().copied().max().unwrap_or(0);
-    counts
-        .iter()
-        .map(|&c| match c {
-            0 => ' ',
-            _ if max <= 0 => BLOCKS[0],
-            c => BLOCKS[(c * 7 / max).clamp(0, 7) as usize],
+/// Parses the `MM-dd-yy` day of a legacy v1 log file.
+pub fn parse_day(raw: &str) -> Result<NaiveDate, String> {
+    NaiveDate::parse_from_str(raw.trim(), "%m-%d-%y")
+        .map_err(|_| format!("day `{raw}` is not MM-dd-yy (for example 11-20-26)"))
+}
+
+/// Parses an access-list action by name (any case) or wire code.
+pub fn parse_action(raw: &str) -> Result<AccessListAction, String> {
+    let by_code = raw.trim().parse::<i32>().ok().and_then(AccessListAction::from_code);
+    by_code
+        .or_else(|| {
+            AccessListAction::ALL
+                .into_iter()
+                .find(|a| a.name().eq_ignore_ascii_case(raw.trim()))
         })
-        .collect()
-}
-
-/// A plain text table: a header row and left-aligned columns, two spaces apart.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, &w)| format!("{cell:<w$}"))
-            .collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let mut out = vec![line(header.to_vec())];
-    out.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
-    out.join("\n") + "\n"
-}
-
-/// Unix milliseconds as RFC 3339 (seconds), or the number itself when out of range.
-pub fn format_millis(millis: i64) -> String {
-    DateTime::from_timestamp_millis(millis).map_or_else(
-        || millis.to_string(),
-        |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    )
+        .ok_or_else(|| format!("action `{raw}` is not one of None, Allow, Block, Challenge, Log, Bypass (or 0 to 5)"))
 }
 
 #[cfg(test)]
@@ -108,20 +81,21 @@ mod tests {
     }
 
     #[test]
-    fn sparkline_scales_to_the_maximum() {
-        assert_eq!(sparkline(&[0, 1, 4, 8]), " ▁▄█");
-        assert_eq!(sparkline(&[]), "");
-        assert_eq!(sparkline(&[0, 0]), "  ");
-    }
-
-    #[test]
-    fn times_and_tables() {
+    fn times_parse_from_rfc3339_or_milliseconds() {
         assert_eq!(parse_time("0").expect("ms"), DateTime::<Utc>::UNIX_EPOCH);
         assert!(parse_time("2026-11-20T12:00:00Z").is_ok());
         assert!(parse_time("yesterday").is_err());
+    }
+
+    #[test]
+    fn days_and_actions() {
         assert_eq!(
-            table(&["A", "BB"], &[vec!["xyz".into(), "1".into()]]),
-            "A    BB\nxyz  1\n"
+            parse_day("11-20-26"),
+            Ok(NaiveDate::from_ymd_opt(2026, 11, 20).expect("date"))
         );
+        assert!(parse_day("2026-11-20").expect_err("format").contains("MM-dd-yy"));
+        assert_eq!(parse_action("block"), Ok(AccessListAction::Block));
+        assert_eq!(parse_action("3"), Ok(AccessListAction::Challenge));
+        assert!(parse_action("6").is_err() && parse_action("deny").is_err());
     }
 }

@@ -1,0 +1,387 @@
+//! The platform's published structural schemas (`shield-v1.json`, Shield API v1;
+//! `magic-containers-v1.json`, Magic Containers Public API 1.0), as JSON Schema.
+//!
+//! The files beside this module are verbatim copies of the OpenAPI 3.0
+//! `components/schemas` the platform publishes. [`schema`] turns one of them into a
+//! JSON Schema (draft 2020-12): `nullable` becomes a `null` type, `int32`/`int64`
+//! become bounds, `$ref`s point into `$defs`.
+//!
+//! Precedence: where the main spec speaks explicitly it decides what the emulator
+//! answers; where it says "not shown" the published schemas decide; the client accepts
+//! both. [`schema`] therefore applies the few places where the main spec or the
+//! supplement widen a published schema ([`SPEC_OVERLAYS`]). Every overlay only widens:
+//! a body the published schema accepts is still accepted.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+/// One of the platform's published API documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Document {
+    /// Shield API v1: event-log search, access lists, rate limits.
+    Shield,
+    /// Magic Containers Public API 1.0: `GET /mc/apps/{appId}`.
+    MagicContainers,
+}
+
+impl Document {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Document::Shield => "shield-v1.json",
+            Document::MagicContainers => "magic-containers-v1.json",
+        }
+    }
+
+    /// The published document, verbatim.
+    pub fn published(self) -> &'static str {
+        match self {
+            Document::Shield => include_str!("shield-v1.json"),
+            Document::MagicContainers => include_str!("magic-containers-v1.json"),
+        }
+    }
+
+    fn components(self) -> &'static Map<String, Value> {
+        static SHIELD: OnceLock<Map<String, Value>> = OnceLock::new();
+        static CONTAINERS: OnceLock<Map<String, Value>> = OnceLock::new();
+        let cell = match self {
+            Document::Shield => &SHIELD,
+            Document::MagicContainers => &CONTAINERS,
+        };
+        cell.get_or_init(|| {
+            let document: Value = serde_json::from_str(self.published()).unwrap_or_default();
+            let mut schemas = document
+                .pointer("/components/schemas")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for overlay in SPEC_OVERLAYS.iter().filter(|o| o.document == self) {
+                if let Some(target) = pointer_in(&mut schemas, overlay.pointer) {
+                    (overlay.widen)(target);
+                }
+            }
+            schemas
+                .into_iter()
+                .map(|(name, schema)| (name, convert(&schema)))
+                .collect()
+        })
+    }
+}
+
+/// A place where the main spec or the supplement widen a published schema.
+pub struct SpecOverlay {
+    pub document: Document,
+    /// JSON pointer inside `components/schemas`.
+    pub pointer: &'static str,
+    /// Why, in the contract's own words.
+    pub reason: &'static str,
+    widen: fn(&mut Value),
+}
+
+fn add_lower_case_values(schema: &mut Value) {
+    if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut) {
+        let lower: Vec<Value> = values
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|v| Value::String(v.to_ascii_lowercase()))
+            .collect();
+        values.extend(lower);
+    }
+}
+
+/// Every overlay, in one place.
+pub const SPEC_OVERLAYS: [SpecOverlay; 6] = [
+    SpecOverlay {
+        document: Document::MagicContainers,
+        pointer: "/ApplicationStatus",
+        reason: "the main spec writes application status values in lower case",
+        widen: add_lower_case_values,
+    },
+    SpecOverlay {
+        document: Document::MagicContainers,
+        pointer: "/ApplicationRuntimeType",
+        reason: "the main spec writes runtime types in lower case",
+        widen: add_lower_case_values,
+    },
+    SpecOverlay {
+        document: Document::MagicContainers,
+        pointer: "/ErrorDetails/properties",
+        reason: "the main spec's application error bodies carry `id`",
+        widen: |properties| {
+            if let Some(properties) = properties.as_object_mut() {
+                properties.insert("id".into(), json!({"type": "string", "nullable": true}));
+            }
+        },
+    },
+    SpecOverlay {
+        document: Document::MagicContainers,
+        pointer: "/ContainerEndpoint/properties",
+        reason: "the main spec's template endpoints carry `id`",
+        widen: |properties| {
+            if let Some(properties) = properties.as_object_mut() {
+                properties.insert("id".into(), json!({"type": "string"}));
+            }
+        },
+    },
+    SpecOverlay {
+        document: Document::Shield,
+        pointer: "/UpdateAccessListConfigurationResponse/properties/data",
+        reason: "a rejected configuration PATCH answers `data: null` (supplement)",
+        widen: |data| {
+            *data = json!({"anyOf": [data.clone(), {"type": "null"}]});
+        },
+    },
+    SpecOverlay {
+        document: Document::Shield,
+        pointer: "/GetCustomWafRulesResponse/properties/data/items",
+        reason: "rate-limit list items are `CustomWafRule` or the spec's `RateLimitRule`",
+        widen: |items| {
+            *items = json!({"anyOf": [
+                {"$ref": "#/components/schemas/CustomWafRule"},
+                {"$ref": "#/components/schemas/RateLimitRule"},
+            ]});
+        },
+    },
+];
+
+fn pointer_in<'a>(schemas: &'a mut Map<String, Value>, pointer: &str) -> Option<&'a mut Value> {
+    let (name, rest) = pointer
+        .trim_start_matches('/')
+        .split_once('/')
+        .unwrap_or((pointer.trim_start_matches('/'), ""));
+    let root = schemas.get_mut(name)?;
+    if rest.is_empty() {
+        Some(root)
+    } else {
+        root.pointer_mut(&format!("/{rest}"))
+    }
+}
+
+/// Translates one OpenAPI 3.0 schema object to JSON Schema 2020-12.
+fn convert(node: &Value) -> Value {
+    let Value::Object(members) = node else {
+        return node.clone();
+    };
+    if let Some(Value::String(reference)) = members.get("$ref") {
+        let name = reference.rsplit('/').next().unwrap_or_default();
+        return json!({ "$ref": format!("#/$defs/{name}") });
+    }
+    let mut out = Map::new();
+    for (key, value) in members {
+        let converted = match key.as_str() {
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .map(|p| p.iter().map(|(k, v)| (k.clone(), convert(v))).collect())
+                    .unwrap_or_default(),
+            ),
+            "items" | "additionalProperties" | "not" => convert(value),
+            "anyOf" | "oneOf" | "allOf" => Value::Array(
+                value
+                    .as_array()
+                    .map(|a| a.iter().map(convert).collect())
+                    .unwrap_or_default(),
+            ),
+            "nullable" | "format" => continue,
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), converted);
+    }
+    let bounds = match members.get("format").and_then(Value::as_str) {
+        Some("int32") => Some((i64::from(i32::MIN), i64::from(i32::MAX))),
+        Some("int64") => Some((i64::MIN, i64::MAX)),
+        Some(other) => {
+            out.insert("format".into(), Value::String(other.to_string()));
+            None
+        }
+        None => None,
+    };
+    if let Some((min, max)) = bounds {
+        let tighter = |key: &str, bound: i64, pick: fn(i64, i64) -> i64| {
+            members
+                .get(key)
+                .and_then(Value::as_i64)
+                .map_or(bound, |given| pick(given, bound))
+        };
+        out.insert("minimum".into(), Value::from(tighter("minimum", min, i64::max)));
+        out.insert("maximum".into(), Value::from(tighter("maximum", max, i64::min)));
+    }
+    if members.get("nullable").and_then(Value::as_bool) == Some(true) {
+        if let Some(Value::String(kind)) = out.get("type").cloned() {
+            out.insert("type".into(), json!([kind, "null"]));
+        }
+        if let Some(values) = out.get_mut("enum").and_then(Value::as_array_mut) {
+            values.push(Value::Null);
+        }
+    }
+    Value::Object(out)
+}
+
+/// Whether `required` members must be present: answers must carry them; the
+/// emulator's fixtures may leave them out (it fills them in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Required {
+    Enforced,
+    Relaxed,
+}
+
+/// A JSON Schema whose root is the named component of `document`.
+pub fn schema(document: Document, name: &str, required: Required) -> Value {
+    let mut defs = document.components().clone();
+    if required == Required::Relaxed {
+        for schema in defs.values_mut() {
+            strip_required(schema);
+        }
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": defs,
+        "$ref": format!("#/$defs/{name}"),
+    })
+}
+
+fn strip_required(node: &mut Value) {
+    match node {
+        Value::Object(members) => {
+            members.remove("required");
+            members.values_mut().for_each(strip_required);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_required),
+        _ => {}
+    }
+}
+
+/// The names of the published components of `document`.
+pub fn component_names(document: Document) -> impl Iterator<Item = &'static str> {
+    document.components().keys().map(String::as_str)
+}
+
+/// A compiled validator of one component.
+pub struct BodyValidator {
+    validator: jsonschema::Validator,
+}
+
+impl BodyValidator {
+    pub fn new(document: Document, name: &str, required: Required) -> Result<Self, String> {
+        if !document.components().contains_key(name) {
+            return Err(format!("{} has no schema `{name}`", document.file_name()));
+        }
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&schema(document, name, required))
+            .map_err(|e| format!("schema `{name}` of {}: {e}", document.file_name()))?;
+        Ok(Self { validator })
+    }
+
+    /// Every violation, as `member: message` with the member as a JSON pointer.
+    pub fn violations(&self, body: &Value) -> Vec<String> {
+        self.validator
+            .iter_errors(body)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() { "(body)".to_string() } else { at };
+                format!("{at}: {}", short(&e.to_string()))
+            })
+            .collect()
+    }
+}
+
+fn short(message: &str) -> String {
+    const MAX: usize = 200;
+    if message.chars().count() <= MAX {
+        return message.to_string();
+    }
+    let cut: String = message.chars().take(MAX).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validator(document: Document, name: &str) -> BodyValidator {
+        match BodyValidator::new(document, name, Required::Enforced) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn every_component_compiles() {
+        for document in [Document::Shield, Document::MagicContainers] {
+            let names: Vec<_> = component_names(document).collect();
+            assert!(names.len() > 10, "{}", document.file_name());
+            for name in names {
+                validator(document, name);
+            }
+        }
+    }
+
+    #[test]
+    fn nullable_and_integer_formats_are_enforced() {
+        let item = validator(Document::Shield, "AccessListDetails");
+        let good = json!({
+            "listId": 1, "configurationId": 2, "name": null, "isEnabled": true, "type": 0,
+            "action": 2, "category": 8192, "requiredPlan": 3, "entryCount": 0,
+            "updateFrequency": null, "lastUpdated": "2026-11-20T11:00:00Z"
+        });
+        assert_eq!(item.violations(&good), Vec::<String>::new());
+        let mut bad = good.clone();
+        bad["category"] = json!("threat-intel");
+        bad["requiredPlan"] = json!(4);
+        let violations = item.violations(&bad);
+        assert!(violations.iter().any(|v| v.starts_with("/category")), "{violations:?}");
+        assert!(
+            violations.iter().any(|v| v.starts_with("/requiredPlan")),
+            "{violations:?}"
+        );
+        assert!(
+            violations
+                .iter()
+                .all(|v| v.starts_with("/category") || v.starts_with("/requiredPlan"))
+        );
+        let counts = validator(Document::Shield, "AccessListsDetailsResponse");
+        assert!(counts.violations(&json!({"customEntryCount": 2_147_483_648_i64})).len() == 1);
+        assert!(
+            counts
+                .violations(&json!({"customEntryCount": null, "managedLists": null}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn overlays_widen_and_only_widen() {
+        let app = validator(Document::MagicContainers, "ApplicationStatus");
+        assert!(app.violations(&json!("Active")).is_empty());
+        assert!(app.violations(&json!("active")).is_empty());
+        assert!(!app.violations(&json!("ACTIVE")).is_empty());
+        let patch = validator(Document::Shield, "UpdateAccessListConfigurationResponse");
+        assert!(
+            patch
+                .violations(&json!({"data": null, "error": {"statusCode": 400, "success": false}}))
+                .is_empty()
+        );
+        assert!(
+            patch
+                .violations(&json!({"data": {"isEnabled": true, "action": 9}}))
+                .len()
+                == 1
+        );
+        let rules = validator(Document::Shield, "GetCustomWafRulesResponse");
+        let rate_limit = json!({"data": [{"id": 1, "ruleConfiguration": {"actionType": 1, "timeframe": 60}}]});
+        assert!(rules.violations(&rate_limit).is_empty());
+        let waf = json!({"data": [{"id": 1, "ruleConfiguration": {"actionType": 5}}]});
+        assert!(rules.violations(&waf).is_empty());
+        let neither = json!({"data": [{"id": 1, "ruleConfiguration": {"actionType": 5, "timeframe": 60}}]});
+        assert!(!rules.violations(&neither).is_empty());
+    }
+
+    #[test]
+    fn relaxed_schemas_accept_missing_required_members_only() {
+        let relaxed = BodyValidator::new(Document::Shield, "AccessListDetails", Required::Relaxed);
+        let relaxed = relaxed.unwrap_or_else(|e| panic!("{e}"));
+        assert!(relaxed.violations(&json!({"configurationId": 5})).is_empty());
+        assert!(!relaxed.violations(&json!({"configurationId": "5"})).is_empty());
+    }
+}
