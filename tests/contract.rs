@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use generate::{Mode, body};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, client_of, fixtures_at, http, now_ms, start};
+use support::sim::{ACCESS_KEY, client_of, fixtures_at, http, insert_events, now_ms, start};
 
 /// Generated bodies per operation and mode.
 const CASES: u32 = 256;
@@ -113,13 +113,7 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
                    "ruleName": "SQL injection", "log": {"method": "POST", "headers": {"a": "b"}}})
         })
         .collect();
-    let inserted = http()
-        .post(format!("{base}/_sim/shield-zones/1001/events"))
-        .json(&events)
-        .send()
-        .await
-        .expect("seed");
-    assert!(inserted.status().is_success());
+    insert_events(&base, 1001, &Value::from(events)).await;
 
     let search = "/shield/event-logs/1001/search";
     let window = json!({"from": now_ms() - 3_600_000, "to": now_ms()});
@@ -128,180 +122,29 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
     let configuration = "/shield/shield-zone/1001/access-lists/configurations/9101";
     let shield = Document::Shield;
     let containers = Document::MagicContainers;
+    #[rustfmt::skip]
     let cases: Vec<Exchange> = vec![
-        (
-            Method::POST,
-            search,
-            key,
-            Some(window.clone()),
-            200,
-            shield,
-            "EventLogsSearchResponse",
-        ),
-        (
-            Method::POST,
-            search,
-            key,
-            Some(grouped),
-            200,
-            shield,
-            "EventLogsSearchResponse",
-        ),
-        (
-            Method::POST,
-            search,
-            key,
-            Some(json!({"from": 2, "to": 1})),
-            400,
-            shield,
-            "ProblemDetails",
-        ),
-        (
-            Method::POST,
-            search,
-            key,
-            Some(json!({"from": 1, "to": 2, "colour": 1})),
-            400,
-            shield,
-            "ProblemDetails",
-        ),
-        (
-            Method::POST,
-            search,
-            None,
-            Some(window.clone()),
-            401,
-            shield,
-            "ProblemDetails",
-        ),
-        (
-            Method::POST,
-            search,
-            Some("wrong"),
-            Some(window),
-            401,
-            shield,
-            "ProblemDetails",
-        ),
+        (Method::POST, search, key, Some(window.clone()), 200, shield, "EventLogsSearchResponse"),
+        (Method::POST, search, key, Some(grouped), 200, shield, "EventLogsSearchResponse"),
+        (Method::POST, search, key, Some(json!({"from": 2, "to": 1})), 400, shield, "ProblemDetails"),
+        (Method::POST, search, key, Some(json!({"from": 1, "to": 2, "colour": 1})), 400, shield, "ProblemDetails"),
+        (Method::POST, search, None, Some(window.clone()), 401, shield, "ProblemDetails"),
+        (Method::POST, search, Some("wrong"), Some(window), 401, shield, "ProblemDetails"),
         (Method::GET, lists, key, None, 200, shield, "AccessListsDetailsResponse"),
-        (
-            Method::GET,
-            "/shield/shield-zone/1002/access-lists",
-            key,
-            None,
-            200,
-            shield,
-            "AccessListsDetailsResponse",
-        ),
+        (Method::GET, "/shield/shield-zone/1002/access-lists", key, None, 200, shield, "AccessListsDetailsResponse"),
         (Method::GET, lists, None, None, 401, shield, "ProblemDetails"),
-        (
-            Method::PATCH,
-            configuration,
-            key,
-            Some(json!({"isEnabled": true})),
-            200,
-            shield,
-            "UpdateAccessListConfigurationResponse",
-        ),
-        (
-            Method::PATCH,
-            configuration,
-            key,
-            Some(json!({"isEnabled": null, "action": 3})),
-            200,
-            shield,
-            "UpdateAccessListConfigurationResponse",
-        ),
-        (
-            Method::PATCH,
-            configuration,
-            key,
-            Some(json!({"action": 9})),
-            400,
-            shield,
-            "UpdateAccessListConfigurationResponse",
-        ),
-        (
-            Method::PATCH,
-            configuration,
-            key,
-            Some(json!({"isEnabled": "yes"})),
-            400,
-            shield,
-            "UpdateAccessListConfigurationResponse",
-        ),
-        (
-            Method::PATCH,
-            configuration,
-            None,
-            Some(json!({"isEnabled": true})),
-            401,
-            shield,
-            "ProblemDetails",
-        ),
-        (
-            Method::PATCH,
-            "/shield/shield-zone/1001/access-lists/configurations/1",
-            key,
-            Some(json!({})),
-            404,
-            shield,
-            "ProblemDetails",
-        ),
-        (
-            Method::GET,
-            "/shield/rate-limits/1001",
-            key,
-            None,
-            200,
-            shield,
-            "GetCustomWafRulesResponse",
-        ),
-        (
-            Method::GET,
-            "/shield/rate-limits/1001?page=2&perPage=1",
-            key,
-            None,
-            200,
-            shield,
-            "GetCustomWafRulesResponse",
-        ),
-        (
-            Method::GET,
-            "/shield/rate-limits/1001",
-            None,
-            None,
-            401,
-            shield,
-            "UnauthorizedResult",
-        ),
-        (
-            Method::GET,
-            "/shield/rate-limits/1001",
-            Some("wrong"),
-            None,
-            401,
-            shield,
-            "UnauthorizedResult",
-        ),
-        (
-            Method::GET,
-            "/mc/apps/app-shop",
-            key,
-            None,
-            200,
-            containers,
-            "Application",
-        ),
-        (
-            Method::GET,
-            "/mc/apps/app-shop",
-            None,
-            None,
-            401,
-            containers,
-            "ProblemDetails",
-        ),
+        (Method::PATCH, configuration, key, Some(json!({"isEnabled": true})), 200, shield, "UpdateAccessListConfigurationResponse"),
+        (Method::PATCH, configuration, key, Some(json!({"isEnabled": null, "action": 3})), 200, shield, "UpdateAccessListConfigurationResponse"),
+        (Method::PATCH, configuration, key, Some(json!({"action": 9})), 400, shield, "UpdateAccessListConfigurationResponse"),
+        (Method::PATCH, configuration, key, Some(json!({"isEnabled": "yes"})), 400, shield, "UpdateAccessListConfigurationResponse"),
+        (Method::PATCH, configuration, None, Some(json!({"isEnabled": true})), 401, shield, "ProblemDetails"),
+        (Method::PATCH, "/shield/shield-zone/1001/access-lists/configurations/1", key, Some(json!({})), 404, shield, "ProblemDetails"),
+        (Method::GET, "/shield/rate-limits/1001", key, None, 200, shield, "GetCustomWafRulesResponse"),
+        (Method::GET, "/shield/rate-limits/1001?page=2&perPage=1", key, None, 200, shield, "GetCustomWafRulesResponse"),
+        (Method::GET, "/shield/rate-limits/1001", None, None, 401, shield, "UnauthorizedResult"),
+        (Method::GET, "/shield/rate-limits/1001", Some("wrong"), None, 401, shield, "UnauthorizedResult"),
+        (Method::GET, "/mc/apps/app-shop", key, None, 200, containers, "Application"),
+        (Method::GET, "/mc/apps/app-shop", None, None, 401, containers, "ProblemDetails"),
         (Method::GET, "/mc/apps/nope", key, None, 404, containers, "ErrorDetails"),
     ];
     let mut validated = 0;

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, start};
+use support::sim::{ACCESS_KEY, fixtures_at, http, insert_events, start};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -42,13 +42,7 @@ async fn seed_events(base: &str) {
                    "country": if i % 2 == 0 { "DE" } else { "US" }, "action": "block"})
         })
         .collect();
-    let response = http()
-        .post(format!("{base}/_sim/shield-zones/1001/events"))
-        .json(&events)
-        .send()
-        .await
-        .expect("seed");
-    assert!(response.status().is_success());
+    insert_events(base, 1001, &Value::from(events)).await;
 }
 
 fn live_fixtures() -> edge_operator::sim::SimDocument {

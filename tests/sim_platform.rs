@@ -5,7 +5,7 @@ mod support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, now_ms, start};
+use support::sim::{ACCESS_KEY, fixtures_at, http, insert_events, now_ms, start};
 
 const HOUR: i64 = 3_600_000;
 
@@ -26,21 +26,6 @@ async fn get(base: &str, path: &str) -> reqwest::Response {
         .send()
         .await
         .expect("request")
-}
-
-async fn insert_events(base: &str, zone: i64, events: Value) {
-    let response = http()
-        .post(format!("{base}/_sim/shield-zones/{zone}/events"))
-        .json(&events)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(
-        response.status(),
-        StatusCode::OK,
-        "{}",
-        response.text().await.unwrap_or_default()
-    );
 }
 
 fn event(id: &str, timestamp: i64, ip: &str, rule: &str) -> Value {
@@ -238,7 +223,7 @@ async fn search_rows_groups_clamps_and_pagination_over_http() {
             )
         })
         .collect();
-    insert_events(&base, 1001, Value::Array(events)).await;
+    insert_events(&base, 1001, &Value::Array(events)).await;
 
     let flat: Value = post_json(
         &base,

@@ -48,3 +48,15 @@ pub fn client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> ed
     config.retry = retry;
     edge_operator::api::EdgeClient::new(config).expect("valid config")
 }
+
+/// Inserts security events into a Shield Zone through the admin API.
+pub async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
+    let response = http()
+        .post(format!("{base}/_sim/shield-zones/{zone}/events"))
+        .json(events)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status();
+    assert!(status.is_success(), "{}", response.text().await.unwrap_or_default());
+}
