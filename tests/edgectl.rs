@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, insert_events, start};
+use support::sim::{ACCESS_KEY, JWT_SECRET, bearer_token, fixtures_at, http, insert_events, start};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -17,15 +17,24 @@ struct Run {
     stderr: String,
 }
 
-async fn edgectl(base: &str, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_edgectl"))
+/// `edgectl` against `base` with the example access key.
+fn command(base: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_edgectl"));
+    command
         .args(args)
         .env("EDGE_API_URL", base)
         .env("EDGE_ACCESS_KEY", ACCESS_KEY)
         .env_remove("EDGE_LOGGING_URL")
-        .output()
-        .await
-        .expect("edgectl runs");
+        .env_remove("EDGE_BEARER_TOKEN");
+    command
+}
+
+async fn edgectl(base: &str, args: &[&str]) -> Run {
+    run(command(base, args)).await
+}
+
+async fn run(mut command: Command) -> Run {
+    let output = command.output().await.expect("edgectl runs");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -294,8 +303,10 @@ async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
                 "access-lists",
                 "app",
                 "logs",
+                "cert",
                 "--api-url",
                 "--access-key",
+                "--bearer-token",
                 "--output",
             ][..],
         ),
@@ -322,8 +333,21 @@ async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
                 "--cache-status",
                 "--follow",
                 "--limit",
+                "--day",
             ],
         ),
+        (
+            &["access-lists", "set", "--help"],
+            &[
+                "--zone",
+                "--configuration",
+                "--name",
+                "--enabled",
+                "--action",
+                "--dry-run",
+            ],
+        ),
+        (&["cert", "complete", "--help"], &["--hostname"]),
         (&["rate-limits", "list", "--help"], &["--zone"]),
         (&["access-lists", "list", "--help"], &["--zone"]),
         (&["app", "get", "--help"], &["Application id"]),
@@ -338,4 +362,226 @@ async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
             "the key from the environment is not shown"
         );
     }
+}
+
+fn patches(sim: &edge_operator::sim::RunningSim) -> usize {
+    sim.sim.journal().iter().filter(|e| e.method == "PATCH").count()
+}
+
+#[tokio::test]
+async fn access_lists_set_shows_before_and_after_and_patches_only_what_differs() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    let by_name = ["access-lists", "set", "--zone", "1001", "--name", "Known bad actors"];
+    let dry = edgectl(&base, &[&by_name[..], &["--enabled", "true", "--dry-run"]].concat()).await;
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(dry.stdout.contains("isEnabled  false   true"), "{}", dry.stdout);
+    assert!(dry.stdout.ends_with("dry run: nothing was sent\n"), "{}", dry.stdout);
+    assert_eq!(patches(&sim), 0, "a dry run sends no PATCH");
+
+    let applied = edgectl(
+        &base,
+        &[&by_name[..], &["--enabled", "true", "--action", "block"]].concat(),
+    )
+    .await;
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    assert!(applied.stdout.ends_with("applied\n"), "{}", applied.stdout);
+    assert_eq!(patches(&sim), 1);
+    let again = edgectl(&base, &[&by_name[..], &["--enabled", "true"]].concat()).await;
+    assert!(
+        again.stdout.ends_with("no change: nothing was sent\n"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(patches(&sim), 1, "nothing differs, nothing is sent");
+
+    let json = edgectl(
+        &base,
+        &[
+            "access-lists",
+            "set",
+            "--zone",
+            "1001",
+            "--configuration",
+            "9101",
+            "--action",
+            "3",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let change: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(change["before"], json!({"isEnabled": true, "action": 2}));
+    assert_eq!(change["after"], json!({"isEnabled": true, "action": 3}));
+    assert_eq!(
+        (change["applied"].clone(), change["configurationId"].clone()),
+        (json!(true), json!(9101))
+    );
+
+    for (args, code, words) in [
+        (
+            &[
+                "access-lists",
+                "set",
+                "--zone",
+                "1001",
+                "--name",
+                "nope",
+                "--enabled",
+                "true",
+            ][..],
+            1,
+            "no access list is named",
+        ),
+        (
+            &["access-lists", "set", "--zone", "1001", "--configuration", "9101"],
+            2,
+            "nothing to set",
+        ),
+        (
+            &[
+                "access-lists",
+                "set",
+                "--zone",
+                "1001",
+                "--configuration",
+                "9101",
+                "--action",
+                "deny",
+            ],
+            2,
+            "action `deny`",
+        ),
+        (
+            &["access-lists", "set", "--zone", "1001", "--enabled", "true"],
+            2,
+            "--configuration",
+        ),
+    ] {
+        let run = edgectl(&base, args).await;
+        assert_eq!(run.code, code, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(words), "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(patches(&sim), 2);
+}
+
+#[tokio::test]
+async fn cert_complete_reports_an_outcome_per_error_class() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    let issued = edgectl(&base, &["cert", "complete", "--hostname", "shop.example.com"]).await;
+    assert_eq!(issued.code, 0, "{}", issued.stderr);
+    assert!(
+        issued.stdout.starts_with("Issued: certificate issued"),
+        "{}",
+        issued.stdout
+    );
+    for (hostname, outcome, retryable) in [
+        ("new.example.com", "VerificationFailed", true),
+        ("nowhere.example.com", "HostnameNotFound", false),
+    ] {
+        let run = edgectl(&base, &["cert", "complete", "--hostname", hostname]).await;
+        assert_eq!(run.code, 1, "{hostname}");
+        assert!(
+            run.stderr.starts_with(&format!("edgectl: {outcome}: ")),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1);
+        let json = edgectl(&base, &["cert", "complete", "--hostname", hostname, "-o", "json"]).await;
+        let parsed: Value = serde_json::from_str(&json.stdout).expect("JSON");
+        assert_eq!(
+            (parsed["outcome"].as_str(), parsed["retryable"].as_bool()),
+            (Some(outcome), Some(retryable))
+        );
+        assert_eq!(json.code, 1);
+    }
+    let mut wrong_key = command(&base, &["cert", "complete", "--hostname", "shop.example.com"]);
+    wrong_key.env("EDGE_ACCESS_KEY", "wrong-key");
+    let refused = run(wrong_key).await;
+    assert!(
+        refused.stderr.starts_with("edgectl: Unauthorized: "),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("wrong-key"));
+}
+
+#[tokio::test]
+async fn logs_of_a_day_file_and_with_a_bearer_token() {
+    let sim = start(live_fixtures()).await;
+    let base = sim.base_url();
+    let now = chrono::Utc::now();
+    let entries: Vec<Value> = [(200, "HIT"), (503, "MISS"), (404, "MISS")]
+        .iter()
+        .enumerate()
+        .map(|(i, (status, cache))| {
+            json!({"timestamp": now - chrono::Duration::seconds(i as i64 + 1), "requestId": format!("req-{i}"),
+                   "statusCode": status, "cacheStatus": cache, "url": format!("https://cdn.example.com/day/{i}")})
+        })
+        .collect();
+    let seeded = http()
+        .post(format!("{base}/_sim/pullzones/501/logs"))
+        .json(&entries)
+        .send()
+        .await
+        .expect("seed");
+    assert!(seeded.status().is_success());
+    let day = now.format("%m-%d-%y").to_string();
+    let errors = edgectl(
+        &base,
+        &["logs", "--pull-zone", "501", "--day", &day, "--status", "4xx,5xx"],
+    )
+    .await;
+    assert_eq!(errors.code, 0, "{}", errors.stderr);
+    assert!(errors.stdout.starts_with("TIME"), "{}", errors.stdout);
+    assert_eq!(errors.stdout.lines().count(), 3, "{}", errors.stdout);
+    let misses = edgectl(
+        &base,
+        &[
+            "logs",
+            "--pull-zone",
+            "501",
+            "--day",
+            &day,
+            "--cache-status",
+            "hit",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let entry: Value = serde_json::from_str(&misses.stdout).expect("one JSON entry");
+    assert_eq!(entry["url"], "https://cdn.example.com/day/0");
+    assert!(
+        sim.sim.journal().iter().any(|e| e.path == format!("/{day}/501.log")),
+        "the v1 file was read"
+    );
+    let bad_day = edgectl(&base, &["logs", "--pull-zone", "501", "--day", "2026-11-20"]).await;
+    assert_eq!(bad_day.code, 2);
+    assert!(bad_day.stderr.contains("MM-dd-yy"), "{}", bad_day.stderr);
+
+    let token = bearer_token(JWT_SECRET, now + chrono::Duration::hours(1));
+    let mut with_token = command(&base, &["logs", "--pull-zone", "501", "--since", "1h"]);
+    with_token
+        .env_remove("EDGE_ACCESS_KEY")
+        .env("EDGE_BEARER_TOKEN", &token);
+    let read = run(with_token).await;
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert_eq!(read.stdout.lines().count(), 4, "{}", read.stdout);
+    let forged = bearer_token("not-the-secret", now + chrono::Duration::hours(1));
+    let mut refused = command(&base, &["logs", "--pull-zone", "501", "--bearer-token", &forged]);
+    refused.env_remove("EDGE_ACCESS_KEY");
+    let refused = run(refused).await;
+    assert_eq!(refused.code, 1);
+    assert!(
+        !refused.stderr.contains(&forged) && !refused.stdout.contains(&forged),
+        "the token is never printed"
+    );
+    let mut main_api = command(&base, &["app", "get", "app-shop"]);
+    main_api.env_remove("EDGE_ACCESS_KEY").env("EDGE_BEARER_TOKEN", &token);
+    let main_api = run(main_api).await;
+    assert_eq!(main_api.code, 2, "the main API takes the access key only");
+    assert!(main_api.stderr.contains("EDGE_ACCESS_KEY"), "{}", main_api.stderr);
 }

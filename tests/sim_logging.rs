@@ -4,10 +4,9 @@
 mod support;
 
 use chrono::{DateTime, Duration, Utc};
-use jsonwebtoken::{EncodingKey, Header};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, JWT_SECRET, NOW, fixtures_at, http, start};
+use support::sim::{ACCESS_KEY, JWT_SECRET, NOW, bearer_token, fixtures_at, http, start};
 
 fn now() -> DateTime<Utc> {
     NOW.parse().expect("valid")
@@ -30,15 +29,6 @@ async fn seed_logs(base: &str, pull_zone: i64, entries: Vec<Value>) {
         .await
         .expect("request");
     assert_eq!(response.status(), StatusCode::OK);
-}
-
-fn token(secret: &str, expires: DateTime<Utc>) -> String {
-    jsonwebtoken::encode(
-        &Header::default(),
-        &json!({"sub": "user-1", "exp": expires.timestamp()}),
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .expect("token")
 }
 
 async fn logs(base: &str, path: &str, auth: Option<(&str, String)>) -> reqwest::Response {
@@ -77,12 +67,12 @@ async fn authentication_and_pull_zone_states() {
         error_code(logs(&base, path, Some(("AccessKey", "nope".into()))).await).await,
         forbidden
     );
-    let wrong_secret = token("other-secret", now() + Duration::hours(1));
+    let wrong_secret = bearer_token("other-secret", now() + Duration::hours(1));
     assert_eq!(
         error_code(logs(&base, path, bearer(wrong_secret)).await).await,
         forbidden
     );
-    let expired = token(JWT_SECRET, now() - Duration::seconds(1));
+    let expired = bearer_token(JWT_SECRET, now() - Duration::seconds(1));
     assert_eq!(error_code(logs(&base, path, bearer(expired)).await).await, forbidden);
     assert_eq!(
         error_code(logs(&base, path, bearer("not.a.jwt".into())).await).await,
@@ -90,7 +80,7 @@ async fn authentication_and_pull_zone_states() {
     );
 
     assert_eq!(logs(&base, path, key()).await.status(), StatusCode::OK);
-    let valid = token(JWT_SECRET, now() + Duration::hours(1));
+    let valid = bearer_token(JWT_SECRET, now() + Duration::hours(1));
     assert_eq!(logs(&base, path, bearer(valid)).await.status(), StatusCode::OK);
 
     assert_eq!(

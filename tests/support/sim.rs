@@ -60,3 +60,13 @@ pub async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
     let status = response.status();
     assert!(status.is_success(), "{}", response.text().await.unwrap_or_default());
 }
+
+/// An HS256 bearer token of the logging API, signed with `secret`.
+pub fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &serde_json::json!({"sub": "user-1", "exp": expires.timestamp()}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .expect("token")
+}
