@@ -51,3 +51,29 @@ fn every_schema_property_has_a_description() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn every_format_is_one_the_apiserver_knows() {
+    fn walk(node: &serde_json::Value, unknown: &mut Vec<String>) {
+        match node {
+            serde_json::Value::Object(members) => {
+                if let Some(format) = members.get("format").and_then(|f| f.as_str())
+                    && !matches!(
+                        format,
+                        "int32" | "int64" | "float" | "double" | "byte" | "date" | "date-time"
+                    )
+                {
+                    unknown.push(format.to_string());
+                }
+                members.values().for_each(|v| walk(v, unknown));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, unknown)),
+            _ => {}
+        }
+    }
+    let mut unknown = Vec::new();
+    for crd in edge_operator::crd::all() {
+        walk(&serde_json::to_value(&crd.spec).expect("spec"), &mut unknown);
+    }
+    assert!(unknown.is_empty(), "formats the apiserver warns about: {unknown:?}");
+}

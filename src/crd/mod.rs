@@ -73,6 +73,52 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         PullZoneCertificate::crd(),
         ContainerAppWatch::crd(),
     ]
+    .into_iter()
+    .map(with_kubernetes_formats)
+    .collect()
+}
+
+/// The integer formats the apiserver knows. schemars names unsigned Rust types
+/// `uint16`/`uint32`, which the apiserver warns about on every apply; their bounds
+/// stay in `minimum`/`maximum`.
+fn kubernetes_format(format: &str) -> Option<&'static str> {
+    match format {
+        "uint8" | "uint16" | "int8" | "int16" => Some("int32"),
+        "uint32" | "uint64" | "uint" => Some("int64"),
+        _ => None,
+    }
+}
+
+fn with_kubernetes_formats(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn walk(node: &mut serde_json::Value) {
+        match node {
+            serde_json::Value::Object(members) => {
+                let known = members
+                    .get("format")
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(kubernetes_format);
+                if let Some(known) = known {
+                    members.insert("format".into(), known.into());
+                }
+                members.values_mut().for_each(walk);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    for version in &mut crd.spec.versions {
+        let Some(validation) = version.schema.as_mut() else {
+            continue;
+        };
+        let Ok(mut schema) = serde_json::to_value(&validation.open_api_v3_schema) else {
+            continue;
+        };
+        walk(&mut schema);
+        if let Ok(rewritten) = serde_json::from_value(schema) {
+            validation.open_api_v3_schema = rewritten;
+        }
+    }
+    crd
 }
 
 /// The CRDs as one multi-document YAML stream, as committed under `crds/`.

@@ -157,6 +157,11 @@ impl Cluster {
             None,
         );
         assert!(ok, "kubectl apply -f {}: {stderr}", dir.display());
+        assert!(
+            !stderr.contains("Warning:"),
+            "kubectl apply -f {} warned: {stderr}",
+            dir.display()
+        );
     }
 
     /// Applies the committed CRDs, if any, and waits until they are Established.
