@@ -68,12 +68,17 @@ impl RetryPolicy {
     /// The delay before retry number `retry` (0-based): `initial * 2^retry`, capped,
     /// with "equal jitter" (a random point in the upper half).
     pub fn backoff(&self, retry: u32) -> Duration {
+        self.backoff_with_jitter(retry, rand::random::<f64>())
+    }
+
+    /// [`Self::backoff`] at the point `jitter` (0 to 1) of the upper half.
+    pub fn backoff_with_jitter(&self, retry: u32, jitter: f64) -> Duration {
         let exponential = self
             .initial_backoff
             .saturating_mul(2u32.saturating_pow(retry))
             .min(self.max_backoff);
         let half = exponential / 2;
-        half + half.mul_f64(rand::random::<f64>())
+        half + half.mul_f64(jitter.clamp(0.0, 1.0))
     }
 }
 

@@ -1,21 +1,20 @@
-//! AccessListConfig: fetch → validate → plan → apply → status.
+//! AccessListConfig: observe the zone's lists → plan the PATCH (pure) → record the
+//! restore point, PATCH → status, drift Events, zone-aligned requeue.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
-use kube::{Api, ResourceExt};
 
-use super::conditions::{Decided, find, is_true, merge, pause_condition};
-use super::context::{Context, is_paused, now_rfc3339, poll_interval, write_status};
+use super::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
+use super::context::Settings;
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, with_decided};
 use super::error::ReconcileError;
+use super::status::poll_interval;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
     ManagementPolicy, RestorePoint,
@@ -81,7 +80,8 @@ pub fn plan(
 ) -> Plan {
     let recorded = recorded.or(status.restore_point);
     let difference = diff(spec, observed);
-    let converged_before = status.observed_generation == generation && is_true(&status.conditions, "Ready");
+    let converged_before =
+        status.observed_generation == generation && is_true(&status.conditions, ConditionType::Ready);
     let drift = !difference.is_empty() && converged_before;
     if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
         return Plan {
@@ -138,27 +138,39 @@ pub fn converged_status(
 ) -> AccessListConfigStatus {
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
-        let applied_earlier = find(&previous.conditions, "Synced").is_some_and(|c| {
-            c.reason == "Applied" && c.status == ConditionStatus::True && c.observed_generation == generation
+        let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
+            c.reason == Reason::Applied.as_str()
+                && c.status == crate::crd::ConditionStatus::True
+                && c.observed_generation == generation
         });
         // A resync that finds nothing to change keeps the reason of this generation's
         // change, so the status of an idle object is never rewritten.
         let synced_reason = if plan.patch.is_some() || applied_earlier {
-            "Applied"
+            Reason::Applied
         } else {
-            "UpToDate"
+            Reason::UpToDate
         };
         (
-            Decided::new("Ready", true, "InSync", "the access list matches the spec"),
-            Decided::new("Synced", true, synced_reason, ""),
+            Decided::new(
+                ConditionType::Ready,
+                true,
+                Reason::InSync,
+                "the access list matches the spec",
+            ),
+            Decided::new(ConditionType::Synced, true, synced_reason, ""),
         )
     } else {
         (
-            Decided::new("Ready", false, "Drifted", describe_difference(&remaining)),
             Decided::new(
-                "Synced",
+                ConditionType::Ready,
+                false,
+                Reason::Drifted,
+                describe_difference(&remaining),
+            ),
+            Decided::new(
+                ConditionType::Synced,
                 true,
-                "Observed",
+                Reason::Observed,
                 "managementPolicy is Observe: the platform is not changed",
             ),
         )
@@ -170,6 +182,21 @@ pub fn converged_status(
         at_provider: Some(observation(observed, managed)),
         drift_corrections: previous.drift_corrections + i64::from(corrected),
         restore_point: plan.restore_point,
+    }
+}
+
+/// The Event of a drift: corrected (Manage) or only detected (Observe).
+pub fn drift_note(plan: &Plan) -> Option<Note> {
+    match (&plan.patch, plan.drift) {
+        (Some(patch), true) => Some(Note::normal(
+            Reason::DriftCorrected,
+            format!("changed outside this object; corrected: {}", describe_difference(patch)),
+        )),
+        (None, true) => Some(Note::warning(
+            Reason::DriftDetected,
+            "differs from the spec; managementPolicy is Observe, so it is left as it is",
+        )),
+        _ => None,
     }
 }
 
@@ -188,118 +215,171 @@ pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -
     Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
 }
 
-/// The status after a failed reconcile: Synced=False with the error's reason.
-pub fn failed_status(
-    previous: &AccessListConfigStatus,
-    generation: Option<i64>,
-    error: &ReconcileError,
-    now: &str,
-) -> AccessListConfigStatus {
-    let mut decided = vec![Decided::new("Synced", false, error.reason(), error.to_string())];
-    if !error.is_transient() {
-        decided.push(Decided::new("Ready", false, error.reason(), error.to_string()));
-    }
-    AccessListConfigStatus {
-        observed_generation: generation,
-        conditions: merge(&previous.conditions, &decided, generation, now),
-        ..previous.clone()
-    }
+/// What a reconcile observed and decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: Plan,
+    /// The list as the platform holds it (after `act`: as written).
+    pub observed: AccessListItem,
+    pub managed: bool,
+    pub requeue: Duration,
 }
 
-pub async fn reconcile(object: Arc<AccessListConfig>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    ctx.track(object.as_ref(), reconcile_inner(&object, &ctx)).await
-}
+impl Reconciled for AccessListConfig {
+    const KIND: &'static str = "AccessListConfig";
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
-async fn reconcile_inner(object: &AccessListConfig, ctx: &Context) -> Result<Action, ReconcileError> {
-    let namespace = object.namespace().unwrap_or_default();
-    let api: Api<AccessListConfig> = Api::namespaced(ctx.kube.clone(), &namespace);
-    let previous = object.status.clone().unwrap_or_default();
-    let generation = object.metadata.generation;
-    let now = now_rfc3339();
+    type Status = AccessListConfigStatus;
+    type Observed = (AccessListItem, bool);
+    type Plan = Planned;
+    type Acted = Planned;
 
-    if object.metadata.deletion_timestamp.is_some() {
-        return finalize(object, ctx, &api, &namespace).await;
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
     }
-    if is_paused(object) {
-        let paused: Vec<Decided> = pause_condition(true, &previous.conditions).into_iter().collect();
-        let status = AccessListConfigStatus {
-            conditions: merge(&previous.conditions, &paused, generation, &now),
-            ..previous.clone()
+
+    fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
+        &status.conditions
+    }
+
+    fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
+        status.conditions = conditions;
+    }
+
+    fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
+        self.spec.access_key_secret_ref.as_ref()
+    }
+
+    async fn observe(&self, io: &Io<'_, Self>, _now: &Now) -> Result<Self::Observed, ReconcileError> {
+        let client = io.client().await?;
+        let lists = io.ctx.reads.zone_access_lists(client, self.spec.shield_zone_id).await?;
+        let (item, managed) = resolve(&self.spec, &lists)?;
+        Ok((item.clone(), managed))
+    }
+
+    fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Planned {
+        let (item, managed) = observed;
+        let interval = poll_interval(self, settings.resync);
+        Planned {
+            plan: plan(
+                &self.spec,
+                previous,
+                self.metadata.generation,
+                &item,
+                recorded_restore_point(self),
+            ),
+            observed: item,
+            managed,
+            requeue: until_zone_resync(interval, self.spec.shield_zone_id, now.since_epoch()),
+        }
+    }
+
+    async fn act(&self, mut planned: Planned, io: &Io<'_, Self>) -> Result<Planned, ReconcileError> {
+        let plan = &planned.plan;
+        record_finalizer(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
+        let Some(patch) = &plan.patch else {
+            return Ok(planned);
         };
-        write_status(&api, object, object.status.as_ref(), &status).await?;
-        return Ok(Action::await_change());
-    }
-
-    let outcome = async {
-        let client = ctx
-            .client_for(&namespace, object.spec.access_key_secret_ref.as_ref())
-            .await?;
-        let lists = ctx.zone_access_lists(&client, object.spec.shield_zone_id).await?;
-        let (item, managed) = resolve(&object.spec, &lists)?;
-        let plan = plan(
-            &object.spec,
-            &previous,
-            generation,
-            item,
-            recorded_restore_point(object),
-        );
-        record_finalizer(object, &api, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
-        let mut observed = item.clone();
-        if let Some(patch) = &plan.patch {
-            let written = client
-                .update_access_list(object.spec.shield_zone_id, item.configuration_id, patch)
-                .await?
-                .or_requested(patch);
-            observed.is_enabled = written.is_enabled.unwrap_or(observed.is_enabled);
-            observed.action = written.action.unwrap_or(observed.action);
-            ctx.note_access_list_write(
-                &client,
-                object.spec.shield_zone_id,
-                item.configuration_id,
+        let client = io.client().await?;
+        let configuration_id = planned.observed.configuration_id;
+        let written = client
+            .update_access_list(self.spec.shield_zone_id, configuration_id, patch)
+            .await?
+            .or_requested(patch);
+        let observed = &mut planned.observed;
+        observed.is_enabled = written.is_enabled.unwrap_or(observed.is_enabled);
+        observed.action = written.action.unwrap_or(observed.action);
+        io.ctx
+            .reads
+            .note_access_list_write(
+                client,
+                self.spec.shield_zone_id,
+                configuration_id,
                 observed.is_enabled,
                 observed.action,
             )
             .await;
-        }
-        Ok::<_, ReconcileError>((plan, observed, managed))
+        Ok(planned)
     }
-    .await;
 
-    match outcome {
-        Ok((plan, observed, managed)) => {
-            let status = converged_status(&object.spec, &previous, generation, &plan, &observed, managed, &now);
-            write_status(&api, object, object.status.as_ref(), &status).await?;
-            ctx.metrics
-                .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
-            match (&plan.patch, plan.drift) {
-                (Some(patch), true) => {
-                    let note = format!("changed outside this object; corrected: {}", describe_difference(patch));
-                    ctx.event(object, EventType::Normal, "DriftCorrected", note).await;
-                }
-                (None, true) => {
-                    let note = "differs from the spec; managementPolicy is Observe, so it is left as it is";
-                    ctx.event(object, EventType::Warning, "DriftDetected", note.to_string())
-                        .await;
-                }
-                _ => {}
-            }
-            let since_epoch = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            let interval = poll_interval(object, ctx.resync);
-            Ok(Action::requeue(until_zone_resync(
-                interval,
-                object.spec.shield_zone_id,
-                since_epoch,
-            )))
+    fn outcome(
+        &self,
+        acted: Planned,
+        previous: &Self::Status,
+        now: &Now,
+        _settings: &Settings,
+    ) -> Outcome<Self::Status> {
+        let status = converged_status(
+            &self.spec,
+            previous,
+            self.metadata.generation,
+            &acted.plan,
+            &acted.observed,
+            acted.managed,
+            &now.rfc3339(),
+        );
+        Outcome {
+            status,
+            events: drift_note(&acted.plan).into_iter().collect(),
+            requeue: Requeue::After(acted.requeue),
         }
-        Err(error) => {
-            let status = failed_status(&previous, generation, &error, &now);
-            write_status(&api, object, object.status.as_ref(), &status).await?;
-            ctx.metrics
-                .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
-            Err(error)
+    }
+
+    /// Synced=False with the error's reason; Ready=False too unless waiting may fix it.
+    fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
+        let mut decided = vec![Decided::new(
+            ConditionType::Synced,
+            false,
+            error.reason(),
+            error.to_string(),
+        )];
+        if !error.is_transient() {
+            decided.push(Decided::new(
+                ConditionType::Ready,
+                false,
+                error.reason(),
+                error.to_string(),
+            ));
         }
+        AccessListConfigStatus {
+            observed_generation: self.metadata.generation,
+            ..with_decided::<Self>(previous, &decided, self.metadata.generation, now)
+        }
+    }
+
+    /// With Restore: put back the values observed before the first write.
+    async fn finalize(&self, io: &Io<'_, Self>) -> Result<Vec<Note>, ReconcileError> {
+        let point = recorded_restore_point(self).or_else(|| self.status.as_ref().and_then(|s| s.restore_point));
+        let Some(point) = point else {
+            return Ok(Vec::new());
+        };
+        let client = io.client().await?;
+        let patch = AccessListConfigurationPatch {
+            is_enabled: Some(point.is_enabled),
+            action: Some(point.action),
+        };
+        client
+            .update_access_list(self.spec.shield_zone_id, point.configuration_id, &patch)
+            .await?;
+        io.ctx
+            .reads
+            .note_access_list_write(
+                client,
+                self.spec.shield_zone_id,
+                point.configuration_id,
+                point.is_enabled,
+                point.action,
+            )
+            .await;
+        Ok(vec![Note::normal(
+            Reason::Restored,
+            format!(
+                "restored isEnabled={} action={} on configuration {}",
+                point.is_enabled,
+                AccessListAction::describe(point.action),
+                point.configuration_id
+            ),
+        )])
     }
 }
 
@@ -317,10 +397,12 @@ fn recorded_restore_point(object: &AccessListConfig) -> Option<RestorePoint> {
 
 /// Adds the finalizer (with `Restore`) or removes it (otherwise). The restore point goes
 /// into an annotation in the same write, before the platform is first changed, so every
-/// version of the object that carries the finalizer also carries what to restore.
+/// version of the object that carries the finalizer also carries what to restore. The
+/// write carries the resourceVersion it was computed from, so it never overwrites a
+/// finalizer list that changed meanwhile.
 async fn record_finalizer(
     object: &AccessListConfig,
-    api: &Api<AccessListConfig>,
+    io: &Io<'_, AccessListConfig>,
     restore_point: Option<RestorePoint>,
 ) -> Result<(), ReconcileError> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
@@ -343,70 +425,14 @@ async fn record_finalizer(
         let point = serde_json::to_string(&restore_point).map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
         metadata["annotations"] = serde_json::json!({ ANNOTATION_RESTORE_POINT: point });
     }
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
-    )
-    .await?;
-    Ok(())
-}
-
-/// On delete with Restore: put back the values observed before the first write, then
-/// release the object.
-async fn finalize(
-    object: &AccessListConfig,
-    ctx: &Context,
-    api: &Api<AccessListConfig>,
-    namespace: &str,
-) -> Result<Action, ReconcileError> {
-    ctx.metrics.forget(KIND, namespace, &object.name_any());
-    if !object.finalizers().iter().any(|f| f == FINALIZER) {
-        return Ok(Action::await_change());
-    }
-    let point = recorded_restore_point(object).or_else(|| object.status.as_ref().and_then(|s| s.restore_point));
-    if let Some(point) = point {
-        let client = ctx
-            .client_for(namespace, object.spec.access_key_secret_ref.as_ref())
-            .await?;
-        let patch = AccessListConfigurationPatch {
-            is_enabled: Some(point.is_enabled),
-            action: Some(point.action),
-        };
-        client
-            .update_access_list(object.spec.shield_zone_id, point.configuration_id, &patch)
-            .await?;
-        ctx.note_access_list_write(
-            &client,
-            object.spec.shield_zone_id,
-            point.configuration_id,
-            point.is_enabled,
-            point.action,
+    io.api
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
         )
-        .await;
-        ctx.event(
-            object,
-            EventType::Normal,
-            "Restored",
-            format!(
-                "restored isEnabled={} action={} on configuration {}",
-                point.is_enabled,
-                AccessListAction::describe(point.action),
-                point.configuration_id
-            ),
-        )
-        .await;
-    }
-    let finalizers: Vec<String> = object
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    let patch = serde_json::json!({ "metadata": { "finalizers": finalizers } });
-    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
-    Ok(Action::await_change())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -441,7 +467,12 @@ mod tests {
     fn converged(generation: i64) -> AccessListConfigStatus {
         AccessListConfigStatus {
             observed_generation: Some(generation),
-            conditions: merge(&[], &[Decided::new("Ready", true, "InSync", "")], Some(generation), "t"),
+            conditions: merge(
+                &[],
+                &[Decided::new(ConditionType::Ready, true, Reason::InSync, "")],
+                Some(generation),
+                "t",
+            ),
             ..AccessListConfigStatus::default()
         }
     }
@@ -547,7 +578,7 @@ mod tests {
             false,
             "t3",
         );
-        let synced = find(&edited.conditions, "Synced").expect("Synced");
+        let synced = find(&edited.conditions, ConditionType::Synced).expect("Synced");
         assert_eq!(
             synced.reason, "UpToDate",
             "a new generation that needs no change is up to date"
@@ -562,7 +593,7 @@ mod tests {
         assert!(p.patch.is_some());
         let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
         assert_eq!(after.drift_corrections, 1);
-        assert!(is_true(&after.conditions, "Ready"));
+        assert!(is_true(&after.conditions, ConditionType::Ready));
         let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2), None);
         assert!(!new_generation.drift, "a spec change is not drift");
     }
@@ -592,6 +623,23 @@ mod tests {
         let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
         assert_eq!(ready.reason, "Drifted");
         assert!(ready.message.contains("isEnabled should be true"));
+    }
+
+    #[test]
+    fn drift_is_an_event_corrected_or_only_detected() {
+        let status = converged(3);
+        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
+        let note = drift_note(&manage).expect("a note");
+        assert_eq!((note.warning, note.reason), (false, Reason::DriftCorrected));
+        assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
+        let mut observe = spec(true, None);
+        observe.management_policy = ManagementPolicy::Observe;
+        let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2), None)).expect("a note");
+        assert_eq!((note.warning, note.reason), (true, Reason::DriftDetected));
+        assert_eq!(
+            drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
+            None
+        );
     }
 
     #[test]
@@ -658,12 +706,12 @@ mod tests {
         by_name.list_name = Some("dup".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("ambiguous").reason(),
-            "AmbiguousListName"
+            Reason::AmbiguousListName
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("missing").reason(),
-            "AccessListNotFound"
+            Reason::AccessListNotFound
         );
     }
 }

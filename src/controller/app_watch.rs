@@ -3,18 +3,15 @@
 //! writes to the platform.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use futures::TryStreamExt;
-use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
-use kube::{Api, ResourceExt};
 
-use super::conditions::{Decided, find, merge, pause_condition};
-use super::context::{Context, is_paused, now_rfc3339, parse_go_duration, write_status};
+use super::conditions::{AppState, ConditionType, Decided, Reason, find, merge};
+use super::context::Settings;
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue};
 use super::error::ReconcileError;
+use super::status::parse_go_duration;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::logging::LogEntry;
 use crate::api::models::shield::{
@@ -26,7 +23,6 @@ use crate::crd::container_app_watch::{
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
 
-pub const KIND: &str = "ContainerAppWatch";
 /// At most this many log entries are read per poll for the CDN summary.
 pub const MAX_LOG_ENTRIES: usize = 50_000;
 
@@ -53,11 +49,23 @@ pub fn app_summary(app: &Application) -> AppSummary {
     }
 }
 
+fn app_state(status: &AppStatus) -> AppState {
+    match status {
+        AppStatus::Unknown => AppState::Unknown,
+        AppStatus::Active => AppState::Active,
+        AppStatus::Progressing => AppState::Progressing,
+        AppStatus::Inactive => AppState::Inactive,
+        AppStatus::Failing => AppState::Failing,
+        AppStatus::Suspended => AppState::Suspended,
+        AppStatus::Unrecognized(_) => AppState::Unrecognized,
+    }
+}
+
 pub fn app_condition(app: &Application) -> Decided {
     Decided::new(
-        "AppReady",
+        ConditionType::AppReady,
         app.status == AppStatus::Active,
-        app.status.reason(),
+        Reason::App(app_state(&app.status)),
         format!("application {} is {}", app.name, app.status),
     )
 }
@@ -138,9 +146,9 @@ pub fn security_summary(
         )
     };
     let condition = Decided::new(
-        "SecurityEvents",
+        ConditionType::SecurityEvents,
         true,
-        if elevated { "Elevated" } else { "Quiet" },
+        if elevated { Reason::Elevated } else { Reason::Quiet },
         message,
     );
     let summary = SecurityEventsSummary {
@@ -178,21 +186,28 @@ pub fn cdn_summary(pull_zone_id: i64, window: &str, entries: &[LogEntry]) -> Cdn
     }
 }
 
-fn failed(type_: &'static str, reason: &'static str, error: &dyn std::fmt::Display) -> Decided {
-    Decided::new(type_, false, reason, error.to_string())
+fn failed(type_: ConditionType, error: &ApiError) -> Decided {
+    Decided::new(type_, false, Reason::of(error), error.to_string())
 }
 
-pub async fn reconcile(object: Arc<ContainerAppWatch>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    ctx.track(object.as_ref(), reconcile_inner(&object, &ctx)).await
+/// Everything one poll read; each read fails on its own.
+#[derive(Debug)]
+pub struct Observed {
+    pub app: Result<Application, ApiError>,
+    pub rate_limits: Option<Result<Vec<RateLimitRule>, ApiError>>,
+    pub security_events: Option<Result<(EventLogsSearchResponse, i64), ApiError>>,
+    /// `None` when no CDN summary is asked for; `Some(None)` when no Pull Zone is known.
+    pub cdn: Option<Option<Result<CdnSummary, ApiError>>>,
 }
 
 async fn security_events(
     client: &EdgeClient,
     zone: i64,
     watch: &SecurityEventsWatch,
-) -> Result<(SecurityEventsSummary, Decided), ApiError> {
+    now: &Now,
+) -> Result<(EventLogsSearchResponse, i64), ApiError> {
     let window = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
-    let request = security_search(watch, window, Utc::now().timestamp_millis());
+    let request = security_search(watch, window, now.millis());
     let grouped = client.search_events(zone, &request).await?;
     let flat = EventLogsSearchRequest {
         group_by: None,
@@ -201,13 +216,13 @@ async fn security_events(
         ..request
     };
     let total = client.search_events(zone, &flat).await?.total;
-    Ok(security_summary(watch, &grouped, total))
+    Ok((grouped, total))
 }
 
-async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str) -> Result<CdnSummary, ApiError> {
+async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str, now: &Now) -> Result<CdnSummary, ApiError> {
     let span = parse_go_duration(window).unwrap_or(Duration::from_secs(3600));
     let query = LogQuery {
-        from: chrono::Duration::from_std(span).ok().map(|d| Utc::now() - d),
+        from: chrono::Duration::from_std(span).ok().map(|d| now.time - d),
         limit: Some(1000),
         ..LogQuery::default()
     };
@@ -217,137 +232,182 @@ async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str) -> Result<Cdn
     Ok(cdn_summary(pull_zone_id, window, &entries))
 }
 
-async fn reconcile_inner(object: &ContainerAppWatch, ctx: &Context) -> Result<Action, ReconcileError> {
-    let namespace = object.namespace().unwrap_or_default();
-    let api: Api<ContainerAppWatch> = Api::namespaced(ctx.kube.clone(), &namespace);
-    let previous = object.status.clone().unwrap_or_default();
-    let generation = object.metadata.generation;
-    let now = now_rfc3339();
-    if object.metadata.deletion_timestamp.is_some() {
-        ctx.metrics.forget(KIND, &namespace, &object.name_any());
-        return Ok(Action::await_change());
-    }
-    let paused = is_paused(object);
-    if paused {
-        let synced = pause_condition(true, &previous.conditions)
-            .into_iter()
-            .collect::<Vec<_>>();
-        let status = ContainerAppWatchStatus {
-            conditions: merge(&previous.conditions, &synced, generation, &now),
-            ..previous.clone()
-        };
-        write_status(&api, object, object.status.as_ref(), &status).await?;
-        return Ok(Action::await_change());
-    }
-    let interval = parse_go_duration(&object.spec.interval).unwrap_or(Duration::from_secs(60));
-    let client = match ctx
-        .client_for(&namespace, object.spec.access_key_secret_ref.as_ref())
-        .await
-    {
-        Ok(client) => client,
-        Err(error) => {
-            let decided = failed("AppReady", error.reason(), &error);
-            let status = ContainerAppWatchStatus {
-                observed_generation: generation,
-                conditions: merge(&previous.conditions, &[decided], generation, &now),
-                ..previous.clone()
-            };
-            write_status(&api, object, object.status.as_ref(), &status).await?;
-            return Err(error);
-        }
-    };
+/// The status and conditions a poll's reads make.
+pub fn poll_status(
+    spec: &crate::crd::container_app_watch::ContainerAppWatchSpec,
+    observed: Observed,
+    previous: &ContainerAppWatchStatus,
+    generation: Option<i64>,
+    now: &Now,
+) -> ContainerAppWatchStatus {
     let mut status = ContainerAppWatchStatus {
         observed_generation: generation,
         ..previous.clone()
     };
-    let mut decided: Vec<Decided> = pause_condition(false, &previous.conditions).into_iter().collect();
-    let app = match client.get_app(&object.spec.app_id).await {
+    let mut decided = Vec::new();
+    match &observed.app {
         Ok(app) => {
-            status.app = Some(app_summary(&app));
-            decided.push(app_condition(&app));
-            Some(app)
+            status.app = Some(app_summary(app));
+            decided.push(app_condition(app));
         }
-        Err(error) => {
-            decided.push(failed("AppReady", error.reason(), &error));
-            None
-        }
-    };
-    let zone = object.spec.shield_zone_id;
-    if let (Some(zone), Some(true)) = (zone, object.spec.rate_limits.as_ref().map(|r| r.enabled)) {
-        match client.all_rate_limits(zone).await {
-            Ok(rules) => {
-                decided.push(Decided::new(
-                    "RateLimitsSynced",
-                    true,
-                    "Synced",
-                    format!("{} rules", rules.len()),
-                ));
-                status.rate_limits = Some(rate_limit_summaries(&rules));
-            }
-            Err(error) => decided.push(failed("RateLimitsSynced", error.reason(), &error)),
-        }
+        Err(error) => decided.push(failed(ConditionType::AppReady, error)),
     }
-    if let (Some(zone), Some(watch)) = (zone, &object.spec.security_events) {
-        match security_events(&client, zone, watch).await {
-            Ok((summary, condition)) => {
+    match observed.rate_limits {
+        Some(Ok(rules)) => {
+            decided.push(Decided::new(
+                ConditionType::RateLimitsSynced,
+                true,
+                Reason::Synchronized,
+                format!("{} rules", rules.len()),
+            ));
+            status.rate_limits = Some(rate_limit_summaries(&rules));
+        }
+        Some(Err(error)) => decided.push(failed(ConditionType::RateLimitsSynced, &error)),
+        None => {}
+    }
+    if let (Some(watch), Some(searched)) = (&spec.security_events, observed.security_events) {
+        match searched {
+            Ok((grouped, total)) => {
+                let (summary, condition) = security_summary(watch, &grouped, total);
                 status.security_events = Some(summary);
                 decided.push(condition);
             }
-            Err(error) => decided.push(failed("SecurityEvents", "SearchFailed", &error)),
+            Err(error) => decided.push(failed(ConditionType::SecurityEvents, &error)),
         }
     }
-    if let Some(watch) = &object.spec.cdn {
-        match watch
-            .pull_zone_id
-            .or_else(|| app.as_ref().and_then(Application::endpoint_pull_zone_id))
-        {
-            Some(pull_zone_id) => match ctx
-                .cdn_summary(&client, pull_zone_id, &watch.window, || {
-                    cdn(&client, pull_zone_id, &watch.window)
-                })
-                .await
-            {
-                Ok(summary) => {
-                    let message = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
-                    decided.push(Decided::new("CdnLogsSynced", true, "Synced", message));
-                    status.cdn = Some(summary);
-                }
-                Err(error) => decided.push(failed("CdnLogsSynced", error.reason(), &error)),
-            },
-            None => decided.push(Decided::new(
-                "CdnLogsSynced",
-                false,
-                "NoPullZone",
-                "set spec.cdn.pullZoneId: the app has no endpoint with a Pull Zone",
-            )),
+    match observed.cdn {
+        Some(Some(Ok(summary))) => {
+            let message = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
+            decided.push(Decided::new(
+                ConditionType::CdnLogsSynced,
+                true,
+                Reason::Synchronized,
+                message,
+            ));
+            status.cdn = Some(summary);
         }
+        Some(Some(Err(error))) => decided.push(failed(ConditionType::CdnLogsSynced, &error)),
+        Some(None) => decided.push(Decided::new(
+            ConditionType::CdnLogsSynced,
+            false,
+            Reason::NoPullZone,
+            "set spec.cdn.pullZoneId: the app has no endpoint with a Pull Zone",
+        )),
+        None => {}
     }
-    status.conditions = merge(&previous.conditions, &decided, generation, &now);
-    write_status(&api, object, object.status.as_ref(), &status).await?;
-    ctx.metrics
-        .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
-    for (type_, warn_reason) in [("SecurityEvents", "Elevated"), ("AppReady", "")] {
-        let before = find(&previous.conditions, type_);
-        let after = find(&status.conditions, type_);
-        let turned = match (before, after) {
-            (_, None) => false,
-            (before, Some(after)) if type_ == "AppReady" => {
-                after.status != crate::crd::ConditionStatus::True
-                    && before.is_none_or(|b| b.status == crate::crd::ConditionStatus::True)
-            }
-            (before, Some(after)) => after.reason == warn_reason && before.is_none_or(|b| b.reason != warn_reason),
+    status.conditions = merge(&previous.conditions, &decided, generation, &now.rfc3339());
+    status
+}
+
+/// Warning Events when the app stops being ready or security events turn Elevated.
+pub fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
+    use crate::crd::ConditionStatus;
+    let mut notes = Vec::new();
+    let before = find(&previous.conditions, ConditionType::AppReady);
+    if let Some(after) = find(&status.conditions, ConditionType::AppReady)
+        && after.status != ConditionStatus::True
+        && before.is_none_or(|b| b.status == ConditionStatus::True)
+    {
+        notes.push(Note::warning(Reason::AppNotReady, after.message.clone()));
+    }
+    let elevated = Reason::Elevated.as_str();
+    let before = find(&previous.conditions, ConditionType::SecurityEvents);
+    if let Some(after) = find(&status.conditions, ConditionType::SecurityEvents)
+        && after.reason == elevated
+        && before.is_none_or(|b| b.reason != elevated)
+    {
+        notes.push(Note::warning(Reason::SecurityEventsElevated, after.message.clone()));
+    }
+    notes
+}
+
+impl Reconciled for ContainerAppWatch {
+    const KIND: &'static str = "ContainerAppWatch";
+
+    type Status = ContainerAppWatchStatus;
+    type Observed = Observed;
+    type Plan = ContainerAppWatchStatus;
+    type Acted = ContainerAppWatchStatus;
+
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
+    }
+
+    fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
+        &status.conditions
+    }
+
+    fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
+        status.conditions = conditions;
+    }
+
+    fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
+        self.spec.access_key_secret_ref.as_ref()
+    }
+
+    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
+        let client = io.client().await?;
+        let spec = &self.spec;
+        let app = client.get_app(&spec.app_id).await;
+        let zone = spec.shield_zone_id;
+        let rate_limits = match (zone, spec.rate_limits.as_ref().map(|r| r.enabled)) {
+            (Some(zone), Some(true)) => Some(client.all_rate_limits(zone).await),
+            _ => None,
         };
-        if let (true, Some(after)) = (turned, after) {
-            let reason = if type_ == "AppReady" {
-                "AppNotReady"
-            } else {
-                "SecurityEventsElevated"
-            };
-            ctx.event(object, EventType::Warning, reason, after.message.clone())
-                .await;
+        let security_events = match (zone, &spec.security_events) {
+            (Some(zone), Some(watch)) => Some(security_events(client, zone, watch, now).await),
+            _ => None,
+        };
+        let cdn = match &spec.cdn {
+            Some(watch) => {
+                let pull_zone = watch
+                    .pull_zone_id
+                    .or_else(|| app.as_ref().ok().and_then(Application::endpoint_pull_zone_id));
+                Some(match pull_zone {
+                    Some(pull_zone_id) => Some(
+                        io.ctx
+                            .reads
+                            .cdn_summary(client, pull_zone_id, &watch.window, || {
+                                cdn(client, pull_zone_id, &watch.window, now)
+                            })
+                            .await,
+                    ),
+                    None => None,
+                })
+            }
+            None => None,
+        };
+        Ok(Observed {
+            app,
+            rate_limits,
+            security_events,
+            cdn,
+        })
+    }
+
+    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, _settings: &Settings) -> Self::Plan {
+        poll_status(&self.spec, observed, previous, self.metadata.generation, now)
+    }
+
+    /// Never writes to the platform.
+    async fn act(&self, status: Self::Plan, _io: &Io<'_, Self>) -> Result<Self::Acted, ReconcileError> {
+        Ok(status)
+    }
+
+    fn outcome(
+        &self,
+        status: Self::Acted,
+        previous: &Self::Status,
+        _now: &Now,
+        _settings: &Settings,
+    ) -> Outcome<Self::Status> {
+        let interval = parse_go_duration(&self.spec.interval).unwrap_or(Duration::from_secs(60));
+        Outcome {
+            events: transition_notes(previous, &status),
+            status,
+            requeue: Requeue::After(interval),
         }
     }
-    Ok(Action::requeue(interval))
 }
 
 #[cfg(test)]
@@ -401,7 +461,7 @@ mod tests {
     #[test]
     fn security_events_turn_elevated_at_the_threshold() {
         let (summary, condition) = security_summary(&watch(91), &grouped(), 91);
-        assert_eq!(condition.reason, "Elevated");
+        assert_eq!(condition.reason, Reason::Elevated);
         assert_eq!(summary.top.len(), 2);
         assert_eq!(summary.top[0].blocked, 70);
         assert!(
@@ -410,7 +470,7 @@ mod tests {
             condition.message
         );
         let (_, quiet) = security_summary(&watch(92), &grouped(), 91);
-        assert_eq!(quiet.reason, "Quiet");
+        assert_eq!(quiet.reason, Reason::Quiet);
     }
 
     #[test]
@@ -461,6 +521,70 @@ mod tests {
         assert_eq!(
             (condition.status, condition.reason.as_str()),
             (crate::crd::ConditionStatus::False, "Failing")
+        );
+    }
+
+    fn observed(status: AppStatus) -> Observed {
+        Observed {
+            app: Ok(Application {
+                name: "shop".into(),
+                status,
+                ..Application::default()
+            }),
+            rate_limits: None,
+            security_events: Some(Ok((grouped(), 91))),
+            cdn: Some(None),
+        }
+    }
+
+    #[test]
+    fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
+        let now = Now {
+            time: "2026-11-20T12:00:00Z".parse().expect("time"),
+            jitter: 0.0,
+        };
+        let spec = crate::crd::container_app_watch::ContainerAppWatchSpec {
+            app_id: "app".into(),
+            interval: "1m".into(),
+            shield_zone_id: Some(1),
+            rate_limits: None,
+            security_events: Some(watch(50)),
+            cdn: Some(crate::crd::container_app_watch::CdnWatch {
+                pull_zone_id: None,
+                window: "1h".into(),
+            }),
+            access_key_secret_ref: None,
+        };
+        let fresh = ContainerAppWatchStatus::default();
+        let first = poll_status(&spec, observed(AppStatus::Active), &fresh, Some(1), &now);
+        let reasons: Vec<(&str, &str)> = first
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("AppReady", "Active"),
+                ("CdnLogsSynced", "NoPullZone"),
+                ("SecurityEvents", "Elevated")
+            ]
+        );
+        let notes = transition_notes(&fresh, &first);
+        assert_eq!(
+            notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+            [Reason::SecurityEventsElevated]
+        );
+        let failing = poll_status(&spec, observed(AppStatus::Failing), &first, Some(1), &now);
+        let notes = transition_notes(&first, &failing);
+        assert_eq!(
+            notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+            [Reason::AppNotReady]
+        );
+        let still = poll_status(&spec, observed(AppStatus::Failing), &failing, Some(1), &now);
+        assert!(
+            transition_notes(&failing, &still).is_empty(),
+            "no Event without a transition"
         );
     }
 }

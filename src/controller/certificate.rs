@@ -1,26 +1,26 @@
 //! PullZoneCertificate: decide (pure) whether to call the platform now, later or not
-//! at all; call; turn the answer into status and the next attempt time.
+//! at all; call; turn the answer into status, Events and the next attempt time.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
-use super::conditions::{Decided, find, merge, pause_condition};
-use super::context::{Context, is_paused, parse_go_duration, poll_interval, rfc3339, write_status};
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::context::Settings;
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue};
 use super::error::ReconcileError;
+use super::status::{parse_go_duration, poll_interval, rfc3339};
 use crate::api::{ApiError, RetryPolicy};
-use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
+use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, Condition, SecretKeyRef};
 
-pub const KIND: &str = "PullZoneCertificate";
 /// How long to wait before retrying with credentials the platform refused.
 pub const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
+/// The longest wait between looks at a certificate, whatever the backoff says.
+const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// What to do about a certificate now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,9 +50,9 @@ pub fn decide(
     if status.observed_generation != generation || new_request {
         return Decision::Complete;
     }
-    let reason = find(&status.conditions, "Ready").map(|c| c.reason.as_str());
+    let reason = find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str());
     match reason {
-        Some("Issued") => {
+        Some(r) if r == Reason::Issued.as_str() => {
             let renewal = spec
                 .renew_every
                 .as_deref()
@@ -65,9 +65,9 @@ pub fn decide(
                 None => Decision::Idle,
             }
         }
-        Some("HostnameNotFound") => Decision::Idle,
+        Some(r) if r == Reason::HostnameNotFound.as_str() => Decision::Idle,
         // Reconciles come only from changes (a Secret, the object) and the slow requeue.
-        Some("Unauthorized") => Decision::Complete,
+        Some(r) if r == Reason::Unauthorized.as_str() => Decision::Complete,
         _ => match parse_time(status.next_attempt_time.as_deref()) {
             Some(next) if next > now => Decision::WaitUntil(next),
             _ => Decision::Complete,
@@ -96,11 +96,12 @@ pub fn after_attempt(
     requested: Option<&str>,
     result: Result<(), &ApiError>,
     backoff: &RetryPolicy,
-    now: DateTime<Utc>,
+    now: &Now,
 ) -> (PullZoneCertificateStatus, Option<Duration>) {
     let same_generation = previous.observed_generation == generation;
     let attempts = if same_generation { previous.attempts } else { 0 } + 1;
-    let stamp = rfc3339(now);
+    let stamp = now.rfc3339();
+    let backoff = backoff.backoff_with_jitter(attempts - 1, now.jitter);
     let base = PullZoneCertificateStatus {
         observed_generation: generation,
         issued_time: previous.issued_time.clone(),
@@ -113,9 +114,9 @@ pub fn after_attempt(
         Ok(()) => {
             let renew = spec.renew_every.as_deref().and_then(parse_go_duration);
             let ready = Decided::new(
-                "Ready",
+                ConditionType::Ready,
                 true,
-                "Issued",
+                Reason::Issued,
                 format!("certificate issued for {}", spec.hostname),
             );
             let status = PullZoneCertificateStatus {
@@ -124,7 +125,7 @@ pub fn after_attempt(
                 attempts: 0,
                 next_attempt_time: renew
                     .and_then(|d| chrono::Duration::from_std(d).ok())
-                    .map(|d| rfc3339(now + d)),
+                    .map(|d| rfc3339(now.time + d)),
                 last_error: None,
                 ..base
             };
@@ -133,112 +134,182 @@ pub fn after_attempt(
         Err(error) => error,
     };
     let (reason, wait) = match error {
-        ApiError::NotFound(_) => ("HostnameNotFound", None),
-        ApiError::Validation { .. } => ("VerificationFailed", Some(backoff.backoff(attempts - 1))),
-        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => ("Unauthorized", Some(UNAUTHORIZED_RETRY)),
-        ApiError::RateLimited { retry_after, .. } => (
-            "RateLimited",
-            Some(backoff.backoff(attempts - 1).max(retry_after.unwrap_or_default())),
-        ),
-        other => (other.reason(), Some(backoff.backoff(attempts - 1))),
+        ApiError::NotFound(_) => (Reason::HostnameNotFound, None),
+        ApiError::Validation { .. } => (Reason::VerificationFailed, Some(backoff)),
+        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => (Reason::Unauthorized, Some(UNAUTHORIZED_RETRY)),
+        ApiError::RateLimited { retry_after, .. } => {
+            (Reason::RateLimited, Some(backoff.max(retry_after.unwrap_or_default())))
+        }
+        other => (Reason::of(other), Some(backoff)),
     };
     let message = match reason {
-        "HostnameNotFound" => format!(
+        Reason::HostnameNotFound => format!(
             "{} is not registered on any Pull Zone; fix spec.hostname",
             spec.hostname
         ),
         _ => error.to_string(),
     };
-    let ready = Decided::new("Ready", false, reason, message);
+    let ready = Decided::new(ConditionType::Ready, false, reason, message);
     let status = PullZoneCertificateStatus {
         conditions: merge(&previous.conditions, &[ready], generation, &stamp),
         attempts,
         next_attempt_time: wait
             .and_then(|d| chrono::Duration::from_std(d).ok())
-            .map(|d| rfc3339(now + d)),
+            .map(|d| rfc3339(now.time + d)),
         last_error: Some(last_error(error)),
         ..base
     };
     (status, wait)
 }
 
-pub async fn reconcile(object: Arc<PullZoneCertificate>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    ctx.track(object.as_ref(), reconcile_inner(&object, &ctx)).await
+/// The Events of an attempt: Issued, or a Warning when the failure's reason is new.
+pub fn attempt_notes(
+    spec: &PullZoneCertificateSpec,
+    previous: &PullZoneCertificateStatus,
+    status: &PullZoneCertificateStatus,
+    result: Result<(), &ApiError>,
+) -> Vec<Note> {
+    let Err(error) = result else {
+        return vec![Note::normal(
+            Reason::Issued,
+            format!("certificate issued for {}", spec.hostname),
+        )];
+    };
+    let ready = |s: &PullZoneCertificateStatus| find(&s.conditions, ConditionType::Ready).map(|c| c.reason.clone());
+    match (ready(previous), ready(status)) {
+        (was, Some(now)) if was.as_deref() != Some(now.as_str()) => {
+            let reason = certificate_reason(error);
+            vec![Note::warning(reason, error.to_string())]
+        }
+        _ => Vec::new(),
+    }
 }
 
-async fn reconcile_inner(object: &PullZoneCertificate, ctx: &Context) -> Result<Action, ReconcileError> {
-    let namespace = object.namespace().unwrap_or_default();
-    let api: Api<PullZoneCertificate> = Api::namespaced(ctx.kube.clone(), &namespace);
-    let previous = object.status.clone().unwrap_or_default();
-    let generation = object.metadata.generation;
-    let now = Utc::now();
-    if object.metadata.deletion_timestamp.is_some() {
-        ctx.metrics.forget(KIND, &namespace, &object.name_any());
-        return Ok(Action::await_change());
+fn certificate_reason(error: &ApiError) -> Reason {
+    match error {
+        ApiError::NotFound(_) => Reason::HostnameNotFound,
+        ApiError::Validation { .. } => Reason::VerificationFailed,
+        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => Reason::Unauthorized,
+        other => Reason::of(other),
     }
-    let paused = is_paused(object);
-    let mut previous = previous;
-    if let Some(synced) = pause_condition(paused, &previous.conditions) {
-        let status = PullZoneCertificateStatus {
-            conditions: merge(&previous.conditions, &[synced], generation, &rfc3339(now)),
-            ..previous.clone()
+}
+
+/// A decision, with the reconcile-requested-at annotation it was made for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub decision: Decision,
+    pub requested: Option<String>,
+}
+
+/// An attempt carried out, or not.
+#[derive(Debug)]
+pub enum Attempted {
+    Called {
+        requested: Option<String>,
+        result: Result<(), ApiError>,
+    },
+    Skipped(Decision),
+}
+
+impl Reconciled for PullZoneCertificate {
+    const KIND: &'static str = "PullZoneCertificate";
+
+    type Status = PullZoneCertificateStatus;
+    /// The platform has no read of a certificate's state.
+    type Observed = ();
+    type Plan = Attempt;
+    type Acted = Attempted;
+
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
+    }
+
+    fn conditions(status: &Self::Status) -> &[Condition] {
+        &status.conditions
+    }
+
+    fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>) {
+        status.conditions = conditions;
+    }
+
+    fn secret_ref(&self) -> Option<&SecretKeyRef> {
+        self.spec.access_key_secret_ref.as_ref()
+    }
+
+    async fn observe(&self, _io: &Io<'_, Self>, _now: &Now) -> Result<(), ReconcileError> {
+        Ok(())
+    }
+
+    fn plan(&self, _observed: (), previous: &Self::Status, now: &Now, _settings: &Settings) -> Attempt {
+        let requested = self.annotations().get(ANNOTATION_RECONCILE_REQUESTED_AT).cloned();
+        Attempt {
+            decision: decide(
+                &self.spec,
+                previous,
+                self.metadata.generation,
+                requested.as_deref(),
+                now.time,
+            ),
+            requested,
+        }
+    }
+
+    async fn act(&self, attempt: Attempt, io: &Io<'_, Self>) -> Result<Attempted, ReconcileError> {
+        if attempt.decision != Decision::Complete {
+            return Ok(Attempted::Skipped(attempt.decision));
+        }
+        let client = io.client().await?;
+        let result = client.complete_external_http_certificate(&self.spec.hostname).await;
+        Ok(Attempted::Called {
+            requested: attempt.requested,
+            result,
+        })
+    }
+
+    fn outcome(
+        &self,
+        acted: Attempted,
+        previous: &Self::Status,
+        now: &Now,
+        settings: &Settings,
+    ) -> Outcome<Self::Status> {
+        let (requested, result) = match acted {
+            Attempted::Skipped(decision) => {
+                let requeue = match decision {
+                    Decision::WaitUntil(when) => Requeue::After(
+                        (when - now.time)
+                            .to_std()
+                            .unwrap_or_default()
+                            .max(Duration::from_secs(1)),
+                    ),
+                    Decision::Idle | Decision::Complete => Requeue::OnChange,
+                };
+                return Outcome {
+                    status: previous.clone(),
+                    events: Vec::new(),
+                    requeue,
+                };
+            }
+            Attempted::Called { requested, result } => (requested, result),
         };
-        write_status(&api, object, object.status.as_ref(), &status).await?;
-        previous = status;
-    }
-    if paused {
-        return Ok(Action::await_change());
-    }
-    let requested = object
-        .annotations()
-        .get(ANNOTATION_RECONCILE_REQUESTED_AT)
-        .map(String::as_str);
-    match decide(&object.spec, &previous, generation, requested, now) {
-        Decision::Idle => return Ok(Action::await_change()),
-        Decision::WaitUntil(when) => {
-            let wait = (when - now).to_std().unwrap_or_default();
-            return Ok(Action::requeue(wait.max(Duration::from_secs(1))));
+        let (status, wait) = after_attempt(
+            &self.spec,
+            previous,
+            self.metadata.generation,
+            requested.as_deref(),
+            result.as_ref().map(|_| ()),
+            &settings.certificate_backoff,
+            now,
+        );
+        let events = attempt_notes(&self.spec, previous, &status, result.as_ref().map(|_| ()));
+        Outcome {
+            status,
+            events,
+            requeue: wait.map_or(Requeue::OnChange, |wait| {
+                Requeue::After(wait.min(poll_interval(self, LONGEST_WAIT)))
+            }),
         }
-        Decision::Complete => {}
     }
-    let client = ctx
-        .client_for(&namespace, object.spec.access_key_secret_ref.as_ref())
-        .await?;
-    let result = client.complete_external_http_certificate(&object.spec.hostname).await;
-    let outcome = result.as_ref().map(|_| ());
-    let (status, wait) = after_attempt(
-        &object.spec,
-        &previous,
-        generation,
-        requested,
-        outcome,
-        &ctx.certificate_backoff,
-        now,
-    );
-    write_status(&api, object, object.status.as_ref(), &status).await?;
-    ctx.metrics
-        .set_conditions(KIND, &namespace, &object.name_any(), &status.conditions);
-    if let Err(error) = &result {
-        let was = find(&previous.conditions, "Ready").map(|c| c.reason.clone());
-        let reason = find(&status.conditions, "Ready")
-            .map(|c| c.reason.clone())
-            .unwrap_or_default();
-        if was.as_deref() != Some(reason.as_str()) {
-            ctx.event(object, EventType::Warning, &reason, error.to_string()).await;
-        }
-    } else {
-        ctx.event(
-            object,
-            EventType::Normal,
-            "Issued",
-            format!("certificate issued for {}", object.spec.hostname),
-        )
-        .await;
-    }
-    Ok(match wait {
-        Some(wait) => Action::requeue(wait.min(poll_interval(object, Duration::from_secs(24 * 3600)))),
-        None => Action::await_change(),
-    })
 }
 
 #[cfg(test)]
@@ -256,6 +327,10 @@ mod tests {
 
     fn at(raw: &str) -> DateTime<Utc> {
         raw.parse().expect("valid time")
+    }
+
+    fn moment(time: DateTime<Utc>) -> Now {
+        Now { time, jitter: 0.5 }
     }
 
     fn no_jitter() -> RetryPolicy {
@@ -287,7 +362,7 @@ mod tests {
             None,
             Ok(()),
             &no_jitter(),
-            now,
+            &moment(now),
         );
         assert_eq!(wait, None);
         assert_eq!(issued.issued_time.as_deref(), Some("2026-11-20T12:00:00Z"));
@@ -302,7 +377,15 @@ mod tests {
             Decision::Complete,
             "reconcile-requested-at"
         );
-        let (handled, _) = after_attempt(&spec(None), &issued, Some(1), Some("r1"), Ok(()), &no_jitter(), now);
+        let (handled, _) = after_attempt(
+            &spec(None),
+            &issued,
+            Some(1),
+            Some("r1"),
+            Ok(()),
+            &no_jitter(),
+            &moment(now),
+        );
         assert_eq!(
             decide(&spec(None), &handled, Some(1), Some("r1"), now),
             Decision::Idle,
@@ -316,7 +399,7 @@ mod tests {
             None,
             Ok(()),
             &no_jitter(),
-            now,
+            &moment(now),
         );
         assert_eq!(wait, Some(Duration::from_secs(720 * 3600)));
         let due = at("2026-12-20T12:00:00Z");
@@ -343,7 +426,7 @@ mod tests {
                 None,
                 Err(&failed("challenge pending")),
                 &no_jitter(),
-                now,
+                &moment(now),
             );
             waits.push(wait.expect("retried"));
             status = next;
@@ -363,7 +446,7 @@ mod tests {
         );
         assert_eq!(error.error_key.as_deref(), Some("pullzone.domain_verification_failed"));
         assert_eq!(
-            find(&status.conditions, "Ready").map(|c| c.reason.as_str()),
+            find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
             Some("VerificationFailed")
         );
         assert!(matches!(
@@ -383,7 +466,7 @@ mod tests {
             None,
             Err(&missing),
             &no_jitter(),
-            now,
+            &moment(now),
         );
         assert_eq!(wait, None);
         assert_eq!(
@@ -407,7 +490,7 @@ mod tests {
             None,
             Err(&limited),
             &no_jitter(),
-            now,
+            &moment(now),
         );
         assert!(wait.expect("retried") >= Duration::from_secs(120));
         let refused = ApiError::Unauthorized(PlatformMessage::default());
@@ -418,11 +501,11 @@ mod tests {
             None,
             Err(&refused),
             &no_jitter(),
-            now,
+            &moment(now),
         );
         assert_eq!(wait, Some(UNAUTHORIZED_RETRY));
         assert_eq!(
-            find(&status.conditions, "Ready").map(|c| c.reason.as_str()),
+            find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
             Some("Unauthorized")
         );
     }

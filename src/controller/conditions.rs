@@ -1,19 +1,188 @@
-//! Conditions kept in the Kubernetes convention: one per type, and an unchanged
-//! status keeps its lastTransitionTime.
+//! The status vocabulary: condition types and reasons as types, and conditions kept in
+//! the Kubernetes convention (one per type; an unchanged status keeps its
+//! lastTransitionTime).
 
+use crate::api::ApiError;
 use crate::crd::{Condition, ConditionStatus};
+
+/// Every condition type the operator writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConditionType {
+    /// The object's goal is reached (list in sync, certificate issued).
+    Ready,
+    /// The last reconcile reached the platform and did what it had to.
+    Synced,
+    /// ContainerAppWatch: the application is active.
+    AppReady,
+    /// ContainerAppWatch: the rate-limit rules are mirrored.
+    RateLimitsSynced,
+    /// ContainerAppWatch: the security events of the window are summarised.
+    SecurityEvents,
+    /// ContainerAppWatch: the CDN logs of the window are summarised.
+    CdnLogsSynced,
+}
+
+impl ConditionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionType::Ready => "Ready",
+            ConditionType::Synced => "Synced",
+            ConditionType::AppReady => "AppReady",
+            ConditionType::RateLimitsSynced => "RateLimitsSynced",
+            ConditionType::SecurityEvents => "SecurityEvents",
+            ConditionType::CdnLogsSynced => "CdnLogsSynced",
+        }
+    }
+}
+
+/// Every condition reason the operator writes; also the Event reasons and the
+/// `reason` label of the error metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    // Synced
+    Paused,
+    Resumed,
+    Reconciled,
+    Applied,
+    UpToDate,
+    Observed,
+    // AccessListConfig
+    InSync,
+    Drifted,
+    DriftCorrected,
+    DriftDetected,
+    Restored,
+    RestoreSkipped,
+    AccessListNotFound,
+    AmbiguousListName,
+    // PullZoneCertificate
+    Issued,
+    VerificationFailed,
+    HostnameNotFound,
+    // ContainerAppWatch
+    Synchronized,
+    Quiet,
+    Elevated,
+    NoPullZone,
+    AppNotReady,
+    SecurityEventsElevated,
+    App(AppState),
+    // Errors, one map from every failure (see `Reason::of`)
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    Rejected,
+    RateLimited,
+    ServerError,
+    UnexpectedStatus,
+    Timeout,
+    TransportError,
+    DecodeError,
+    InvalidInput,
+    KubernetesError,
+    CredentialsUnavailable,
+    InvalidSpec,
+}
+
+/// The application states a ContainerAppWatch reports as `AppReady` reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AppState {
+    Unknown,
+    Active,
+    Progressing,
+    Inactive,
+    Failing,
+    Suspended,
+    Unrecognized,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Paused => "Paused",
+            Reason::Resumed => "Resumed",
+            Reason::Reconciled => "Reconciled",
+            Reason::Applied => "Applied",
+            Reason::UpToDate => "UpToDate",
+            Reason::Observed => "Observed",
+            Reason::InSync => "InSync",
+            Reason::Drifted => "Drifted",
+            Reason::DriftCorrected => "DriftCorrected",
+            Reason::DriftDetected => "DriftDetected",
+            Reason::Restored => "Restored",
+            Reason::RestoreSkipped => "RestoreSkipped",
+            Reason::AccessListNotFound => "AccessListNotFound",
+            Reason::AmbiguousListName => "AmbiguousListName",
+            Reason::Issued => "Issued",
+            Reason::VerificationFailed => "VerificationFailed",
+            Reason::HostnameNotFound => "HostnameNotFound",
+            Reason::Synchronized => "Synced",
+            Reason::Quiet => "Quiet",
+            Reason::Elevated => "Elevated",
+            Reason::NoPullZone => "NoPullZone",
+            Reason::AppNotReady => "AppNotReady",
+            Reason::SecurityEventsElevated => "SecurityEventsElevated",
+            Reason::App(state) => match state {
+                AppState::Unknown => "Unknown",
+                AppState::Active => "Active",
+                AppState::Progressing => "Progressing",
+                AppState::Inactive => "Inactive",
+                AppState::Failing => "Failing",
+                AppState::Suspended => "Suspended",
+                AppState::Unrecognized => "UnrecognizedStatus",
+            },
+            Reason::Unauthorized => "Unauthorized",
+            Reason::Forbidden => "Forbidden",
+            Reason::NotFound => "NotFound",
+            Reason::Rejected => "Rejected",
+            Reason::RateLimited => "RateLimited",
+            Reason::ServerError => "ServerError",
+            Reason::UnexpectedStatus => "UnexpectedStatus",
+            Reason::Timeout => "Timeout",
+            Reason::TransportError => "TransportError",
+            Reason::DecodeError => "DecodeError",
+            Reason::InvalidInput => "InvalidInput",
+            Reason::KubernetesError => "KubernetesError",
+            Reason::CredentialsUnavailable => "CredentialsUnavailable",
+            Reason::InvalidSpec => "InvalidSpec",
+        }
+    }
+
+    /// The one map from a failed platform call to a reason.
+    pub fn of(error: &ApiError) -> Self {
+        match error {
+            ApiError::Unauthorized(_) => Reason::Unauthorized,
+            ApiError::Forbidden(_) => Reason::Forbidden,
+            ApiError::NotFound(_) => Reason::NotFound,
+            ApiError::Validation { .. } => Reason::Rejected,
+            ApiError::RateLimited { .. } => Reason::RateLimited,
+            ApiError::Server { .. } => Reason::ServerError,
+            ApiError::UnexpectedStatus { .. } => Reason::UnexpectedStatus,
+            ApiError::Timeout => Reason::Timeout,
+            ApiError::Transport(_) => Reason::TransportError,
+            ApiError::Decode(_) => Reason::DecodeError,
+            ApiError::InvalidInput(_) => Reason::InvalidInput,
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A condition as a reconciler decides it, before timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided {
-    pub type_: &'static str,
+    pub type_: ConditionType,
     pub status: ConditionStatus,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
 }
 
 impl Decided {
-    pub fn new(type_: &'static str, status: bool, reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(type_: ConditionType, status: bool, reason: Reason, message: impl Into<String>) -> Self {
         Self {
             type_,
             status: if status {
@@ -21,7 +190,7 @@ impl Decided {
             } else {
                 ConditionStatus::False
             },
-            reason: reason.into(),
+            reason,
             message: message.into(),
         }
     }
@@ -32,19 +201,19 @@ impl Decided {
 pub fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>, now: &str) -> Vec<Condition> {
     let mut merged: Vec<Condition> = current
         .iter()
-        .filter(|c| !decided.iter().any(|d| d.type_ == c.type_))
+        .filter(|c| !decided.iter().any(|d| d.type_.as_str() == c.type_))
         .cloned()
         .collect();
     for d in decided {
-        let previous = current.iter().find(|c| c.type_ == d.type_);
+        let previous = find(current, d.type_);
         let last_transition_time = match previous {
             Some(p) if p.status == d.status => p.last_transition_time.clone(),
             _ => now.to_string(),
         };
         merged.push(Condition {
-            type_: d.type_.to_string(),
+            type_: d.type_.as_str().to_string(),
             status: d.status,
-            reason: d.reason.clone(),
+            reason: d.reason.as_str().to_string(),
             message: d.message.clone(),
             last_transition_time,
             observed_generation: generation,
@@ -54,30 +223,19 @@ pub fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>
     merged
 }
 
-/// `Synced=False Paused` when paused; when no longer paused, `Synced=True Resumed` in
-/// place of a Paused condition. `None` when nothing changes.
-pub fn pause_condition(paused: bool, current: &[Condition]) -> Option<Decided> {
-    let was_paused = find(current, "Synced").is_some_and(|c| c.reason == "Paused");
-    match (paused, was_paused) {
-        (true, _) => Some(Decided::new(
-            "Synced",
-            false,
-            "Paused",
-            "edgeplatform.io/paused is true",
-        )),
-        (false, true) => Some(Decided::new("Synced", true, "Resumed", "")),
-        (false, false) => None,
-    }
-}
-
 /// The condition of a type, if present.
-pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conditions.iter().find(|c| c.type_ == type_)
+pub fn find(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+    conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// Whether a condition of `type_` is True.
-pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+pub fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
+}
+
+/// Whether a condition of `type_` has `reason`.
+pub fn has_reason(conditions: &[Condition], type_: ConditionType, reason: Reason) -> bool {
+    find(conditions, type_).is_some_and(|c| c.reason == reason.as_str())
 }
 
 #[cfg(test)]
@@ -86,19 +244,16 @@ mod tests {
 
     #[test]
     fn unchanged_status_keeps_its_transition_time() {
-        let first = merge(&[], &[Decided::new("Ready", true, "Synced", "ok")], Some(1), "t1");
-        let same = merge(
-            &first,
-            &[Decided::new("Ready", true, "Synced", "still ok")],
-            Some(2),
-            "t2",
-        );
+        let ready = |status, reason, message: &str| Decided::new(ConditionType::Ready, status, reason, message);
+        let first = merge(&[], &[ready(true, Reason::InSync, "ok")], Some(1), "t1");
+        let same = merge(&first, &[ready(true, Reason::InSync, "still ok")], Some(2), "t2");
         assert_eq!(same[0].last_transition_time, "t1");
         assert_eq!(same[0].message, "still ok");
         assert_eq!(same[0].observed_generation, Some(2));
-        let flipped = merge(&same, &[Decided::new("Ready", false, "Failed", "x")], Some(2), "t3");
+        let flipped = merge(&same, &[ready(false, Reason::Drifted, "x")], Some(2), "t3");
         assert_eq!(flipped[0].last_transition_time, "t3");
-        assert!(!is_true(&flipped, "Ready"));
+        assert!(!is_true(&flipped, ConditionType::Ready));
+        assert!(has_reason(&flipped, ConditionType::Ready, Reason::Drifted));
     }
 
     #[test]
@@ -106,8 +261,8 @@ mod tests {
         let both = merge(
             &[],
             &[
-                Decided::new("Synced", true, "A", ""),
-                Decided::new("Ready", true, "B", ""),
+                Decided::new(ConditionType::Synced, true, Reason::Applied, ""),
+                Decided::new(ConditionType::Ready, true, Reason::InSync, ""),
             ],
             None,
             "t",
@@ -116,8 +271,29 @@ mod tests {
             both.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(),
             ["Ready", "Synced"]
         );
-        let one = merge(&both, &[Decided::new("Ready", false, "C", "")], None, "t2");
+        let one = merge(
+            &both,
+            &[Decided::new(ConditionType::Ready, false, Reason::Drifted, "")],
+            None,
+            "t2",
+        );
         assert_eq!(one.len(), 2);
-        assert!(is_true(&one, "Synced"));
+        assert!(is_true(&one, ConditionType::Synced));
+    }
+
+    #[test]
+    fn a_platform_error_reads_the_same_as_condition_reason_and_client_label() {
+        let mut errors: Vec<ApiError> = [401, 403, 404, 400, 429, 503, 302]
+            .map(|status| ApiError::from_response(status, None, b""))
+            .into();
+        errors.extend([
+            ApiError::Timeout,
+            ApiError::Transport("x".into()),
+            ApiError::Decode("x".into()),
+            ApiError::InvalidInput("x".into()),
+        ]);
+        for error in &errors {
+            assert_eq!(Reason::of(error).as_str(), error.reason(), "{error}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Reconcile failures. Each variant's [`ReconcileError::reason`] is the condition
 //! reason, Event reason and metric label.
 
+use super::conditions::Reason;
 use crate::api::ApiError;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +27,14 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
-            ReconcileError::Platform(error) => error.reason(),
-            ReconcileError::Kube(_) => "KubernetesError",
-            ReconcileError::Credentials { .. } | ReconcileError::NoCredentials => "CredentialsUnavailable",
-            ReconcileError::AccessListNotFound { .. } => "AccessListNotFound",
-            ReconcileError::AmbiguousListName { .. } => "AmbiguousListName",
-            ReconcileError::InvalidSpec(_) => "InvalidSpec",
+            ReconcileError::Platform(error) => Reason::of(error),
+            ReconcileError::Kube(_) => Reason::KubernetesError,
+            ReconcileError::Credentials { .. } | ReconcileError::NoCredentials => Reason::CredentialsUnavailable,
+            ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
+            ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
+            ReconcileError::InvalidSpec(_) => Reason::InvalidSpec,
         }
     }
 

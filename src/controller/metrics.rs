@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::conditions::Reason;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
 
@@ -105,12 +106,13 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
+    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<Reason>) {
         let labels = KindLabels { kind: kind.to_string() };
         self.reconciles.get_or_create(&labels).inc();
         self.durations.get_or_create(&labels).observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
             let kind = kind.to_string();
+            let reason = reason.as_str();
             self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
         }
     }
@@ -186,22 +188,36 @@ impl RequestObserver for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::conditions::{Decided, merge};
+    use crate::controller::conditions::{ConditionType, Decided, merge};
 
     #[test]
     fn condition_gauges_follow_the_current_reason_only() {
         let metrics = Metrics::default();
         let ready = merge(
             &[],
-            &[Decided::new("Ready", false, "VerificationFailed", "")],
+            &[Decided::new(
+                ConditionType::Ready,
+                false,
+                Reason::VerificationFailed,
+                "",
+            )],
             None,
             "t",
         );
         metrics.set_conditions("PullZoneCertificate", "ns", "cert", &ready);
-        let issued = merge(&ready, &[Decided::new("Ready", true, "Issued", "")], None, "t2");
+        let issued = merge(
+            &ready,
+            &[Decided::new(ConditionType::Ready, true, Reason::Issued, "")],
+            None,
+            "t2",
+        );
         metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
         metrics.observe(Operation::CompleteCertificate, "2xx", Duration::ZERO);
-        metrics.reconciled("PullZoneCertificate", Duration::from_millis(3), Some("ServerError"));
+        metrics.reconciled(
+            "PullZoneCertificate",
+            Duration::from_millis(3),
+            Some(Reason::ServerError),
+        );
         let text = metrics.encode();
         assert!(text.contains(r#"reason="Issued""#), "{text}");
         assert!(!text.contains(r#"reason="VerificationFailed""#), "{text}");

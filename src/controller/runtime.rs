@@ -17,14 +17,17 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 
-use super::context::{Context, MANAGER, object_key};
+use super::backoff::{Failures, certificate_policy, failure_delay};
+use super::context::{Context, Settings};
+use super::credentials::Credentials;
+use super::driver::{self, Reconciled};
 use super::error::ReconcileError;
 use super::metrics::Metrics;
-use super::{access_list, app_watch, certificate};
-use crate::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate, SecretKeyRef};
+use super::reads::Reads;
+use super::status::{MANAGER, object_key};
+use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, RetryPolicy, Secret};
+use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 /// Settings of `edge-operator run`.
 #[derive(Debug, Clone)]
@@ -110,17 +113,14 @@ where
 }
 
 /// Objects of a kind whose credentials come from `secret`.
-fn referencing<K: Resource<DynamicType = ()> + ResourceExt + Clone>(
-    store: &kube::runtime::reflector::Store<K>,
-    secret: &KubeSecret,
-    secret_ref: fn(&K) -> Option<&SecretKeyRef>,
-) -> Vec<ObjectRef<K>> {
+fn referencing<K: Reconciled>(store: &kube::runtime::reflector::Store<K>, secret: &KubeSecret) -> Vec<ObjectRef<K>> {
     store
         .state()
         .iter()
         .filter(|o| {
             o.namespace() == secret.namespace()
-                && secret_ref(o).is_some_and(|r| Some(&r.name) == secret.metadata.name.as_ref())
+                && o.secret_ref()
+                    .is_some_and(|r| Some(&r.name) == secret.metadata.name.as_ref())
         })
         .map(|o| ObjectRef::from_obj(o.as_ref()))
         .collect()
@@ -131,23 +131,13 @@ fn error_policy<K: Resource<DynamicType = ()> + ResourceExt>(
     error: &ReconcileError,
     ctx: Arc<Context>,
 ) -> Action {
-    let delay = ctx.failure_backoff(object_key(object.as_ref()), error);
-    tracing::warn!(name = %object.name_any(), reason = error.reason(), %error, ?delay, "reconcile failed");
+    let failures = ctx.failures.failed(object_key(object.as_ref()));
+    let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>());
+    tracing::warn!(name = %object.name_any(), reason = error.reason().as_str(), %error, ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
-async fn run_controller<K, F, Fut>(
-    api: Api<K>,
-    secrets: Api<KubeSecret>,
-    secret_ref: fn(&K) -> Option<&SecretKeyRef>,
-    reconcile: F,
-    ctx: Arc<Context>,
-    concurrency: u16,
-) where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    F: FnMut(Arc<K>, Arc<Context>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = Result<Action, ReconcileError>> + Send + 'static,
-{
+async fn run_controller<K: Reconciled>(api: Api<K>, secrets: Api<KubeSecret>, ctx: Arc<Context>, concurrency: u16) {
     // Only changes of generation (spec, deletion), annotations (paused, requests) and
     // finalizers trigger a reconcile; the operator's own status writes do not.
     let (reader, writer) = kube::runtime::reflector::store();
@@ -166,11 +156,11 @@ async fn run_controller<K, F, Fut>(
     let store = controller.store();
     controller
         .watches(secrets, watcher::Config::default(), move |secret| {
-            referencing(&store, &secret, secret_ref)
+            referencing(&store, &secret)
         })
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal()
-        .run(reconcile, error_policy, ctx)
+        .run(driver::reconcile::<K>, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "controller event");
@@ -186,7 +176,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let mut platform_config = ClientConfig::new(
         config.api_url.clone(),
         config.logging_url.clone(),
-        Credentials::AccessKey(config.access_key.clone().unwrap_or_else(|| Secret::new(""))),
+        ApiCredentials::AccessKey(config.access_key.clone().unwrap_or_else(|| Secret::new(""))),
     );
     platform_config.retry = RetryPolicy {
         max_retries: 1,
@@ -198,16 +188,18 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         controller: MANAGER.to_string(),
         instance: config.leader_election.as_ref().map(|l| l.identity.clone()),
     };
-    let mut context = Context::new(
-        kube_client.clone(),
-        platform,
-        config.access_key.is_some(),
-        config.resync,
-        metrics.clone(),
-        Recorder::new(kube_client.clone(), reporter),
-    );
-    context.certificate_backoff.initial_backoff = config.certificate_backoff;
-    let ctx = Arc::new(context);
+    let ctx = Arc::new(Context {
+        kube: kube_client.clone(),
+        credentials: Credentials::new(kube_client.clone(), platform, config.access_key.is_some()),
+        reads: Reads::default(),
+        failures: Failures::default(),
+        metrics: metrics.clone(),
+        recorder: Recorder::new(kube_client.clone(), reporter),
+        settings: Settings {
+            resync: config.resync,
+            certificate_backoff: certificate_policy(config.certificate_backoff),
+        },
+    });
     let health = Arc::new(Health {
         metrics,
         ready: AtomicBool::new(false),
@@ -245,24 +237,18 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             run_controller(
                 api::<AccessListConfig>(&kube_client, &config.namespace),
                 secrets.clone(),
-                |o: &AccessListConfig| o.spec.access_key_secret_ref.as_ref(),
-                access_list::reconcile,
                 ctx.clone(),
                 config.concurrency,
             ),
             run_controller(
                 api::<PullZoneCertificate>(&kube_client, &config.namespace),
                 secrets.clone(),
-                |o: &PullZoneCertificate| o.spec.access_key_secret_ref.as_ref(),
-                certificate::reconcile,
                 ctx.clone(),
                 config.concurrency,
             ),
             run_controller(
                 api::<ContainerAppWatch>(&kube_client, &config.namespace),
                 secrets.clone(),
-                |o: &ContainerAppWatch| o.spec.access_key_secret_ref.as_ref(),
-                app_watch::reconcile,
                 ctx.clone(),
                 config.concurrency,
             ),

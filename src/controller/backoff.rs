@@ -1,0 +1,68 @@
+//! How long an object waits after failures: per-object counts of consecutive failures
+//! and the policies that turn them into delays. Jitter is passed in.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::api::RetryPolicy;
+
+/// Consecutive failures per object, for the error backoff.
+#[derive(Default)]
+pub struct Failures {
+    counts: Mutex<HashMap<String, u32>>,
+}
+
+impl Failures {
+    /// Counts one more failure of `key` and returns how many in a row it has had.
+    pub fn failed(&self, key: String) -> u32 {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let count = counts.entry(key).or_default();
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets an object's failures (after a success, or once it is gone).
+    pub fn forget(&self, key: &str) {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+}
+
+/// The delay before retrying an object after its `failures`-th consecutive failure:
+/// exponential from 5 s (transient errors) or 30 s (others), capped at 5 min.
+pub fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
+    let policy = RetryPolicy {
+        max_retries: u32::MAX,
+        initial_backoff: Duration::from_secs(if transient { 5 } else { 30 }),
+        max_backoff: Duration::from_secs(300),
+    };
+    policy.backoff_with_jitter(failures.saturating_sub(1), jitter)
+}
+
+/// Between certificate completion attempts: from `initial` (30 s by default) doubling
+/// to an hour.
+pub fn certificate_policy(initial: Duration) -> RetryPolicy {
+    RetryPolicy {
+        max_retries: u32::MAX,
+        initial_backoff: initial,
+        max_backoff: Duration::from_secs(3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_back_off_exponentially_and_are_forgotten() {
+        let failures = Failures::default();
+        assert_eq!(failures.failed("a".into()), 1);
+        assert_eq!(failures.failed("a".into()), 2);
+        failures.forget("a");
+        assert_eq!(failures.failed("a".into()), 1);
+        assert_eq!(failure_delay(1, true, 1.0), Duration::from_secs(5));
+        assert_eq!(failure_delay(3, true, 1.0), Duration::from_secs(20));
+        assert_eq!(failure_delay(1, false, 0.0), Duration::from_secs(15));
+        assert_eq!(failure_delay(30, false, 1.0), Duration::from_secs(300));
+    }
+}

@@ -1,0 +1,388 @@
+//! One reconcile for every kind. The driver owns what all kinds share: deletion and
+//! finalizers, pause and resume, the credentials policy, the status write (only when
+//! it changed), condition metrics, Events and the requeue. Each kind supplies a
+//! pipeline ([`Reconciled`]):
+//!
+//! observe (reads) → plan (pure) → act (writes) → outcome (pure: status, Events, requeue)
+//!
+//! Time and randomness come in as [`Now`], so every decision is a function of its
+//! inputs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::context::{Context, Settings};
+use super::error::ReconcileError;
+use super::status::{is_paused, object_key, rfc3339, write_status};
+use crate::api::EdgeClient;
+use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
+
+/// The time of a reconcile and a random draw in [0, 1) for jitter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Now {
+    pub time: DateTime<Utc>,
+    pub jitter: f64,
+}
+
+impl Now {
+    pub fn current() -> Self {
+        Self {
+            time: Utc::now(),
+            jitter: rand::random::<f64>(),
+        }
+    }
+
+    pub fn rfc3339(&self) -> String {
+        rfc3339(self.time)
+    }
+
+    pub fn millis(&self) -> i64 {
+        self.time.timestamp_millis()
+    }
+
+    pub fn since_epoch(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.millis()).unwrap_or_default())
+    }
+}
+
+/// An Event to publish about the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Note {
+    pub fn normal(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            warning: false,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            warning: true,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// When to reconcile again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requeue {
+    After(Duration),
+    /// Only when the object (or a Secret it references) changes.
+    OnChange,
+}
+
+/// What a reconcile reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome<S> {
+    pub status: S,
+    pub events: Vec<Note>,
+    pub requeue: Requeue,
+}
+
+/// What a kind's I/O steps may use.
+pub struct Io<'a, K> {
+    pub ctx: &'a Context,
+    pub object: &'a K,
+    pub api: Api<K>,
+    pub namespace: String,
+    client: OnceCell<EdgeClient>,
+}
+
+impl<'a, K: Reconciled> Io<'a, K> {
+    pub fn new(ctx: &'a Context, object: &'a K) -> Self {
+        let namespace = object.namespace().unwrap_or_default();
+        Self {
+            ctx,
+            object,
+            api: Api::namespaced(ctx.kube.clone(), &namespace),
+            namespace,
+            client: OnceCell::new(),
+        }
+    }
+
+    /// The object's platform client (resolved once per reconcile).
+    pub async fn client(&self) -> Result<&EdgeClient, ReconcileError> {
+        self.client
+            .get_or_try_init(|| {
+                self.ctx
+                    .credentials
+                    .client_for(&self.namespace, self.object.secret_ref())
+            })
+            .await
+    }
+}
+
+/// A kind the driver reconciles.
+pub trait Reconciled:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + ResourceExt
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The kind's name: metric label and bookkeeping key.
+    const KIND: &'static str;
+    /// The finalizer of objects that must clean up the platform when deleted.
+    const FINALIZER: Option<&'static str> = None;
+
+    type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    type Observed: Send;
+    type Plan: Send;
+    type Acted: Send;
+
+    fn status(&self) -> Option<&Self::Status>;
+    fn conditions(status: &Self::Status) -> &[Condition];
+    fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>);
+    fn secret_ref(&self) -> Option<&SecretKeyRef>;
+
+    /// Reads what the plan needs.
+    fn observe(
+        &self,
+        io: &Io<'_, Self>,
+        now: &Now,
+    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send;
+
+    /// Decides, without I/O.
+    fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan;
+
+    /// Carries the plan out.
+    fn act(
+        &self,
+        plan: Self::Plan,
+        io: &Io<'_, Self>,
+    ) -> impl Future<Output = Result<Self::Acted, ReconcileError>> + Send;
+
+    /// Reports, without I/O.
+    fn outcome(
+        &self,
+        acted: Self::Acted,
+        previous: &Self::Status,
+        now: &Now,
+        settings: &Settings,
+    ) -> Outcome<Self::Status>;
+
+    /// The status after a failed reconcile: Synced=False with the error's reason.
+    fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
+        let synced = Decided::new(ConditionType::Synced, false, error.reason(), error.to_string());
+        with_decided::<Self>(previous, &[synced], self.meta().generation, now)
+    }
+
+    /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
+    fn finalize(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<Vec<Note>, ReconcileError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// `status` with `decided` merged into its conditions.
+pub fn with_decided<K: Reconciled>(
+    status: &K::Status,
+    decided: &[Decided],
+    generation: Option<i64>,
+    now: &Now,
+) -> K::Status {
+    let mut next = status.clone();
+    K::set_conditions(
+        &mut next,
+        merge(K::conditions(status), decided, generation, &now.rfc3339()),
+    );
+    next
+}
+
+/// A successful reconcile leaves no Synced=False behind: one left from a pause turns
+/// into `Resumed`, one left from a failure into `Reconciled`.
+pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+    let Some(synced) = find(K::conditions(&status), ConditionType::Synced) else {
+        return status;
+    };
+    if synced.status == ConditionStatus::True {
+        return status;
+    }
+    let reason = if synced.reason == Reason::Paused.as_str() {
+        Reason::Resumed
+    } else {
+        Reason::Reconciled
+    };
+    with_decided::<K>(
+        &status,
+        &[Decided::new(ConditionType::Synced, true, reason, "")],
+        generation,
+        now,
+    )
+}
+
+/// The Warning Event for a failure whose reason the object did not already show.
+pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
+    let reason = error.reason();
+    let shown = find(previous, ConditionType::Synced)
+        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason.as_str());
+    (!shown).then(|| Note::warning(reason, error.to_string()))
+}
+
+/// The controller's entry point for every kind.
+pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    let result = run(object.as_ref(), &ctx, Now::current()).await;
+    if result.is_ok() {
+        ctx.failures.forget(&object_key(object.as_ref()));
+    }
+    ctx.metrics.reconciled(
+        K::KIND,
+        started.elapsed(),
+        result.as_ref().err().map(ReconcileError::reason),
+    );
+    result
+}
+
+async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Action, ReconcileError> {
+    let io = Io::new(ctx, object);
+    if object.meta().deletion_timestamp.is_some() {
+        return delete(object, &io).await;
+    }
+    let previous = object.status().cloned().unwrap_or_default();
+    let generation = object.meta().generation;
+    if is_paused(object) {
+        let paused = Decided::new(
+            ConditionType::Synced,
+            false,
+            Reason::Paused,
+            "edgeplatform.io/paused is true",
+        );
+        report(
+            object,
+            &io,
+            &with_decided::<K>(&previous, &[paused], generation, &now),
+            &[],
+        )
+        .await?;
+        return Ok(Action::await_change());
+    }
+    let settings = &ctx.settings;
+    let pipeline = async {
+        let observed = object.observe(&io, &now).await?;
+        let plan = object.plan(observed, &previous, &now, settings);
+        let acted = object.act(plan, &io).await?;
+        Ok::<_, ReconcileError>(object.outcome(acted, &previous, &now, settings))
+    }
+    .await;
+    match pipeline {
+        Ok(outcome) => {
+            let status = clear_stale_synced::<K>(outcome.status, generation, &now);
+            report(object, &io, &status, &outcome.events).await?;
+            Ok(match outcome.requeue {
+                Requeue::After(delay) => Action::requeue(delay),
+                Requeue::OnChange => Action::await_change(),
+            })
+        }
+        Err(error) => {
+            let status = object.failed(&error, &previous, &now);
+            let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
+            report(object, &io, &status, &notes).await?;
+            Err(error)
+        }
+    }
+}
+
+/// Writes the status if it changed, publishes the condition metrics and the Events.
+async fn report<K: Reconciled>(
+    object: &K,
+    io: &Io<'_, K>,
+    status: &K::Status,
+    notes: &[Note],
+) -> Result<(), ReconcileError> {
+    write_status(&io.api, object, object.status(), status).await?;
+    io.ctx
+        .metrics
+        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(status));
+    for note in notes {
+        publish(io.ctx, object, note).await;
+    }
+    Ok(())
+}
+
+/// Publishes an Event; failures are logged, never fatal.
+pub async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note: &Note) {
+    let event = Event {
+        type_: if note.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: note.reason.as_str().to_string(),
+        note: Some(note.message.clone()),
+        action: "Reconcile".to_string(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        tracing::warn!(%error, reason = note.reason.as_str(), "cannot publish Event");
+    }
+}
+
+async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>) -> Result<Action, ReconcileError> {
+    let name = object.name_any();
+    io.ctx.metrics.forget(K::KIND, &io.namespace, &name);
+    io.ctx.failures.forget(&object_key(object));
+    let Some(finalizer) = K::FINALIZER else {
+        return Ok(Action::await_change());
+    };
+    let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
+        return Ok(Action::await_change());
+    };
+    let notes = if is_paused(object) {
+        vec![Note::warning(
+            Reason::RestoreSkipped,
+            "deleted while paused: the platform is left as it is",
+        )]
+    } else {
+        object.finalize(io).await?
+    };
+    for note in &notes {
+        publish(io.ctx, object, note).await;
+    }
+    remove_finalizer(&io.api, &name, index, finalizer).await
+}
+
+/// Removes exactly our finalizer: the JSON patch tests that the entry at `index` is
+/// still ours, so another controller's finalizer is never dropped.
+async fn remove_finalizer<K: Reconciled>(
+    api: &Api<K>,
+    name: &str,
+    index: usize,
+    finalizer: &str,
+) -> Result<Action, ReconcileError> {
+    let path = format!("/metadata/finalizers/{index}");
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        { "op": "test", "path": path, "value": finalizer },
+        { "op": "remove", "path": path },
+    ]))
+    .map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
+    match api
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => Ok(Action::await_change()),
+        // The object is gone already, or changed under us: the next event decides.
+        Err(kube::Error::Api(response)) if response.code == 404 => Ok(Action::await_change()),
+        Err(error) => Err(error.into()),
+    }
+}
