@@ -386,3 +386,7 @@ async fn remove_finalizer<K: Reconciled>(
         Err(error) => Err(error.into()),
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

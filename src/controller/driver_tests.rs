@@ -1,0 +1,408 @@
+//! The driver with every kind, without a cluster: a mock apiserver (tower-test) and an
+//! in-process edge-sim. Every call either side sees goes into one log, so the tests
+//! assert the order of calls: the finalizer and restore point before the first platform
+//! write, one status write, none when nothing changed, a precise finalizer removal.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response};
+use kube::client::Body;
+use kube::runtime::events::{Recorder, Reporter};
+use serde_json::{Value, json};
+
+use super::reconcile;
+use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Operation, RequestObserver, Secret};
+use crate::controller::backoff::{Failures, certificate_policy};
+use crate::controller::context::{Context, Settings};
+use crate::controller::credentials::Credentials;
+use crate::controller::metrics::Metrics;
+use crate::controller::reads::Reads;
+use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::sim::{RunningSim, SimDocument};
+
+const ACCESS_KEY: &str = "driver-test-key";
+
+/// Calls in the order they happened: `kube METHOD path` and `platform operation`.
+#[derive(Clone, Default)]
+struct CallLog(Arc<Mutex<Vec<String>>>);
+
+impl CallLog {
+    fn push(&self, call: String) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(call);
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        self.calls().iter().filter(|c| c.starts_with(prefix)).count()
+    }
+
+    fn position(&self, prefix: &str) -> usize {
+        self.calls()
+            .iter()
+            .position(|c| c.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no call {prefix}: {:?}", self.calls()))
+    }
+}
+
+impl RequestObserver for CallLog {
+    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
+        self.push(format!("platform {} {status_class}", operation.as_str()));
+    }
+}
+
+/// The bodies the mock apiserver received, by call.
+type Bodies = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A mock apiserver that answers every write with `object` (or the request body for
+/// Events), every Secret read with 404, and logs each call.
+fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    tokio::spawn(async move {
+        while let Some((request, respond)) = handle.next_request().await {
+            let method = request.method().to_string();
+            let path = request.uri().path().to_string();
+            let call = format!("kube {method} {path}");
+            log.push(call.clone());
+            let body = request.into_body().collect_bytes().await.unwrap_or_default();
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            bodies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((call, body.clone()));
+            let (status, answer) = if path.contains("/secrets/") {
+                (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
+                )
+            } else if path.contains("/events") {
+                (201, body)
+            } else {
+                (200, object.clone())
+            };
+            let response = Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&answer).unwrap_or_default()));
+            match response {
+                Ok(response) => respond.send_response(response),
+                Err(error) => panic!("mock answer: {error}"),
+            }
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+struct Harness {
+    log: CallLog,
+    bodies: Bodies,
+    ctx: Arc<Context>,
+    _sim: RunningSim,
+}
+
+async fn harness(object: &Value, document: SimDocument) -> Harness {
+    let sim = crate::sim::spawn(document)
+        .await
+        .unwrap_or_else(|e| panic!("edge-sim: {e}"));
+    let log = CallLog::default();
+    let bodies = Bodies::default();
+    let kube = mock_apiserver(log.clone(), object.clone(), bodies.clone());
+    let config = ClientConfig::new(
+        sim.base_url(),
+        sim.base_url(),
+        ApiCredentials::AccessKey(Secret::new(ACCESS_KEY)),
+    );
+    let platform = EdgeClient::with_observer(config, Some(Arc::new(log.clone()))).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = Context {
+        kube: kube.clone(),
+        credentials: Credentials::new(kube.clone(), platform, true),
+        reads: Reads::default(),
+        failures: Failures::default(),
+        metrics: Arc::new(Metrics::default()),
+        recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
+        settings: Settings {
+            resync: Duration::from_secs(600),
+            certificate_backoff: certificate_policy(Duration::from_secs(30)),
+        },
+    };
+    Harness {
+        log,
+        bodies,
+        ctx: Arc::new(ctx),
+        _sim: sim,
+    }
+}
+
+fn document() -> SimDocument {
+    let text = include_str!("../../examples/edge-sim-fixtures.yaml");
+    let mut document = SimDocument::from_yaml(text).unwrap_or_else(|e| panic!("fixtures: {e}"));
+    document.access_keys = vec![ACCESS_KEY.to_string()];
+    document
+}
+
+fn object<K: serde::de::DeserializeOwned>(value: &Value) -> Arc<K> {
+    Arc::new(serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("object: {e}")))
+}
+
+fn access_list(extra_metadata: Value, status: Value) -> Value {
+    let mut metadata =
+        json!({"name": "bad-actors", "namespace": "team", "generation": 1, "resourceVersion": "7", "uid": "u1"});
+    if let (Some(m), Some(extra)) = (metadata.as_object_mut(), extra_metadata.as_object()) {
+        m.extend(extra.clone());
+    }
+    json!({
+        "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig", "metadata": metadata,
+        "spec": {"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "deletionPolicy": "Restore"},
+        "status": status,
+    })
+}
+
+#[tokio::test]
+async fn access_list_records_the_restore_point_before_its_one_write_then_writes_status_once() {
+    let value = access_list(json!({}), Value::Null);
+    let h = harness(&value, document()).await;
+    let action = reconcile(object::<AccessListConfig>(&value), h.ctx.clone()).await;
+    assert!(action.is_ok(), "{action:?}");
+    let finalizer = h
+        .log
+        .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
+    let write = h.log.position("platform update_access_list");
+    let status = h
+        .log
+        .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors/status");
+    assert!(
+        h.log.position("platform list_access_lists") < finalizer,
+        "{:?}",
+        h.log.calls()
+    );
+    assert!(finalizer < write && write < status, "{:?}", h.log.calls());
+    assert_eq!(h.log.count("platform update_access_list"), 1);
+    assert_eq!(
+        h.log
+            .count("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors/status"),
+        1
+    );
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let metadata = &bodies
+        .iter()
+        .find(|(call, _)| call.ends_with("/bad-actors"))
+        .expect("metadata patch")
+        .1["metadata"];
+    assert_eq!(metadata["finalizers"], json!(["edgeplatform.io/restore-access-list"]));
+    assert_eq!(metadata["resourceVersion"], "7", "the finalizer write is conditional");
+    let point: Value = serde_json::from_str(
+        metadata["annotations"]["edgeplatform.io/restore-point"]
+            .as_str()
+            .expect("point"),
+    )
+    .expect("JSON");
+    assert_eq!(point, json!({"configurationId": 9101, "isEnabled": false, "action": 2}));
+}
+
+#[tokio::test]
+async fn a_converged_access_list_is_neither_written_nor_patched() {
+    let first = access_list(json!({}), Value::Null);
+    let h = harness(&first, document()).await;
+    assert!(
+        reconcile(object::<AccessListConfig>(&first), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    let written = h
+        .bodies
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .rev()
+        .find(|(c, _)| c.ends_with("/status"))
+        .map(|(_, b)| b["status"].clone())
+        .expect("status");
+    let restore =
+        json!({"edgeplatform.io/restore-point": "{\"configurationId\":9101,\"isEnabled\":false,\"action\":2}"});
+    let converged = access_list(
+        json!({"finalizers": ["edgeplatform.io/restore-access-list"], "annotations": restore}),
+        written,
+    );
+    let before = h.log.calls().len();
+    assert!(
+        reconcile(object::<AccessListConfig>(&converged), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    let after: Vec<String> = h.log.calls()[before..].to_vec();
+    assert!(
+        after
+            .iter()
+            .all(|c| !c.starts_with("kube") && !c.contains("update_access_list")),
+        "{after:?}"
+    );
+}
+
+#[tokio::test]
+async fn deleting_restores_then_removes_exactly_our_finalizer() {
+    let status = json!({"restorePoint": {"configurationId": 9101, "isEnabled": false, "action": 2}});
+    let metadata = json!({"deletionTimestamp": "2026-11-20T12:00:00Z", "finalizers": ["other.io/keep", "edgeplatform.io/restore-access-list"]});
+    let value = access_list(metadata, status);
+    let mut fixtures = document();
+    fixtures.shield_zones[0].access_lists[0].set_enabled(true);
+    let h = harness(&value, fixtures).await;
+    assert!(
+        reconcile(object::<AccessListConfig>(&value), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    let restore = h.log.position("platform update_access_list");
+    let event = h
+        .log
+        .position("kube POST /apis/events.k8s.io/v1/namespaces/team/events");
+    let release = h
+        .log
+        .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
+    assert!(restore < event && event < release, "{:?}", h.log.calls());
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let removal = &bodies
+        .iter()
+        .rev()
+        .find(|(call, _)| call.ends_with("/bad-actors"))
+        .expect("patch")
+        .1;
+    assert_eq!(
+        removal,
+        &json!([
+            {"op": "test", "path": "/metadata/finalizers/1", "value": "edgeplatform.io/restore-access-list"},
+            {"op": "remove", "path": "/metadata/finalizers/1"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn paused_objects_get_one_status_write_and_no_platform_call() {
+    let value = access_list(json!({"annotations": {"edgeplatform.io/paused": "true"}}), Value::Null);
+    let h = harness(&value, document()).await;
+    assert!(
+        reconcile(object::<AccessListConfig>(&value), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
+    assert_eq!(h.log.count("kube PATCH"), 1);
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let conditions = &bodies[0].1["status"]["conditions"];
+    assert_eq!(
+        (conditions[0]["type"].clone(), conditions[0]["reason"].clone()),
+        (json!("Synced"), json!("Paused"))
+    );
+}
+
+fn certificate(hostname: &str, secret: Option<&str>) -> Value {
+    let mut spec = json!({"hostname": hostname});
+    if let Some(secret) = secret {
+        spec["accessKeySecretRef"] = json!({"name": secret, "key": "accessKey"});
+    }
+    json!({
+        "apiVersion": "edgeplatform.io/v1alpha1", "kind": "PullZoneCertificate",
+        "metadata": {"name": "shop", "namespace": "team", "generation": 1, "uid": "u2"},
+        "spec": spec,
+    })
+}
+
+#[tokio::test]
+async fn a_certificate_is_completed_then_reported_once_with_an_event() {
+    let value = certificate("shop.example.com", None);
+    let h = harness(&value, document()).await;
+    assert!(
+        reconcile(object::<PullZoneCertificate>(&value), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    let calls = h.log.calls();
+    let kinds: Vec<&str> = calls
+        .iter()
+        .map(|c| c.split_whitespace().take(2).last().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["complete_certificate", "PATCH", "POST"], "{calls:?}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_is_one_outcome_for_every_kind() {
+    let app_watch = json!({
+        "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+        "metadata": {"name": "shop", "namespace": "team", "generation": 1, "uid": "u3"},
+        "spec": {"appId": "app-shop", "accessKeySecretRef": {"name": "gone", "key": "accessKey"}},
+    });
+    let mut list = access_list(json!({}), Value::Null);
+    list["spec"]["accessKeySecretRef"] = json!({"name": "gone", "key": "accessKey"});
+    let cert = certificate("shop.example.com", Some("gone"));
+    for value in [list, cert, app_watch] {
+        let h = harness(&value, document()).await;
+        let kind = value["kind"].as_str().unwrap_or_default().to_string();
+        let result = match kind.as_str() {
+            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx.clone()).await,
+            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx.clone()).await,
+            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx.clone()).await,
+        };
+        assert!(result.is_err(), "{kind}");
+        assert_eq!(h.log.count("platform"), 0, "{kind}");
+        let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let status = &bodies
+            .iter()
+            .find(|(c, _)| c.ends_with("/status"))
+            .expect("a status write")
+            .1["status"];
+        let synced = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Synced")
+            .unwrap_or_else(|| panic!("{kind}: {status}"));
+        assert_eq!(
+            (synced["status"].as_str(), synced["reason"].as_str()),
+            (Some("False"), Some("CredentialsUnavailable")),
+            "{kind}"
+        );
+        assert!(
+            synced["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Secret team/gone: not found"),
+            "{kind}"
+        );
+        let event = bodies
+            .iter()
+            .find(|(c, _)| c.contains("/events"))
+            .expect("a Warning Event")
+            .1
+            .clone();
+        assert_eq!(
+            (event["type"].as_str(), event["reason"].as_str()),
+            (Some("Warning"), Some("CredentialsUnavailable"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_app_watch_reads_then_writes_status_once() {
+    let value = json!({
+        "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+        "metadata": {"name": "shop", "namespace": "team", "generation": 1, "uid": "u4"},
+        "spec": {"appId": "app-shop", "shieldZoneId": 1001, "rateLimits": {"enabled": true}},
+    });
+    let h = harness(&value, document()).await;
+    assert!(
+        reconcile(object::<ContainerAppWatch>(&value), h.ctx.clone())
+            .await
+            .is_ok()
+    );
+    let calls = h.log.calls();
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| c.split_whitespace().nth(1).unwrap_or_default())
+            .collect::<Vec<_>>(),
+        ["get_app", "list_rate_limits", "PATCH"],
+        "{calls:?}"
+    );
+}
