@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::store::{EventStore, RULE_NAME, TEXT_COLUMNS};
+use super::store::{Column, EventStore};
 use crate::api::models::GenericRequestResponse;
 use crate::api::models::shield::{
     Dimension, EventGroup, EventLogsSearchRequest, EventLogsSearchResponse, EventRow, FilterOp, GroupContext,
@@ -30,7 +30,13 @@ pub const MAX_FUTURE_MS: i64 = 5 * 60 * 1000;
 pub const MAX_AGE_MS: i64 = 72 * 3600 * 1000;
 
 /// Columns searched by the free-text `query`.
-const QUERY_COLUMNS: [usize; 5] = [2, 1, 5, 4, RULE_NAME];
+const QUERY_COLUMNS: [Column; 5] = [
+    Column::Dimension(Dimension::Ip),
+    Column::Dimension(Dimension::RuleId),
+    Column::Dimension(Dimension::Url),
+    Column::Dimension(Dimension::Ua),
+    Column::RuleName,
+];
 
 /// A request that breaks a rule; `member` is the JSON path of the offending member.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -209,20 +215,20 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
 
 /// Per-dictionary-id truth tables: each predicate is evaluated once per distinct value.
 struct MatchTables {
-    filters: Vec<(usize, Vec<bool>)>,
+    filters: Vec<(Column, Vec<bool>)>,
     terms: Vec<[Vec<bool>; QUERY_COLUMNS.len()]>,
 }
 
 impl MatchTables {
     fn build(search: &ValidSearch, store: &EventStore) -> Self {
-        let table = |column: usize, test: &dyn Fn(&str) -> bool| -> Vec<bool> {
+        let table = |column: Column, test: &dyn Fn(&str) -> bool| -> Vec<bool> {
             store.dictionary(column).values().map(test).collect()
         };
         let filters = search
             .filters
             .iter()
             .map(|(dimension, predicate)| {
-                let column = dimension.index();
+                let column = Column::Dimension(*dimension);
                 (column, table(column, &|v| predicate.matches(v)))
             })
             .collect();
@@ -306,9 +312,14 @@ fn flat(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usi
 fn event_row(store: &EventStore, row: usize) -> EventRow {
     let mut fields: BTreeMap<String, String> = Dimension::ALL
         .iter()
-        .map(|d| (d.as_str().to_string(), store.text(d.index(), row).to_string()))
+        .map(|d| {
+            (
+                d.as_str().to_string(),
+                store.text(Column::Dimension(*d), row).to_string(),
+            )
+        })
         .collect();
-    fields.insert("ruleName".to_string(), store.text(RULE_NAME, row).to_string());
+    fields.insert("ruleName".to_string(), store.text(Column::RuleName, row).to_string());
     EventRow {
         log_id: Some(store.log_id(row).to_string()),
         timestamp: store.timestamp(row),
@@ -339,7 +350,7 @@ impl KeyOrder {
 
     /// Orders the rows by `column` first, then by the current order (a stable counting
     /// sort by dictionary rank; apply the least significant dimension first).
-    fn then_by(&mut self, store: &EventStore, column: usize) {
+    fn then_by(&mut self, store: &EventStore, column: Column) {
         let dictionary = store.dictionary(column);
         let ids = store.column(column);
         let rank = |row: u32| dictionary.rank(ids[row as usize]);
@@ -422,7 +433,7 @@ struct Tally {
 impl Tally {
     fn new(store: &EventStore, dimension: Dimension) -> Self {
         Self {
-            counts: vec![0; store.dictionary(dimension.index()).len()],
+            counts: vec![0; store.dictionary(Column::Dimension(dimension)).len()],
             touched: Vec::new(),
         }
     }
@@ -443,7 +454,7 @@ impl Tally {
 
     /// The most frequent value (ties: the smallest), then resets.
     fn take_mode(&mut self, store: &EventStore, dimension: Dimension) -> String {
-        let dictionary = store.dictionary(dimension.index());
+        let dictionary = store.dictionary(Column::Dimension(dimension));
         let counts = &self.counts;
         let mode = self.touched.iter().copied().max_by(|&a, &b| {
             counts[a as usize]
@@ -457,7 +468,7 @@ impl Tally {
 
     /// The distinct values, sorted and comma-joined, then resets.
     fn take_distinct(&mut self, store: &EventStore, dimension: Dimension) -> String {
-        let dictionary = store.dictionary(dimension.index());
+        let dictionary = store.dictionary(Column::Dimension(dimension));
         self.touched.sort_unstable_by_key(|&id| dictionary.rank(id));
         let joined = self
             .touched
@@ -481,7 +492,7 @@ fn action_kind(action: &str) -> Option<usize> {
 }
 
 fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = usize>) -> EventLogsSearchResponse {
-    let columns: Vec<usize> = search.group_by.iter().map(|d| d.index()).collect();
+    let columns: Vec<Column> = search.group_by.iter().map(|&d| Column::Dimension(d)).collect();
     // Least significant dimension first: after the last pass the rows are ordered by
     // the groupBy values, so each group is a contiguous run, runs in key order.
     let rows: Vec<u32> = rows.map(|row| row as u32).collect();
@@ -519,7 +530,7 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
     let page: Vec<Run> = order.into_iter().skip(start).map(|i| runs[i as usize]).collect();
 
     let action_kinds: Vec<Option<usize>> = store
-        .dictionary(Dimension::Action.index())
+        .dictionary(Column::Dimension(Dimension::Action))
         .values()
         .map(action_kind)
         .collect();
@@ -528,7 +539,7 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
     let mut features = Tally::new(store, Dimension::Feature);
     let mut rule_ids = Tally::new(store, Dimension::RuleId);
     let buckets = Buckets::new(search);
-    let column = |dimension: Dimension| store.column(dimension.index());
+    let column = |dimension: Dimension| store.column(Column::Dimension(dimension));
     let groups = page
         .iter()
         .map(|run| {
@@ -552,7 +563,7 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
                 .group_by
                 .iter()
                 .map(|dimension| {
-                    let value = store.text(dimension.index(), first_row);
+                    let value = store.text(Column::Dimension(*dimension), first_row);
                     (dimension.as_str().to_string(), value.to_string())
                 })
                 .collect();
@@ -579,5 +590,3 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
         ..response(search, total)
     }
 }
-
-const _: () = assert!(TEXT_COLUMNS == RULE_NAME + 1);

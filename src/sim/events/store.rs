@@ -16,8 +16,36 @@ use crate::api::models::shield::Dimension;
 
 /// Number of interned text columns: the nine dimensions plus the rule name.
 pub const TEXT_COLUMNS: usize = 10;
-/// Column index of the rule name (after the nine dimensions).
-pub const RULE_NAME: usize = 9;
+
+/// An interned text column of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Dimension(Dimension),
+    RuleName,
+}
+
+impl Column {
+    pub const ALL: [Column; TEXT_COLUMNS] = [
+        Column::Dimension(Dimension::Feature),
+        Column::Dimension(Dimension::RuleId),
+        Column::Dimension(Dimension::Ip),
+        Column::Dimension(Dimension::Ja4),
+        Column::Dimension(Dimension::Ua),
+        Column::Dimension(Dimension::Url),
+        Column::Dimension(Dimension::Asn),
+        Column::Dimension(Dimension::Country),
+        Column::Dimension(Dimension::Action),
+        Column::RuleName,
+    ];
+
+    /// Position in the store's arrays: the dimensions in their order, then the rule name.
+    pub fn index(self) -> usize {
+        match self {
+            Column::Dimension(dimension) => dimension.index(),
+            Column::RuleName => Dimension::ALL.len(),
+        }
+    }
+}
 
 /// An event as inserted through the admin API or produced by the generator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,24 +70,26 @@ pub struct EventInput {
 }
 
 impl EventInput {
-    /// The value of a text column (dimension index, or [`RULE_NAME`]).
-    pub fn text(&self, column: usize) -> &str {
+    /// The value of a text column.
+    pub fn text(&self, column: Column) -> &str {
         match column {
-            0 => &self.feature,
-            1 => &self.rule_id,
-            2 => &self.ip,
-            3 => &self.ja4,
-            4 => &self.ua,
-            5 => &self.url,
-            6 => &self.asn,
-            7 => &self.country,
-            8 => &self.action,
-            _ => &self.rule_name,
+            Column::Dimension(dimension) => self.dimension(dimension),
+            Column::RuleName => &self.rule_name,
         }
     }
 
     pub fn dimension(&self, dimension: Dimension) -> &str {
-        self.text(dimension.index())
+        match dimension {
+            Dimension::Feature => &self.feature,
+            Dimension::RuleId => &self.rule_id,
+            Dimension::Ip => &self.ip,
+            Dimension::Ja4 => &self.ja4,
+            Dimension::Ua => &self.ua,
+            Dimension::Url => &self.url,
+            Dimension::Asn => &self.asn,
+            Dimension::Country => &self.country,
+            Dimension::Action => &self.action,
+        }
     }
 }
 
@@ -182,20 +212,20 @@ impl EventStore {
         self.timestamps.is_empty()
     }
 
-    pub fn dictionary(&self, column: usize) -> &Dictionary {
-        &self.dictionaries[column]
+    pub fn dictionary(&self, column: Column) -> &Dictionary {
+        &self.dictionaries[column.index()]
     }
 
     pub fn timestamp(&self, row: usize) -> i64 {
         self.timestamps[row]
     }
 
-    pub fn column(&self, column: usize) -> &[u32] {
-        &self.columns[column]
+    pub fn column(&self, column: Column) -> &[u32] {
+        &self.columns[column.index()]
     }
 
-    pub fn text(&self, column: usize, row: usize) -> &str {
-        self.dictionaries[column].value(self.columns[column][row])
+    pub fn text(&self, column: Column, row: usize) -> &str {
+        self.dictionaries[column.index()].value(self.columns[column.index()][row])
     }
 
     pub fn log_id(&self, row: usize) -> &str {
@@ -212,9 +242,9 @@ impl EventStore {
     /// generated one, unique within the store.
     pub fn insert(&mut self, events: impl IntoIterator<Item = EventInput>) {
         for event in events {
-            for column in 0..TEXT_COLUMNS {
-                let id = self.dictionaries[column].intern(event.text(column));
-                self.columns[column].push(id);
+            for column in Column::ALL {
+                let id = self.dictionaries[column.index()].intern(event.text(column));
+                self.columns[column.index()].push(id);
             }
             self.timestamps.push(event.timestamp);
             let log_id = match &event.log_id {
@@ -282,20 +312,23 @@ impl EventStore {
 
     /// Every event back as inserted (with generated log ids), in row order.
     pub fn events(&self) -> impl Iterator<Item = EventInput> + '_ {
-        (0..self.len()).map(|row| EventInput {
-            log_id: Some(self.log_id(row).to_string()),
-            timestamp: self.timestamps[row],
-            feature: self.text(0, row).to_string(),
-            rule_id: self.text(1, row).to_string(),
-            ip: self.text(2, row).to_string(),
-            ja4: self.text(3, row).to_string(),
-            ua: self.text(4, row).to_string(),
-            url: self.text(5, row).to_string(),
-            asn: self.text(6, row).to_string(),
-            country: self.text(7, row).to_string(),
-            action: self.text(8, row).to_string(),
-            rule_name: self.text(RULE_NAME, row).to_string(),
-            log: self.log(row),
+        (0..self.len()).map(|row| {
+            let text = |dimension| self.text(Column::Dimension(dimension), row).to_string();
+            EventInput {
+                log_id: Some(self.log_id(row).to_string()),
+                timestamp: self.timestamps[row],
+                feature: text(Dimension::Feature),
+                rule_id: text(Dimension::RuleId),
+                ip: text(Dimension::Ip),
+                ja4: text(Dimension::Ja4),
+                ua: text(Dimension::Ua),
+                url: text(Dimension::Url),
+                asn: text(Dimension::Asn),
+                country: text(Dimension::Country),
+                action: text(Dimension::Action),
+                rule_name: self.text(Column::RuleName, row).to_string(),
+                log: self.log(row),
+            }
         })
     }
 }

@@ -14,9 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
-use super::logs::{LogQuery, v1_day, v1_file};
-use super::server::{Sim, header_str, json};
+use super::respond::{header_str, json};
 use crate::api::models::{LoggingError, LoggingErrorBody};
+use crate::sim::emulator::Sim;
+use crate::sim::logs::{LogQuery, v1_day, v1_file};
 
 pub fn router() -> Router<Arc<Sim>> {
     Router::new()
@@ -156,7 +157,7 @@ async fn day_file_v1(
     headers: HeaderMap,
 ) -> Response {
     let Some(pull_zone) = file.strip_suffix(".log") else {
-        return super::server::problem(
+        return super::respond::problem(
             StatusCode::NOT_FOUND,
             "Not Found",
             format!("no route for /{day}/{file}"),

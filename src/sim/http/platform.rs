@@ -11,20 +11,18 @@ use axum::middleware;
 use axum::response::Response;
 use axum::routing::{get, patch, post};
 
-use super::events::{execute, validate};
-use serde_json::Value;
+use crate::sim::events::{execute, validate};
 
-use super::server::{
-    RATE_LIMITS_PATH, Sim, bad_request, empty, json, negotiate, parse_json, problem, require_access_key,
-    require_json_body,
-};
-use super::state::{Certificate, Challenge, SimAccessList};
+use super::middleware::{RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
+use super::respond::{bad_request, empty, json, parse_json, problem};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
     EventLogsSearchRequest, PageInfo, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
+use crate::sim::emulator::Sim;
+use crate::sim::state::WorldError;
 
 pub const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
 pub const CUSTOM_LIST_LIMIT: i64 = 10;
@@ -81,7 +79,7 @@ async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, bo
         if world.shield_zone(zone).is_none() {
             return Err(zone_not_found(zone));
         }
-        let empty_store = super::events::EventStore::default();
+        let empty_store = crate::sim::events::EventStore::default();
         let store = world.events.get(&zone).unwrap_or(&empty_store);
         Ok(execute(&search, store))
     })
@@ -93,25 +91,26 @@ async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, bo
     }
 }
 
+/// A world error as the platform's answer of a Shield route.
+fn shield_error(error: WorldError) -> Response {
+    problem(StatusCode::NOT_FOUND, "Not Found", error.to_string(), None)
+}
+
 async fn access_lists(State(sim): State<Arc<Sim>>, Path(zone): Path<String>) -> Response {
     let zone = match path_id(&zone, "shieldZoneId") {
         Ok(zone) => zone,
         Err(response) => return response,
     };
-    let world = sim.world();
-    let Some(zone) = world.shield_zone(zone) else {
-        return zone_not_found(zone);
+    let lists = match sim.world().access_lists(zone) {
+        Ok(lists) => lists,
+        Err(error) => return shield_error(error),
     };
-    let (managed, custom): (Vec<&SimAccessList>, Vec<&SimAccessList>) =
-        zone.access_lists.iter().partition(|l| l.managed);
-    let details =
-        |lists: &[&SimAccessList]| -> Vec<Value> { lists.iter().map(|l| Value::Object(l.details.clone())).collect() };
     let body = serde_json::json!({
-        "managedLists": details(&managed),
-        "customLists": details(&custom),
-        "customEntryCount": custom.iter().map(|l| l.entry_count()).sum::<i64>(),
+        "managedLists": lists.managed,
+        "customListCount": lists.custom.len(),
+        "customLists": lists.custom,
+        "customEntryCount": lists.custom_entry_count,
         "customEntryLimit": CUSTOM_ENTRY_LIMIT,
-        "customListCount": custom.len(),
         "customListLimit": CUSTOM_LIST_LIMIT,
         "error": GenericRequestResponse::ok(),
     });
@@ -153,32 +152,17 @@ async fn update_access_list(
             "validation_error",
         );
     }
-    let mut world = sim.world_mut();
-    let Some(zone_state) = world.shield_zone_mut(zone) else {
-        return zone_not_found(zone);
+    let updated =
+        sim.world_mut()
+            .update_access_list(zone, configuration, patch.is_enabled, patch.action.map(i64::from));
+    let (is_enabled, action) = match updated {
+        Ok(now) => now,
+        Err(error) => return shield_error(error),
     };
-    let Some(list) = zone_state
-        .access_lists
-        .iter_mut()
-        .find(|l| l.configuration_id() == Some(configuration))
-    else {
-        return problem(
-            StatusCode::NOT_FOUND,
-            "Not Found",
-            format!("access list configuration {configuration} was not found in Shield Zone {zone}"),
-            None,
-        );
-    };
-    if let Some(enabled) = patch.is_enabled {
-        list.set_enabled(enabled);
-    }
-    if let Some(action) = patch.action {
-        list.set_action(i64::from(action));
-    }
     let body = AccessListConfigurationResponse {
         data: Some(AccessListConfiguration {
-            is_enabled: Some(list.is_enabled()),
-            action: i32::try_from(list.action()).ok(),
+            is_enabled: Some(is_enabled),
+            action: i32::try_from(action).ok(),
         }),
         error: Some(GenericRequestResponse::ok()),
     };
@@ -211,25 +195,17 @@ async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQ
             _ => {}
         }
     }
-    let world = sim.world();
-    let Some(zone) = world.shield_zone(zone) else {
-        return status_body(StatusCode::NOT_FOUND);
+    let page_of = match sim.world().rate_limit_page(zone, page, per_page) {
+        Ok(rules) => rules,
+        Err(_) => return status_body(StatusCode::NOT_FOUND),
     };
-    let total = zone.rate_limits.len() as i64;
-    let total_pages = (total + per_page - 1) / per_page;
-    let data: Vec<&Value> = zone
-        .rate_limits
-        .iter()
-        .skip(usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX))
-        .take(per_page as usize)
-        .collect();
     let body = serde_json::json!({
-        "data": data,
+        "data": page_of.rules,
         "page": PageInfo {
-            total_count: total,
-            total_pages,
+            total_count: page_of.total,
+            total_pages: page_of.total_pages,
             current_page: page,
-            next_page: (page < total_pages).then(|| page + 1),
+            next_page: (page < page_of.total_pages).then(|| page + 1),
             page_size: per_page,
         },
         "error": GenericRequestResponse::ok(),
@@ -267,24 +243,15 @@ async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Respo
             "Hostname is required".into(),
         );
     }
-    let mut world = sim.world_mut();
-    let Some(entry) = world.hostname_mut(hostname) else {
-        return field_error(
-            StatusCode::NOT_FOUND,
-            "pullzone.hostname_not_found",
-            format!("the hostname {hostname} is not registered on any Pull Zone"),
-        );
-    };
-    match entry.challenge {
-        Challenge::Pending => field_error(
+    let completed = sim.world_mut().complete_certificate(hostname);
+    match completed {
+        Ok(()) => empty(StatusCode::OK),
+        Err(error @ WorldError::ChallengePending(_)) => field_error(
             StatusCode::BAD_REQUEST,
             "pullzone.domain_verification_failed",
-            format!("the HTTP-01 challenge for {hostname} could not be validated yet"),
+            error.to_string(),
         ),
-        Challenge::Ready => {
-            entry.certificate = Some(Certificate::Issued);
-            empty(StatusCode::OK)
-        }
+        Err(error) => field_error(StatusCode::NOT_FOUND, "pullzone.hostname_not_found", error.to_string()),
     }
 }
 

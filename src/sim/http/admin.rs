@@ -12,10 +12,11 @@ use axum::routing::{get, patch, post, put};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::events::EventInput;
-use super::server::{Fault, Sim, bad_request, empty, json, parse_json, problem};
-use super::state::{SimAccessList, SimDocument, merge_patch};
+use super::respond::{bad_request, empty, json, parse_json, problem};
 use crate::api::models::logging::LogEntry;
+use crate::sim::emulator::{Fault, Sim};
+use crate::sim::events::EventInput;
+use crate::sim::state::{SimAccessList, SimDocument, merge_patch};
 
 pub fn router() -> Router<Arc<Sim>> {
     Router::new()
@@ -79,7 +80,7 @@ fn inserted(n: usize) -> Response {
 fn parse_array<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<Vec<T>, Response> {
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let member = match super::server::member_at_fault(&e.path().to_string(), &e.inner().to_string()) {
+        let member = match super::respond::member_at_fault(&e.path().to_string(), &e.inner().to_string()) {
             root if root == "$" => what.to_string(),
             member => format!("{what}{member}"),
         };

@@ -1,0 +1,156 @@
+//! Middleware of the platform and logging routes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::respond::{json, problem};
+use crate::sim::emulator::{Fault, JournalEntry, Sim};
+
+/// Answers with a programmed fault where one matches, and records every exchange.
+pub async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().map(str::to_string);
+    let fault = sim.take_fault(method.as_str(), &path);
+    if let Some(delay) = fault.as_ref().and_then(|f| f.delay_ms) {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let response = match fault.filter(|f| f.status.is_some()) {
+        Some(fault) => fault_response(&fault),
+        None => next.run(request).await,
+    };
+    let now = sim.clock.now();
+    sim.record(JournalEntry {
+        method: method.to_string(),
+        path,
+        query,
+        status: response.status().as_u16(),
+        time_ms: now.timestamp_millis(),
+        time: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    });
+    response
+}
+
+fn fault_response(fault: &Fault) -> Response {
+    let status = fault
+        .status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match &fault.body {
+        Some(body) => (status, axum::Json(body.clone())).into_response(),
+        None => status.into_response(),
+    };
+    if let Some(seconds) = fault.retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// 401 unless the `AccessKey` header carries a known key: ProblemDetails, except on
+/// the rate-limit list, whose published 401 is `{statusCode: 401}`.
+pub async fn require_access_key(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
+    let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
+    let detail = match key {
+        Some(key) if sim.is_access_key(key) => return next.run(request).await,
+        Some(_) => "the AccessKey is not valid",
+        None => "the AccessKey header is missing",
+    };
+    if request.uri().path().starts_with(RATE_LIMITS_PATH) {
+        return json(StatusCode::UNAUTHORIZED, &serde_json::json!({ "statusCode": 401 }));
+    }
+    problem(StatusCode::UNAUTHORIZED, "Unauthorized", detail, None)
+}
+
+/// Path prefix of the rate-limit list.
+pub const RATE_LIMITS_PATH: &str = "/shield/rate-limits/";
+
+fn is_json_media_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || essence == "text/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// 415 unless a request with a body declares a JSON media type.
+pub async fn require_json_body(request: Request, next: Next) -> Response {
+    let has_body_method = matches!(*request.method(), Method::POST | Method::PATCH | Method::PUT);
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if has_body_method && !is_json_media_type(content_type) {
+        let detail = if content_type.is_empty() {
+            "the request has no Content-Type; send application/json, text/json or application/*+json".to_string()
+        } else {
+            format!(
+                "media type `{content_type}` is not supported; send application/json, text/json or application/*+json"
+            )
+        };
+        return problem(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type",
+            detail,
+            None,
+        );
+    }
+    next.run(request).await
+}
+
+/// The response media type for an `Accept` header: the most preferred of
+/// `application/json`, `text/json`, `text/plain`; `application/json` when none fits.
+pub fn negotiate_media_type(accept: Option<&str>) -> &'static str {
+    const SUPPORTED: [&str; 3] = ["application/json", "text/json", "text/plain"];
+    let mut ranges: Vec<(f32, usize, String)> = accept
+        .unwrap_or_default()
+        .split(',')
+        .enumerate()
+        .filter_map(|(position, range)| {
+            let mut parts = range.split(';');
+            let essence = parts.next()?.trim().to_ascii_lowercase();
+            let quality = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (!essence.is_empty() && quality > 0.0).then_some((quality, position, essence))
+        })
+        .collect();
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranges
+        .iter()
+        .find_map(|(_, _, range)| match range.as_str() {
+            "*/*" | "application/*" => Some(SUPPORTED[0]),
+            "text/*" => Some(SUPPORTED[1]),
+            exact => SUPPORTED.iter().find(|s| **s == exact).copied(),
+        })
+        .unwrap_or(SUPPORTED[0])
+}
+
+/// Labels JSON answers with the media type negotiated from `Accept`.
+pub async fn negotiate(request: Request, next: Next) -> Response {
+    let chosen = negotiate_media_type(request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let mut response = next.run(request).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_json_media_type);
+    if is_json {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(chosen));
+    }
+    response
+}

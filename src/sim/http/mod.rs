@@ -1,0 +1,108 @@
+//! edge-sim's HTTP surface: the router, middleware (journal and faults, AccessKey,
+//! media types), response helpers, and one module per API area. Handlers parse and
+//! answer; the state they read and change is the [`Sim`] and its world.
+
+pub mod admin;
+pub mod logging;
+pub mod middleware;
+pub mod platform;
+pub mod respond;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::Response;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use super::emulator::Sim;
+use super::state::SimDocument;
+use respond::problem;
+
+/// The whole HTTP surface: platform API, logging API, admin API.
+pub fn router(sim: &Arc<Sim>) -> Router {
+    let observed = Router::new()
+        .merge(platform::router(sim))
+        .merge(logging::router())
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            sim.clone(),
+            middleware::journal_and_faults,
+        ));
+    Router::new()
+        .nest("/_sim", admin::router())
+        .merge(observed)
+        .with_state(sim.clone())
+}
+
+async fn not_found(request: Request) -> Response {
+    problem(
+        StatusCode::NOT_FOUND,
+        "Not Found",
+        format!("no route for {} {}", request.method(), request.uri().path()),
+        None,
+    )
+}
+
+/// A running emulator on a local port; stops when dropped.
+#[derive(Debug)]
+pub struct RunningSim {
+    pub addr: SocketAddr,
+    pub sim: Arc<Sim>,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl RunningSim {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// Serves `sim` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    sim: Arc<Sim>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(&sim))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Starts an emulator on a free port of 127.0.0.1 (for tests and embedding).
+pub async fn spawn(document: SimDocument) -> std::io::Result<RunningSim> {
+    spawn_sim(Sim::new(document)).await
+}
+
+/// Starts an existing emulator on a free port of 127.0.0.1.
+pub async fn spawn_sim(sim: Arc<Sim>) -> std::io::Result<RunningSim> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = oneshot::channel();
+    let served = sim.clone();
+    tokio::spawn(async move {
+        if let Err(error) = serve(listener, served, async {
+            let _ = rx.await;
+        })
+        .await
+        {
+            tracing::error!(%error, "edge-sim stopped");
+        }
+    });
+    Ok(RunningSim {
+        addr,
+        sim,
+        shutdown: Some(tx),
+    })
+}
