@@ -4,7 +4,7 @@
 #   make bench   the benchmark table (event search, operator at scale, rate discipline)
 SHELL := /bin/bash
 
-.PHONY: demo down test bench cluster-up cluster-down k8s-binaries
+.PHONY: demo down test bench crds cluster-up cluster-down k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -17,6 +17,11 @@ test:
 
 bench:
 	hack/bench/run.sh
+
+# Regenerates the CRDs from the Rust types: crds/ and the chart's copy.
+crds:
+	source hack/k8s/versions.sh && CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$$EDGE_CACHE_DIR/target}" \
+	  cargo run --quiet --bin edge-operator -- crds --dir crds --dir charts/edge-operator/crds
 
 k8s-binaries:
 	hack/k8s/build.sh

@@ -23,9 +23,10 @@ enum Command {
     Run(Box<RunArgs>),
     /// Print the CustomResourceDefinitions as YAML, or write one file per CRD.
     Crds {
-        /// Write `<crd name>.yaml` files into this directory instead of printing.
+        /// Write `<crd name>.yaml` files into this directory instead of printing
+        /// (repeatable: `make crds` writes `crds/` and the chart's `crds/`).
         #[arg(long)]
-        dir: Option<PathBuf>,
+        dir: Vec<PathBuf>,
     },
 }
 
@@ -121,12 +122,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Crds { dir } => {
             for crd in edge_operator::crd::all() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;
-                match &dir {
-                    Some(dir) => {
-                        let path = dir.join(edge_operator::crd::file_name(&crd));
-                        std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
-                    }
-                    None => print!("{yaml}"),
+                if dir.is_empty() {
+                    print!("{yaml}");
+                }
+                for dir in &dir {
+                    let path = dir.join(edge_operator::crd::file_name(&crd));
+                    std::fs::write(&path, &yaml).with_context(|| format!("writing {}", path.display()))?;
                 }
             }
         }

@@ -1,16 +1,14 @@
 //! The Helm chart on the real control plane: lint, server-side dry run, install, values
 //! schema, and the operator working with exactly the RBAC the chart grants.
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster, k8s_bin_dir, repo_root};
+use crate::support::operator::{Operator, eventually};
+use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
-use support::cluster::{TestNamespace, cluster, k8s_bin_dir, repo_root};
-use support::operator::{Operator, eventually};
-use support::sim::{example_fixtures, start};
 
 fn chart() -> String {
     repo_root().join("charts/edge-operator").display().to_string()
@@ -96,7 +94,7 @@ fn chart_crds_are_the_generated_crds() {
             std::fs::read_to_string(repo_root().join("charts/edge-operator/crds").join(&name)).unwrap_or_default();
         assert!(
             top == chart,
-            "charts/edge-operator/crds/{name} differs from crds/{name}; copy crds/*.yaml into the chart"
+            "charts/edge-operator/crds/{name} differs from crds/{name}; regenerate both with `make crds`"
         );
     }
 }

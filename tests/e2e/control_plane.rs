@@ -1,14 +1,12 @@
 //! The local control plane is a real Kubernetes: version, CRD establishment, structural
 //! schema validation and namespace deletion.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster, pinned_version};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::DeleteParams;
-use support::cluster::{TestNamespace, cluster, pinned_version};
 
 const WIDGET_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1

@@ -1,17 +1,15 @@
 //! Faults: platform 500s, an operator restart mid-way, two replicas with leader
 //! election and failover, and the metrics endpoint.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, wait_for_condition};
+use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;
-use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, wait_for_condition};
-use support::sim::{example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(45);
 

@@ -1,18 +1,16 @@
 //! AccessListConfig end to end: real apiserver, edge-sim, the operator as a process.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::RunningSim;
 use k8s_openapi::api::core::v1::Event;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
-use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually, wait_for_condition};
-use support::sim::{example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(30);
 

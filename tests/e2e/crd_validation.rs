@@ -1,9 +1,7 @@
 //! The apiserver rejects invalid manifests of the three kinds at admission, with a
 //! message naming the problem (structural schema and CEL rules of the committed CRDs).
 
-mod support;
-
-use support::cluster::{TestNamespace, cluster};
+use crate::support::cluster::{TestNamespace, cluster};
 
 fn manifest(kind: &str, namespace: &str, spec: &str) -> String {
     format!(
@@ -243,7 +241,7 @@ fn valid_manifests_are_accepted_with_defaults() {
 fn the_examples_are_accepted_by_the_apiserver() {
     let cluster = cluster();
     let namespace = TestNamespace::create("examples");
-    let examples = support::cluster::repo_root().join("examples");
+    let examples = crate::support::cluster::repo_root().join("examples");
     for name in [
         "access-list-config.yaml",
         "pull-zone-certificate.yaml",

@@ -1,11 +1,9 @@
 //! edge-sim, platform API over HTTP: auth, media types, search, access lists, rate
 //! limits, certificates and applications, with every error status and body shape.
 
-mod support;
-
+use crate::support::sim::{ACCESS_KEY, fixtures_at, http, insert_events, now_ms, start};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, insert_events, now_ms, start};
 
 const HOUR: i64 = 3_600_000;
 

@@ -1,12 +1,10 @@
 //! edge-sim, CDN logging API over HTTP: auth by key or JWT, Pull Zone states, the
 //! shared rate limit with Retry-After, v2 filters and pagination, retention, v1 files.
 
-mod support;
-
+use crate::support::sim::{ACCESS_KEY, JWT_SECRET, NOW, bearer_token, fixtures_at, http, start};
 use chrono::{DateTime, Duration, Utc};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, JWT_SECRET, NOW, bearer_token, fixtures_at, http, start};
 
 fn now() -> DateTime<Utc> {
     NOW.parse().expect("valid")

@@ -12,7 +12,7 @@ fn committed_crds_match_the_rust_types() {
         let generated = edge_operator::crd::to_yaml(crd).expect("serialisable");
         assert!(
             committed == generated,
-            "{} is out of date with the Rust types; regenerate with `cargo run --bin edge-operator -- crds --dir crds`",
+            "{} is out of date with the Rust types; regenerate with `make crds`",
             path.display()
         );
     }

@@ -1,12 +1,10 @@
 //! 10,000 random and mutated request bodies and query strings: the emulator answers
 //! every one with a 2xx or 4xx, never a 5xx, and never panics.
 
-mod support;
-
+use crate::support::sim::{ACCESS_KEY, fixtures_at, http, now_ms, start};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, now_ms, start};
 
 const CASES: usize = 10_000;
 

@@ -1,13 +1,11 @@
 //! edge-sim admin API: state, seeding with validation, changes behind the client's
 //! back, clock, faults and the request journal.
 
-mod support;
-
 use std::time::Instant;
 
+use crate::support::sim::{ACCESS_KEY, fixtures_at, http, start};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, fixtures_at, http, start};
 
 async fn admin(method: &str, url: String, body: Option<Value>) -> (StatusCode, Value) {
     let mut request = http().request(method.parse().expect("method"), url);

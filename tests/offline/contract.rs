@@ -7,12 +7,11 @@
 //!   enum values in any case or unknown and unknown members) decode in the client,
 //!   and `edgectl -o json` shows their identifiers.
 
-#[path = "contract/generate.rs"]
 mod generate;
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::sim::{ACCESS_KEY, client_of, fixtures_at, http, insert_events, now_ms, start};
 use edge_operator::api::contract::{BodyValidator, Document, Required, schema};
 use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
@@ -23,7 +22,6 @@ use futures::future::BoxFuture;
 use generate::{Mode, body};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, client_of, fixtures_at, http, insert_events, now_ms, start};
 
 /// Generated bodies per operation and mode.
 const CASES: u32 = 256;
@@ -172,7 +170,7 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
 
 #[test]
 fn the_example_fixtures_use_the_published_types() {
-    let document = support::sim::example_fixtures();
+    let document = crate::support::sim::example_fixtures();
     let raw = serde_json::to_value(&document).expect("JSON");
     for app in raw["apps"].as_array().expect("apps") {
         assert_valid(Document::MagicContainers, "Application", app, "an example app");

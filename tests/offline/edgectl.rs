@@ -1,13 +1,11 @@
 //! `edgectl` against a real edge-sim: every subcommand, JSON output, exit codes and
 //! help texts.
 
-mod support;
-
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::sim::{ACCESS_KEY, JWT_SECRET, bearer_token, fixtures_at, http, insert_events, start};
 use serde_json::{Value, json};
-use support::sim::{ACCESS_KEY, JWT_SECRET, bearer_token, fixtures_at, http, insert_events, start};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 

@@ -1,10 +1,9 @@
 //! The typed client against a real edge-sim: every operation, every error body shape,
 //! pagination, retries with Retry-After, rate discipline and credential hygiene.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::sim::{ACCESS_KEY, NOW, client_of, fixtures_at, http, now_ms, start};
 use chrono::{DateTime, Utc};
 use edge_operator::api::models::apps::AppStatus;
 use edge_operator::api::models::logging::SortOrder;
@@ -17,7 +16,6 @@ use edge_operator::api::{
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use support::sim::{ACCESS_KEY, NOW, client_of, fixtures_at, http, now_ms, start};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
     RetryPolicy {

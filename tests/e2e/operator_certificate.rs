@@ -1,17 +1,15 @@
 //! PullZoneCertificate end to end: backoff while verification fails, issuance, a
 //! terminal unknown hostname, Retry-After, and credentials fixed by a Secret update.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::sim::{ACCESS_KEY, example_fixtures, start};
 use edge_operator::crd::pull_zone_certificate::PullZoneCertificate;
 use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;
-use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually, wait_for_condition};
-use support::sim::{ACCESS_KEY, example_fixtures, start};
 
 const WAIT: Duration = Duration::from_secs(40);
 

@@ -1,16 +1,14 @@
 //! ContainerAppWatch end to end: app mirror, every rate-limit page, security events
 //! and CDN summary; a failing app turns AppReady False within the interval.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually};
+use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::container_app_watch::ContainerAppWatch;
 use kube::Api;
 use serde_json::{Value, json};
-use support::cluster::{TestNamespace, cluster};
-use support::operator::{Operator, eventually};
-use support::sim::{example_fixtures, start};
 
 async fn post(base: &str, path: &str, body: Value) {
     let response = reqwest::Client::new()

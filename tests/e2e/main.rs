@@ -1,0 +1,14 @@
+//! End-to-end tests on a real control plane (kube-apiserver, etcd, controller
+//! manager): the CRDs, the Helm chart, and the operator as a process against edge-sim.
+//! `tests/support/cluster.rs` starts the control plane, or uses `EDGE_TEST_KUBECONFIG`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod chart;
+mod control_plane;
+mod crd_validation;
+mod operator_access_list;
+mod operator_app_watch;
+mod operator_certificate;
+mod operator_resilience;

@@ -1,0 +1,14 @@
+//! Tests that need no cluster: edge-sim over HTTP, the client, edgectl, the committed
+//! CRDs, and the platform's published contract in both directions.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod client;
+mod contract;
+mod crds;
+mod edgectl;
+mod sim_admin;
+mod sim_fuzz;
+mod sim_logging;
+mod sim_platform;
