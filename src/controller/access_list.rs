@@ -8,7 +8,7 @@ use kube::api::{Patch, PatchParams};
 
 use super::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
 use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, with_decided};
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors, with_decided};
 use super::error::ReconcileError;
 use super::status::poll_interval;
 use crate::api::models::shield::{
@@ -234,21 +234,7 @@ impl Reconciled for AccessListConfig {
     type Plan = Planned;
     type Acted = Planned;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-
-    fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
-        &status.conditions
-    }
-
-    fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
-        status.conditions = conditions;
-    }
-
-    fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
+    kind_accessors!();
 
     async fn observe(&self, io: &Io<'_, Self>, _now: &Now) -> Result<Self::Observed, ReconcileError> {
         let client = io.client().await?;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 
-use super::conditions::{AppState, ConditionType, Decided, Reason, find, merge};
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue};
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use super::error::ReconcileError;
 use super::status::parse_go_duration;
 use crate::api::models::apps::{AppStatus, Application};
@@ -49,23 +49,11 @@ pub fn app_summary(app: &Application) -> AppSummary {
     }
 }
 
-fn app_state(status: &AppStatus) -> AppState {
-    match status {
-        AppStatus::Unknown => AppState::Unknown,
-        AppStatus::Active => AppState::Active,
-        AppStatus::Progressing => AppState::Progressing,
-        AppStatus::Inactive => AppState::Inactive,
-        AppStatus::Failing => AppState::Failing,
-        AppStatus::Suspended => AppState::Suspended,
-        AppStatus::Unrecognized(_) => AppState::Unrecognized,
-    }
-}
-
 pub fn app_condition(app: &Application) -> Decided {
     Decided::new(
         ConditionType::AppReady,
         app.status == AppStatus::Active,
-        Reason::App(app_state(&app.status)),
+        Reason::App(app.status.reason()),
         format!("application {} is {}", app.name, app.status),
     )
 }
@@ -329,21 +317,7 @@ impl Reconciled for ContainerAppWatch {
     type Plan = ContainerAppWatchStatus;
     type Acted = ContainerAppWatchStatus;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-
-    fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
-        &status.conditions
-    }
-
-    fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
-        status.conditions = conditions;
-    }
-
-    fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
+    kind_accessors!();
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
         let client = io.client().await?;

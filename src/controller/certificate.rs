@@ -8,14 +8,14 @@ use kube::ResourceExt;
 
 use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue};
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use super::error::ReconcileError;
 use super::status::{parse_go_duration, poll_interval, rfc3339};
 use crate::api::{ApiError, RetryPolicy};
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, Condition, SecretKeyRef};
+use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 
 /// How long to wait before retrying with credentials the platform refused.
 pub const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -220,21 +220,7 @@ impl Reconciled for PullZoneCertificate {
     type Plan = Attempt;
     type Acted = Attempted;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-
-    fn conditions(status: &Self::Status) -> &[Condition] {
-        &status.conditions
-    }
-
-    fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>) {
-        status.conditions = conditions;
-    }
-
-    fn secret_ref(&self) -> Option<&SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
+    kind_accessors!();
 
     async fn observe(&self, _io: &Io<'_, Self>, _now: &Now) -> Result<(), ReconcileError> {
         Ok(())

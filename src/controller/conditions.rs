@@ -66,7 +66,8 @@ pub enum Reason {
     NoPullZone,
     AppNotReady,
     SecurityEventsElevated,
-    App(AppState),
+    /// An application's status, in the platform's own words (`Active`, `Failing`...).
+    App(&'static str),
     // Errors, one map from every failure (see `Reason::of`)
     Unauthorized,
     Forbidden,
@@ -82,18 +83,6 @@ pub enum Reason {
     KubernetesError,
     CredentialsUnavailable,
     InvalidSpec,
-}
-
-/// The application states a ContainerAppWatch reports as `AppReady` reasons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AppState {
-    Unknown,
-    Active,
-    Progressing,
-    Inactive,
-    Failing,
-    Suspended,
-    Unrecognized,
 }
 
 impl Reason {
@@ -122,15 +111,7 @@ impl Reason {
             Reason::NoPullZone => "NoPullZone",
             Reason::AppNotReady => "AppNotReady",
             Reason::SecurityEventsElevated => "SecurityEventsElevated",
-            Reason::App(state) => match state {
-                AppState::Unknown => "Unknown",
-                AppState::Active => "Active",
-                AppState::Progressing => "Progressing",
-                AppState::Inactive => "Inactive",
-                AppState::Failing => "Failing",
-                AppState::Suspended => "Suspended",
-                AppState::Unrecognized => "UnrecognizedStatus",
-            },
+            Reason::App(status) => status,
             Reason::Unauthorized => "Unauthorized",
             Reason::Forbidden => "Forbidden",
             Reason::NotFound => "NotFound",

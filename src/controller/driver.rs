@@ -194,6 +194,29 @@ pub trait Reconciled:
     }
 }
 
+/// The accessors every kind implements alike: `status`, the conditions of its status
+/// and `spec.accessKeySecretRef`.
+macro_rules! kind_accessors {
+    () => {
+        fn status(&self) -> Option<&Self::Status> {
+            self.status.as_ref()
+        }
+
+        fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
+            &status.conditions
+        }
+
+        fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
+            status.conditions = conditions;
+        }
+
+        fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
+            self.spec.access_key_secret_ref.as_ref()
+        }
+    };
+}
+pub(crate) use kind_accessors;
+
 /// `status` with `decided` merged into its conditions.
 pub fn with_decided<K: Reconciled>(
     status: &K::Status,
