@@ -9,7 +9,7 @@ use reqwest::header::{HeaderValue, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
-use super::config::{ClientConfig, Credentials};
+use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
 use super::error::ApiError;
 use super::limiter::{DirectLimiter, KeyedLimiter};
 
@@ -167,7 +167,11 @@ impl EdgeClient {
             if !error.is_retryable() || retry >= policy.max_retries {
                 return Err(error);
             }
-            let delay = policy.backoff(retry).max(error.retry_after().unwrap_or_default());
+            let asked = error.retry_after().unwrap_or_default();
+            if asked > policy.max_wait {
+                return Err(error);
+            }
+            let delay = policy.backoff(retry).max(asked);
             tracing::debug!(
                 operation = operation.as_str(),
                 reason = error.reason(),
@@ -202,9 +206,14 @@ impl EdgeClient {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let body = response.bytes().await.unwrap_or_default();
+            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+        let body = read_body(response, ERROR_BODY_BYTES).await.unwrap_or_default();
         Err(ApiError::from_response(status, retry_after, &body))
+    }
+
+    /// The body of a successful answer, at most [`ClientConfig::max_body_bytes`].
+    pub(crate) async fn body(&self, response: Response) -> Result<Vec<u8>, ApiError> {
+        read_body(response, self.config.max_body_bytes).await
     }
 
     /// Sends and decodes a JSON answer.
@@ -215,12 +224,35 @@ impl EdgeClient {
         build: impl Fn() -> RequestBuilder,
     ) -> Result<T, ApiError> {
         let response = self.send(operation, api, build).await?;
-        let bytes = response.bytes().await.map_err(ApiError::from_transport)?;
+        let bytes = self.body(response).await?;
         let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
         serde_path_to_error::deserialize(deserializer)
             .map_err(|e| ApiError::Decode(format!("{} answer at {}: {}", operation.as_str(), e.path(), e.inner())))
     }
 }
+
+/// Error bodies are read only this far: the platform's message fits many times over.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Reads a body chunk by chunk, refusing one longer than `limit` before holding it.
+async fn read_body(mut response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let too_long = || ApiError::Decode(format!("the answer is longer than {limit} bytes"));
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_long());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ApiError::from_transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_long());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The most pages one walk reads: far beyond any real listing, so a platform that
+/// keeps answering "more" cannot keep a caller forever.
+pub const MAX_PAGES: usize = 10_000;
 
 /// A header value marked sensitive, so HTTP-level debug output never shows it.
 fn sensitive(value: &str) -> HeaderValue {
@@ -229,21 +261,31 @@ fn sensitive(value: &str) -> HeaderValue {
     header
 }
 
-/// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor.
+/// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor,
+/// which must move forward. At most [`MAX_PAGES`] pages are read.
 pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
 where
-    C: Send + 'a,
+    C: PartialOrd + Copy + Send + 'a,
     T: Send + 'a,
     F: Fn(C) -> Fut + Send + 'a,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + Send + 'a,
 {
     use futures::{StreamExt, TryStreamExt, stream};
-    stream::try_unfold((Some(first), fetch), |(cursor, fetch)| async move {
+    stream::try_unfold((Some(first), fetch, 0usize), |(cursor, fetch, pages)| async move {
         let Some(cursor) = cursor else {
             return Ok(None);
         };
+        if pages >= MAX_PAGES {
+            return Err(ApiError::Decode(format!("the listing goes on past {MAX_PAGES} pages")));
+        }
         let (items, next) = fetch(cursor).await?;
-        Ok(Some((stream::iter(items.into_iter().map(Ok)), (next, fetch))))
+        if next.is_some_and(|next| next <= cursor) {
+            return Err(ApiError::Decode("the next page does not move past this one".into()));
+        }
+        Ok(Some((
+            stream::iter(items.into_iter().map(Ok)),
+            (next, fetch, pages + 1),
+        )))
     })
     .try_flatten()
     .boxed()

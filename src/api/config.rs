@@ -37,6 +37,9 @@ pub enum Credentials {
     Bearer(Secret),
 }
 
+/// The longest `Retry-After` the client believes; larger values are read as this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
 /// Retries of retryable failures: exponential backoff with jitter, never shorter than
 /// the platform's `Retry-After`.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +48,9 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
+    /// The longest wait inside one call: a `Retry-After` beyond it ends the call with
+    /// `RateLimited`, so the caller decides when to come back instead of sleeping.
+    pub max_wait: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -53,6 +59,7 @@ impl Default for RetryPolicy {
             max_retries: 3,
             initial_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(30),
+            max_wait: Duration::from_secs(10),
         }
     }
 }
@@ -108,7 +115,12 @@ pub struct ClientConfig {
     pub global_quota: Option<Quota>,
     /// Per-Pull-Zone limit of logging calls.
     pub logging_quota: Quota,
+    /// The largest answer body read; a larger one fails the call with `Decode`.
+    pub max_body_bytes: usize,
 }
+
+/// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
 
 impl ClientConfig {
     pub fn new(base_url: impl Into<String>, logging_url: impl Into<String>, credentials: Credentials) -> Self {
@@ -122,6 +134,7 @@ impl ClientConfig {
             retry: RetryPolicy::default(),
             global_quota: None,
             logging_quota: default_logging_quota(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 }

@@ -71,7 +71,7 @@ impl std::fmt::Display for PlatformMessage {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
     #[error("unauthorized: {0}")]
     Unauthorized(PlatformMessage),

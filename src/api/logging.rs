@@ -95,8 +95,9 @@ impl EdgeClient {
                 };
                 async move {
                     let page = self.query_logs(pull_zone_id, &page_query).await?;
-                    let next = (page.pagination.has_more && page.pagination.returned > 0)
-                        .then(|| offset + page.pagination.returned);
+                    let next = offset
+                        .checked_add(page.pagination.returned)
+                        .filter(|_| page.pagination.has_more && page.pagination.returned > 0);
                     Ok((page.data, next))
                 }
             },
@@ -111,7 +112,7 @@ impl EdgeClient {
         let response = self
             .send(Operation::GetLogFile, api, || self.request(Method::GET, api, &path))
             .await?;
-        let body = response.text().await.map_err(ApiError::from_transport)?;
-        parse_v1_file(&body).map_err(|e| ApiError::Decode(e.to_string()))
+        let body = self.body(response).await?;
+        parse_v1_file(&String::from_utf8_lossy(&body)).map_err(|e| ApiError::Decode(e.to_string()))
     }
 }

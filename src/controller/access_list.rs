@@ -8,7 +8,7 @@ use kube::api::{Patch, PatchParams};
 
 use super::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
 use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors, with_decided};
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, failure_message, kind_accessors, with_decided};
 use super::error::ReconcileError;
 use super::status::poll_interval;
 use crate::api::models::shield::{
@@ -240,6 +240,15 @@ impl Reconciled for AccessListConfig {
         let client = io.client().await?;
         let lists = io.ctx.reads.zone_access_lists(client, self.spec.shield_zone_id).await?;
         let (item, managed) = resolve(&self.spec, &lists)?;
+        if let Some(store) = io.ctx.access_lists.get()
+            && let Some(owner) = claim_owner(self, item.configuration_id, store.state().iter().map(|o| o.as_ref()))
+        {
+            return Err(ReconcileError::ConfigurationClaimed {
+                zone: self.spec.shield_zone_id,
+                configuration: item.configuration_id,
+                owner,
+            });
+        }
         Ok((item.clone(), managed))
     }
 
@@ -313,19 +322,15 @@ impl Reconciled for AccessListConfig {
 
     /// Synced=False with the error's reason; Ready=False too unless waiting may fix it.
     fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
+        let message = failure_message(error, now);
         let mut decided = vec![Decided::new(
             ConditionType::Synced,
             false,
             error.reason(),
-            error.to_string(),
+            message.clone(),
         )];
         if !error.is_transient() {
-            decided.push(Decided::new(
-                ConditionType::Ready,
-                false,
-                error.reason(),
-                error.to_string(),
-            ));
+            decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
         }
         AccessListConfigStatus {
             observed_generation: self.metadata.generation,
@@ -333,40 +338,202 @@ impl Reconciled for AccessListConfig {
         }
     }
 
-    /// With Restore: put back the values observed before the first write.
-    async fn finalize(&self, io: &Io<'_, Self>) -> Result<Vec<Note>, ReconcileError> {
+    /// With Restore: put back the values observed before the first write. What the
+    /// object says now decides (a `deletionPolicy` switched to Orphan restores
+    /// nothing); a configuration gone from the platform has nothing to restore; a
+    /// failure that waiting cannot fix, or any failure past [`RESTORE_DEADLINE`], is
+    /// reported and the object released, so a deletion never stays stuck.
+    async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
         let point = recorded_restore_point(self).or_else(|| self.status.as_ref().and_then(|s| s.restore_point));
-        let Some(point) = point else {
-            return Ok(Vec::new());
+        let notes = match point.filter(|_| wants_finalizer(self)) {
+            None => Vec::new(),
+            Some(point) => {
+                let restored = restore(self, io, point).await;
+                let deleted_at = self
+                    .metadata
+                    .deletion_timestamp
+                    .as_ref()
+                    .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
+                match restore_verdict(&point, restored, deleted_at, now.time) {
+                    Verdict::Done(note) => vec![note],
+                    Verdict::Retry(error) => return Err(error),
+                }
+            }
         };
-        let client = io.client().await?;
-        let patch = AccessListConfigurationPatch {
-            is_enabled: Some(point.is_enabled),
-            action: Some(point.action),
-        };
-        client
-            .update_access_list(self.spec.shield_zone_id, point.configuration_id, &patch)
-            .await?;
-        io.ctx
-            .reads
-            .note_access_list_write(
-                client,
-                self.spec.shield_zone_id,
-                point.configuration_id,
-                point.is_enabled,
-                point.action,
-            )
-            .await;
-        Ok(vec![Note::normal(
-            Reason::Restored,
+        release_credentials(self, io).await?;
+        Ok(notes)
+    }
+}
+
+/// How long after the deletion request a failing restore is retried.
+pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
+
+/// What to do after a restore attempt.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Release the object, with this Event.
+    Done(Note),
+    /// Keep the finalizer and retry.
+    Retry(ReconcileError),
+}
+
+/// Decides, without I/O, what a restore attempt means for the finalizer.
+pub fn restore_verdict(
+    point: &RestorePoint,
+    restored: Result<(), ReconcileError>,
+    deleted_at: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Verdict {
+    let error = match restored {
+        Ok(()) => {
+            return Verdict::Done(Note::normal(
+                Reason::Restored,
+                format!(
+                    "restored isEnabled={} action={} on configuration {}",
+                    point.is_enabled,
+                    AccessListAction::describe(point.action),
+                    point.configuration_id
+                ),
+            ));
+        }
+        Err(error) => error,
+    };
+    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
+        return Verdict::Done(Note::normal(
+            Reason::NothingToRestore,
             format!(
-                "restored isEnabled={} action={} on configuration {}",
-                point.is_enabled,
-                AccessListAction::describe(point.action),
+                "configuration {} no longer exists on the platform: nothing to restore",
                 point.configuration_id
             ),
-        )])
+        ));
     }
+    let overdue = deleted_at
+        .and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d))
+        .is_none_or(|deadline| now >= deadline);
+    if error.is_transient() && !overdue {
+        return Verdict::Retry(error);
+    }
+    Verdict::Done(Note::warning(
+        Reason::RestoreFailed,
+        format!(
+            "could not restore configuration {} ({}: {error}); released without restoring",
+            point.configuration_id,
+            error.reason()
+        ),
+    ))
+}
+
+async fn restore(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+    point: RestorePoint,
+) -> Result<(), ReconcileError> {
+    let client = io.client().await?;
+    let patch = AccessListConfigurationPatch {
+        is_enabled: Some(point.is_enabled),
+        action: Some(point.action),
+    };
+    client
+        .update_access_list(object.spec.shield_zone_id, point.configuration_id, &patch)
+        .await?;
+    io.ctx
+        .reads
+        .note_access_list_write(
+            client,
+            object.spec.shield_zone_id,
+            point.configuration_id,
+            point.is_enabled,
+            point.action,
+        )
+        .await;
+    Ok(())
+}
+
+/// Finalizer the operator puts on a Secret that objects needing a Restore use: a
+/// namespace deletion then removes the Secret only after those objects are gone, as
+/// pvc-protection does for volumes.
+pub const SECRET_IN_USE_FINALIZER: &str = "edgeplatform.io/credentials-in-use";
+
+/// Whether another object of the namespace still needs `secret` to restore.
+pub fn secret_still_needed(me: &AccessListConfig, secret: &str, others: &[AccessListConfig]) -> bool {
+    others.iter().any(|other| {
+        other.metadata.uid != me.metadata.uid
+            && other.metadata.deletion_timestamp.is_none()
+            && wants_finalizer(other)
+            && other
+                .spec
+                .access_key_secret_ref
+                .as_ref()
+                .is_some_and(|r| r.name == secret)
+    })
+}
+
+async fn protect_credentials(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), ReconcileError> {
+    let Some(reference) = &object.spec.access_key_secret_ref else {
+        return Ok(());
+    };
+    let patch = serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } });
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
+    secrets
+        .patch(&reference.name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await?;
+    Ok(())
+}
+
+/// Removes the in-use finalizer from the object's Secret once no other object needs it.
+async fn release_credentials(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), ReconcileError> {
+    let Some(reference) = &object.spec.access_key_secret_ref else {
+        return Ok(());
+    };
+    let others = io.api.list(&Default::default()).await?;
+    if secret_still_needed(object, &reference.name, &others.items) {
+        return Ok(());
+    }
+    let patch = serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } });
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
+    match secrets
+        .patch(&reference.name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+    {
+        Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
+        other => other.map(drop).map_err(Into::into),
+    }
+}
+
+/// When several objects manage one configuration, the oldest keeps it (then the first
+/// by namespace and name): the others are refused instead of fighting over it at every
+/// resync. `None` when `me` owns it; else the owner as `namespace/name`.
+pub fn claim_owner<'a>(
+    me: &AccessListConfig,
+    configuration_id: i64,
+    others: impl Iterator<Item = &'a AccessListConfig>,
+) -> Option<String> {
+    if me.spec.management_policy != ManagementPolicy::Manage {
+        return None;
+    }
+    let order = |o: &AccessListConfig| {
+        (
+            o.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            o.namespace().unwrap_or_default(),
+            o.name_any(),
+        )
+    };
+    let claims = |o: &AccessListConfig| {
+        o.metadata.deletion_timestamp.is_none()
+            && o.spec.management_policy == ManagementPolicy::Manage
+            && o.spec.shield_zone_id == me.spec.shield_zone_id
+            && (o.spec.configuration_id == Some(configuration_id)
+                || o.status
+                    .as_ref()
+                    .and_then(|s| s.at_provider.as_ref())
+                    .is_some_and(|p| p.configuration_id == configuration_id))
+    };
+    let owner = others
+        .filter(|o| o.metadata.uid != me.metadata.uid && claims(o))
+        .min_by_key(|o| order(o))?;
+    (order(owner) < order(me)).then(|| format!("{}/{}", owner.namespace().unwrap_or_default(), owner.name_any()))
 }
 
 fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -396,6 +563,9 @@ async fn record_finalizer(
     let record = wants && restore_point.is_some() && recorded_restore_point(object).is_none();
     if has == wants && !record {
         return Ok(());
+    }
+    if wants {
+        protect_credentials(object, io).await?;
     }
     let mut finalizers: Vec<String> = object
         .finalizers()
@@ -625,6 +795,99 @@ mod tests {
         assert_eq!(
             drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
             None
+        );
+    }
+
+    fn object(name: &str, created: &str, configuration: Option<i64>) -> AccessListConfig {
+        let mut spec = spec(true, None);
+        spec.configuration_id = configuration;
+        spec.list_name = configuration.is_none().then(|| "Known bad actors".to_string());
+        let mut object = AccessListConfig::new(name, spec);
+        object.metadata.namespace = Some("team".into());
+        object.metadata.uid = Some(format!("uid-{name}"));
+        object.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            created.parse().expect("time"),
+        ));
+        object
+    }
+
+    #[test]
+    fn the_oldest_claim_on_a_configuration_wins_and_the_others_name_it() {
+        let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
+        let mut by_name = object("by-name", "2026-11-20T11:00:00Z", None);
+        by_name.status = Some(AccessListConfigStatus {
+            at_provider: Some(observation(&item(true, 2), true)),
+            ..AccessListConfigStatus::default()
+        });
+        let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
+        let all = [old.clone(), by_name.clone(), new.clone()];
+        assert_eq!(claim_owner(&old, 9101, all.iter()), None);
+        assert_eq!(claim_owner(&new, 9101, all.iter()).as_deref(), Some("team/old"));
+        assert_eq!(claim_owner(&by_name, 9101, all.iter()).as_deref(), Some("team/old"));
+        assert_eq!(claim_owner(&new, 9102, all.iter()), None, "another configuration");
+        let mut observer = new.clone();
+        observer.spec.management_policy = ManagementPolicy::Observe;
+        assert_eq!(
+            claim_owner(&observer, 9101, all.iter()),
+            None,
+            "observing claims nothing"
+        );
+        let mut leaving = old.clone();
+        leaving.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-11-20T13:00:00Z".parse().expect("time"),
+        ));
+        let after = [leaving, by_name.clone(), new.clone()];
+        assert_eq!(claim_owner(&new, 9101, after.iter()).as_deref(), Some("team/by-name"));
+    }
+
+    #[test]
+    fn a_restore_gives_up_only_when_waiting_cannot_help_or_the_deadline_passed() {
+        use crate::api::{ApiError, PlatformMessage};
+        let point = RestorePoint {
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        let deleted: chrono::DateTime<chrono::Utc> = "2026-11-20T12:00:00Z".parse().expect("time");
+        let soon = deleted + chrono::Duration::seconds(30);
+        let late = deleted + chrono::Duration::seconds(601);
+        let server = || Err(ReconcileError::Platform(ApiError::from_response(503, None, b"")));
+        let reason = |v: Verdict| match v {
+            Verdict::Done(note) => format!("{}:{}", if note.warning { "warning" } else { "normal" }, note.reason),
+            Verdict::Retry(error) => format!("retry:{}", error.reason()),
+        };
+        assert_eq!(
+            reason(restore_verdict(&point, Ok(()), Some(deleted), soon)),
+            "normal:Restored"
+        );
+        assert_eq!(
+            reason(restore_verdict(&point, server(), Some(deleted), soon)),
+            "retry:ServerError"
+        );
+        assert_eq!(
+            reason(restore_verdict(&point, server(), Some(deleted), late)),
+            "warning:RestoreFailed"
+        );
+        let gone = Err(ReconcileError::Platform(ApiError::NotFound(PlatformMessage::default())));
+        assert_eq!(
+            reason(restore_verdict(&point, gone, Some(deleted), soon)),
+            "normal:NothingToRestore"
+        );
+        let revoked = Err(ReconcileError::Platform(ApiError::Unauthorized(
+            PlatformMessage::default(),
+        )));
+        assert_eq!(
+            reason(restore_verdict(&point, revoked, Some(deleted), soon)),
+            "warning:RestoreFailed"
+        );
+        let no_secret = Err(ReconcileError::Credentials {
+            namespace: "team".into(),
+            name: "gone".into(),
+            problem: "not found".into(),
+        });
+        assert_eq!(
+            reason(restore_verdict(&point, no_secret, Some(deleted), soon)),
+            "warning:RestoreFailed"
         );
     }
 

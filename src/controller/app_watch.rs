@@ -147,31 +147,67 @@ pub fn security_summary(
     (summary, condition)
 }
 
-/// Requests, hit ratio and counts by status class and cache status.
-pub fn cdn_summary(pull_zone_id: i64, window: &str, entries: &[LogEntry]) -> CdnSummary {
-    let mut by_status_class: BTreeMap<String, i64> = BTreeMap::new();
-    let mut by_cache_status: BTreeMap<String, i64> = BTreeMap::new();
-    for entry in entries {
-        *by_status_class
+/// Counts of CDN requests, kept as entries stream by (no entry is held).
+#[derive(Debug, Default)]
+pub struct CdnCounter {
+    requests: i64,
+    by_status_class: BTreeMap<String, i64>,
+    by_cache_status: BTreeMap<String, i64>,
+}
+
+impl CdnCounter {
+    pub fn add(&mut self, entry: &LogEntry) {
+        self.requests += 1;
+        *self
+            .by_status_class
             .entry(format!("{}xx", entry.status_code / 100))
             .or_default() += 1;
-        *by_cache_status.entry(entry.cache_status.clone()).or_default() += 1;
+        *self.by_cache_status.entry(entry.cache_status.clone()).or_default() += 1;
     }
-    let requests = entries.len() as i64;
-    let hits = by_cache_status.get("HIT").copied().unwrap_or(0);
-    let hit_ratio = if requests == 0 {
-        "0".to_string()
-    } else {
-        format!("{:.3}", hits as f64 / requests as f64)
-    };
-    CdnSummary {
-        pull_zone_id,
-        window: window.to_string(),
-        requests,
-        hit_ratio,
-        by_status_class,
-        by_cache_status,
+
+    /// Requests, hit ratio and counts by status class and cache status.
+    pub fn summary(self, pull_zone_id: i64, window: &str) -> CdnSummary {
+        let hits = self.by_cache_status.get("HIT").copied().unwrap_or(0);
+        let hit_ratio = if self.requests == 0 {
+            "0".to_string()
+        } else {
+            format!("{:.3}", hits as f64 / self.requests as f64)
+        };
+        CdnSummary {
+            pull_zone_id,
+            window: window.to_string(),
+            requests: self.requests,
+            hit_ratio,
+            by_status_class: self.by_status_class,
+            by_cache_status: self.by_cache_status,
+        }
     }
+}
+
+/// The summary of `entries`.
+pub fn cdn_summary(pull_zone_id: i64, window: &str, entries: &[LogEntry]) -> CdnSummary {
+    let mut counter = CdnCounter::default();
+    entries.iter().for_each(|e| counter.add(e));
+    counter.summary(pull_zone_id, window)
+}
+
+/// The logs are kept 3 days: a window is clamped inside them, with a margin for the
+/// time its pages take to read.
+pub const LONGEST_CDN_WINDOW: Duration = Duration::from_secs(72 * 3600 - 600);
+
+/// `[from, to)` of a CDN summary at `now`: `to` pinned for every page of the summary.
+pub fn cdn_window(
+    window: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) {
+    let span = parse_go_duration(window)
+        .unwrap_or(Duration::from_secs(3600))
+        .min(LONGEST_CDN_WINDOW);
+    let from = chrono::Duration::from_std(span)
+        .ok()
+        .and_then(|span| now.checked_sub_signed(span))
+        .unwrap_or(now);
+    (from, now)
 }
 
 fn failed(type_: ConditionType, error: &ApiError) -> Decided {
@@ -208,16 +244,21 @@ async fn security_events(
 }
 
 async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str, now: &Now) -> Result<CdnSummary, ApiError> {
-    let span = parse_go_duration(window).unwrap_or(Duration::from_secs(3600));
+    let (from, to) = cdn_window(window, now.time);
     let query = LogQuery {
-        from: chrono::Duration::from_std(span).ok().map(|d| now.time - d),
+        from: Some(from),
+        to: Some(to),
         limit: Some(1000),
         ..LogQuery::default()
     };
-    let entries: Vec<LogEntry> = futures::StreamExt::take(client.logs(pull_zone_id, query), MAX_LOG_ENTRIES)
-        .try_collect()
+    let mut counter = CdnCounter::default();
+    futures::StreamExt::take(client.logs(pull_zone_id, query), MAX_LOG_ENTRIES)
+        .try_for_each(|entry| {
+            counter.add(&entry);
+            futures::future::ready(Ok(()))
+        })
         .await?;
-    Ok(cdn_summary(pull_zone_id, window, &entries))
+    Ok(counter.summary(pull_zone_id, window))
 }
 
 /// The status and conditions a poll's reads make.
@@ -480,6 +521,16 @@ mod tests {
         );
         assert_eq!(summary.by_cache_status["MISS"], 2);
         assert_eq!(cdn_summary(1, "1h", &[]).hit_ratio, "0");
+    }
+
+    #[test]
+    fn cdn_windows_stay_inside_the_retention_and_end_at_now() {
+        let now: chrono::DateTime<chrono::Utc> = "2026-11-20T12:00:00Z".parse().expect("time");
+        let (from, to) = cdn_window("72h", now);
+        assert_eq!(to, now);
+        assert_eq!((now - from).to_std().expect("positive"), LONGEST_CDN_WINDOW);
+        let (from, _) = cdn_window("1h", now);
+        assert_eq!((now - from).num_seconds(), 3600);
     }
 
     #[test]

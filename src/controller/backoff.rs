@@ -35,6 +35,7 @@ pub fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
         max_retries: u32::MAX,
         initial_backoff: Duration::from_secs(if transient { 5 } else { 30 }),
         max_backoff: Duration::from_secs(300),
+        ..RetryPolicy::default()
     };
     policy.backoff_with_jitter(failures.saturating_sub(1), jitter)
 }
@@ -46,6 +47,7 @@ pub fn certificate_policy(initial: Duration) -> RetryPolicy {
         max_retries: u32::MAX,
         initial_backoff: initial,
         max_backoff: Duration::from_secs(3600),
+        ..RetryPolicy::default()
     }
 }
 

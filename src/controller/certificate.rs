@@ -12,10 +12,10 @@ use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors}
 use super::error::ReconcileError;
 use super::status::{parse_go_duration, poll_interval, rfc3339};
 use crate::api::{ApiError, RetryPolicy};
+use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 
 /// How long to wait before retrying with credentials the platform refused.
 pub const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -324,6 +324,7 @@ mod tests {
             max_retries: u32::MAX,
             initial_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(3600),
+            ..RetryPolicy::default()
         }
     }
 

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
 
 use super::backoff::Failures;
 use super::credentials::Credentials;
 use super::metrics::Metrics;
 use super::reads::Reads;
 use crate::api::RetryPolicy;
+use crate::crd::AccessListConfig;
 
 /// Settings of `edge-operator run` that reconcilers read.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,4 +31,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
+    /// Every AccessListConfig the operator watches, once its watch started: who else
+    /// claims a configuration.
+    pub access_lists: std::sync::OnceLock<Store<AccessListConfig>>,
 }

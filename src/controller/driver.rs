@@ -184,12 +184,23 @@ pub trait Reconciled:
 
     /// The status after a failed reconcile: Synced=False with the error's reason.
     fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
-        let synced = Decided::new(ConditionType::Synced, false, error.reason(), error.to_string());
+        let synced = Decided::new(
+            ConditionType::Synced,
+            false,
+            error.reason(),
+            failure_message(error, now),
+        );
         with_decided::<Self>(previous, &[synced], self.meta().generation, now)
     }
 
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
-    fn finalize(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<Vec<Note>, ReconcileError>> + Send {
+    /// An error keeps the finalizer and retries with backoff; the kind decides when to
+    /// give up (a deletion must never stay stuck).
+    fn finalize(
+        &self,
+        _io: &Io<'_, Self>,
+        _now: &Now,
+    ) -> impl Future<Output = Result<Vec<Note>, ReconcileError>> + Send {
         async { Ok(Vec::new()) }
     }
 }
@@ -254,6 +265,39 @@ pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i
     )
 }
 
+/// An error as a condition message; a rate limit says when the next attempt is due.
+pub fn failure_message(error: &ReconcileError, now: &Now) -> String {
+    match error.retry_after() {
+        Some(wait) => {
+            let at = chrono::Duration::from_std(wait)
+                .ok()
+                .and_then(|wait| now.time.checked_add_signed(wait))
+                .unwrap_or(now.time);
+            format!("{error}; next attempt at {}", rfc3339(at))
+        }
+        None => error.to_string(),
+    }
+}
+
+/// How long one reconcile may take; past it the reconcile fails with `Timeout` and is
+/// retried with backoff.
+pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The longest Event note the apiserver accepts.
+const MAX_NOTE_BYTES: usize = 1024;
+
+/// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
+pub fn shortened(note: &str) -> String {
+    if note.len() <= MAX_NOTE_BYTES {
+        return note.to_string();
+    }
+    let mut end = MAX_NOTE_BYTES - '…'.len_utf8();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &note[..end])
+}
+
 /// The Warning Event for a failure whose reason the object did not already show.
 pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
     let reason = error.reason();
@@ -265,7 +309,10 @@ pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<No
 /// The controller's entry point for every kind.
 pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = std::time::Instant::now();
-    let result = run(object.as_ref(), &ctx, Now::current()).await;
+    let result = match tokio::time::timeout(RECONCILE_TIMEOUT, run(object.as_ref(), &ctx, Now::current())).await {
+        Ok(result) => result,
+        Err(_) => Err(ReconcileError::TimedOut(RECONCILE_TIMEOUT)),
+    };
     if result.is_ok() {
         ctx.failures.forget(&object_key(object.as_ref()));
     }
@@ -280,7 +327,7 @@ pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Resu
 async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Action, ReconcileError> {
     let io = Io::new(ctx, object);
     if object.meta().deletion_timestamp.is_some() {
-        return delete(object, &io).await;
+        return delete(object, &io, &now).await;
     }
     let previous = object.status().cloned().unwrap_or_default();
     let generation = object.meta().generation;
@@ -352,7 +399,7 @@ pub async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, n
             EventType::Normal
         },
         reason: note.reason.as_str().to_string(),
-        note: Some(note.message.clone()),
+        note: Some(shortened(&note.message)),
         action: "Reconcile".to_string(),
         secondary: None,
     };
@@ -361,7 +408,7 @@ pub async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, n
     }
 }
 
-async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>) -> Result<Action, ReconcileError> {
+async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<Action, ReconcileError> {
     let name = object.name_any();
     io.ctx.metrics.forget(K::KIND, &io.namespace, &name);
     io.ctx.failures.forget(&object_key(object));
@@ -377,7 +424,7 @@ async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>) -> Result<Action, Rec
             "deleted while paused: the platform is left as it is",
         )]
     } else {
-        object.finalize(io).await?
+        object.finalize(io, now).await?
     };
     for note in &notes {
         publish(io.ctx, object, note).await;

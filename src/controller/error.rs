@@ -24,6 +24,16 @@ pub enum ReconcileError {
     AmbiguousListName { zone: i64, name: String, count: usize },
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    #[error("the reconcile took longer than {0:?}")]
+    TimedOut(std::time::Duration),
+    #[error(
+        "configuration {configuration} of Shield Zone {zone} is managed by AccessListConfig {owner}, created earlier"
+    )]
+    ConfigurationClaimed {
+        zone: i64,
+        configuration: i64,
+        owner: String,
+    },
 }
 
 impl ReconcileError {
@@ -35,6 +45,16 @@ impl ReconcileError {
             ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
             ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
             ReconcileError::InvalidSpec(_) => Reason::InvalidSpec,
+            ReconcileError::TimedOut(_) => Reason::Timeout,
+            ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
+        }
+    }
+
+    /// When the platform asked to be left alone, for how long.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ReconcileError::Platform(error) => error.retry_after(),
+            _ => None,
         }
     }
 
@@ -43,7 +63,7 @@ impl ReconcileError {
     pub fn is_transient(&self) -> bool {
         match self {
             ReconcileError::Platform(error) => error.is_retryable(),
-            ReconcileError::Kube(_) => true,
+            ReconcileError::Kube(_) | ReconcileError::TimedOut(_) => true,
             _ => false,
         }
     }

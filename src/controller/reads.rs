@@ -24,8 +24,8 @@ type ZoneKey = (String, i64);
 type CdnKey = (String, i64, String);
 
 pub struct Reads {
-    zone_lists: SharedReads<ZoneKey, AccessListsResponse>,
-    cdn_summaries: SharedReads<CdnKey, CdnSummary>,
+    zone_lists: SharedReads<ZoneKey, AccessListsResponse, ApiError>,
+    cdn_summaries: SharedReads<CdnKey, CdnSummary, ApiError>,
 }
 
 impl Default for Reads {

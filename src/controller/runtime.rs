@@ -132,12 +132,19 @@ fn error_policy<K: Resource<DynamicType = ()> + ResourceExt>(
     ctx: Arc<Context>,
 ) -> Action {
     let failures = ctx.failures.failed(object_key(object.as_ref()));
-    let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>());
+    let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
+        .max(error.retry_after().unwrap_or_default());
     tracing::warn!(name = %object.name_any(), reason = error.reason().as_str(), %error, ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
-async fn run_controller<K: Reconciled>(api: Api<K>, secrets: Api<KubeSecret>, ctx: Arc<Context>, concurrency: u16) {
+async fn run_controller<K: Reconciled>(
+    api: Api<K>,
+    secrets: Api<KubeSecret>,
+    ctx: Arc<Context>,
+    concurrency: u16,
+    share_store: impl FnOnce(&Context, kube::runtime::reflector::Store<K>),
+) {
     // Only changes of generation (spec, deletion), annotations (paused, requests) and
     // finalizers trigger a reconcile; the operator's own status writes do not.
     let (reader, writer) = kube::runtime::reflector::store();
@@ -154,6 +161,7 @@ async fn run_controller<K: Reconciled>(api: Api<K>, secrets: Api<KubeSecret>, ct
         );
     let controller = Controller::for_stream(stream, reader);
     let store = controller.store();
+    share_store(&ctx, store.clone());
     controller
         .watches(secrets, watcher::Config::default(), move |secret| {
             referencing(&store, &secret)
@@ -199,6 +207,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             resync: config.resync,
             certificate_backoff: certificate_policy(config.certificate_backoff),
         },
+        access_lists: std::sync::OnceLock::new(),
     });
     let health = Arc::new(Health {
         metrics,
@@ -239,18 +248,23 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 secrets.clone(),
                 ctx.clone(),
                 config.concurrency,
+                |ctx, store| {
+                    let _ = ctx.access_lists.set(store);
+                },
             ),
             run_controller(
                 api::<PullZoneCertificate>(&kube_client, &config.namespace),
                 secrets.clone(),
                 ctx.clone(),
                 config.concurrency,
+                |_, _| {},
             ),
             run_controller(
                 api::<ContainerAppWatch>(&kube_client, &config.namespace),
                 secrets.clone(),
                 ctx.clone(),
                 config.concurrency,
+                |_, _| {},
             ),
         );
     };

@@ -1,6 +1,8 @@
 //! Reads shared by concurrent reconciles: the first caller of a key reads; callers that
-//! arrive while it reads, or within the time-to-live after, get its answer. Failed reads
-//! are not kept, so the next caller reads again.
+//! arrive while it reads, or within the time-to-live after, get its answer. A failed
+//! read is kept only when the platform asked to be left alone (`Retry-After`): until
+//! then every caller gets that failure without a call. Slots unused for a while are
+//! dropped, so keys of deleted objects do not accumulate.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -10,14 +12,37 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-type Slot<V> = Arc<Mutex<Option<(Instant, V)>>>;
+use crate::api::ApiError;
 
-pub struct SharedReads<K, V> {
-    ttl: Duration,
-    slots: Mutex<HashMap<K, Slot<V>>>,
+/// A failure that may say how long to wait before asking again.
+pub trait RetryLater: Clone {
+    fn retry_after(&self) -> Option<Duration>;
 }
 
-impl<K: Eq + Hash, V: Clone> SharedReads<K, V> {
+impl RetryLater for ApiError {
+    fn retry_after(&self) -> Option<Duration> {
+        ApiError::retry_after(self)
+    }
+}
+
+enum Kept<V, E> {
+    Value { read_at: Instant, value: V },
+    Refused { until: Instant, error: E },
+}
+
+type Slot<V, E> = Arc<Mutex<Option<Kept<V, E>>>>;
+/// A slot and when it was last asked for.
+type Used<V, E> = (Instant, Slot<V, E>);
+
+/// Slots not used for this many time-to-lives are dropped.
+const IDLE_TTLS: u32 = 10;
+
+pub struct SharedReads<K, V, E> {
+    ttl: Duration,
+    slots: Mutex<HashMap<K, Used<V, E>>>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
@@ -25,33 +50,62 @@ impl<K: Eq + Hash, V: Clone> SharedReads<K, V> {
         }
     }
 
-    /// The value of `key`: a fresh one, or what `read` answers.
-    pub async fn get_or_read<E, Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
+    async fn slot(&self, key: K) -> Slot<V, E> {
+        let now = Instant::now();
+        let mut slots = self.slots.lock().await;
+        let idle = self.ttl * IDLE_TTLS;
+        slots.retain(|_, (used, slot)| now.duration_since(*used) < idle || Arc::strong_count(slot) > 1);
+        let entry = slots.entry(key).or_insert_with(|| (now, Slot::default()));
+        entry.0 = now;
+        entry.1.clone()
+    }
+
+    /// The value of `key`: a fresh one, the failure the platform asked to keep, or what
+    /// `read` answers.
+    pub async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
     where
         Fut: Future<Output = Result<V, E>>,
     {
-        let slot = self.slots.lock().await.entry(key).or_default().clone();
+        let slot = self.slot(key).await;
         let mut entry = slot.lock().await;
-        if let Some((read_at, value)) = entry.as_ref()
-            && read_at.elapsed() < self.ttl
-        {
-            return Ok(value.clone());
+        match entry.as_ref() {
+            Some(Kept::Value { read_at, value }) if read_at.elapsed() < self.ttl => return Ok(value.clone()),
+            Some(Kept::Refused { until, error }) if Instant::now() < *until => return Err(error.clone()),
+            _ => {}
         }
         // The age of a value counts from when its read started.
         let started = Instant::now();
-        let value = read().await?;
-        *entry = Some((started, value.clone()));
-        Ok(value)
+        match read().await {
+            Ok(value) => {
+                *entry = Some(Kept::Value {
+                    read_at: started,
+                    value: value.clone(),
+                });
+                Ok(value)
+            }
+            Err(error) => {
+                *entry = error.retry_after().map(|wait| Kept::Refused {
+                    until: Instant::now() + wait,
+                    error: error.clone(),
+                });
+                Err(error)
+            }
+        }
     }
 
     /// Applies a change the caller made on the platform to the kept value, if any.
     pub async fn update(&self, key: &K, change: impl FnOnce(&mut V)) {
-        let Some(slot) = self.slots.lock().await.get(key).cloned() else {
+        let Some((_, slot)) = self.slots.lock().await.get(key).cloned() else {
             return;
         };
-        if let Some((_, value)) = slot.lock().await.as_mut() {
+        if let Some(Kept::Value { value, .. }) = slot.lock().await.as_mut() {
             change(value);
         }
+    }
+
+    /// How many keys have a slot.
+    pub async fn keys(&self) -> usize {
+        self.slots.lock().await.len()
     }
 }
 
@@ -61,7 +115,16 @@ mod tests {
 
     use super::*;
 
-    async fn counted_read(reads: &AtomicUsize) -> Result<usize, String> {
+    #[derive(Debug, Clone, PartialEq)]
+    struct Failure(&'static str, Option<Duration>);
+
+    impl RetryLater for Failure {
+        fn retry_after(&self) -> Option<Duration> {
+            self.1
+        }
+    }
+
+    async fn counted_read(reads: &AtomicUsize) -> Result<usize, Failure> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Ok(reads.fetch_add(1, Ordering::SeqCst) + 1)
     }
@@ -83,11 +146,41 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failures_are_not_kept_and_updates_change_the_kept_value() {
         let shared = SharedReads::new(Duration::from_secs(2));
-        let failed: Result<usize, String> = shared.get_or_read("zone", || async { Err("down".to_string()) }).await;
-        assert_eq!(failed, Err("down".to_string()));
-        assert_eq!(shared.get_or_read("zone", || async { Ok::<_, String>(5) }).await, Ok(5));
+        let down = Failure("down", None);
+        let failed: Result<usize, Failure> = shared.get_or_read("zone", || async { Err(down.clone()) }).await;
+        assert_eq!(failed, Err(down));
+        assert_eq!(shared.get_or_read("zone", || async { Ok(5) }).await, Ok(5));
         shared.update(&"zone", |v| *v += 1).await;
         shared.update(&"absent", |v| *v += 1).await;
-        assert_eq!(shared.get_or_read("zone", || async { Ok::<_, String>(0) }).await, Ok(6));
+        assert_eq!(shared.get_or_read("zone", || async { Ok(0) }).await, Ok(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_after_is_kept_until_it_passes_so_nobody_asks_meanwhile() {
+        let shared = SharedReads::new(Duration::from_secs(2));
+        let limited = Failure("slow down", Some(Duration::from_secs(3600)));
+        let calls = AtomicUsize::new(0);
+        let read = || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err::<usize, _>(limited.clone())
+        };
+        for _ in 0..50 {
+            assert_eq!(shared.get_or_read("zone", read).await, Err(limited.clone()));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "one call while the platform says wait");
+        tokio::time::sleep(Duration::from_secs(3601)).await;
+        assert_eq!(shared.get_or_read("zone", || async { Ok(7) }).await, Ok(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_slots_are_dropped() {
+        let shared: SharedReads<i64, usize, Failure> = SharedReads::new(Duration::from_secs(1));
+        for zone in 0..100 {
+            assert_eq!(shared.get_or_read(zone, || async { Ok(1) }).await, Ok(1));
+        }
+        assert_eq!(shared.keys().await, 100);
+        tokio::time::sleep(Duration::from_secs(11)).await;
+        assert_eq!(shared.get_or_read(-1, || async { Ok(1) }).await, Ok(1));
+        assert_eq!(shared.keys().await, 1);
     }
 }

@@ -21,7 +21,11 @@ pub fn is_paused<K: ResourceExt>(object: &K) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
-/// The object's re-read period: its poll-interval annotation, else `default`.
+/// The shortest poll interval an annotation or spec can ask for.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The object's re-read period: its poll-interval annotation, else `default`; never
+/// shorter than [`MIN_POLL_INTERVAL`].
 pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration {
     object
         .annotations()
@@ -29,6 +33,7 @@ pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration 
         .and_then(|v| parse_go_duration(v))
         .filter(|d| !d.is_zero())
         .unwrap_or(default)
+        .max(MIN_POLL_INTERVAL)
 }
 
 /// Writes `status` unless it equals `current` (no status noise). Server-side apply

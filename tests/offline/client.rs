@@ -22,6 +22,7 @@ fn fast_retries(max_retries: u32) -> RetryPolicy {
         max_retries,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(50),
+        ..RetryPolicy::default()
     }
 }
 
