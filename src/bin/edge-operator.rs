@@ -60,6 +60,10 @@ struct RunArgs {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Namespaces whose objects may use the operator's own key, comma-separated (default:
+    /// every watched namespace); objects elsewhere must reference a Secret.
+    #[arg(long, value_delimiter = ',')]
+    default_key_namespaces: Vec<String>,
     /// Elect a leader through a Lease: only the leader reconciles.
     #[arg(long)]
     leader_elect: bool,
@@ -104,6 +108,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         metrics_addr: args.metrics_addr,
         platform_rate: args.platform_rate,
         certificate_backoff: args.certificate_backoff.into(),
+        default_key_namespaces: args.default_key_namespaces,
         leader_election: args.leader_elect.then(|| LeaderElection {
             lease_name: args.lease_name,
             lease_namespace: args.lease_namespace,

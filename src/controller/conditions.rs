@@ -86,6 +86,7 @@ pub enum Reason {
     KubernetesError,
     CredentialsUnavailable,
     InvalidSpec,
+    NotLeader,
 }
 
 impl Reason {
@@ -132,6 +133,7 @@ impl Reason {
             Reason::KubernetesError => "KubernetesError",
             Reason::CredentialsUnavailable => "CredentialsUnavailable",
             Reason::InvalidSpec => "InvalidSpec",
+            Reason::NotLeader => "NotLeader",
         }
     }
 

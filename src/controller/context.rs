@@ -9,6 +9,7 @@ use kube::runtime::reflector::Store;
 
 use super::backoff::Failures;
 use super::credentials::Credentials;
+use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::reads::Reads;
 use crate::api::RetryPolicy;
@@ -31,6 +32,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
+    pub leader: LeaderGate,
     /// Every AccessListConfig the operator watches, once its watch started: who else
     /// claims a configuration.
     pub access_lists: std::sync::OnceLock<Store<AccessListConfig>>,

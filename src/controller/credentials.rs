@@ -13,6 +13,8 @@ pub struct Credentials {
     /// Client with the operator's own credentials (unusable when there is no default key).
     platform: EdgeClient,
     has_default_key: bool,
+    /// Namespaces whose objects may use the default key; empty: every namespace.
+    default_key_namespaces: Vec<String>,
 }
 
 impl Credentials {
@@ -21,7 +23,14 @@ impl Credentials {
             kube,
             platform,
             has_default_key,
+            default_key_namespaces: Vec::new(),
         }
+    }
+
+    /// Only objects of `namespaces` may use the default key (none given: all).
+    pub fn with_default_key_namespaces(mut self, namespaces: Vec<String>) -> Self {
+        self.default_key_namespaces = namespaces;
+        self
     }
 
     /// The platform client for an object in `namespace` referencing `secret`.
@@ -31,10 +40,12 @@ impl Credentials {
         secret: Option<&SecretKeyRef>,
     ) -> Result<EdgeClient, ReconcileError> {
         let Some(reference) = secret else {
-            return if self.has_default_key {
-                Ok(self.platform.clone())
-            } else {
-                Err(ReconcileError::NoCredentials)
+            let allowed =
+                self.default_key_namespaces.is_empty() || self.default_key_namespaces.iter().any(|n| n == namespace);
+            return match (self.has_default_key, allowed) {
+                (true, true) => Ok(self.platform.clone()),
+                (true, false) => Err(ReconcileError::DefaultKeyNotAllowed(namespace.to_string())),
+                (false, _) => Err(ReconcileError::NoCredentials),
             };
         };
         let problem = |problem: String| ReconcileError::Credentials {

@@ -325,6 +325,9 @@ pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Resu
 }
 
 async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Action, ReconcileError> {
+    if !ctx.leader.may_act() {
+        return Err(ReconcileError::NotLeader);
+    }
     let io = Io::new(ctx, object);
     if object.meta().deletion_timestamp.is_some() {
         return delete(object, &io, &now).await;
@@ -351,6 +354,9 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
     let pipeline = async {
         let observed = object.observe(&io, &now).await?;
         let plan = object.plan(observed, &previous, &now, settings);
+        if !ctx.leader.may_act() {
+            return Err(ReconcileError::NotLeader);
+        }
         let acted = object.act(plan, &io).await?;
         Ok::<_, ReconcileError>(object.outcome(acted, &previous, &now, settings))
     }

@@ -128,6 +128,7 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             certificate_backoff: certificate_policy(Duration::from_secs(30)),
         },
         access_lists: std::sync::OnceLock::new(),
+        leader: crate::controller::leader::LeaderGate::sole(),
     };
     Harness {
         log,

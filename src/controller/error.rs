@@ -18,6 +18,8 @@ pub enum ReconcileError {
     },
     #[error("no default access key is configured and spec.accessKeySecretRef is not set")]
     NoCredentials,
+    #[error("the operator's default access key may not be used in namespace {0}; set spec.accessKeySecretRef")]
+    DefaultKeyNotAllowed(String),
     #[error("Shield Zone {zone} has no access list {what}")]
     AccessListNotFound { zone: i64, what: String },
     #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
@@ -26,6 +28,8 @@ pub enum ReconcileError {
     InvalidSpec(String),
     #[error("the reconcile took longer than {0:?}")]
     TimedOut(std::time::Duration),
+    #[error("leadership is not confirmed: another operator may be acting")]
+    NotLeader,
     #[error(
         "configuration {configuration} of Shield Zone {zone} is managed by AccessListConfig {owner}, created earlier"
     )]
@@ -41,12 +45,15 @@ impl ReconcileError {
         match self {
             ReconcileError::Platform(error) => Reason::of(error),
             ReconcileError::Kube(_) => Reason::KubernetesError,
-            ReconcileError::Credentials { .. } | ReconcileError::NoCredentials => Reason::CredentialsUnavailable,
+            ReconcileError::Credentials { .. }
+            | ReconcileError::NoCredentials
+            | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable,
             ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
             ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
             ReconcileError::InvalidSpec(_) => Reason::InvalidSpec,
             ReconcileError::TimedOut(_) => Reason::Timeout,
             ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
+            ReconcileError::NotLeader => Reason::NotLeader,
         }
     }
 
@@ -63,7 +70,7 @@ impl ReconcileError {
     pub fn is_transient(&self) -> bool {
         match self {
             ReconcileError::Platform(error) => error.is_retryable(),
-            ReconcileError::Kube(_) | ReconcileError::TimedOut(_) => true,
+            ReconcileError::Kube(_) | ReconcileError::TimedOut(_) | ReconcileError::NotLeader => true,
             _ => false,
         }
     }

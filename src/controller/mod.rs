@@ -15,6 +15,7 @@ pub mod context;
 pub mod credentials;
 pub mod driver;
 pub mod error;
+pub mod leader;
 pub mod metrics;
 pub mod reads;
 pub mod runtime;

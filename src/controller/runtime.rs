@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -23,6 +24,7 @@ use super::context::{Context, Settings};
 use super::credentials::Credentials;
 use super::driver::{self, Reconciled};
 use super::error::ReconcileError;
+use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::reads::Reads;
 use super::status::{MANAGER, object_key};
@@ -45,6 +47,8 @@ pub struct RunConfig {
     /// First delay between certificate completion attempts.
     pub certificate_backoff: Duration,
     pub leader_election: Option<LeaderElection>,
+    /// Namespaces whose objects may use the default key (empty: all).
+    pub default_key_namespaces: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +78,14 @@ pub enum RunError {
 struct Health {
     metrics: Arc<Metrics>,
     ready: AtomicBool,
+    /// Controllers whose watch is failing now (RBAC forbidden, CRD missing...).
+    failing_watches: std::sync::atomic::AtomicUsize,
+}
+
+impl Health {
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed) && self.failing_watches.load(Ordering::Relaxed) == 0
+    }
 }
 
 async fn serve_health(addr: SocketAddr, health: Arc<Health>) -> Result<(), RunError> {
@@ -86,10 +98,10 @@ async fn serve_health(addr: SocketAddr, health: Arc<Health>) -> Result<(), RunEr
         .route(
             "/readyz",
             get(|State(h): State<Arc<Health>>| async move {
-                if h.ready.load(Ordering::Relaxed) {
-                    (StatusCode::OK, "ok")
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "starting")
+                match (h.ready.load(Ordering::Relaxed), h.is_ready()) {
+                    (_, true) => (StatusCode::OK, "ok"),
+                    (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "starting"),
+                    (true, false) => (StatusCode::SERVICE_UNAVAILABLE, "a watch is failing; see the log"),
                 }
             }),
         )
@@ -112,8 +124,45 @@ where
     }
 }
 
-/// Objects of a kind whose credentials come from `secret`.
-fn referencing<K: Reconciled>(store: &kube::runtime::reflector::Store<K>, secret: &KubeSecret) -> Vec<ObjectRef<K>> {
+/// Logs what the controller reports: a failing watch (RBAC forbidden, CRD missing) at
+/// error level, and counted so that /readyz fails until a reconcile succeeds again.
+fn report_controller_event<K: Reconciled>(
+    result: Result<(ObjectRef<K>, Action), controller::Error<ReconcileError, watcher::Error>>,
+    health: &Health,
+    failing: &AtomicBool,
+) {
+    match result {
+        Err(controller::Error::QueueError(error)) => {
+            if !failing.swap(true, Ordering::Relaxed) {
+                health.failing_watches.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::error!(kind = K::KIND, %error, "the watch of this kind fails; /readyz reports it");
+        }
+        Err(error) => tracing::debug!(%error, "controller event"),
+        Ok(_) => {
+            if failing.swap(false, Ordering::Relaxed) {
+                health.failing_watches.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Forgets the metrics and failure counts of a deleted object (objects without a
+/// finalizer are never reconciled once deleted).
+fn forget_deleted<K: Reconciled>(ctx: &Context, event: &Result<watcher::Event<K>, watcher::Error>) {
+    if let Ok(watcher::Event::Delete(object)) = event {
+        ctx.metrics
+            .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
+        ctx.failures.forget(&object_key(object));
+    }
+}
+
+/// Objects of a kind whose credentials come from `secret` (only its metadata is
+/// watched: Secret data is never cached).
+fn referencing<K: Reconciled>(
+    store: &kube::runtime::reflector::Store<K>,
+    secret: &PartialObjectMeta<KubeSecret>,
+) -> Vec<ObjectRef<K>> {
     store
         .state()
         .iter()
@@ -140,8 +189,9 @@ fn error_policy<K: Resource<DynamicType = ()> + ResourceExt>(
 
 async fn run_controller<K: Reconciled>(
     api: Api<K>,
-    secrets: Api<KubeSecret>,
+    secrets: Api<PartialObjectMeta<KubeSecret>>,
     ctx: Arc<Context>,
+    health: Arc<Health>,
     concurrency: u16,
     share_store: impl FnOnce(&Context, kube::runtime::reflector::Store<K>),
 ) {
@@ -152,6 +202,10 @@ async fn run_controller<K: Reconciled>(
         .default_backoff()
         .modify(|object: &mut K| object.meta_mut().managed_fields = None)
         .reflect(writer)
+        .inspect({
+            let ctx = ctx.clone();
+            move |event| forget_deleted(&ctx, event)
+        })
         .applied_objects()
         .predicate_filter(
             predicates::generation
@@ -159,22 +213,65 @@ async fn run_controller<K: Reconciled>(
                 .combine(predicates::finalizers),
             Default::default(),
         );
+    let failing = Arc::new(AtomicBool::new(false));
     let controller = Controller::for_stream(stream, reader);
     let store = controller.store();
     share_store(&ctx, store.clone());
     controller
-        .watches(secrets, watcher::Config::default(), move |secret| {
-            referencing(&store, &secret)
-        })
+        .watches_stream(
+            watcher(secrets, watcher::Config::default())
+                .default_backoff()
+                .touched_objects(),
+            move |secret| referencing(&store, &secret),
+        )
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal()
         .run(driver::reconcile::<K>, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "controller event");
-            }
+        .for_each(|result| {
+            let health = health.clone();
+            let failing = failing.clone();
+            async move { report_controller_event::<K>(result, &health, &failing) }
         })
         .await;
+}
+
+/// Confirms leadership while the Lease shows this process as its holder with a recent
+/// renewal; revokes it otherwise. Returns when another process holds the Lease.
+async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(client, &election.lease_namespace);
+    let every = (election.lease_duration / 4).max(Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every).await;
+        let lease = match leases.get(&election.lease_name).await {
+            Ok(lease) => lease,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the leader Lease");
+                continue;
+            }
+        };
+        let spec = lease.spec.unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(election.identity.as_str()) {
+            ctx.leader.revoke();
+            tracing::error!(holder = ?spec.holder_identity, "another operator holds the leader Lease; stopping");
+            return;
+        }
+        let renewed = spec
+            .renew_time
+            .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
+        let fresh = renewed.is_some_and(|at| {
+            let age = chrono::Utc::now().signed_duration_since(at);
+            age.to_std().unwrap_or_default() < election.lease_duration / 2
+        });
+        if fresh {
+            ctx.leader.confirm();
+        } else {
+            tracing::warn!(
+                ?renewed,
+                "the leader Lease is not being renewed; acting stops when leadership lapses"
+            );
+        }
+    }
 }
 
 /// Runs the operator until interrupted (or until it loses the leader lease).
@@ -198,7 +295,8 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     };
     let ctx = Arc::new(Context {
         kube: kube_client.clone(),
-        credentials: Credentials::new(kube_client.clone(), platform, config.access_key.is_some()),
+        credentials: Credentials::new(kube_client.clone(), platform, config.access_key.is_some())
+            .with_default_key_namespaces(config.default_key_namespaces.clone()),
         reads: Reads::default(),
         failures: Failures::default(),
         metrics: metrics.clone(),
@@ -208,10 +306,15 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             certificate_backoff: certificate_policy(config.certificate_backoff),
         },
         access_lists: std::sync::OnceLock::new(),
+        leader: match &config.leader_election {
+            Some(election) => LeaderGate::elected(election.lease_duration),
+            None => LeaderGate::sole(),
+        },
     });
     let health = Arc::new(Health {
         metrics,
         ready: AtomicBool::new(false),
+        failing_watches: Default::default(),
     });
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
@@ -233,11 +336,13 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             }
         }
         tracing::info!(identity = %election.identity, "acquired the leader lease");
-        leadership = Some((is_leader, task));
+        ctx.leader.confirm();
+        let watchdog = tokio::spawn(watch_lease(kube_client.clone(), election.clone(), ctx.clone()));
+        leadership = Some((is_leader, task, watchdog));
     }
     health.ready.store(true, Ordering::Relaxed);
 
-    let secrets: Api<KubeSecret> = match &config.namespace {
+    let secrets: Api<PartialObjectMeta<KubeSecret>> = match &config.namespace {
         Some(ns) => Api::namespaced(kube_client.clone(), ns),
         None => Api::all(kube_client.clone()),
     };
@@ -247,6 +352,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 api::<AccessListConfig>(&kube_client, &config.namespace),
                 secrets.clone(),
                 ctx.clone(),
+                health.clone(),
                 config.concurrency,
                 |ctx, store| {
                     let _ = ctx.access_lists.set(store);
@@ -256,6 +362,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 api::<PullZoneCertificate>(&kube_client, &config.namespace),
                 secrets.clone(),
                 ctx.clone(),
+                health.clone(),
                 config.concurrency,
                 |_, _| {},
             ),
@@ -263,6 +370,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 api::<ContainerAppWatch>(&kube_client, &config.namespace),
                 secrets.clone(),
                 ctx.clone(),
+                health.clone(),
                 config.concurrency,
                 |_, _| {},
             ),
@@ -270,7 +378,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     };
     tracing::info!("controllers started");
     match leadership {
-        Some((mut is_leader, _task)) => {
+        Some((mut is_leader, _task, watchdog)) => {
             let lost = async move {
                 while *is_leader.borrow_and_update() {
                     if is_leader.changed().await.is_err() {
@@ -281,6 +389,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             tokio::select! {
                 () = controllers => Ok(()),
                 () = lost => Err(RunError::LostLease),
+                _ = watchdog => Err(RunError::LostLease),
                 served = server => served.unwrap_or(Ok(())),
             }
         }

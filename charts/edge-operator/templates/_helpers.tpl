@@ -52,7 +52,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  # list/watch are metadata-only requests; get reads a referenced Secret by name; patch
+  # adds and removes the in-use finalizer of Secrets that restoring objects need.
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
