@@ -49,13 +49,18 @@ pub struct Fault {
     pub body: Option<serde_json::Value>,
 }
 
+/// The journal keeps the latest exchanges only.
+pub const MAX_JOURNAL: usize = 200_000;
+/// Faults pending at once.
+pub const MAX_FAULTS: usize = 1_000;
+
 /// The emulator: everything its handlers share.
 #[derive(Debug, Default)]
 pub struct Sim {
     world: RwLock<World>,
     pub clock: SimClock,
     pub limiter: PullZoneLimiter,
-    journal: Mutex<Vec<JournalEntry>>,
+    journal: Mutex<std::collections::VecDeque<JournalEntry>>,
     faults: Mutex<Vec<Fault>>,
 }
 
@@ -85,20 +90,31 @@ impl Sim {
         self.world.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Records an exchange; past [`MAX_JOURNAL`] entries the oldest are dropped.
     pub fn record(&self, entry: JournalEntry) {
-        lock(&self.journal).push(entry);
+        let mut journal = lock(&self.journal);
+        if journal.len() >= MAX_JOURNAL {
+            journal.pop_front();
+        }
+        journal.push_back(entry);
     }
 
     pub fn journal(&self) -> Vec<JournalEntry> {
-        lock(&self.journal).clone()
+        lock(&self.journal).iter().cloned().collect()
     }
 
     pub fn clear_journal(&self) {
         lock(&self.journal).clear();
     }
 
-    pub fn add_fault(&self, fault: Fault) {
-        lock(&self.faults).push(fault);
+    /// Programs a fault; refused when [`MAX_FAULTS`] are pending.
+    pub fn add_fault(&self, fault: Fault) -> Result<(), Fault> {
+        let mut faults = lock(&self.faults);
+        if faults.len() >= MAX_FAULTS {
+            return Err(fault);
+        }
+        faults.push(fault);
+        Ok(())
     }
 
     pub fn faults(&self) -> Vec<Fault> {

@@ -319,6 +319,11 @@ fn first_violation(validator: &BodyValidator, value: &Value, at: &str) -> Result
     }
 }
 
+/// Security events one Shield Zone holds (about 125 bytes each).
+pub const MAX_EVENTS_PER_ZONE: usize = 5_000_000;
+/// CDN log entries one Pull Zone holds within the retention.
+pub const MAX_LOGS_PER_PULL_ZONE: usize = 2_000_000;
+
 /// Why the world refused a change or a read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldError {

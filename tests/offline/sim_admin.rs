@@ -34,11 +34,18 @@ async fn state_round_trips_and_reset_empties_it() {
     let (status, state) = admin("GET", format!("{base}/_sim/state"), None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(state["clock"], "2026-11-20T12:00:00Z");
+    assert_eq!(
+        (state["accessKeys"].clone(), state["jwtSecret"].clone()),
+        (json!(["<redacted>"]), json!("<redacted>")),
+        "the admin API never answers credentials"
+    );
+    assert!(!state.to_string().contains(ACCESS_KEY));
     let mut changed = state.clone();
     changed["accessKeys"] = json!(["rotated-key"]);
     let (status, _) = admin("PUT", format!("{base}/_sim/state"), Some(changed.clone())).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (_, read_back) = admin("GET", format!("{base}/_sim/state"), None).await;
+    changed["accessKeys"] = json!(["<redacted>"]);
     assert_eq!(read_back, changed);
     assert_eq!(
         platform_get(&base, "/mc/apps/app-shop").await.status(),

@@ -123,6 +123,15 @@ pub struct ValidSearch {
     pub page_size: usize,
 }
 
+/// Terms of `query`: each one is matched against every distinct value of five
+/// columns, so their number bounds the work and memory of a search.
+pub const MAX_QUERY_TERMS: usize = 16;
+/// Filters of one search, and values of one filter.
+pub const MAX_FILTERS: usize = 32;
+pub const MAX_FILTER_VALUES: usize = 256;
+/// Characters of one term or filter value.
+pub const MAX_TERM_CHARS: usize = 1024;
+
 /// Checks every rule of the spec; `now` is Unix milliseconds.
 pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearch, SearchError> {
     if request.to <= request.from {
@@ -146,6 +155,13 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
         0 => DEFAULT_PAGE_SIZE,
         n => n.clamp(1, MAX_PAGE_SIZE),
     };
+    let filter_count = request.filters.as_ref().map_or(0, Vec::len);
+    if filter_count > MAX_FILTERS {
+        return Err(invalid(
+            "filters",
+            format!("at most {MAX_FILTERS} filters are allowed, got {filter_count}"),
+        ));
+    }
     let group_by = request.group_by.clone().unwrap_or_default();
     for (i, dimension) in group_by.iter().enumerate() {
         if group_by[..i].contains(dimension) {
@@ -167,6 +183,18 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             let values = filter.value.as_deref().unwrap_or_default();
             if values.is_empty() {
                 return Err(invalid(member("value"), "must hold at least one value"));
+            }
+            if values.len() > MAX_FILTER_VALUES {
+                return Err(invalid(
+                    member("value"),
+                    format!("at most {MAX_FILTER_VALUES} values are allowed, got {}", values.len()),
+                ));
+            }
+            if let Some(j) = values.iter().position(|v| v.chars().count() > MAX_TERM_CHARS) {
+                return Err(invalid(
+                    format!("filters[{i}].value[{j}]"),
+                    format!("is longer than {MAX_TERM_CHARS} characters"),
+                ));
             }
             let lowered = || values.iter().map(|v| v.to_lowercase()).collect::<Vec<_>>();
             let predicate = match op {
@@ -194,13 +222,25 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             Ok((field, predicate))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let terms = request
+    let terms: Vec<String> = request
         .query
         .as_deref()
         .unwrap_or_default()
         .split_whitespace()
         .map(str::to_lowercase)
         .collect();
+    if terms.len() > MAX_QUERY_TERMS {
+        return Err(invalid(
+            "query",
+            format!("at most {MAX_QUERY_TERMS} terms are allowed, got {}", terms.len()),
+        ));
+    }
+    if terms.iter().any(|t| t.chars().count() > MAX_TERM_CHARS) {
+        return Err(invalid(
+            "query",
+            format!("a term is longer than {MAX_TERM_CHARS} characters"),
+        ));
+    }
     Ok(ValidSearch {
         from: request.from,
         to: request.to,

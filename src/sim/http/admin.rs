@@ -14,9 +14,9 @@ use serde::Deserialize;
 
 use super::respond::{bad_request, empty, json, parse_json, problem};
 use crate::api::models::logging::LogEntry;
-use crate::sim::emulator::{Fault, Sim};
+use crate::sim::emulator::{Fault, MAX_FAULTS, Sim};
 use crate::sim::events::EventInput;
-use crate::sim::state::{SimAccessList, SimDocument, merge_patch};
+use crate::sim::state::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE, SimAccessList, SimDocument, merge_patch};
 
 pub fn router() -> Router<Arc<Sim>> {
     Router::new()
@@ -51,9 +51,17 @@ pub fn current_document(sim: &Sim) -> SimDocument {
     document
 }
 
+/// The current document without its credentials: access keys and the JWT secret are
+/// never answered (a PUT must carry them).
 async fn get_state(State(sim): State<Arc<Sim>>) -> Response {
-    json(StatusCode::OK, &current_document(&sim))
+    let mut document = current_document(&sim);
+    document.access_keys = document.access_keys.iter().map(|_| REDACTED.to_string()).collect();
+    document.jwt_secret = document.jwt_secret.map(|_| REDACTED.to_string());
+    json(StatusCode::OK, &document)
 }
+
+/// What the state answer shows in place of a credential.
+pub const REDACTED: &str = "<redacted>";
 
 async fn put_state(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     match SimDocument::from_json(&body) {
@@ -98,6 +106,13 @@ async fn insert_events(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: B
     if world.shield_zone(id).is_none() {
         return not_found(format!("Shield Zone {id}"));
     }
+    let held = world.events.get(&id).map_or(0, |store| store.len());
+    if held + n > MAX_EVENTS_PER_ZONE {
+        return bad_request(
+            format!("a Shield Zone holds at most {MAX_EVENTS_PER_ZONE} events ({held} held, {n} sent)"),
+            None,
+        );
+    }
     world.events.entry(id).or_default().insert(events);
     inserted(n)
 }
@@ -115,7 +130,19 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
     for entry in &mut entries {
         entry.pull_zone_id = id;
     }
-    world.logs.entry(id).or_default().extend(entries);
+    let oldest = sim.clock.now() - crate::sim::logs::RETENTION;
+    let logs = world.logs.entry(id).or_default();
+    logs.retain(|e| e.timestamp > oldest);
+    if logs.len() + n > MAX_LOGS_PER_PULL_ZONE {
+        return bad_request(
+            format!(
+                "a Pull Zone holds at most {MAX_LOGS_PER_PULL_ZONE} log entries of the retention ({} held, {n} sent)",
+                logs.len()
+            ),
+            None,
+        );
+    }
+    logs.extend(entries);
     inserted(n)
 }
 
@@ -258,8 +285,13 @@ async fn add_fault(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     if fault.status.is_none() && fault.delay_ms.is_none() {
         return bad_request("a fault needs a status, a delayMs, or both", Some("status"));
     }
-    sim.add_fault(fault);
-    empty(StatusCode::CREATED)
+    match sim.add_fault(fault) {
+        Ok(()) => empty(StatusCode::CREATED),
+        Err(_) => bad_request(
+            format!("{MAX_FAULTS} faults are pending already; DELETE /_sim/faults first"),
+            None,
+        ),
+    }
 }
 
 async fn list_faults(State(sim): State<Arc<Sim>>) -> Response {

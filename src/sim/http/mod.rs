@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -22,18 +23,27 @@ use super::emulator::Sim;
 use super::state::SimDocument;
 use respond::problem;
 
+/// The largest request body of the platform and logging APIs (answered with 413).
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// The largest request body of the admin API (bulk seeding of events and logs).
+pub const MAX_ADMIN_REQUEST_BYTES: usize = 256 << 20;
+
 /// The whole HTTP surface: platform API, logging API, admin API.
 pub fn router(sim: &Arc<Sim>) -> Router {
     let observed = Router::new()
         .merge(platform::router(sim))
         .merge(logging::router())
         .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             sim.clone(),
             middleware::journal_and_faults,
         ));
     Router::new()
-        .nest("/_sim", admin::router())
+        .nest(
+            "/_sim",
+            admin::router().layer(DefaultBodyLimit::max(MAX_ADMIN_REQUEST_BYTES)),
+        )
         .merge(observed)
         .with_state(sim.clone())
 }
