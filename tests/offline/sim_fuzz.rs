@@ -228,3 +228,111 @@ async fn random_requests_never_cause_a_server_error() {
         "both valid and invalid inputs were exercised: {by_class:?}"
     );
 }
+
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_sizes_and_terms_are_refused_and_memory_stays_bounded() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let client = http();
+    // 30,000 events with 30,000 distinct URLs, IPs and user agents: large dictionaries.
+    for batch in 0..3 {
+        let events: Vec<Value> = (0..10_000)
+            .map(|i| {
+                let n = batch * 10_000 + i;
+                json!({"timestamp": now_ms() - 1 - n, "feature": "waf", "ruleId": format!("r{}", n % 97),
+                       "ip": format!("10.{}.{}.{}", n / 65_536, (n / 256) % 256, n % 256), "ja4": "j", "ua": format!("agent-{n}"),
+                       "url": format!("/path/{n}"), "asn": "1", "country": "DE", "action": "block"})
+            })
+            .collect();
+        let seeded = client
+            .post(format!("{base}/_sim/shield-zones/1001/events"))
+            .json(&events)
+            .send()
+            .await
+            .expect("seed");
+        assert!(seeded.status().is_success());
+    }
+    let search = |body: Vec<u8>| {
+        let client = client.clone();
+        let base = base.clone();
+        async move {
+            let response = client
+                .post(format!("{base}/shield/event-logs/1001/search"))
+                .header("AccessKey", ACCESS_KEY)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .expect("answer");
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap_or_default())
+        }
+    };
+    let window = |extra: Value| {
+        let mut body = json!({"from": now_ms() - 3_600_000, "to": now_ms()});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        body.to_string().into_bytes()
+    };
+    let terms = (0..10_000).map(|i| format!("t{i}")).collect::<Vec<_>>().join(" ");
+    let filters: Vec<Value> = (0..1_000)
+        .map(|_| json!({"field": "ip", "op": "contains", "value": ["1"]}))
+        .collect();
+    let values: Vec<String> = (0..10_000).map(|i| i.to_string()).collect();
+    let refused = [
+        (window(json!({"query": terms})), 400, "query"),
+        (window(json!({"query": "x".repeat(5_000)})), 400, "query"),
+        (window(json!({"filters": filters})), 400, "filters"),
+        (
+            window(json!({"filters": [{"field": "url", "op": "wildcard", "value": values}]})),
+            400,
+            "filters[0].value",
+        ),
+        (vec![b' '; 2 << 20], 413, ""),
+    ];
+    for (body, status, member) in refused {
+        let (got, text) = search(body).await;
+        assert_eq!(got, status, "{text}");
+        assert!(text.contains(member), "{text}");
+    }
+    let before = rss_mb();
+    let started = std::time::Instant::now();
+    for round in 0..10 {
+        let terms: Vec<String> = (0..16)
+            .map(|i| format!("{}{}", ["path", "agent", "10.", "r"][i % 4], round * 16 + i))
+            .collect();
+        let filters = vec![json!({"field": "url", "op": "wildcard", "value": ["*1*2*3*", "/path/*9"]})];
+        let (status, text) = search(window(
+            json!({"query": terms.join(" "), "filters": filters, "groupBy": ["ip", "url"], "buckets": 500}),
+        ))
+        .await;
+        assert_eq!(status, 200, "{text}");
+    }
+    let after = rss_mb();
+    eprintln!(
+        "fuzz: 10 searches of 16 terms and wildcard filters over 30,000 events with 30,000-value dictionaries: {:.1} s, RSS {before:.0} MB -> {after:.0} MB",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(after - before < 256.0, "RSS grew from {before:.0} MB to {after:.0} MB");
+    for i in 0..1_001 {
+        let fault = json!({"pathPrefix": "/never", "status": 500, "count": 1});
+        let response = client
+            .post(format!("{base}/_sim/faults"))
+            .json(&fault)
+            .send()
+            .await
+            .expect("fault");
+        let expected = if i < 1_000 { 201 } else { 400 };
+        assert_eq!(response.status().as_u16(), expected, "fault {i}");
+    }
+}
