@@ -87,6 +87,51 @@ print_env() {
   echo "export PATH=$K8S_BIN_DIR:\$PATH"
 }
 
+# Starts kube-apiserver on the ports recorded in the state directory.
+start_apiserver() {
+  local pki="$state/pki" etcd_port api_port
+  etcd_port=$(cat "$state/etcd.port"); api_port=$(cat "$state/api.port")
+  log "starting kube-apiserver on https://127.0.0.1:$api_port"
+  start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --authorization-mode RBAC \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --service-account-issuer "https://127.0.0.1:$api_port" \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --disable-admission-plugins ServiceAccount \
+    --audit-log-path "$state/audit.log" --audit-policy-file "$here/k8s/audit-policy.yaml" \
+    --audit-log-maxsize 200
+}
+
+wait_ready() {
+  local deadline=$((SECONDS + 120))
+  until "$K8S_BIN_DIR/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; do
+    if ! is_running kube-apiserver || ! is_running etcd || [ $SECONDS -gt $deadline ]; then
+      log "the apiserver did not become ready; last log lines:"
+      tail -n 20 "$state/kube-apiserver.log" >&2 || true
+      tail -n 5 "$state/etcd.log" >&2 || true
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+# Kills kube-apiserver (SIGKILL, as a crash would) and starts it again on the same
+# port and data: a fault for the e2e suite.
+restart_apiserver() {
+  is_running kube-apiserver || { log "not running"; exit 1; }
+  local pid; pid=$(cat "$state/kube-apiserver.pid")
+  kill -9 "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  log "kube-apiserver killed"
+  start_apiserver
+  wait_ready
+  log "kube-apiserver ready again"
+}
+
 up() {
   local started=$SECONDS
   "$here/k8s/build.sh" >/dev/null
@@ -108,41 +153,20 @@ up() {
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "$name=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
 
-  local pki="$state/pki"
-  log "starting kube-apiserver on https://127.0.0.1:$api_port"
-  start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-    --client-ca-file "$pki/ca.crt" \
-    --authorization-mode RBAC \
-    --service-cluster-ip-range 10.0.0.0/24 \
-    --service-account-issuer "https://127.0.0.1:$api_port" \
-    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --disable-admission-plugins ServiceAccount \
-    --audit-log-path "$state/audit.log" --audit-policy-file "$here/k8s/audit-policy.yaml" \
-    --audit-log-maxsize 200
+  echo "$etcd_port" >"$state/etcd.port"
+  start_apiserver
 
   write_kubeconfig "$kubeconfig" admin "$api_port"
   write_kubeconfig "$state/controller-manager.kubeconfig" controller-manager "$api_port"
 
-  local deadline=$((SECONDS + 120))
-  until "$K8S_BIN_DIR/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; do
-    if ! is_running kube-apiserver || ! is_running etcd || [ $SECONDS -gt $deadline ]; then
-      log "the apiserver did not become ready; last log lines:"
-      tail -n 20 "$state/kube-apiserver.log" >&2 || true
-      tail -n 5 "$state/etcd.log" >&2 || true
-      exit 1
-    fi
-    sleep 0.5
-  done
+  wait_ready
 
   log "starting kube-controller-manager (namespace, garbage-collector)"
   start kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
     --kubeconfig "$state/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$state/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --service-account-private-key-file "$state/pki/sa.key" --root-ca-file "$state/pki/ca.crt" \
     --controllers namespace-controller,garbage-collector-controller \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
 
@@ -190,5 +214,6 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   env) print_env ;;
-  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+  restart-apiserver) restart_apiserver ;;
+  *) echo "usage: $0 up|down|status|env|restart-apiserver" >&2; exit 2 ;;
 esac
