@@ -241,6 +241,9 @@ impl Reconciled for AccessListConfig {
         let lists = io.ctx.reads.zone_access_lists(client, self.spec.shield_zone_id).await?;
         let (item, managed) = resolve(&self.spec, &lists)?;
         if let Some(store) = io.ctx.access_lists.get()
+            && tokio::time::timeout(STORE_READY_WAIT, store.wait_until_ready())
+                .await
+                .is_ok()
             && let Some(owner) = claim_owner(self, item.configuration_id, store.state().iter().map(|o| o.as_ref()))
         {
             return Err(ReconcileError::ConfigurationClaimed {
@@ -501,6 +504,10 @@ async fn release_credentials(object: &AccessListConfig, io: &Io<'_, AccessListCo
         other => other.map(drop).map_err(Into::into),
     }
 }
+
+/// How long a reconcile waits for the first full listing of AccessListConfigs before
+/// judging claims (so a newer object cannot win while an older one is not yet known).
+const STORE_READY_WAIT: Duration = Duration::from_secs(30);
 
 /// When several objects manage one configuration, the oldest keeps it (then the first
 /// by namespace and name): the others are refused instead of fighting over it at every

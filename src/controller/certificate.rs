@@ -10,7 +10,7 @@ use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use super::error::ReconcileError;
-use super::status::{parse_go_duration, poll_interval, rfc3339};
+use super::status::{parse_go_duration, rfc3339};
 use crate::api::{ApiError, RetryPolicy};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
@@ -291,9 +291,7 @@ impl Reconciled for PullZoneCertificate {
         Outcome {
             status,
             events,
-            requeue: wait.map_or(Requeue::OnChange, |wait| {
-                Requeue::After(wait.min(poll_interval(self, LONGEST_WAIT)))
-            }),
+            requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
         }
     }
 }

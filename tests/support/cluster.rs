@@ -50,6 +50,55 @@ pub fn cluster() -> &'static Cluster {
     })
 }
 
+/// A control plane of one test's own (for faults that would disturb other tests),
+/// with the CRDs applied; stopped when dropped.
+pub struct PrivateCluster {
+    pub cluster: Cluster,
+    name: String,
+}
+
+impl PrivateCluster {
+    pub fn up(purpose: &str) -> Self {
+        let name = format!("{purpose}-{}", std::process::id());
+        let output = Command::new(repo_root().join("hack/cluster.sh"))
+            .arg("up")
+            .env("EDGE_CLUSTER_NAME", &name)
+            .output()
+            .expect("hack/cluster.sh runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let kubeconfig = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("export KUBECONFIG="))
+            .expect("cluster.sh prints the kubeconfig");
+        let cluster = Cluster {
+            kubeconfig: PathBuf::from(kubeconfig),
+            owned_name: None,
+        };
+        cluster.apply_crds();
+        Self { cluster, name }
+    }
+
+    /// Kills kube-apiserver and starts it again (`hack/cluster.sh restart-apiserver`).
+    pub fn restart_apiserver(&self) {
+        let output = Command::new(repo_root().join("hack/cluster.sh"))
+            .arg("restart-apiserver")
+            .env("EDGE_CLUSTER_NAME", &self.name)
+            .output()
+            .expect("hack/cluster.sh runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("hack/cluster.sh"))
+            .arg("down")
+            .env("EDGE_CLUSTER_NAME", &self.name)
+            .status();
+    }
+}
+
 fn start_or_reuse() -> Cluster {
     if let Some(path) = std::env::var_os("EDGE_TEST_KUBECONFIG") {
         return Cluster {
@@ -165,7 +214,7 @@ impl Cluster {
     }
 
     /// Applies the committed CRDs, if any, and waits until they are Established.
-    fn apply_crds(&self) {
+    pub fn apply_crds(&self) {
         let dir = repo_root().join("crds");
         let has_crds = std::fs::read_dir(&dir)
             .map(|entries| {

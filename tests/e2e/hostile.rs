@@ -1,0 +1,546 @@
+//! A hostile platform and cluster: long and huge Retry-After, credentials deleted or
+//! revoked during deletion, namespace deletion, a configuration gone, a leader stopped
+//! and resumed, platform stalls, kube-apiserver killed mid-convergence, two objects
+//! claiming one configuration, tiny poll intervals, and a 72 h CDN window over many
+//! pages. Each test asserts that no object stays stuck, no desired state is lost,
+//! nothing flip-flops, platform calls stay bounded, and status says what is happening.
+
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::crd::{ContainerAppWatch, PullZoneCertificate};
+use edge_operator::sim::RunningSim;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::Api;
+use serde_json::{Value, json};
+
+use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::sim::{ACCESS_KEY, example_fixtures, http, start};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn fault(sim: &RunningSim, fault: Value) {
+    let response = http()
+        .post(format!("{}/_sim/faults", sim.base_url()))
+        .json(&fault)
+        .send()
+        .await
+        .expect("fault");
+    assert!(response.status().is_success());
+}
+
+fn calls(sim: &RunningSim, method: &str, path_part: &str) -> usize {
+    sim.sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == method && e.path.contains(path_part))
+        .count()
+}
+
+fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
+    let world = sim.sim.world();
+    let list = world.document.shield_zones[0]
+        .access_lists
+        .iter()
+        .find(|l| l.configuration_id() == Some(configuration))?;
+    Some((list.is_enabled(), list.action()))
+}
+
+fn apply(yaml: &str) {
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
+    assert!(ok, "{stderr}");
+}
+
+fn access_list_yaml(namespace: &str, name: &str, configuration: i64, enabled: bool, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n{extra_spec}"
+    )
+}
+
+fn key_secret(namespace: &str, name: &str, key: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\nstringData:\n  accessKey: {key}\n"
+    )
+}
+
+async fn events_of(namespace: &str, reason: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster().client().await, namespace);
+    api.list(&Default::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some(reason))
+                .filter_map(|e| e.note)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_and_huge_retry_after_become_a_requeue_with_a_condition_not_a_sleep() {
+    let sim = start(example_fixtures()).await;
+    for retry_after in [3600, 100_000] {
+        fault(&sim, json!({"method": "GET", "pathPrefix": "/shield/shield-zone/1001/access-lists", "status": 429, "retryAfter": retry_after, "count": 1})).await;
+    }
+    let namespace = TestNamespace::create("retry-after");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    for (name, configuration) in [("a", 9101), ("b", 9102), ("c", 9201)] {
+        apply(&access_list_yaml(&namespace.name, name, configuration, true, ""));
+    }
+    for name in ["a", "b", "c"] {
+        let object = wait_for_condition(
+            &api,
+            name,
+            "Synced",
+            Some("False"),
+            "RateLimited",
+            Duration::from_secs(20),
+        )
+        .await;
+        let synced = object
+            .status
+            .expect("status")
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Synced")
+            .expect("Synced");
+        assert!(synced.message.contains("next attempt at"), "{}", synced.message);
+    }
+    assert_eq!(
+        calls(&sim, "GET", "/access-lists"),
+        1,
+        "one read answered 429; the zone's other objects were told without asking again"
+    );
+    assert_eq!(calls(&sim, "PATCH", "/configurations/"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_namespace_restores_with_credentials_that_outlive_their_users() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("teardown");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply(&key_secret(&namespace.name, "platform-key", ACCESS_KEY));
+    let restore = "  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: platform-key\n    key: accessKey\n";
+    apply(&access_list_yaml(&namespace.name, "restoring", 9101, true, restore));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(&api, "restoring", "Ready", Some("True"), "InSync", WAIT).await;
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)));
+    let secrets: Api<Secret> = Api::namespaced(cluster().client().await, &namespace.name);
+    let secret = secrets.get("platform-key").await.expect("secret");
+    assert!(
+        secret
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == "edgeplatform.io/credentials-in-use"),
+        "the Secret is protected while an object needs it to restore"
+    );
+    let (ok, _, stderr) = cluster().kubectl(&["delete", "namespace", &namespace.name, "--wait=false"], None);
+    assert!(ok, "{stderr}");
+    let namespaces: Api<Namespace> = Api::all(cluster().client().await);
+    eventually("the namespace to be gone", Duration::from_secs(90), || async {
+        namespaces
+            .get_opt(&namespace.name)
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((false, 2)),
+        "restored before the namespace went away"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_or_a_gone_configuration_never_keeps_an_object() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("revoked");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply(&key_secret(&namespace.name, "own-key", "own-key-value"));
+    let mut document = example_fixtures();
+    document.access_keys.push("own-key-value".into());
+    sim.sim.replace(document);
+    let restore_with_key = "  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: own-key\n    key: accessKey\n";
+    apply(&access_list_yaml(
+        &namespace.name,
+        "revoked",
+        9101,
+        true,
+        restore_with_key,
+    ));
+    apply(&access_list_yaml(
+        &namespace.name,
+        "gone",
+        9102,
+        false,
+        "  deletionPolicy: Restore\n",
+    ));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    for name in ["revoked", "gone"] {
+        wait_for_condition(&api, name, "Ready", Some("True"), "InSync", WAIT).await;
+    }
+    {
+        let mut world = sim.sim.world_mut();
+        world.document.access_keys.retain(|k| k != "own-key-value");
+        world.document.shield_zones[0]
+            .access_lists
+            .retain(|l| l.configuration_id() != Some(9102));
+    }
+    for name in ["revoked", "gone"] {
+        let (ok, _, stderr) = cluster().kubectl(
+            &[
+                "delete",
+                "accesslistconfig",
+                name,
+                "-n",
+                &namespace.name,
+                "--wait=false",
+            ],
+            None,
+        );
+        assert!(ok, "{stderr}");
+    }
+    eventually("both objects released", WAIT, || async {
+        let left = api.list(&Default::default()).await.ok()?.items.len();
+        (left == 0).then_some(())
+    })
+    .await;
+    let failed = events_of(&namespace.name, "RestoreFailed").await;
+    assert!(failed.iter().any(|n| n.contains("Unauthorized")), "{failed:?}");
+    let nothing = events_of(&namespace.name, "NothingToRestore").await;
+    assert!(nothing.iter().any(|n| n.contains("9102")), "{nothing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("orphan");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply(&access_list_yaml(
+        &namespace.name,
+        "switch",
+        9101,
+        true,
+        "  deletionPolicy: Restore\n",
+    ));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(&api, "switch", "Ready", Some("True"), "InSync", WAIT).await;
+    // The platform fails every write while the object terminates.
+    fault(&sim, json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101", "status": 503, "count": 1000})).await;
+    let (ok, _, stderr) = cluster().kubectl(
+        &[
+            "delete",
+            "accesslistconfig",
+            "switch",
+            "-n",
+            &namespace.name,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    eventually("a failed restore attempt", WAIT, || async {
+        sim.sim
+            .journal()
+            .iter()
+            .any(|e| e.method == "PATCH" && e.status == 503)
+            .then_some(())
+    })
+    .await;
+    apply(&access_list_yaml(
+        &namespace.name,
+        "switch",
+        9101,
+        true,
+        "  deletionPolicy: Orphan\n",
+    ));
+    eventually("the object released", WAIT, || async {
+        api.get_opt("switch").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((true, 2)),
+        "Orphan leaves the platform as it is"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_objects_on_one_configuration_do_not_fight() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("claims");
+    let poll = "  annotations:\n    edgeplatform.io/poll-interval: 5s\n";
+    let with_poll = |name: &str, enabled: bool| {
+        access_list_yaml(&namespace.name, name, 9101, enabled, "")
+            .replace(&format!("  name: {name}\n"), &format!("  name: {name}\n{poll}"))
+    };
+    apply(&with_poll("first", true));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    apply(&with_poll("second", false));
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(&api, "first", "Ready", Some("True"), "InSync", WAIT).await;
+    let second = wait_for_condition(&api, "second", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
+    let ready = second
+        .status
+        .expect("status")
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert!(
+        ready.message.contains(&format!("{}/first", namespace.name)),
+        "{}",
+        ready.message
+    );
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((true, 2)),
+        "the older object's value stays"
+    );
+    assert_eq!(
+        calls(&sim, "PATCH", "/configurations/9101"),
+        1,
+        "no flip-flop over two resyncs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_poll_intervals_are_floored_and_a_refused_key_is_not_hammered() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("tiny-poll");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply(&key_secret(&namespace.name, "bad-key", "not-a-key"));
+    let tiny = "  annotations:\n    edgeplatform.io/poll-interval: 1ms\n";
+    apply(
+        &access_list_yaml(&namespace.name, "fast", 9101, true, "")
+            .replace("  name: fast\n", &format!("  name: fast\n{tiny}")),
+    );
+    apply(&format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: PullZoneCertificate\nmetadata:\n  name: refused\n  namespace: {}\n{tiny}spec:\n  hostname: shop.example.com\n  accessKeySecretRef:\n    name: bad-key\n    key: accessKey\n",
+        namespace.name
+    ));
+    let certificates: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(&certificates, "refused", "Ready", Some("False"), "Unauthorized", WAIT).await;
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(&api, "fast", "Ready", Some("True"), "InSync", WAIT).await;
+    let (reads, completions) = (
+        calls(&sim, "GET", "/access-lists"),
+        calls(&sim, "POST", "/completeExternalHttpCertificate"),
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let later_reads = calls(&sim, "GET", "/access-lists") - reads;
+    assert!(later_reads <= 3, "10 s with a 5 s floor: {later_reads} reads");
+    assert_eq!(
+        calls(&sim, "POST", "/completeExternalHttpCertificate") - completions,
+        0,
+        "a refused key waits 10 min"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_platform_call_times_out_without_holding_up_other_objects() {
+    let sim = start(example_fixtures()).await;
+    fault(
+        &sim,
+        json!({"method": "GET", "pathPrefix": "/mc/apps/app-shop", "delayMs": 40_000, "count": 1}),
+    )
+    .await;
+    let namespace = TestNamespace::create("stall");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let watch = |name: &str, app: &str| {
+        format!(
+            "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: {name}\n  namespace: {}\nspec:\n  appId: {app}\n  interval: 10s\n",
+            namespace.name
+        )
+    };
+    apply(&watch("stalled", "app-shop"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    apply(&watch("other", "missing-app"));
+    let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
+    wait_for_condition(
+        &api,
+        "other",
+        "AppReady",
+        Some("False"),
+        "NotFound",
+        Duration::from_secs(10),
+    )
+    .await;
+    let stalled = api.get("stalled").await.expect("object");
+    assert!(stalled.status.is_none(), "still waiting on the stalled call");
+    wait_for_condition(&api, "stalled", "AppReady", Some("True"), "Active", WAIT).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cdn_window_of_72h_is_read_over_many_pages_of_one_pinned_window() {
+    let sim = start(example_fixtures()).await;
+    let now = chrono::Utc::now();
+    let entries: Vec<Value> = (0..3_500)
+        .map(|i| {
+            let age = chrono::Duration::seconds(i64::from(i) * 70 + 1);
+            json!({"timestamp": now - age, "requestId": format!("r{i}"), "statusCode": 200, "cacheStatus": if i % 2 == 0 { "HIT" } else { "MISS" }, "url": "https://cdn.example.com/x"})
+        })
+        .collect();
+    let seeded = http()
+        .post(format!("{}/_sim/pullzones/501/logs", sim.base_url()))
+        .json(&entries)
+        .send()
+        .await
+        .expect("seed");
+    assert!(seeded.status().is_success());
+    let within = entries.len()
+        - entries
+            .iter()
+            .filter(|e| {
+                let t: chrono::DateTime<chrono::Utc> = serde_json::from_value(e["timestamp"].clone()).expect("time");
+                now - t >= chrono::Duration::seconds(72 * 3600 - 600)
+            })
+            .count();
+    let namespace = TestNamespace::create("cdn72");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    apply(&format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: busy\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 60s\n  cdn:\n    pullZoneId: 501\n    window: 72h\n",
+        namespace.name
+    ));
+    let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
+    let watch = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("True"), "Synced", WAIT).await;
+    let summary = watch.status.expect("status").cdn.expect("cdn");
+    let requests = usize::try_from(summary.requests).expect("count");
+    assert!(
+        requests.abs_diff(within) <= 2,
+        "{requests} counted, {within} within the clamped window"
+    );
+    let queries: Vec<String> = sim
+        .sim
+        .journal()
+        .iter()
+        .filter(|e| e.path.starts_with("/v2/"))
+        .filter_map(|e| e.query.clone())
+        .collect();
+    assert!(queries.len() >= 4, "{} pages", queries.len());
+    let window = |q: &String| {
+        q.split('&')
+            .filter(|p| p.starts_with("from=") || p.starts_with("to="))
+            .collect::<Vec<_>>()
+            .join("&")
+    };
+    assert!(
+        queries.iter().all(|q| window(q) == window(&queries[0])),
+        "one pinned window: {queries:?}"
+    );
+    assert!(sim.sim.journal().iter().all(|e| e.status < 400), "no page refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_past_its_lease_never_acts_after_it_resumes() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("sigstop");
+    let lease = [
+        "--leader-elect",
+        "--lease-duration",
+        "6s",
+        "--lease-namespace",
+        &namespace.name,
+    ];
+    let with_identity = |id: &str| {
+        let mut args: Vec<String> = lease.iter().map(|s| s.to_string()).collect();
+        args.extend(["--identity".to_string(), id.to_string()]);
+        args
+    };
+    let first_args = with_identity("first");
+    let mut first = Operator::start(
+        &namespace.name,
+        &sim.base_url(),
+        &first_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    apply(&access_list_yaml(&namespace.name, "led", 9101, true, ""));
+    wait_for_condition(&api, "led", "Ready", Some("True"), "InSync", WAIT).await;
+    let second_args = with_identity("second");
+    let _second = Operator::start(
+        &namespace.name,
+        &sim.base_url(),
+        &second_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let pid = first.pid().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    apply(&access_list_yaml(&namespace.name, "led", 9101, false, ""));
+    eventually("the standby to take over and apply the change", WAIT, || async {
+        (platform_list(&sim, 9101) == Some((false, 2))).then_some(())
+    })
+    .await;
+    let patches = calls(&sim, "PATCH", "/configurations/9101");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !first.has_exited() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stopped leader did not exit after resuming"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        calls(&sim, "PATCH", "/configurations/9101"),
+        patches,
+        "the resumed process wrote nothing"
+    );
+    assert_eq!(platform_list(&sim, 9101), Some((false, 2)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apiserver_killed_mid_convergence_loses_no_desired_state() {
+    let private = tokio::task::spawn_blocking(|| PrivateCluster::up("apiserver-kill"))
+        .await
+        .expect("cluster");
+    let sim = start(example_fixtures()).await;
+    let (ok, _, stderr) = private.cluster.kubectl(&["create", "namespace", "team"], None);
+    assert!(ok, "{stderr}");
+    let _operator = Operator::start_with_kubeconfig("team", &sim.base_url(), &[], &private.cluster.kubeconfig);
+    let configurations = [9101, 9102, 9201];
+    for (i, configuration) in configurations.iter().enumerate() {
+        let yaml = access_list_yaml("team", &format!("list-{i}"), *configuration, i % 2 == 0, "");
+        let (ok, _, stderr) = private.cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
+        assert!(ok, "{stderr}");
+        if i == 0 {
+            tokio::task::block_in_place(|| private.restart_apiserver());
+        }
+    }
+    let api: Api<AccessListConfig> = Api::namespaced(private.cluster.client().await, "team");
+    for i in 0..configurations.len() {
+        wait_for_condition(
+            &api,
+            &format!("list-{i}"),
+            "Ready",
+            Some("True"),
+            "InSync",
+            Duration::from_secs(90),
+        )
+        .await;
+    }
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)));
+    assert_eq!(platform_list(&sim, 9102), Some((false, 3)));
+    assert_eq!(platform_list(&sim, 9201), Some((true, 1)));
+}
