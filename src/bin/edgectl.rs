@@ -1,5 +1,6 @@
 //! `edgectl`: a command-line client of the Edge Platform API.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use edge_operator::api::{ClientConfig, Credentials, EdgeClient, LogQuery, Secret
 use edge_operator::cli::access_lists::{self, SetRequest};
 use edge_operator::cli::logs::DayFilter;
 use edge_operator::cli::parse::{parse_action, parse_day, parse_dimensions, parse_filter, parse_time};
-use edge_operator::cli::{Failure, certificates, render};
+use edge_operator::cli::{Failure, certificates, plan, render};
 use futures::{StreamExt, TryStreamExt};
 
 /// Command-line client of the Edge Platform API: Shield event search, access lists,
@@ -72,6 +73,42 @@ enum Command {
     App(AppCommand),
     /// CDN request logs of a Pull Zone.
     Logs(LogsArgs),
+    /// What the operator would do for manifests, with read-only calls (exit 0: no
+    /// change, 2: changes, 1: errors).
+    Plan(PlanArgs),
+    /// Manifests of what the platform already has, ready for a GitOps repository.
+    #[command(subcommand)]
+    Export(ExportCommand),
+}
+
+#[derive(Debug, Args)]
+struct PlanArgs {
+    /// Manifest files or folders (read recursively), or `-` for a multi-document stream
+    /// on standard input (e.g. `kustomize build | edgectl plan -f -`). Repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    filenames: Vec<String>,
+    /// A YAML stream of the Secrets that manifests reference (their keys are never printed).
+    #[arg(long)]
+    secrets_from: Option<PathBuf>,
+    /// Namespace of manifests that name none.
+    #[arg(long, default_value = "default")]
+    namespace: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum ExportCommand {
+    /// One AccessListConfig per access list of a Shield Zone, holding its current values.
+    AccessLists {
+        /// Shield Zone id.
+        #[arg(long)]
+        zone: i64,
+        /// managementPolicy Manage instead of Observe (the operator then corrects drift).
+        #[arg(long)]
+        manage: bool,
+        /// metadata.namespace of the objects (none: the namespace `kubectl apply` uses).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,6 +247,57 @@ struct LogsArgs {
 
 fn usage(message: impl Into<String>) -> Failure {
     Failure::Usage(message.into())
+}
+
+/// A client for `edgectl plan`: the access key is optional (Secrets may come from
+/// `--secrets-from`).
+fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
+    let api_url = connection
+        .api_url
+        .clone()
+        .ok_or_else(|| usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+    let key = connection.access_key.clone();
+    let has_key = key.is_some();
+    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
+    let mut config = ClientConfig::new(
+        api_url,
+        logging_url,
+        Credentials::AccessKey(Secret::new(key.unwrap_or_default())),
+    );
+    config.timeout = connection.timeout.into();
+    Ok((EdgeClient::new(config)?, has_key))
+}
+
+async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, Failure> {
+    let manifests = plan::load(&args.filenames, || std::io::read_to_string(std::io::stdin()))?;
+    let problems: Vec<plan::Problem> = manifests.iter().flat_map(plan::validate).collect();
+    if !problems.is_empty() {
+        match output {
+            Output::Json => print_json(&serde_json::json!({ "problems": problems })),
+            Output::Table => print!("{}", render::problems(&problems)),
+        }
+        return Ok(1);
+    }
+    let secrets = match &args.secrets_from {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| usage(format!("--secrets-from {}: {e}", path.display())))?;
+            plan::secrets_from(&text, &args.namespace)?
+        }
+        None => Default::default(),
+    };
+    let (base, has_default_key) = plan_client(connection)?;
+    let clients = plan::Clients {
+        base,
+        has_default_key,
+        secrets,
+    };
+    let planned = plan::plan(&manifests, &clients, &args.namespace).await;
+    match output {
+        Output::Json => print_json(&planned),
+        Output::Table => print!("{}", render::plan(&planned)),
+    }
+    Ok(plan::exit_code(&planned))
 }
 
 /// The logging API takes a bearer token where given; everything else the access key.
@@ -358,7 +446,10 @@ async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<()
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Failure> {
+async fn run(cli: Cli) -> Result<u8, Failure> {
+    if let Command::Plan(args) = &cli.command {
+        return run_plan(args, &cli.connection, cli.output).await;
+    }
     let client = client(&cli.connection, matches!(cli.command, Command::Logs(_)))?;
     let json = cli.output == Output::Json;
     match &cli.command {
@@ -416,15 +507,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Logs(args) => logs(&client, args, cli.output).await?,
+        Command::Export(ExportCommand::AccessLists {
+            zone,
+            manage,
+            namespace,
+        }) => {
+            let lists = client.access_lists(*zone).await?;
+            let objects = plan::export_access_lists(*zone, &lists, *manage, namespace.as_deref());
+            let yaml = plan::to_yaml_stream(*zone, &objects)
+                .map_err(|e| Failure::Refused(format!("cannot write YAML: {e}")))?;
+            print!("{yaml}");
+        }
+        Command::Plan(_) => {}
     }
-    Ok(())
+    Ok(0)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(failure) => {
             eprintln!("edgectl: {failure}");
             ExitCode::from(failure.exit_code())

@@ -6,6 +6,7 @@ pub mod access_lists;
 pub mod certificates;
 pub mod logs;
 pub mod parse;
+pub mod plan;
 pub mod render;
 
 use crate::api::ApiError;

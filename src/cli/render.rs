@@ -4,6 +4,7 @@ use chrono::DateTime;
 
 use super::access_lists::Change;
 use super::certificates::CompletionOutcome;
+use super::plan::{PlannedObject, Problem, Verdict};
 use crate::api::models::apps::Application;
 use crate::api::models::logging::LogEntry;
 use crate::api::models::shield::{
@@ -197,6 +198,62 @@ pub fn access_list_change(change: &Change) -> String {
         change.configuration_id,
         change.shield_zone_id,
         table(&["MEMBER", "BEFORE", "AFTER"], &rows)
+    )
+}
+
+/// Manifests the apiserver would refuse, each with its file and member.
+pub fn problems(problems: &[Problem]) -> String {
+    let rows: Vec<Vec<String>> = problems
+        .iter()
+        .map(|p| vec![p.source.clone(), p.path.clone(), p.message.clone()])
+        .collect();
+    format!(
+        "{}{} problems; nothing was sent to the platform\n",
+        table(&["SOURCE", "MEMBER", "PROBLEM"], &rows),
+        problems.len()
+    )
+}
+
+/// A plan: one row per object, its member changes below it, and a summary line.
+pub fn plan(planned: &[PlannedObject]) -> String {
+    let mut rows = Vec::new();
+    let (mut changes, mut unchanged, mut errors) = (0, 0, 0);
+    for object in planned {
+        let (word, detail, members) = match &object.verdict {
+            Verdict::NoChange { detail } => {
+                unchanged += 1;
+                ("no change", detail, &[][..])
+            }
+            Verdict::Change {
+                detail,
+                changes: members,
+            } => {
+                changes += 1;
+                ("change", detail, members.as_slice())
+            }
+            Verdict::Error { detail } => {
+                errors += 1;
+                ("error", detail, &[][..])
+            }
+        };
+        rows.push(vec![
+            object.kind.clone(),
+            format!("{}/{}", object.namespace, object.name),
+            word.to_string(),
+            detail.clone(),
+        ]);
+        for member in members {
+            rows.push(vec![
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("  {}: {} → {}", member.member, member.before, member.after),
+            ]);
+        }
+    }
+    format!(
+        "{}{changes} to change, {unchanged} unchanged, {errors} errors\n",
+        table(&["KIND", "OBJECT", "PLAN", "DETAIL"], &rows)
     )
 }
 

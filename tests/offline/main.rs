@@ -8,6 +8,7 @@ mod client;
 mod contract;
 mod crds;
 mod edgectl;
+mod plan;
 mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;

@@ -157,6 +157,12 @@ fn pointer_in<'a>(schemas: &'a mut Map<String, Value>, pointer: &str) -> Option<
     }
 }
 
+/// Translates an OpenAPI 3.0 schema object (a CRD's `openAPIV3Schema`, one of the
+/// published components) to JSON Schema 2020-12.
+pub fn openapi_to_json_schema(node: &Value) -> Value {
+    convert(node)
+}
+
 /// Translates one OpenAPI 3.0 schema object to JSON Schema 2020-12.
 fn convert(node: &Value) -> Value {
     let Value::Object(members) = node else {
@@ -197,14 +203,9 @@ fn convert(node: &Value) -> Value {
         None => None,
     };
     if let Some((min, max)) = bounds {
-        let tighter = |key: &str, bound: i64, pick: fn(i64, i64) -> i64| {
-            members
-                .get(key)
-                .and_then(Value::as_i64)
-                .map_or(bound, |given| pick(given, bound))
-        };
-        out.insert("minimum".into(), Value::from(tighter("minimum", min, i64::max)));
-        out.insert("maximum".into(), Value::from(tighter("maximum", max, i64::min)));
+        // A bound the schema gives (integer or not) is kept: it lies inside the range.
+        out.entry("minimum").or_insert_with(|| Value::from(min));
+        out.entry("maximum").or_insert_with(|| Value::from(max));
     }
     if members.get("nullable").and_then(Value::as_bool) == Some(true) {
         if let Some(Value::String(kind)) = out.get("type").cloned() {
@@ -266,11 +267,17 @@ impl BodyValidator {
         if !document.components().contains_key(name) {
             return Err(format!("{} has no schema `{name}`", document.file_name()));
         }
+        Self::from_json_schema(&schema(document, name, required))
+            .map_err(|e| format!("schema `{name}` of {}: {e}", document.file_name()))
+    }
+
+    /// A validator of any JSON Schema 2020-12 document.
+    pub fn from_json_schema(schema: &Value) -> Result<Self, String> {
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .should_validate_formats(true)
-            .build(&schema(document, name, required))
-            .map_err(|e| format!("schema `{name}` of {}: {e}", document.file_name()))?;
+            .build(schema)
+            .map_err(|e| e.to_string())?;
         Ok(Self { validator })
     }
 

@@ -1,0 +1,195 @@
+//! `edgectl plan` on the examples against edge-sim (no change, change, errors and their
+//! exit codes), invalid manifests reported with their member before any call, and
+//! `edgectl export` → plan showing no change.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::support::cluster::repo_root;
+use crate::support::sim::{ACCESS_KEY, fixtures_at, start};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn edgectl(base: &str, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args(args)
+        .env("EDGE_API_URL", base)
+        .env("EDGE_ACCESS_KEY", ACCESS_KEY)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("edgectl runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .await
+        .expect("write");
+    drop(input);
+    let output = child.wait_with_output().await.expect("edgectl ends");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn access_list(name: &str, spec: &str) -> String {
+    format!("apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\nspec:\n{spec}")
+}
+
+#[tokio::test]
+async fn plan_of_the_examples_shows_the_change_the_operator_would_make() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let examples = repo_root().join("examples").display().to_string();
+    let run = edgectl(&base, &["plan", "-f", &examples], None).await;
+    assert_eq!(run.code, 2, "changes: {}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("isEnabled: false → true"), "{}", run.stdout);
+    assert!(run.stdout.contains("observes app app-shop"), "{}", run.stdout);
+    assert!(run.stdout.contains("no read of a certificate"), "{}", run.stdout);
+    assert!(
+        run.stdout.ends_with("2 to change, 1 unchanged, 0 errors\n"),
+        "{}",
+        run.stdout
+    );
+    let json = edgectl(&base, &["plan", "-f", &examples, "-o", "json"], None).await;
+    let planned: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    let change = planned
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["kind"] == "AccessListConfig")
+        .expect("the access list");
+    assert_eq!(change["outcome"], "change");
+    assert_eq!(
+        change["changes"][0],
+        serde_json::json!({"member": "isEnabled", "before": "false", "after": "true"})
+    );
+    assert!(sim.sim.journal().iter().all(|e| e.method == "GET"), "plan reads only");
+}
+
+#[tokio::test]
+async fn plan_exits_0_without_changes_and_1_on_errors() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let in_sync = access_list(
+        "tor",
+        "  shieldZoneId: 1001\n  listName: Tor exit nodes\n  enabled: true\n  action: Challenge\n",
+    );
+    let run = edgectl(&base, &["plan", "-f", "-"], Some(&in_sync)).await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("already matches"), "{}", run.stdout);
+    let stream = format!(
+        "{in_sync}---\n{}---\n{}",
+        access_list("missing", "  shieldZoneId: 1001\n  listName: nope\n  enabled: true\n"),
+        access_list(
+            "secret",
+            "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  accessKeySecretRef: {name: absent, key: accessKey}\n"
+        )
+    );
+    let run = edgectl(&base, &["plan", "-f", "-"], Some(&stream)).await;
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("AccessListNotFound"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Secret default/absent is not in --secrets-from"),
+        "{}",
+        run.stdout
+    );
+    let secrets = tempfile_with(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: absent}}\nstringData: {{accessKey: {ACCESS_KEY}}}\n"
+    ));
+    let stream = access_list(
+        "secret",
+        "  shieldZoneId: 1001\n  configurationId: 9102\n  enabled: true\n  accessKeySecretRef: {name: absent, key: accessKey}\n",
+    );
+    let run = edgectl(&base, &["plan", "-f", "-", "--secrets-from", &secrets], Some(&stream)).await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains(ACCESS_KEY) && !run.stderr.contains(ACCESS_KEY));
+}
+
+fn tempfile_with(text: &str) -> String {
+    let path = std::env::temp_dir().join(format!(
+        "edgectl-plan-{}-{:?}.yaml",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&path, text).expect("write");
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn invalid_manifests_are_reported_with_their_member_before_any_call() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let stream = format!(
+        "{}---\n{}",
+        access_list(
+            "both",
+            "  shieldZoneId: 1001\n  configurationId: 9101\n  listName: Tor exit nodes\n  enabled: true\n"
+        ),
+        access_list(
+            "zero",
+            "  shieldZoneId: 0\n  configurationId: 9101\n  enabled: true\n  colour: red\n"
+        )
+    );
+    let run = edgectl(&base, &["plan", "-f", "-"], Some(&stream)).await;
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("-#1")
+            && run
+                .stdout
+                .contains("exactly one of spec.configurationId and spec.listName"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("-#2") && run.stdout.contains("spec.shieldZoneId"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("nothing was sent to the platform"),
+        "{}",
+        run.stdout
+    );
+    assert!(sim.sim.journal().is_empty(), "no platform call");
+}
+
+#[tokio::test]
+async fn export_then_plan_shows_no_change() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let export = edgectl(
+        &base,
+        &["export", "access-lists", "--zone", "1001", "--namespace", "edge"],
+        None,
+    )
+    .await;
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    assert_eq!(
+        export.stdout.matches("kind: AccessListConfig").count(),
+        3,
+        "{}",
+        export.stdout
+    );
+    assert!(export.stdout.contains("name: known-bad-actors"), "{}", export.stdout);
+    assert!(export.stdout.contains("managementPolicy: Observe"), "{}", export.stdout);
+    let plan = edgectl(&base, &["plan", "-f", "-"], Some(&export.stdout)).await;
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(
+        plan.stdout.ends_with("0 to change, 3 unchanged, 0 errors\n"),
+        "{}",
+        plan.stdout
+    );
+    let managed = edgectl(&base, &["export", "access-lists", "--zone", "1001", "--manage"], None).await;
+    let plan = edgectl(&base, &["plan", "-f", "-"], Some(&managed.stdout)).await;
+    assert_eq!(plan.code, 0, "managed exports also plan no change: {}", plan.stdout);
+}
