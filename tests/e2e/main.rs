@@ -13,3 +13,4 @@ mod operator_access_list;
 mod operator_app_watch;
 mod operator_certificate;
 mod operator_resilience;
+mod plan;
