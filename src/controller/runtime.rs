@@ -80,11 +80,37 @@ struct Health {
     ready: AtomicBool,
     /// Controllers whose watch is failing now (RBAC forbidden, CRD missing...).
     failing_watches: std::sync::atomic::AtomicUsize,
+    /// Since when some watch has been failing without a pause.
+    failing_since: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
+
+/// A watch failing this long makes /healthz fail, so the kubelet restarts the Pod.
+const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
 
 impl Health {
     fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed) && self.failing_watches.load(Ordering::Relaxed) == 0
+    }
+
+    fn is_live(&self) -> bool {
+        let since = *self.failing_since.lock().unwrap_or_else(|e| e.into_inner());
+        since.is_none_or(|since| since.elapsed() < UNHEALTHY_AFTER)
+    }
+
+    fn watch_failed(&self, failing: &AtomicBool) {
+        if !failing.swap(true, Ordering::Relaxed) {
+            self.failing_watches.fetch_add(1, Ordering::Relaxed);
+        }
+        self.failing_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(tokio::time::Instant::now);
+    }
+
+    fn watch_recovered(&self, failing: &AtomicBool) {
+        if failing.swap(false, Ordering::Relaxed) && self.failing_watches.fetch_sub(1, Ordering::Relaxed) == 1 {
+            *self.failing_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
     }
 }
 
@@ -94,7 +120,19 @@ async fn serve_health(addr: SocketAddr, health: Arc<Health>) -> Result<(), RunEr
             "/metrics",
             get(|State(h): State<Arc<Health>>| async move { h.metrics.encode() }),
         )
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get(|State(h): State<Arc<Health>>| async move {
+                if h.is_live() {
+                    (StatusCode::OK, "ok")
+                } else {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "a watch has been failing for 5 minutes",
+                    )
+                }
+            }),
+        )
         .route(
             "/readyz",
             get(|State(h): State<Arc<Health>>| async move {
@@ -133,17 +171,11 @@ fn report_controller_event<K: Reconciled>(
 ) {
     match result {
         Err(controller::Error::QueueError(error)) => {
-            if !failing.swap(true, Ordering::Relaxed) {
-                health.failing_watches.fetch_add(1, Ordering::Relaxed);
-            }
+            health.watch_failed(failing);
             tracing::error!(kind = K::KIND, %error, "the watch of this kind fails; /readyz reports it");
         }
         Err(error) => tracing::debug!(%error, "controller event"),
-        Ok(_) => {
-            if failing.swap(false, Ordering::Relaxed) {
-                health.failing_watches.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
+        Ok(_) => health.watch_recovered(failing),
     }
 }
 
@@ -315,6 +347,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         metrics,
         ready: AtomicBool::new(false),
         failing_watches: Default::default(),
+        failing_since: Default::default(),
     });
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
@@ -397,5 +430,31 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             () = controllers => Ok(()),
             served = server => served.unwrap_or(Ok(())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_watch_fails_readiness_at_once_and_liveness_after_five_minutes() {
+        let health = Health {
+            metrics: Arc::new(Metrics::default()),
+            ready: AtomicBool::new(true),
+            failing_watches: Default::default(),
+            failing_since: Default::default(),
+        };
+        let (first, second) = (AtomicBool::new(false), AtomicBool::new(false));
+        health.watch_failed(&first);
+        health.watch_failed(&first);
+        health.watch_failed(&second);
+        assert!(!health.is_ready() && health.is_live());
+        tokio::time::sleep(UNHEALTHY_AFTER).await;
+        assert!(!health.is_live());
+        health.watch_recovered(&first);
+        assert!(!health.is_ready() && !health.is_live(), "the other watch still fails");
+        health.watch_recovered(&second);
+        assert!(health.is_ready() && health.is_live());
     }
 }
