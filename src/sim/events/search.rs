@@ -368,23 +368,61 @@ fn event_row(store: &EventStore, row: usize) -> EventRow {
     }
 }
 
+/// Buffers of the grouping passes, kept between searches: a search over a million
+/// rows would otherwise fault in tens of MB of fresh pages every time.
+#[derive(Default)]
+struct Scratch {
+    rows: Vec<u32>,
+    spare_rows: Vec<u32>,
+    codes: Vec<u32>,
+    keys: Vec<u64>,
+    counts: Vec<u32>,
+    starts: Vec<usize>,
+}
+
+/// Sets of buffers kept for the next searches (more concurrent searches allocate).
+const KEPT_SCRATCH: usize = 2;
+static SCRATCH: std::sync::Mutex<Vec<Scratch>> = std::sync::Mutex::new(Vec::new());
+
+impl Scratch {
+    fn take() -> Self {
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    fn give_back(self) {
+        let mut kept = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < KEPT_SCRATCH {
+            kept.push(self);
+        }
+    }
+}
+
 /// Rows ordered by some groupBy dimensions, each with a code that numbers the
 /// distinct tuples of those dimensions in ascending order. The passes share two row
-/// buffers, one key buffer and the code buffer.
+/// buffers, one key buffer, the count buffer and the code buffer, all from [`Scratch`].
 struct KeyOrder {
-    rows: Vec<u32>,
-    codes: Option<Vec<u32>>,
-    spare_rows: Vec<u32>,
-    keys: Vec<u64>,
+    scratch: Scratch,
+    ordered_once: bool,
 }
 
 impl KeyOrder {
-    fn new(rows: Vec<u32>) -> Self {
+    fn new(mut scratch: Scratch, rows: impl Iterator<Item = usize>) -> Self {
+        scratch.rows.clear();
+        scratch.rows.extend(rows.map(|row| row as u32));
+        let n = scratch.rows.len();
+        scratch.spare_rows.clear();
+        scratch.spare_rows.resize(n, 0);
+        scratch.codes.clear();
+        scratch.codes.resize(n, 0);
+        scratch.keys.clear();
+        scratch.keys.resize(n, 0);
         Self {
-            spare_rows: vec![0; rows.len()],
-            rows,
-            codes: None,
-            keys: Vec::new(),
+            scratch,
+            ordered_once: false,
         }
     }
 
@@ -394,31 +432,38 @@ impl KeyOrder {
         let dictionary = store.dictionary(column);
         let ids = store.column(column);
         let rank = |row: u32| dictionary.rank(ids[row as usize]);
-        let mut next = vec![0u32; dictionary.len() + 1];
-        for &row in &self.rows {
+        let Scratch {
+            rows,
+            spare_rows,
+            codes,
+            keys,
+            counts: next,
+            ..
+        } = &mut self.scratch;
+        next.clear();
+        next.resize(dictionary.len() + 1, 0);
+        for &row in rows.iter() {
             next[rank(row) as usize + 1] += 1;
         }
         for i in 1..next.len() {
             next[i] += next[i - 1];
         }
-        let n = self.rows.len();
-        self.keys.resize(n, 0);
-        for (i, &row) in self.rows.iter().enumerate() {
+        for (i, &row) in rows.iter().enumerate() {
             let rank = rank(row);
             let at = next[rank as usize] as usize;
             next[rank as usize] += 1;
-            self.spare_rows[at] = row;
+            spare_rows[at] = row;
             // The new dimension's rank, then the tuple code of the dimensions before.
-            let previous = self.codes.as_ref().map_or(0, |codes| codes[i]);
-            self.keys[at] = (u64::from(rank) << 32) | u64::from(previous);
+            let previous = if self.ordered_once { codes[i] } else { 0 };
+            keys[at] = (u64::from(rank) << 32) | u64::from(previous);
         }
-        std::mem::swap(&mut self.rows, &mut self.spare_rows);
-        let codes = self.codes.get_or_insert_with(|| vec![0; n]);
+        std::mem::swap(rows, spare_rows);
         let mut code = 0u32;
         for (p, slot) in codes.iter_mut().enumerate() {
-            code += u32::from(p > 0 && self.keys[p] != self.keys[p - 1]);
+            code += u32::from(p > 0 && keys[p] != keys[p - 1]);
             *slot = code;
         }
+        self.ordered_once = true;
     }
 }
 
@@ -535,16 +580,18 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
     let columns: Vec<Column> = search.group_by.iter().map(|&d| Column::Dimension(d)).collect();
     // Least significant dimension first: after the last pass the rows are ordered by
     // the groupBy values, so each group is a contiguous run, runs in key order.
-    let rows: Vec<u32> = rows.map(|row| row as u32).collect();
-    let mut order = KeyOrder::new(rows);
+    let mut key_order = KeyOrder::new(Scratch::take(), rows);
     for &column in columns.iter().rev() {
-        order.then_by(store, column);
+        key_order.then_by(store, column);
     }
-    let sorted = order.rows;
-    let codes = order.codes.unwrap_or_default();
-    let starts: Vec<usize> = (0..sorted.len())
-        .filter(|&p| p == 0 || codes[p] != codes[p - 1])
-        .collect();
+    let Scratch {
+        rows: sorted,
+        codes,
+        starts,
+        ..
+    } = &mut key_order.scratch;
+    starts.clear();
+    starts.extend((0..sorted.len()).filter(|&p| p == 0 || codes[p] != codes[p - 1]));
     // Counting sorts are stable and rows start in timestamp-descending order, so a
     // run's first row is its latest event and its last row its earliest.
     let runs: Vec<Run> = starts
@@ -625,6 +672,7 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
             }
         })
         .collect();
+    key_order.scratch.give_back();
     EventLogsSearchResponse {
         groups: Some(groups),
         ..response(search, total)
