@@ -378,6 +378,8 @@ struct Scratch {
     keys: Vec<u64>,
     counts: Vec<u32>,
     starts: Vec<usize>,
+    runs: Vec<Run>,
+    run_order: Vec<u32>,
 }
 
 /// Sets of buffers kept for the next searches (more concurrent searches allocate).
@@ -588,33 +590,38 @@ fn grouped(search: &ValidSearch, store: &EventStore, rows: impl Iterator<Item = 
         rows: sorted,
         codes,
         starts,
+        runs,
+        run_order: order,
         ..
     } = &mut key_order.scratch;
     starts.clear();
     starts.extend((0..sorted.len()).filter(|&p| p == 0 || codes[p] != codes[p - 1]));
     // Counting sorts are stable and rows start in timestamp-descending order, so a
     // run's first row is its latest event and its last row its earliest.
-    let runs: Vec<Run> = starts
-        .iter()
-        .zip(starts.iter().skip(1).chain([&sorted.len()]))
-        .map(|(&start, &end)| Run {
-            start,
-            count: end - start,
-            first_seen: store.timestamp(sorted[end - 1] as usize),
-            last_seen: store.timestamp(sorted[start] as usize),
-        })
-        .collect();
+    runs.clear();
+    runs.extend(
+        starts
+            .iter()
+            .zip(starts.iter().skip(1).chain([&sorted.len()]))
+            .map(|(&start, &end)| Run {
+                start,
+                count: end - start,
+                first_seen: store.timestamp(sorted[end - 1] as usize),
+                last_seen: store.timestamp(sorted[start] as usize),
+            }),
+    );
     let total = runs.len();
     let (start, end) = page_bounds(search);
     // Count descending, then key ascending, which is run order.
-    let mut order: Vec<u32> = (0..runs.len() as u32).collect();
+    order.clear();
+    order.extend(0..runs.len() as u32);
     let by_count = |a: &u32, b: &u32| runs[*b as usize].count.cmp(&runs[*a as usize].count).then(a.cmp(b));
     if end < order.len() {
         order.select_nth_unstable_by(end, by_count);
         order.truncate(end);
     }
     order.sort_unstable_by(by_count);
-    let page: Vec<Run> = order.into_iter().skip(start).map(|i| runs[i as usize]).collect();
+    let page: Vec<Run> = order.iter().skip(start).map(|&i| runs[i as usize]).collect();
 
     let action_kinds: Vec<Option<usize>> = store
         .dictionary(Column::Dimension(Dimension::Action))
