@@ -92,8 +92,17 @@ fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
     Ok(Secret::new(key))
 }
 
+/// A shorter Lease leaves no time to renew before the leader must stop acting.
+const MIN_LEASE_DURATION: std::time::Duration = std::time::Duration::from_secs(3);
+
 async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
     edge_operator::telemetry::init(args.log_format);
+    let lease_duration: std::time::Duration = args.lease_duration.into();
+    anyhow::ensure!(
+        lease_duration >= MIN_LEASE_DURATION,
+        "--lease-duration must be at least {}s",
+        MIN_LEASE_DURATION.as_secs()
+    );
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
@@ -109,11 +118,11 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         platform_rate: args.platform_rate,
         certificate_backoff: args.certificate_backoff.into(),
         default_key_namespaces: args.default_key_namespaces,
-        leader_election: args.leader_elect.then(|| LeaderElection {
+        leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,
             lease_namespace: args.lease_namespace,
             identity,
-            lease_duration: args.lease_duration.into(),
+            lease_duration,
         }),
     };
     run(config).await?;

@@ -370,6 +370,8 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
                 Requeue::OnChange => Action::await_change(),
             })
         }
+        // Another operator may be acting: write nothing.
+        Err(error @ ReconcileError::NotLeader) => Err(error),
         Err(error) => {
             let status = object.failed(&error, &previous, &now);
             let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();

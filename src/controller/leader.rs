@@ -11,7 +11,8 @@ use tokio::time::Instant;
 pub struct LeaderGate {
     /// `None` when there is no election: always allowed to act.
     validity: Option<Duration>,
-    confirmed_at: Mutex<Option<Instant>>,
+    /// Until when acting is allowed.
+    until: Mutex<Option<Instant>>,
 }
 
 impl LeaderGate {
@@ -19,38 +20,49 @@ impl LeaderGate {
     pub fn sole() -> Self {
         Self {
             validity: None,
-            confirmed_at: Mutex::new(None),
+            until: Mutex::new(None),
         }
     }
 
     /// Leadership confirmed by observation lasts `lease_duration` less a margin of a
     /// quarter of it (at least one second).
     pub fn elected(lease_duration: Duration) -> Self {
-        let margin = (lease_duration / 4).max(Duration::from_secs(1));
         Self {
-            validity: Some(lease_duration.saturating_sub(margin)),
-            confirmed_at: Mutex::new(None),
+            validity: Some(lease_duration.saturating_sub(Self::margin(lease_duration))),
+            until: Mutex::new(None),
         }
     }
 
-    /// The Lease was just seen held by this process.
+    /// Acting stops this long before the Lease would expire.
+    pub fn margin(lease_duration: Duration) -> Duration {
+        (lease_duration / 4).max(Duration::from_secs(1))
+    }
+
+    /// The Lease was just renewed by this process (acquired, or seen renewed now).
     pub fn confirm(&self) {
-        *self.confirmed_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        if let Some(validity) = self.validity {
+            self.confirm_for(validity);
+        }
+    }
+
+    /// The Lease, held by this process, stays valid for `remaining` less the margin.
+    pub fn confirm_for(&self, remaining: Duration) {
+        *self.until.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + remaining);
     }
 
     /// The Lease was seen held by another process, or not at all.
     pub fn revoke(&self) {
-        *self.confirmed_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.until.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     pub fn may_act(&self) -> bool {
-        let Some(validity) = self.validity else {
+        if self.validity.is_none() {
             return true;
-        };
-        self.confirmed_at
+        }
+        self.until
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .is_some_and(|at| at.elapsed() < validity)
+            .is_some_and(|until| Instant::now() < until)
     }
 }
 
@@ -69,6 +81,10 @@ mod tests {
         assert!(gate.may_act());
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!gate.may_act(), "15 s lease less a 3.75 s margin");
+        gate.confirm_for(Duration::from_secs(2));
+        assert!(gate.may_act());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!gate.may_act(), "the renewal seen was old: two seconds were left");
         gate.confirm();
         gate.revoke();
         assert!(!gate.may_act());

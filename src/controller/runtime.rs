@@ -267,6 +267,12 @@ async fn run_controller<K: Reconciled>(
         .await;
 }
 
+/// Seconds before expiry at which the Lease is renewed: past the gate's margin.
+fn renewal_grace(lease_duration: Duration) -> u64 {
+    let margin = LeaderGate::margin(lease_duration).as_secs_f64().ceil() as u64;
+    (margin + 1).min(lease_duration.as_secs().saturating_sub(1)).max(1)
+}
+
 /// Confirms leadership while the Lease shows this process as its holder with a recent
 /// renewal; revokes it otherwise. Returns when another process holds the Lease.
 async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
@@ -291,17 +297,24 @@ async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Co
         let renewed = spec
             .renew_time
             .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-        let fresh = renewed.is_some_and(|at| {
-            let age = chrono::Utc::now().signed_duration_since(at);
-            age.to_std().unwrap_or_default() < election.lease_duration / 2
+        // Acting is allowed until the recorded renewal expires, less the margin: a
+        // renewal that keeps failing stops action before the Lease can pass to another.
+        let usable = election
+            .lease_duration
+            .saturating_sub(LeaderGate::margin(election.lease_duration));
+        let remaining = renewed.and_then(|at| {
+            let age = chrono::Utc::now()
+                .signed_duration_since(at)
+                .to_std()
+                .unwrap_or_default();
+            usable.checked_sub(age)
         });
-        if fresh {
-            ctx.leader.confirm();
-        } else {
-            tracing::warn!(
-                ?renewed,
-                "the leader Lease is not being renewed; acting stops when leadership lapses"
-            );
+        match remaining {
+            Some(remaining) => ctx.leader.confirm_for(remaining),
+            None => {
+                ctx.leader.revoke();
+                tracing::warn!(?renewed, "the leader Lease is not being renewed; acting has stopped");
+            }
         }
     }
 }
@@ -357,7 +370,9 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             .with_namespace(&election.lease_namespace)
             .with_identity(&election.identity)
             .with_duration(election.lease_duration.as_secs().max(2))
-            .with_grace(2)
+            // Renew before the leader gate's margin starts, so a healthy leader never
+            // pauses between renewals.
+            .with_grace(renewal_grace(election.lease_duration))
             .build()
             .await?;
         let (mut is_leader, task) = manager.watch().await;
@@ -436,6 +451,19 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renewals_come_before_the_gate_closes() {
+        for seconds in [3, 4, 6, 15, 60] {
+            let duration = Duration::from_secs(seconds);
+            let renew_every = seconds - renewal_grace(duration);
+            let usable = duration - LeaderGate::margin(duration);
+            assert!(
+                Duration::from_secs(renew_every) < usable,
+                "{seconds}s lease: renew every {renew_every}s, usable {usable:?}"
+            );
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_failing_watch_fails_readiness_at_once_and_liveness_after_five_minutes() {
