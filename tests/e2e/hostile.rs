@@ -9,43 +9,15 @@ use std::time::Duration;
 
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::crd::{ContainerAppWatch, PullZoneCertificate};
-use edge_operator::sim::RunningSim;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use serde_json::{Value, json};
 
 use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
 use crate::support::operator::{Operator, eventually, wait_for_condition};
-use crate::support::sim::{ACCESS_KEY, example_fixtures, http, start};
+use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, http, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-async fn fault(sim: &RunningSim, fault: Value) {
-    let response = http()
-        .post(format!("{}/_sim/faults", sim.base_url()))
-        .json(&fault)
-        .send()
-        .await
-        .expect("fault");
-    assert!(response.status().is_success());
-}
-
-fn calls(sim: &RunningSim, method: &str, path_part: &str) -> usize {
-    sim.sim
-        .journal()
-        .iter()
-        .filter(|e| e.method == method && e.path.contains(path_part))
-        .count()
-}
-
-fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
-    let world = sim.sim.world();
-    let list = world.document.shield_zones[0]
-        .access_lists
-        .iter()
-        .find(|l| l.configuration_id() == Some(configuration))?;
-    Some((list.is_enabled(), list.action()))
-}
 
 fn apply(yaml: &str) {
     let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
@@ -82,7 +54,10 @@ async fn events_of(namespace: &str, reason: &str) -> Vec<String> {
 async fn long_and_huge_retry_after_become_a_requeue_with_a_condition_not_a_sleep() {
     let sim = start(example_fixtures()).await;
     for retry_after in [3600, 100_000] {
-        fault(&sim, json!({"method": "GET", "pathPrefix": "/shield/shield-zone/1001/access-lists", "status": 429, "retryAfter": retry_after, "count": 1})).await;
+        add_fault(
+            &sim,
+            json!({"method": "GET", "pathPrefix": "/shield/shield-zone/1001/access-lists", "status": 429, "retryAfter": retry_after, "count": 1}),
+        );
     }
     let namespace = TestNamespace::create("retry-after");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
@@ -110,11 +85,11 @@ async fn long_and_huge_retry_after_become_a_requeue_with_a_condition_not_a_sleep
         assert!(synced.message.contains("next attempt at"), "{}", synced.message);
     }
     assert_eq!(
-        calls(&sim, "GET", "/access-lists"),
+        journal_count(&sim, "GET", "/access-lists"),
         1,
         "one read answered 429; the zone's other objects were told without asking again"
     );
-    assert_eq!(calls(&sim, "PATCH", "/configurations/"), 0);
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,7 +209,10 @@ async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(&api, "switch", "Ready", Some("True"), "InSync", WAIT).await;
     // The platform fails every write while the object terminates.
-    fault(&sim, json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101", "status": 503, "count": 1000})).await;
+    add_fault(
+        &sim,
+        json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101", "status": 503, "count": 1000}),
+    );
     let (ok, _, stderr) = cluster().kubectl(
         &[
             "delete",
@@ -308,7 +286,7 @@ async fn two_objects_on_one_configuration_do_not_fight() {
         "the older object's value stays"
     );
     assert_eq!(
-        calls(&sim, "PATCH", "/configurations/9101"),
+        journal_count(&sim, "PATCH", "/configurations/9101"),
         1,
         "no flip-flop over two resyncs"
     );
@@ -334,14 +312,14 @@ async fn tiny_poll_intervals_are_floored_and_a_refused_key_is_not_hammered() {
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(&api, "fast", "Ready", Some("True"), "InSync", WAIT).await;
     let (reads, completions) = (
-        calls(&sim, "GET", "/access-lists"),
-        calls(&sim, "POST", "/completeExternalHttpCertificate"),
+        journal_count(&sim, "GET", "/access-lists"),
+        journal_count(&sim, "POST", "/completeExternalHttpCertificate"),
     );
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let later_reads = calls(&sim, "GET", "/access-lists") - reads;
+    let later_reads = journal_count(&sim, "GET", "/access-lists") - reads;
     assert!(later_reads <= 3, "10 s with a 5 s floor: {later_reads} reads");
     assert_eq!(
-        calls(&sim, "POST", "/completeExternalHttpCertificate") - completions,
+        journal_count(&sim, "POST", "/completeExternalHttpCertificate") - completions,
         0,
         "a refused key waits 10 min"
     );
@@ -350,11 +328,10 @@ async fn tiny_poll_intervals_are_floored_and_a_refused_key_is_not_hammered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_platform_call_times_out_without_holding_up_other_objects() {
     let sim = start(example_fixtures()).await;
-    fault(
+    add_fault(
         &sim,
         json!({"method": "GET", "pathPrefix": "/mc/apps/app-shop", "delayMs": 40_000, "count": 1}),
-    )
-    .await;
+    );
     let namespace = TestNamespace::create("stall");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let watch = |name: &str, app: &str| {
@@ -486,7 +463,7 @@ async fn a_leader_stopped_past_its_lease_never_acts_after_it_resumes() {
         (platform_list(&sim, 9101) == Some((false, 2))).then_some(())
     })
     .await;
-    let patches = calls(&sim, "PATCH", "/configurations/9101");
+    let patches = journal_count(&sim, "PATCH", "/configurations/9101");
     assert!(
         std::process::Command::new("kill")
             .args(["-CONT", &pid])
@@ -503,7 +480,7 @@ async fn a_leader_stopped_past_its_lease_never_acts_after_it_resumes() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(
-        calls(&sim, "PATCH", "/configurations/9101"),
+        journal_count(&sim, "PATCH", "/configurations/9101"),
         patches,
         "the resumed process wrote nothing"
     );

@@ -35,16 +35,8 @@ fn patches(sim: &RunningSim, configuration: i64) -> usize {
 }
 
 fn platform_list(sim: &RunningSim, configuration: i64) -> (bool, i32) {
-    let world = sim.sim.world();
-    let list = world.document.shield_zones[0]
-        .access_lists
-        .iter()
-        .find(|l| l.configuration_id() == Some(configuration))
-        .expect("configuration");
-    (
-        list.is_enabled(),
-        i32::try_from(list.action()).expect("an int32 action"),
-    )
+    let (enabled, action) = crate::support::sim::platform_list(sim, configuration).expect("configuration");
+    (enabled, i32::try_from(action).expect("an int32 action"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::operator::{Operator, eventually, wait_for_condition};
-use crate::support::sim::{ACCESS_KEY, example_fixtures, start};
+use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, start};
 use edge_operator::crd::pull_zone_certificate::PullZoneCertificate;
 use edge_operator::sim::RunningSim;
 use kube::Api;
@@ -113,13 +113,7 @@ async fn unknown_hostname_is_terminal() {
 async fn retry_after_is_honoured() {
     let sim = start(example_fixtures()).await;
     let fault = json!({"pathPrefix": "/pullzone/", "status": 429, "count": 1, "retryAfter": 3});
-    let response = reqwest::Client::new()
-        .post(format!("{}/_sim/faults", sim.base_url()))
-        .json(&fault)
-        .send()
-        .await
-        .expect("fault");
-    assert!(response.status().is_success());
+    add_fault(&sim, fault);
     let namespace = TestNamespace::create("pzc-429");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--certificate-backoff", "1s"]);
     let api: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);

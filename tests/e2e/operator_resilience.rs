@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::operator::{Operator, wait_for_condition};
-use crate::support::sim::{example_fixtures, start};
+use crate::support::sim::{add_fault, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
-use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;
 
@@ -25,14 +24,6 @@ async fn ready(api: &Api<AccessListConfig>, name: &str) {
     wait_for_condition(api, name, "Ready", None, "InSync", WAIT).await;
 }
 
-fn count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
-    sim.sim
-        .journal()
-        .iter()
-        .filter(|e| e.method == method && e.path.contains(path_part))
-        .count()
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -45,12 +36,7 @@ async fn server_errors_then_success_converge_with_bounded_calls() {
     let sim = start(example_fixtures()).await;
     let fault =
         json!({"method": "GET", "pathPrefix": "/shield/shield-zone/1001/access-lists", "status": 500, "count": 3});
-    reqwest::Client::new()
-        .post(format!("{}/_sim/faults", sim.base_url()))
-        .json(&fault)
-        .send()
-        .await
-        .expect("fault");
+    add_fault(&sim, fault);
     let namespace = TestNamespace::create("faults");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
@@ -64,7 +50,7 @@ async fn server_errors_then_success_converge_with_bounded_calls() {
         .map(|e| e.status)
         .collect();
     assert_eq!(reads, [500, 500, 500, 200], "three failures, then one successful read");
-    assert_eq!(count(&sim, "PATCH", "/configurations/9101"), 1);
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +70,7 @@ async fn a_restarted_operator_converges_without_duplicate_writes() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     for configuration in [9101, 9102, 9201] {
         assert_eq!(
-            count(&sim, "PATCH", &format!("/configurations/{configuration}")),
+            journal_count(&sim, "PATCH", &format!("/configurations/{configuration}")),
             1,
             "configuration {configuration}"
         );
@@ -113,8 +99,12 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
     apply_alc(&namespace.name, "one", 9101, true);
     ready(&api, "one").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(count(&sim, "PATCH", "/configurations/9101"), 1, "one writer");
-    assert_eq!(count(&sim, "GET", "/access-lists"), 1, "the standby does not even read");
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1, "one writer");
+    assert_eq!(
+        journal_count(&sim, "GET", "/access-lists"),
+        1,
+        "the standby does not even read"
+    );
 
     let (_, holder, _) = cluster().kubectl(
         &[
@@ -149,11 +139,11 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
     );
     assert_ne!(new_holder, holder, "the standby holds the lease now");
     assert_eq!(
-        count(&sim, "PATCH", "/configurations/9101"),
+        journal_count(&sim, "PATCH", "/configurations/9101"),
         1,
         "no duplicate write after failover"
     );
-    assert_eq!(count(&sim, "PATCH", "/configurations/9102"), 1);
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9102"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ mod generate;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::support::sim::{ACCESS_KEY, client_of, fixtures_at, http, insert_events, now_ms, start};
+use crate::support::sim::{ACCESS_KEY, add_fault, client_of, fixtures_at, http, insert_events, now_ms, start};
 use edge_operator::api::contract::{BodyValidator, Document, Required, schema};
 use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
@@ -430,16 +430,11 @@ fn operations() -> Vec<Operation> {
     ]
 }
 
-async fn fault(http: &reqwest::Client, base: &str, operation: &Operation, body: &Value) {
-    let response = http
-        .post(format!("{base}/_sim/faults"))
-        .json(
-            &json!({"method": operation.method, "pathPrefix": operation.path, "status": 200, "count": 1, "body": body}),
-        )
-        .send()
-        .await
-        .expect("fault");
-    assert!(response.status().is_success());
+fn fault(sim: &RunningSim, operation: &Operation, body: &Value) {
+    add_fault(
+        sim,
+        json!({"method": operation.method, "pathPrefix": operation.path, "status": 200, "count": 1, "body": body}),
+    );
 }
 
 async fn edgectl(base: &str, args: &[&str]) -> Result<Value, String> {
@@ -464,7 +459,6 @@ fn decode_generated(sim: &RunningSim, runtime: &tokio::runtime::Runtime, operati
     let strict = validator(operation.document, operation.schema);
     let client = client_of(sim, RetryPolicy::none());
     let base = sim.base_url();
-    let admin = http();
     let decoded = AtomicUsize::new(0);
     let mut runner = TestRunner::new(Config {
         cases: CASES,
@@ -486,12 +480,12 @@ fn decode_generated(sim: &RunningSim, runtime: &tokio::runtime::Runtime, operati
         }
         let n = decoded.fetch_add(1, Ordering::Relaxed);
         runtime.block_on(async {
-            fault(&admin, &base, operation, &generated).await;
+            fault(sim, operation, &generated);
             (operation.check)(&client, generated.clone())
                 .await
                 .map_err(TestCaseError::fail)?;
             if n < CLI_CASES {
-                fault(&admin, &base, operation, &generated).await;
+                fault(sim, operation, &generated);
                 let output = edgectl(&base, operation.cli).await.map_err(TestCaseError::fail)?;
                 (operation.cli_check)(&output, &generated).map_err(TestCaseError::fail)?;
             }
@@ -528,7 +522,6 @@ fn bodies_generated_from_the_published_schemas_decode_in_the_client_and_cli() {
 async fn every_error_body_shape_maps_to_its_typed_error() {
     let sim = start(fixtures_at()).await;
     let client = client_of(&sim, RetryPolicy::none());
-    let base = sim.base_url();
     let cases = [
         (
             "GET",
@@ -567,13 +560,10 @@ async fn every_error_body_shape_maps_to_its_typed_error() {
         ),
     ];
     for (method, prefix, status, body, reason) in cases {
-        let response = http()
-            .post(format!("{base}/_sim/faults"))
-            .json(&json!({"method": method, "pathPrefix": prefix, "status": status, "count": 1, "body": body}))
-            .send()
-            .await
-            .expect("fault");
-        assert!(response.status().is_success());
+        add_fault(
+            &sim,
+            json!({"method": method, "pathPrefix": prefix, "status": status, "count": 1, "body": body.clone()}),
+        );
         let error: ApiError = match (method, prefix) {
             ("GET", "/shield/rate-limits/") => client.rate_limits_page(1001, 1, 10).await.map(drop),
             ("PATCH", _) => client

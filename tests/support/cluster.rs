@@ -60,19 +60,8 @@ pub struct PrivateCluster {
 impl PrivateCluster {
     pub fn up(purpose: &str) -> Self {
         let name = format!("{purpose}-{}", std::process::id());
-        let output = Command::new(repo_root().join("hack/cluster.sh"))
-            .arg("up")
-            .env("EDGE_CLUSTER_NAME", &name)
-            .output()
-            .expect("hack/cluster.sh runs");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let kubeconfig = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("export KUBECONFIG="))
-            .expect("cluster.sh prints the kubeconfig");
         let cluster = Cluster {
-            kubeconfig: PathBuf::from(kubeconfig),
+            kubeconfig: cluster_up(&name),
             owned_name: None,
         };
         cluster.apply_crds();
@@ -107,15 +96,24 @@ fn start_or_reuse() -> Cluster {
         };
     }
     let name = format!("test-{}", std::process::id());
-    let output = Command::new(repo_root().join("hack/cluster.sh"))
-        .arg("up")
-        .env("EDGE_CLUSTER_NAME", &name)
-        .output()
-        .expect("hack/cluster.sh runs");
     // SAFETY: registering a plain extern "C" function with the C runtime.
     unsafe {
         atexit(stop_owned_cluster);
     }
+    let kubeconfig = cluster_up(&name);
+    Cluster {
+        kubeconfig,
+        owned_name: Some(name),
+    }
+}
+
+/// `hack/cluster.sh up` for cluster `name`; its kubeconfig.
+fn cluster_up(name: &str) -> PathBuf {
+    let output = Command::new(repo_root().join("hack/cluster.sh"))
+        .arg("up")
+        .env("EDGE_CLUSTER_NAME", name)
+        .output()
+        .expect("hack/cluster.sh runs");
     assert!(
         output.status.success(),
         "hack/cluster.sh up failed:\n{}",
@@ -126,10 +124,7 @@ fn start_or_reuse() -> Cluster {
         .lines()
         .find_map(|l| l.strip_prefix("export KUBECONFIG="))
         .expect("cluster.sh prints the kubeconfig");
-    Cluster {
-        kubeconfig: PathBuf::from(kubeconfig),
-        owned_name: Some(name),
-    }
+    PathBuf::from(kubeconfig)
 }
 
 /// Directory of the pinned kubectl/helm binaries.

@@ -70,3 +70,28 @@ pub fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> Str
     )
     .expect("token")
 }
+
+/// Programs a fault on an in-process emulator (the admin API's `POST /_sim/faults` body).
+pub fn add_fault(sim: &RunningSim, fault: serde_json::Value) {
+    let fault = serde_json::from_value(fault).expect("a valid fault");
+    sim.sim.add_fault(fault).expect("room for the fault");
+}
+
+/// Journaled requests with `method` whose path contains `path_part`.
+pub fn journal_count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
+    sim.sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == method && e.path.contains(path_part))
+        .count()
+}
+
+/// `(isEnabled, action)` of a configuration of the first Shield Zone, as the emulator holds it.
+pub fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
+    let world = sim.sim.world();
+    let list = world.document.shield_zones[0]
+        .access_lists
+        .iter()
+        .find(|l| l.configuration_id() == Some(configuration))?;
+    Some((list.is_enabled(), list.action()))
+}
