@@ -43,9 +43,9 @@ impl Manifest {
 const KINDS: [&str; 3] = ["AccessListConfig", "PullZoneCertificate", "ContainerAppWatch"];
 
 /// Reads every document of `paths`: files, folders (their `.yaml`, `.yml` and `.json`
-/// files, recursively, in name order) and `-` (standard input). Documents of other
-/// kinds (a kustomization's Namespaces, Secrets...) are kept out, except Secrets, which
-/// a plan never reads from manifests.
+/// files, recursively, in name order) and `-` (standard input). Only documents of the
+/// `edgeplatform.io` kinds are kept: a kustomization's Namespaces, Secrets and other
+/// objects are left out (Secrets come from `--secrets-from` instead).
 pub fn load(paths: &[String], stdin: impl FnOnce() -> std::io::Result<String>) -> Result<Vec<Manifest>, Failure> {
     let mut stdin = Some(stdin);
     let mut manifests = Vec::new();
