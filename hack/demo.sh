@@ -15,10 +15,23 @@ metrics_port="${EDGE_DEMO_METRICS_PORT:-18090}"
 
 log() { printf '\n==> %s\n' "$*"; }
 
+# Stops a process started by this script: SIGTERM, then SIGKILL if it is still there
+# after 10 s; returns once it is gone (its ports are free again).
 stop_process() {
-  local pidfile="$state/$1.pid"
-  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")" 2>/dev/null || true
+  local pidfile="$state/$1.pid" pid i
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "$1 (pid $pid) ignored SIGTERM for 10 s; killing it" >&2
+      kill -9 "$pid" 2>/dev/null || true
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
   fi
   rm -f "$pidfile"
 }

@@ -20,4 +20,5 @@ pub mod metrics;
 pub mod reads;
 pub mod runtime;
 pub mod shared_reads;
+pub mod shutdown;
 pub mod status;

@@ -27,6 +27,7 @@ use super::error::ReconcileError;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::reads::Reads;
+use super::shutdown::{self, Shutdown};
 use super::status::{MANAGER, object_key};
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, RetryPolicy, Secret};
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
@@ -225,6 +226,7 @@ async fn run_controller<K: Reconciled>(
     ctx: Arc<Context>,
     health: Arc<Health>,
     concurrency: u16,
+    shutdown: Shutdown,
     share_store: impl FnOnce(&Context, kube::runtime::reflector::Store<K>),
 ) {
     // Only changes of generation (spec, deletion), annotations (paused, requests) and
@@ -257,7 +259,7 @@ async fn run_controller<K: Reconciled>(
             move |secret| referencing(&store, &secret),
         )
         .with_config(controller::Config::default().concurrency(concurrency))
-        .shutdown_on_signal()
+        .graceful_shutdown_on(shutdown.requested())
         .run(driver::reconcile::<K>, error_policy, ctx)
         .for_each(|result| {
             let health = health.clone();
@@ -364,6 +366,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     });
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
+    let shutdown = Shutdown::on_signals();
     let mut leadership = None;
     if let Some(election) = &config.leader_election {
         let manager = kube_lease_manager::LeaseManagerBuilder::new(kube_client.clone(), &election.lease_name)
@@ -378,10 +381,23 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         let (mut is_leader, task) = manager.watch().await;
         health.ready.store(true, Ordering::Relaxed);
         tracing::info!(identity = %election.identity, "waiting for the leader lease");
-        while !*is_leader.borrow_and_update() {
-            if is_leader.changed().await.is_err() {
-                return Err(RunError::LostLease);
+        let acquired = async {
+            while !*is_leader.borrow_and_update() {
+                if is_leader.changed().await.is_err() {
+                    return false;
+                }
             }
+            true
+        };
+        let acquired = tokio::select! {
+            acquired = acquired => acquired,
+            () = shutdown.clone().requested() => {
+                release_lease(is_leader, task).await;
+                return Ok(());
+            }
+        };
+        if !acquired {
+            return Err(RunError::LostLease);
         }
         tracing::info!(identity = %election.identity, "acquired the leader lease");
         ctx.leader.confirm();
@@ -402,6 +418,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 ctx.clone(),
                 health.clone(),
                 config.concurrency,
+                shutdown.clone(),
                 |ctx, store| {
                     let _ = ctx.access_lists.set(store);
                 },
@@ -412,6 +429,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 ctx.clone(),
                 health.clone(),
                 config.concurrency,
+                shutdown.clone(),
                 |_, _| {},
             ),
             run_controller(
@@ -420,31 +438,56 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 ctx.clone(),
                 health.clone(),
                 config.concurrency,
+                shutdown.clone(),
                 |_, _| {},
             ),
         );
     };
+    let controllers = async {
+        if !shutdown::bounded(controllers, shutdown.clone(), shutdown::GRACE).await {
+            tracing::warn!(grace = ?shutdown::GRACE, "in-flight reconciles did not finish in time; abandoned");
+        }
+    };
     tracing::info!("controllers started");
-    match leadership {
-        Some((mut is_leader, _task, watchdog)) => {
-            let lost = async move {
+    let outcome = match leadership {
+        Some((mut is_leader, task, watchdog)) => {
+            let lost = async {
                 while *is_leader.borrow_and_update() {
                     if is_leader.changed().await.is_err() {
                         break;
                     }
                 }
             };
-            tokio::select! {
+            let outcome = tokio::select! {
                 () = controllers => Ok(()),
                 () = lost => Err(RunError::LostLease),
                 _ = watchdog => Err(RunError::LostLease),
                 served = server => served.unwrap_or(Ok(())),
-            }
+            };
+            release_lease(is_leader, task).await;
+            outcome
         }
         None => tokio::select! {
             () = controllers => Ok(()),
             served = server => served.unwrap_or(Ok(())),
         },
+    };
+    tracing::info!("stopped");
+    outcome
+}
+
+/// Closes the lease manager's channel, which makes it release the Lease if held, so a
+/// standby takes over at once instead of after the lease duration. Bounded: the
+/// apiserver may already be gone.
+async fn release_lease(
+    is_leader: tokio::sync::watch::Receiver<bool>,
+    task: tokio::task::JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
+) {
+    drop(is_leader);
+    match tokio::time::timeout(shutdown::LEASE_RELEASE_GRACE, task).await {
+        Ok(Ok(Ok(_))) => tracing::info!("leader Lease released"),
+        Ok(Ok(Err(error))) => tracing::warn!(%error, "could not release the leader Lease; it expires by itself"),
+        Ok(Err(_)) | Err(_) => tracing::warn!("the leader Lease was not released in time; it expires by itself"),
     }
 }
 

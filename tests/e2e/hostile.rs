@@ -521,3 +521,34 @@ async fn the_apiserver_killed_mid_convergence_loses_no_desired_state() {
     assert_eq!(platform_list(&sim, 9102), Some((false, 3)));
     assert_eq!(platform_list(&sim, 9201), Some((true, 1)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_sigterm_stops_the_leader_within_seconds_even_with_the_apiserver_gone() {
+    let private = tokio::task::spawn_blocking(|| PrivateCluster::up("shutdown"))
+        .await
+        .expect("cluster");
+    let sim = start(example_fixtures()).await;
+    let (ok, _, stderr) = private.cluster.kubectl(&["create", "namespace", "team"], None);
+    assert!(ok, "{stderr}");
+    let mut operator = Operator::start_with_kubeconfig(
+        "team",
+        &sim.base_url(),
+        &["--leader-elect", "--lease-namespace", "team", "--lease-duration", "6s"],
+        &private.cluster.kubeconfig,
+    );
+    let yaml = access_list_yaml("team", "list", 9101, false, "");
+    let (ok, _, stderr) = private.cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{stderr}");
+    let api: Api<AccessListConfig> = Api::namespaced(private.cluster.client().await, "team");
+    wait_for_condition(&api, "list", "Ready", Some("True"), "InSync", WAIT).await;
+
+    drop(private);
+    let (took, status) = tokio::task::block_in_place(|| operator.terminate(Duration::from_secs(20)))
+        .expect("the operator exits on one SIGTERM");
+    assert!(status.success(), "a requested stop is a clean exit: {status}");
+    let bound = edge_operator::controller::shutdown::GRACE
+        + edge_operator::controller::shutdown::LEASE_RELEASE_GRACE
+        + Duration::from_secs(1);
+    assert!(took <= bound, "stopped in {took:?}, more than {bound:?}");
+    println!("SIGTERM to exit with the apiserver gone: {took:?}");
+}

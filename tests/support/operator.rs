@@ -56,6 +56,24 @@ impl Operator {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
+    /// Sends SIGTERM once and waits (at most `limit`) for the process to exit; returns
+    /// how long it took and its exit status, or `None` if it was still running.
+    pub fn terminate(&mut self, limit: Duration) -> Option<(Duration, std::process::ExitStatus)> {
+        let started = std::time::Instant::now();
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM sent");
+        while started.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some((started.elapsed(), status));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
