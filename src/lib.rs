@@ -7,5 +7,6 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod crd;
+pub mod signal;
 pub mod sim;
 pub mod telemetry;

@@ -3,6 +3,7 @@
 # clone, keyed by version, only when missing:
 #   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
 #   helm (go install)
+# With --node, also the node's binaries: kubelet, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -69,6 +70,11 @@ build_tool etcd go.etcd.io/etcd/server/v3
 build_tool kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build_tool kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_tool kubectl k8s.io/kubernetes/cmd/kubectl
+if [ "${1:-}" = "--node" ]; then
+  build_tool kubelet k8s.io/kubernetes/cmd/kubelet
+  build_tool kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+  build_tool kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+fi
 
 if [ ! -x "$K8S_BIN_DIR/helm" ]; then
   log "building helm ${HELM_VERSION} ..."

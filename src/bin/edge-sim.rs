@@ -57,9 +57,6 @@ async fn main() -> anyhow::Result<()> {
         logs = generated.logs,
         "edge-sim ready"
     );
-    serve(listener, sim, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    serve(listener, sim, edge_operator::signal::terminate_or_interrupt()).await?;
     Ok(())
 }

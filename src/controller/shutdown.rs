@@ -21,7 +21,7 @@ impl Shutdown {
     pub fn on_signals() -> Self {
         let (request, requested) = watch::channel(false);
         tokio::spawn(async move {
-            first_signal().await;
+            crate::signal::terminate_or_interrupt().await;
             tracing::info!("stop requested; finishing in-flight work");
             let _ = request.send(true);
             // Keeps the sender, so the request stays visible to late subscribers.
@@ -41,25 +41,6 @@ impl Shutdown {
         if self.0.wait_for(|stop| *stop).await.is_err() {
             // The requester is gone without asking: never resolves.
             std::future::pending::<()>().await;
-        }
-    }
-}
-
-async fn first_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => tokio::select! {
-            _ = terminate.recv() => {}
-            () = interrupt => {}
-        },
-        Err(error) => {
-            tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the operator");
-            interrupt.await;
         }
     }
 }

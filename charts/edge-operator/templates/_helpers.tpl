@@ -31,10 +31,38 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "edge-operator.credentialsSecret" -}}
-{{- if .Values.credentials.create -}}
+{{- if or .Values.credentials.create (include "edge-operator.emulatorCredentials" .) -}}
 {{- printf "%s-credentials" (include "edge-operator.fullname" .) -}}
 {{- else -}}
 {{- .Values.credentials.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The emulator's access key is the default key when no credentials are configured. */ -}}
+{{- define "edge-operator.emulatorCredentials" -}}
+{{- if and .Values.emulator.enabled (not .Values.credentials.create) (not .Values.credentials.existingSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "edge-operator.emulatorName" -}}
+{{- printf "%s-emulator" (include "edge-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "edge-operator.emulatorSelectorLabels" -}}
+app.kubernetes.io/name: edge-sim
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- /*
+The platform API URL: platform.apiUrl, or the emulator's Service. Its address comes from
+the Service's environment variables, which Kubernetes expands in container arguments:
+this needs no cluster DNS.
+*/ -}}
+{{- define "edge-operator.apiUrl" -}}
+{{- if .Values.platform.apiUrl -}}
+{{- .Values.platform.apiUrl -}}
+{{- else if .Values.emulator.enabled -}}
+{{- $service := include "edge-operator.emulatorName" . | upper | replace "-" "_" -}}
+{{- printf "http://$(%s_SERVICE_HOST):$(%s_SERVICE_PORT)" $service $service -}}
 {{- end -}}
 {{- end -}}
 

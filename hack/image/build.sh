@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Assembles the product's images as OCI archives, without a container engine or a
+# registry, into ${EDGE_CACHE_DIR}/images:
+#   edge-operator-<version>.oci.tar  ghcr.io/edge-operator/edge-operator:<version>
+#   edge-sim-<version>.oci.tar       ghcr.io/edge-operator/edge-sim:<version>
+#   pause.oci.tar                    edge-operator.local/pause:static (the node's sandbox image)
+# Both product images hold the three release binaries, the shared libraries they load,
+# a CA bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
+# their entrypoint. Load them with `hack/cluster.sh load-image FILE` (the local node),
+# `kind load image-archive FILE` or `docker load -i FILE`.
+#
+#   hack/image/build.sh          all three
+#   hack/image/build.sh pause    the sandbox image only
+# Prints the archives' paths, one per line.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=hack/k8s/versions.sh
+source hack/k8s/versions.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
+out="$EDGE_CACHE_DIR/images"
+mkdir -p "$out"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+log() { printf '[image] %s\n' "$*" >&2; }
+
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+
+pause() {
+  mkdir -p "$work/pause"
+  gcc -static -Os -o "$work/pause/pause" hack/image/pause.c
+  strip "$work/pause/pause"
+  python3 hack/image/oci.py --rootfs "$work/pause" --name edge-operator.local/pause:static \
+    --entrypoint /pause --output "$out/pause.oci.tar" >&2
+  echo "$out/pause.oci.tar"
+}
+
+# Copies a binary's shared libraries (and the dynamic loader) into the root file system.
+copy_libraries() {
+  local binary="$1" rootfs="$2" library
+  for library in $(ldd "$binary" | grep -o '/[^ ]*'); do
+    mkdir -p "$rootfs$(dirname "$library")"
+    cp -L "$library" "$rootfs$library"
+  done
+}
+
+product() {
+  log "building the release binaries"
+  cargo build --release --locked --bins >&2
+  local rootfs="$work/rootfs" bin
+  mkdir -p "$rootfs/usr/local/bin" "$rootfs/etc/ssl/certs" "$rootfs/tmp" "$rootfs/home/nonroot"
+  chmod 1777 "$rootfs/tmp"
+  for bin in edge-operator edge-sim edgectl; do
+    install -s -m 0755 "$CARGO_TARGET_DIR/release/$bin" "$rootfs/usr/local/bin/$bin"
+    copy_libraries "$rootfs/usr/local/bin/$bin" "$rootfs"
+  done
+  cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
+  chown 65532:65532 "$rootfs/home/nonroot"
+  local labels=(--label "org.opencontainers.image.version=$version"
+    --label "org.opencontainers.image.source=https://github.com/edge-operator/edge-operator")
+  python3 hack/image/oci.py --rootfs "$rootfs" --name "ghcr.io/edge-operator/edge-operator:$version" \
+    --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 "${labels[@]}" \
+    --output "$out/edge-operator-$version.oci.tar" >&2
+  python3 hack/image/oci.py --rootfs "$rootfs" --name "ghcr.io/edge-operator/edge-sim:$version" \
+    --entrypoint /usr/local/bin/edge-sim --user 65532:65532 "${labels[@]}" \
+    --output "$out/edge-sim-$version.oci.tar" >&2
+  echo "$out/edge-operator-$version.oci.tar"
+  echo "$out/edge-sim-$version.oci.tar"
+}
+
+case "${1:-all}" in
+  pause) pause ;;
+  all) pause; product ;;
+  *) echo "usage: $0 [all|pause]" >&2; exit 2 ;;
+esac
