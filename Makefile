@@ -2,9 +2,11 @@
 #   make demo    start the local control plane, edge-sim and the operator with examples
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
 #   make bench   the benchmark table (event search, operator at scale, rate discipline)
+#   make images  the operator and edge-sim images as OCI archives (no container engine)
+#   make e2e-kind  the node suite on a kind cluster (needs Docker and kind)
 SHELL := /bin/bash
 
-.PHONY: demo down test bench crds cluster-up cluster-down k8s-binaries
+.PHONY: demo down test bench crds cluster-up cluster-down node-up node-down images e2e-kind k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -31,3 +33,16 @@ cluster-up:
 
 cluster-down:
 	hack/cluster.sh down
+
+# A control plane with a kubelet node (root; see hack/k8s/node.sh for the host changes).
+node-up:
+	hack/cluster.sh up --node
+
+node-down:
+	hack/cluster.sh down --node
+
+images:
+	hack/image/build.sh
+
+e2e-kind:
+	hack/e2e-kind.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, emulator, client and e2e tests on a
-# real local control plane started for this run and stopped afterwards, then a smoke
-# run of the benchmark.
+# real local control plane started for this run and stopped afterwards; the node suite
+# (the chart's Pods from the locally assembled images) on a control plane with a
+# kubelet node, which needs root; then a smoke run of the benchmark.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=hack/k8s/versions.sh
@@ -23,6 +24,23 @@ export EDGE_TEST_KUBECONFIG="$KUBECONFIG"
 
 step "cargo test"
 cargo test --locked --no-fail-fast --lib --bins --tests
+hack/cluster.sh down >/dev/null
+
+step "images (hack/image/build.sh: OCI archives of the release binaries)"
+built="$(hack/image/build.sh)"
+mapfile -t images <<<"$built"
+ls -l "${images[@]}"
+
+step "node suite: a kubelet node, the images loaded, the chart installed (root)"
+export EDGE_CLUSTER_NAME="node-$$"
+trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
+eval "$(hack/cluster.sh up --node)"
+for image in "${images[@]}"; do
+  [[ "$image" == */pause.oci.tar ]] || hack/cluster.sh load-image "$image"
+done
+EDGE_TEST_KUBECONFIG="$KUBECONFIG" cargo test --locked --test node -- --nocapture
+hack/cluster.sh down >/dev/null
+trap - EXIT
 
 step "benchmark smoke (small sizes, count targets gated; the full run is make bench)"
 hack/bench/run.sh --smoke

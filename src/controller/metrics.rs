@@ -56,6 +56,7 @@ pub struct Metrics {
     durations: Family<KindLabels, Histogram>,
     requests: Family<RequestLabels, Counter>,
     conditions: Family<ConditionLabels, Gauge>,
+    resident_memory: Gauge,
     published: Mutex<HashMap<ConditionKey, ConditionState>>,
 }
 
@@ -93,6 +94,12 @@ impl Default for Metrics {
             "1 for each object's current condition status and reason",
             conditions.clone(),
         );
+        let resident_memory = Gauge::default();
+        registry.register(
+            "resident_memory_bytes",
+            "Resident set size of the operator process (VmRSS), read at each scrape",
+            resident_memory.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -100,6 +107,7 @@ impl Default for Metrics {
             durations,
             requests,
             conditions,
+            resident_memory,
             published: Mutex::default(),
         }
     }
@@ -166,12 +174,26 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
+        if let Some(bytes) = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .as_deref()
+            .and_then(vm_rss_bytes)
+        {
+            self.resident_memory.set(bytes);
+        }
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::error!(%error, "cannot encode metrics");
         }
         text
     }
+}
+
+/// The `VmRSS` line of `/proc/<pid>/status`, in bytes.
+fn vm_rss_bytes(status: &str) -> Option<i64> {
+    let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
+    let kib: i64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 impl RequestObserver for Metrics {
@@ -189,6 +211,20 @@ impl RequestObserver for Metrics {
 mod tests {
     use super::*;
     use crate::controller::conditions::{ConditionType, Decided, merge};
+
+    #[test]
+    fn resident_memory_is_read_from_the_status_file_and_exposed() {
+        let status = "Name:\tedge-operator\nVmHWM:\t   16000 kB\nVmRSS:\t   15316 kB\nThreads:\t4\n";
+        assert_eq!(vm_rss_bytes(status), Some(15316 * 1024));
+        assert_eq!(vm_rss_bytes("VmRSS: lots\n"), None);
+        assert_eq!(vm_rss_bytes("Name: x\n"), None);
+        let text = Metrics::default().encode();
+        let exposed = text
+            .lines()
+            .find_map(|l| l.strip_prefix("edge_operator_resident_memory_bytes "))
+            .and_then(|v| v.parse::<i64>().ok());
+        assert!(exposed.is_some_and(|bytes| bytes > 0), "{text}");
+    }
 
     #[test]
     fn condition_gauges_follow_the_current_reason_only() {

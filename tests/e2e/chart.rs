@@ -1,59 +1,52 @@
 //! The Helm chart on the real control plane: lint, server-side dry run, install, values
 //! schema, and the operator working with exactly the RBAC the chart grants.
 
-use std::process::Command;
 use std::time::Duration;
 
-use crate::support::cluster::{TestNamespace, cluster, k8s_bin_dir, repo_root};
+use crate::support::cluster::{TestNamespace, cluster, repo_root};
+use crate::support::helm::{chart, helm};
 use crate::support::operator::{Operator, eventually};
 use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
 
-fn chart() -> String {
-    repo_root().join("charts/edge-operator").display().to_string()
-}
-
-fn helm(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(k8s_bin_dir().join("helm"))
-        .args(args)
-        .env("KUBECONFIG", &cluster().kubeconfig)
-        .env("HELM_CACHE_HOME", std::env::temp_dir().join("edge-operator-helm-cache"))
-        .env(
-            "HELM_CONFIG_HOME",
-            std::env::temp_dir().join("edge-operator-helm-config"),
-        )
-        .env("HELM_DATA_HOME", std::env::temp_dir().join("edge-operator-helm-data"))
-        .output()
-        .expect("helm runs");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
 
+/// The chart-testing value files of the modes the suites install (`charts/*/ci/`).
+fn ci_value_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(repo_root().join("charts/edge-operator/ci"))
+        .expect("charts/edge-operator/ci")
+        .flatten()
+        .map(|entry| entry.path().display().to_string())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    files
+}
+
 #[test]
-fn lint_and_server_side_dry_run() {
-    let (ok, out, err) = helm(&["lint", &chart(), API_URL]);
-    assert!(ok, "{out}{err}");
+fn lint_passes_on_the_defaults_and_every_mode_renders_and_validates_server_side() {
+    let (ok, out, err) = helm(&["lint", &chart()]);
+    assert!(ok, "the chart as shipped lints: {out}{err}");
     let namespace = TestNamespace::create("chart-dry");
     let namespaced_mode = format!("--set=watchNamespace={}", namespace.name);
-    for values in [
-        vec![API_URL, "--set=credentials.existingSecret=edge-key"],
-        vec![
-            API_URL,
-            "--set=replicas=2",
-            "--set=credentials.create=true",
-            "--set=credentials.accessKey=k",
-            "--set=podDisruptionBudget.enabled=true",
-            "--set=networkPolicy.enabled=true",
-        ],
-        vec![API_URL, namespaced_mode.as_str()],
-    ] {
+    let files = ci_value_files();
+    let mut modes: Vec<Vec<&str>> = files.iter().map(|file| vec!["-f", file.as_str()]).collect();
+    modes.push(vec![
+        API_URL,
+        "--set=replicas=2",
+        "--set=credentials.create=true",
+        "--set=credentials.accessKey=k",
+        "--set=podDisruptionBudget.enabled=true",
+        "--set=networkPolicy.enabled=true",
+    ]);
+    modes.push(vec![API_URL, namespaced_mode.as_str()]);
+    for values in modes {
         let chart = chart();
+        let mut args = vec!["lint", &chart];
+        args.extend(values.iter().copied());
+        let (ok, out, err) = helm(&args);
+        assert!(ok, "{values:?}: {out}{err}");
         let mut args = vec!["template", "dry", &chart, "--namespace", &namespace.name];
         args.extend(values.iter().copied());
         let (ok, manifests, err) = helm(&args);
@@ -64,6 +57,16 @@ fn lint_and_server_side_dry_run() {
         );
         assert!(ok, "{values:?}: {err}");
     }
+}
+
+#[test]
+fn an_install_without_a_platform_url_fails_saying_which_value_is_missing() {
+    let (ok, _, err) = helm(&["template", "missing", &chart()]);
+    assert!(!ok);
+    assert!(
+        err.contains("platform.apiUrl is required") && err.contains("emulator.enabled"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod helm;
 pub mod operator;
 pub mod sim;

@@ -1,0 +1,269 @@
+//! The chart's Pods on a node: install, examples reconciled against the in-cluster
+//! emulator, upgrade, failover of the leader Pod, SIGTERM, uninstall.
+
+use std::time::{Duration, Instant};
+
+use edge_operator::crd::AccessListConfig;
+use kube::Api;
+
+use super::release::{Release, is_ready, is_running};
+use crate::support::cluster::{cluster, repo_root};
+use crate::support::operator::{eventually, wait_for_condition};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> String {
+    format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
+    )
+}
+
+fn apply(yaml: &str) {
+    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
+    assert!(ok, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_examples() {
+    let release = Release::install("node-install", "emulator", &[]);
+    println!("helm install to Pods Ready: {:?}", release.ready_after);
+    let namespace = release.namespace.name.clone();
+
+    let pods = release.operator_pods().await;
+    assert_eq!(pods.len(), 1);
+    let pod = &pods[0];
+    assert!(is_ready(pod), "the readiness probe passed");
+    let spec = pod.spec.as_ref().expect("spec");
+    assert_eq!(spec.service_account_name.as_deref(), Some(release.fullname().as_str()));
+    assert_ne!(spec.automount_service_account_token, Some(false));
+    let volumes = spec.volumes.as_deref().unwrap_or_default();
+    assert!(
+        volumes.iter().any(|v| v.projected.is_some()),
+        "the ServiceAccount token is mounted: {volumes:?}"
+    );
+
+    let (ok, _, err) = cluster().kubectl(&["apply", "-n", &namespace, "-k", "examples/"], None);
+    assert!(ok, "{err}");
+    for (kind, condition) in [
+        ("accesslistconfig", "Ready"),
+        ("pullzonecertificate", "Ready"),
+        ("containerappwatch", "AppReady"),
+    ] {
+        let (ok, _, err) = cluster().kubectl(
+            &[
+                "wait",
+                "-n",
+                &namespace,
+                &format!("--for=condition={condition}"),
+                kind,
+                "--all",
+                "--timeout=90s",
+            ],
+            None,
+        );
+        assert!(ok, "{kind} {condition}: {err}");
+    }
+    assert!(
+        release.journal_count("GET", "/shield-zone/1001/access-lists") > 0,
+        "the operator read the in-cluster emulator"
+    );
+    let reporters = release.kubectl(&[
+        "get",
+        "events.events.k8s.io",
+        "-o",
+        "jsonpath={range .items[*]}{.reportingController} {.reason}{\"\\n\"}{end}",
+    ]);
+    assert!(
+        reporters.lines().any(|l| l == "edge-operator Issued"),
+        "the operator wrote Events: {reporters}"
+    );
+
+    let pod_name = pod.metadata.name.clone().expect("name");
+    let metrics = release.service_get(&format!("{}-metrics", release.fullname()), "metrics", "/metrics");
+    let rss: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("edge_operator_resident_memory_bytes "))
+        .and_then(|v| v.parse().ok())
+        .expect("the operator's RSS in its metrics");
+    println!("operator RSS in its Pod: {:.1} MiB", rss / 1048576.0);
+    assert!(rss < 256.0 * 1048576.0, "within the chart's 256 MiB limit");
+
+    let pod = release.pods().await.get(&pod_name).await.expect("the Pod");
+    let restarts: i32 = pod
+        .status
+        .and_then(|s| s.container_statuses)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.restart_count)
+        .sum();
+    assert_eq!(restarts, 0, "the liveness probe never failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_replaces_the_single_operator_without_two_ever_running() {
+    let release = Release::install("node-upgrade", "emulator", &[]);
+    let before = release.operator_pods().await;
+    assert_eq!(before.len(), 1);
+    let old_name = before[0].metadata.name.clone();
+
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        let pods = release.pods().await;
+        let selector = format!(
+            "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
+            release.name
+        );
+        tokio::spawn(async move {
+            let mut most = 0;
+            let mut samples = 0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(list) = pods.list(&kube::api::ListParams::default().labels(&selector)).await {
+                    most = most.max(list.items.iter().filter(|p| is_running(p)).count());
+                    samples += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (most, samples)
+        })
+    };
+    let (ok, _, err) = tokio::task::block_in_place(|| {
+        release.helm(
+            "upgrade",
+            &["--reuse-values", "--set=resync=5m", "--wait", "--timeout=120s"],
+        )
+    });
+    assert!(ok, "{err}");
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (most, samples) = sampler.await.expect("sampler");
+    let after = release.operator_pods().await;
+    assert!(
+        after.len() == 1 && after[0].metadata.name != old_name,
+        "the upgrade replaced the Pod"
+    );
+    assert!(samples > 10, "{samples} samples");
+    assert_eq!(most, 1, "never two operators running at once ({samples} samples)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standby_takes_over_from_a_deleted_leader_without_a_duplicate_write_and_uninstall_cleans_up() {
+    let mut release = Release::install("node-failover", "leader-election", &[]);
+    let namespace = release.namespace.name.clone();
+    let lease = Duration::from_secs(6);
+    let leader = eventually("a leader", WAIT, || release.leader()).await;
+    let pods = release.operator_pods().await;
+    assert_eq!(pods.len(), 2);
+    assert!(pods.iter().all(is_ready), "the standby is Ready too");
+    let standby = pods
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .find(|name| *name != leader)
+        .expect("a standby");
+
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
+    apply(&access_list(&namespace, "failover", 9101, true));
+    wait_for_condition(&api, "failover", "Ready", Some("True"), "InSync", WAIT).await;
+    let patches = release.journal_count("PATCH", "/configurations/9101");
+    assert_eq!(patches, 1);
+
+    let deleted = Instant::now();
+    release.kubectl(&["delete", "pod", &leader, "--wait=false"]);
+    let pods_api = release.pods().await;
+    let mut exit_code = None;
+    let mut took_over = None;
+    let mut gone = None;
+    while (took_over.is_none() || gone.is_none()) && deleted.elapsed() < Duration::from_secs(40) {
+        if took_over.is_none() && release.leader().await.as_deref() == Some(standby.as_str()) {
+            took_over = Some(deleted.elapsed());
+        }
+        match pods_api.get_opt(&leader).await {
+            Ok(Some(pod)) => {
+                let terminated = pod
+                    .status
+                    .and_then(|s| s.container_statuses)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find_map(|c| c.state.and_then(|s| s.terminated));
+                if let Some(terminated) = terminated {
+                    exit_code = Some(terminated.exit_code);
+                }
+            }
+            Ok(None) if gone.is_none() => gone = Some(deleted.elapsed()),
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took_over = took_over.expect("the standby took the Lease");
+    let gone = gone.expect("the deleted leader's Pod went away");
+    println!(
+        "leader Pod deleted: standby leads after {took_over:?}; old Pod gone after {gone:?}, exit code {exit_code:?}"
+    );
+    assert!(
+        took_over <= lease,
+        "handover in {took_over:?}, within the {lease:?} Lease"
+    );
+    assert!(
+        gone < Duration::from_secs(15),
+        "SIGTERM ended the operator in {gone:?}, well within the 30 s grace period"
+    );
+    if let Some(code) = exit_code {
+        assert_eq!(code, 0, "a clean exit on SIGTERM");
+    }
+
+    apply(&access_list(&namespace, "failover", 9101, false));
+    eventually("the new leader applies the change", WAIT, || async {
+        let object = api.get("failover").await.ok()?;
+        let in_sync =
+            object.status.as_ref()?.conditions.iter().any(|c| {
+                c.type_ == "Ready" && c.reason == "InSync" && c.observed_generation == object.metadata.generation
+            });
+        in_sync.then_some(())
+    })
+    .await;
+    assert_eq!(
+        release.journal_count("PATCH", "/configurations/9101"),
+        patches + 1,
+        "one PATCH per change across the handover"
+    );
+
+    // Uninstall: the objects' finalizers are released first, as the README says.
+    let (ok, _, err) = cluster().kubectl(
+        &["delete", "accesslistconfig", "--all", "-n", &namespace, "--timeout=60s"],
+        None,
+    );
+    assert!(ok, "{err}");
+    let fullname = release.fullname();
+    release.uninstall();
+    eventually("the release's Pods are gone", WAIT, || async {
+        release
+            .pods()
+            .await
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    let left = release.kubectl(&[
+        "get",
+        "deployments,replicasets,services,endpoints,secrets,configmaps,serviceaccounts,roles,rolebindings,leases,poddisruptionbudgets,networkpolicies",
+        "-o",
+        "name",
+    ]);
+    let left: Vec<&str> = left
+        .lines()
+        .filter(|l| *l != "configmap/kube-root-ca.crt" && *l != "serviceaccount/default")
+        .collect();
+    assert!(left.is_empty(), "left behind in the namespace: {left:?}");
+    let (_, cluster_wide, _) = cluster().kubectl(&["get", "clusterroles,clusterrolebindings", "-o", "name"], None);
+    assert!(
+        !cluster_wide.lines().any(|l| l.contains(&fullname)),
+        "cluster-wide RBAC left behind"
+    );
+    for crd in std::fs::read_dir(repo_root().join("crds")).expect("crds/").flatten() {
+        let (ok, _, err) = cluster().kubectl(&["get", "-f", &crd.path().display().to_string()], None);
+        assert!(ok, "CRDs stay, as Helm leaves them: {err}");
+    }
+}

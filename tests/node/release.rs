@@ -1,0 +1,189 @@
+//! A Helm release of the chart in a namespace of its own, under the `restricted` Pod
+//! Security Standard, with the in-cluster emulator; and what the tests read of it.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::ListParams;
+
+use crate::support::cluster::{TestNamespace, cluster, repo_root};
+use crate::support::helm::{chart, helm};
+
+pub struct Release {
+    pub name: String,
+    pub namespace: TestNamespace,
+    /// From `helm install` to the release's Pods Ready (`--wait`).
+    pub ready_after: Duration,
+    uninstalled: bool,
+}
+
+impl Release {
+    /// Installs the chart with the `ci/<mode>-values.yaml` file, the example fixtures in
+    /// the emulator, the locally loaded images (never pulled), watching only its own
+    /// namespace; waits until its Pods are Ready.
+    pub fn install(prefix: &str, mode: &str, extra: &[&str]) -> Self {
+        assert!(
+            std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
+            "the node suite needs a cluster with a node and the images loaded, in EDGE_TEST_KUBECONFIG \
+             (hack/cluster.sh up --node; hack/cluster.sh load-image, or make e2e-kind)"
+        );
+        let namespace = TestNamespace::create(prefix);
+        let (ok, _, err) = cluster().kubectl(
+            &[
+                "label",
+                "namespace",
+                &namespace.name,
+                "pod-security.kubernetes.io/enforce=restricted",
+            ],
+            None,
+        );
+        assert!(ok, "{err}");
+        let name = format!("r{}", &namespace.name[namespace.name.len() - 6..]);
+        let values = repo_root().join(format!("charts/edge-operator/ci/{mode}-values.yaml"));
+        let fixtures = repo_root().join("examples/edge-sim-fixtures.yaml");
+        let watch = format!("--set=watchNamespace={}", namespace.name);
+        let fixtures = format!("--set-file=emulator.fixtures={}", fixtures.display());
+        let chart = chart();
+        let mut args = vec![
+            "install",
+            &name,
+            &chart,
+            "--namespace",
+            &namespace.name,
+            "-f",
+            values.to_str().expect("UTF-8 path"),
+            &watch,
+            &fixtures,
+            "--set=image.pullPolicy=Never",
+            "--set=emulator.image.pullPolicy=Never",
+            "--wait",
+            "--timeout=120s",
+        ];
+        args.extend(extra);
+        let started = Instant::now();
+        let (ok, _, err) = helm(&args);
+        let ready_after = started.elapsed();
+        if !ok {
+            let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", &namespace.name], None);
+            panic!("helm install failed: {err}\n{pods}");
+        }
+        Self {
+            name,
+            namespace,
+            ready_after,
+            uninstalled: false,
+        }
+    }
+
+    pub fn fullname(&self) -> String {
+        format!("{}-edge-operator", self.name)
+    }
+
+    pub fn helm(&self, command: &str, extra: &[&str]) -> (bool, String, String) {
+        let chart = chart();
+        let mut args = vec![command, &self.name];
+        if command == "upgrade" {
+            args.push(&chart);
+        }
+        args.extend(["--namespace", &self.namespace.name]);
+        args.extend(extra);
+        helm(&args)
+    }
+
+    pub fn uninstall(&mut self) {
+        let (ok, _, err) = self.helm("uninstall", &["--wait", "--timeout=60s"]);
+        assert!(ok, "{err}");
+        self.uninstalled = true;
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let mut all = args.to_vec();
+        all.extend(["-n", &self.namespace.name]);
+        let (ok, out, err) = cluster().kubectl(&all, None);
+        assert!(ok, "kubectl {args:?}: {err}");
+        out
+    }
+
+    pub async fn pods(&self) -> Api<Pod> {
+        Api::namespaced(cluster().client().await, &self.namespace.name)
+    }
+
+    /// The operator's Pods (not the emulator's).
+    pub async fn operator_pods(&self) -> Vec<Pod> {
+        let selector = format!(
+            "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
+            self.name
+        );
+        self.pods()
+            .await
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map(|list| list.items)
+            .unwrap_or_default()
+    }
+
+    /// The holder of the leader Lease.
+    pub async fn leader(&self) -> Option<String> {
+        let leases: Api<Lease> = Api::namespaced(cluster().client().await, &self.namespace.name);
+        leases.get(&self.fullname()).await.ok()?.spec?.holder_identity
+    }
+
+    /// A GET of one of the release's Services through the apiserver's Service proxy
+    /// (works wherever the test runs, without routes to Pod addresses).
+    pub fn service_get(&self, service: &str, port: &str, path: &str) -> String {
+        let url = format!(
+            "/api/v1/namespaces/{}/services/http:{service}:{port}/proxy{path}",
+            self.namespace.name
+        );
+        let (ok, out, err) = cluster().kubectl(&["get", "--raw", &url], None);
+        assert!(ok, "GET {url}: {err}");
+        out
+    }
+
+    /// A GET of the in-cluster emulator.
+    pub fn emulator_get(&self, path: &str) -> String {
+        self.service_get(&format!("{}-emulator", self.fullname()), "http", path)
+    }
+
+    /// Requests the emulator journaled with `method` on a path containing `path_part`.
+    pub fn journal_count(&self, method: &str, path_part: &str) -> usize {
+        let journal: serde_json::Value =
+            serde_json::from_str(&self.emulator_get("/_sim/requests")).expect("the journal is JSON");
+        journal
+            .as_array()
+            .expect("the journal is a list")
+            .iter()
+            .filter(|entry| entry["method"] == method && entry["path"].as_str().is_some_and(|p| p.contains(path_part)))
+            .count()
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if !self.uninstalled {
+            let _ = self.helm("uninstall", &["--wait=false"]);
+        }
+    }
+}
+
+/// Whether a Pod's containers are all running (whatever its readiness).
+pub fn is_running(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|statuses| {
+            !statuses.is_empty()
+                && statuses
+                    .iter()
+                    .all(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+        })
+}
+
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}

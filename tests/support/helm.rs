@@ -1,0 +1,30 @@
+//! Helm against the test cluster, with its own cache and configuration directories.
+
+use std::process::Command;
+
+use super::cluster::{cluster, k8s_bin_dir, repo_root};
+
+/// The chart's directory.
+pub fn chart() -> String {
+    repo_root().join("charts/edge-operator").display().to_string()
+}
+
+/// Runs helm, returning (success, stdout, stderr).
+pub fn helm(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(k8s_bin_dir().join("helm"))
+        .args(args)
+        .env("KUBECONFIG", &cluster().kubeconfig)
+        .env("HELM_CACHE_HOME", std::env::temp_dir().join("edge-operator-helm-cache"))
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("edge-operator-helm-config"),
+        )
+        .env("HELM_DATA_HOME", std::env::temp_dir().join("edge-operator-helm-data"))
+        .output()
+        .expect("helm runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
