@@ -13,8 +13,8 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --check
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets --locked -- -D warnings
+step "cargo clippy --all-targets --test node -- -D warnings"
+cargo clippy --all-targets --test node --locked -- -D warnings
 
 step "local control plane"
 export EDGE_CLUSTER_NAME="test-$$"

@@ -23,6 +23,19 @@ fn apply(yaml: &str) {
     assert!(ok, "{err}");
 }
 
+/// Waits until the object is InSync with its current generation.
+async fn in_sync_with_spec(api: &Api<AccessListConfig>, name: &str, what: &str) {
+    eventually(what, WAIT, || async {
+        let object = api.get(name).await.ok()?;
+        let in_sync =
+            object.status.as_ref()?.conditions.iter().any(|c| {
+                c.type_ == "Ready" && c.reason == "InSync" && c.observed_generation == object.metadata.generation
+            });
+        in_sync.then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_examples() {
     let release = Release::install("node-install", "emulator", &[]);
@@ -146,19 +159,14 @@ async fn an_upgrade_replaces_the_single_operator_without_two_ever_running() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_standby_takes_over_from_a_deleted_leader_without_a_duplicate_write_and_uninstall_cleans_up() {
+async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_write_and_uninstall_cleans_up() {
     let mut release = Release::install("node-failover", "leader-election", &[]);
     let namespace = release.namespace.name.clone();
     let lease = Duration::from_secs(6);
     let leader = eventually("a leader", WAIT, || release.leader()).await;
     let pods = release.operator_pods().await;
     assert_eq!(pods.len(), 2);
-    assert!(pods.iter().all(is_ready), "the standby is Ready too");
-    let standby = pods
-        .iter()
-        .filter_map(|p| p.metadata.name.clone())
-        .find(|name| *name != leader)
-        .expect("a standby");
+    assert!(pods.iter().all(is_ready), "the standby is Ready too (its probes pass)");
 
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
     apply(&access_list(&namespace, "failover", 9101, true));
@@ -173,8 +181,13 @@ async fn the_standby_takes_over_from_a_deleted_leader_without_a_duplicate_write_
     let mut took_over = None;
     let mut gone = None;
     while (took_over.is_none() || gone.is_none()) && deleted.elapsed() < Duration::from_secs(40) {
-        if took_over.is_none() && release.leader().await.as_deref() == Some(standby.as_str()) {
-            took_over = Some(deleted.elapsed());
+        if took_over.is_none() {
+            // The standby, or the Pod replacing the deleted one, whichever locks first.
+            took_over = release
+                .leader()
+                .await
+                .filter(|holder| *holder != leader)
+                .map(|holder| (deleted.elapsed(), holder));
         }
         match pods_api.get_opt(&leader).await {
             Ok(Some(pod)) => {
@@ -193,10 +206,10 @@ async fn the_standby_takes_over_from_a_deleted_leader_without_a_duplicate_write_
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let took_over = took_over.expect("the standby took the Lease");
+    let (took_over, new_leader) = took_over.expect("another operator took the Lease");
     let gone = gone.expect("the deleted leader's Pod went away");
     println!(
-        "leader Pod deleted: standby leads after {took_over:?}; old Pod gone after {gone:?}, exit code {exit_code:?}"
+        "leader Pod deleted: {new_leader} leads after {took_over:?}; old Pod gone after {gone:?}, exit code {exit_code:?}"
     );
     assert!(
         took_over <= lease,
@@ -211,19 +224,38 @@ async fn the_standby_takes_over_from_a_deleted_leader_without_a_duplicate_write_
     }
 
     apply(&access_list(&namespace, "failover", 9101, false));
-    eventually("the new leader applies the change", WAIT, || async {
-        let object = api.get("failover").await.ok()?;
-        let in_sync =
-            object.status.as_ref()?.conditions.iter().any(|c| {
-                c.type_ == "Ready" && c.reason == "InSync" && c.observed_generation == object.metadata.generation
-            });
-        in_sync.then_some(())
-    })
-    .await;
+    in_sync_with_spec(&api, "failover", "the new leader applies the change").await;
     assert_eq!(
         release.journal_count("PATCH", "/configurations/9101"),
         patches + 1,
         "one PATCH per change across the handover"
+    );
+
+    // A rolling update (leader election: surge, then replace) while a change arrives.
+    let upgrade = tokio::task::spawn_blocking({
+        let (name, namespace, chart) = (release.name.clone(), namespace.clone(), crate::support::helm::chart());
+        move || {
+            crate::support::helm::helm(&[
+                "upgrade",
+                &name,
+                &chart,
+                "--namespace",
+                &namespace,
+                "--reuse-values",
+                "--set=resync=5m",
+                "--wait",
+                "--timeout=120s",
+            ])
+        }
+    });
+    apply(&access_list(&namespace, "failover", 9101, true));
+    let (ok, _, err) = upgrade.await.expect("helm upgrade");
+    assert!(ok, "{err}");
+    in_sync_with_spec(&api, "failover", "the change is applied across the rolling update").await;
+    assert_eq!(
+        release.journal_count("PATCH", "/configurations/9101"),
+        patches + 2,
+        "one PATCH per change across the rolling update: never two active operators"
     );
 
     // Uninstall: the objects' finalizers are released first, as the README says.
