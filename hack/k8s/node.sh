@@ -337,11 +337,11 @@ node_down() {
   if [ -s "$host/iptables-legacy" ]; then
     iptables-legacy-restore <"$host/iptables-legacy" 2>/dev/null || true
   fi
-  local line key value
-  while IFS= read -r line; do
-    key="${line%% = *}" value="${line#* = }"
-    [ "$(sysctl -n "$key" 2>/dev/null)" = "$value" ] || sysctl -qw "$key=$value" 2>/dev/null || true
-  done <"$host/sysctl"
+  local line
+  sysctl -a 2>/dev/null | grep -E "$NODE_SYSCTL_PATTERN" >"$host/sysctl.now" || true
+  grep -vxF -f "$host/sysctl.now" "$host/sysctl" | while IFS= read -r line; do
+    sysctl -qw "${line%% = *}=${line#* = }" 2>/dev/null || true
+  done
   local path
   while read -r path; do
     rm -rf "$path"
