@@ -4,7 +4,8 @@
 //! - search: edge-sim's event search beside DuckDB on the same events;
 //! - operator: AccessListConfig convergence against its floor, platform calls and status
 //!   writes per object, an idle period, operator memory at two sizes;
-//! - rate discipline: ContainerAppWatches sharing one Pull Zone's logging quota.
+//! - rate discipline: ContainerAppWatches sharing one Pull Zone's logging quota, and
+//!   many watches polling under the global platform quota.
 //!
 //! Run through `hack/bench/run.sh` (`make bench`), which provides DuckDB, the operator
 //! binary and a local control plane. EDGE_BENCH_SCALE=smoke runs every suite small and
@@ -13,6 +14,7 @@
 mod access_lists;
 mod app_watches;
 mod harness;
+mod poll_quota;
 mod report;
 mod search;
 
@@ -39,6 +41,10 @@ pub struct Settings {
     /// EDGE_BENCH_WATCHES, EDGE_BENCH_RATE_DURATION
     pub watches: usize,
     pub rate_duration: Duration,
+    /// EDGE_BENCH_POLL_WATCHES, EDGE_BENCH_POLL_INTERVAL, EDGE_BENCH_POLL_DURATION
+    pub poll_watches: usize,
+    pub poll_interval: Duration,
+    pub poll_duration: Duration,
 }
 
 /// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
@@ -88,6 +94,9 @@ impl Settings {
             resync: duration_or("EDGE_BENCH_RESYNC", pick(smoke, "15s", "5s"))?,
             watches: env_or("EDGE_BENCH_WATCHES", 20)?,
             rate_duration: duration_or("EDGE_BENCH_RATE_DURATION", pick(smoke, "2m", "30s"))?,
+            poll_watches: env_or("EDGE_BENCH_POLL_WATCHES", pick(smoke, 1_000, 60))?,
+            poll_interval: duration_or("EDGE_BENCH_POLL_INTERVAL", pick(smoke, "60s", "10s"))?,
+            poll_duration: duration_or("EDGE_BENCH_POLL_DURATION", pick(smoke, "4m", "45s"))?,
         };
         if let Some(unknown) = settings
             .suites
@@ -98,8 +107,16 @@ impl Settings {
                 "EDGE_BENCH_SUITES: unknown suite {unknown:?} (search, operator, rate)"
             ));
         }
-        if settings.objects == 0 || settings.watches == 0 || settings.events == 0 || settings.runs == 0 {
-            return Err("EDGE_BENCH_OBJECTS, _WATCHES, _EVENTS and _RUNS must be positive".to_string());
+        if settings.objects == 0
+            || settings.watches == 0
+            || settings.poll_watches == 0
+            || settings.events == 0
+            || settings.runs == 0
+        {
+            return Err("EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS and _RUNS must be positive".to_string());
+        }
+        if settings.poll_interval < Duration::from_secs(10) {
+            return Err("EDGE_BENCH_POLL_INTERVAL must be at least 10s (the CRD's minimum)".to_string());
         }
         if settings.idle < settings.resync {
             return Err("EDGE_BENCH_IDLE must be at least EDGE_BENCH_RESYNC".to_string());
@@ -135,10 +152,13 @@ async fn main() -> ExitCode {
                 {
                     report.error("operator", &format!("{error:#}"));
                 }
-                if settings.includes("rate")
-                    && let Err(error) = app_watches::run(&cluster, &settings, &mut report).await
-                {
-                    report.error("rate discipline", &format!("{error:#}"));
+                if settings.includes("rate") {
+                    if let Err(error) = app_watches::run(&cluster, &settings, &mut report).await {
+                        report.error("rate discipline", &format!("{error:#}"));
+                    }
+                    if let Err(error) = poll_quota::run(&cluster, &settings, &mut report).await {
+                        report.error("rate discipline", &format!("{error:#}"));
+                    }
                 }
             }
             Err(error) => report.error("operator", &format!("{error:#}")),

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::TryStreamExt;
+use kube::ResourceExt;
 
 use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use super::error::ReconcileError;
-use super::status::parse_go_duration;
+use super::poll_schedule::{PollDecision, PollSchedule};
+use super::status::{MIN_POLL_INTERVAL, parse_go_duration};
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::logging::LogEntry;
 use crate::api::models::shield::{
@@ -214,9 +216,25 @@ fn failed(type_: ConditionType, error: &ApiError) -> Decided {
     Decided::new(type_, false, Reason::of(error), error.to_string())
 }
 
+/// Whether the reconcile polled, and what.
+#[derive(Debug)]
+pub enum Observed {
+    /// The status' data is fresh: the next poll is due at this time (Unix ms).
+    NotDue { due_ms: i64 },
+    /// A poll, `late` after its due time.
+    Polled { reads: Box<Reads>, late: Duration },
+}
+
+/// What the status becomes and when the next reconcile comes (Unix ms).
+#[derive(Debug)]
+pub struct Plan {
+    pub status: ContainerAppWatchStatus,
+    pub next_ms: i64,
+}
+
 /// Everything one poll read; each read fails on its own.
 #[derive(Debug)]
-pub struct Observed {
+pub struct Reads {
     pub app: Result<Application, ApiError>,
     pub rate_limits: Option<Result<Vec<RateLimitRule>, ApiError>>,
     pub security_events: Option<Result<(EventLogsSearchResponse, i64), ApiError>>,
@@ -261,19 +279,69 @@ async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str, now: &Now) ->
     Ok(counter.summary(pull_zone_id, window))
 }
 
+/// The schedule of a watch: its interval (at least the floor), on a phase of its own.
+fn schedule_of(watch: &ContainerAppWatch) -> PollSchedule {
+    let interval = parse_go_duration(&watch.spec.interval)
+        .unwrap_or(Duration::from_secs(60))
+        .max(MIN_POLL_INTERVAL);
+    let key = watch
+        .metadata
+        .uid
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", watch.namespace().unwrap_or_default(), watch.name_any()));
+    PollSchedule::new(interval, &key)
+}
+
+/// Whether the watch polls now: when its data is due, or its spec changed.
+pub fn poll_decision(watch: &ContainerAppWatch, now: &Now) -> PollDecision {
+    let previous = watch.status.as_ref();
+    let observed_ms = previous
+        .and_then(|s| s.observed_at.as_deref())
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .map(|at| at.timestamp_millis());
+    let spec_changed = previous.and_then(|s| s.observed_generation) != watch.metadata.generation;
+    schedule_of(watch).decide(observed_ms, spec_changed, now.millis())
+}
+
+/// The Synced condition of a poll: on time, or how late (the quota is short).
+fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Decided {
+    if schedule.is_late(late) {
+        Decided::new(
+            ConditionType::Synced,
+            true,
+            Reason::PolledLate,
+            format!(
+                "this poll started {}s after it was due: the platform request quota (--platform-rate) cannot serve every watch every {interval}",
+                late.as_secs()
+            ),
+        )
+    } else {
+        Decided::new(
+            ConditionType::Synced,
+            true,
+            Reason::Polled,
+            format!("polled every {interval}"),
+        )
+    }
+}
+
 /// The status and conditions a poll's reads make.
 pub fn poll_status(
-    spec: &crate::crd::container_app_watch::ContainerAppWatchSpec,
-    observed: Observed,
+    watch: &ContainerAppWatch,
+    reads: Reads,
+    late: Duration,
     previous: &ContainerAppWatchStatus,
-    generation: Option<i64>,
     now: &Now,
 ) -> ContainerAppWatchStatus {
+    let spec = &watch.spec;
+    let generation = watch.metadata.generation;
     let mut status = ContainerAppWatchStatus {
         observed_generation: generation,
+        observed_at: Some(now.rfc3339()),
         ..previous.clone()
     };
-    let mut decided = Vec::new();
+    let observed = reads;
+    let mut decided = vec![poll_condition(&spec.interval, late, &schedule_of(watch))];
     match &observed.app {
         Ok(app) => {
             status.app = Some(app_summary(app));
@@ -355,12 +423,16 @@ impl Reconciled for ContainerAppWatch {
 
     type Status = ContainerAppWatchStatus;
     type Observed = Observed;
-    type Plan = ContainerAppWatchStatus;
-    type Acted = ContainerAppWatchStatus;
+    type Plan = Plan;
+    type Acted = Plan;
 
     kind_accessors!();
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
+        let late = match poll_decision(self, now) {
+            PollDecision::Wait { due_ms } => return Ok(Observed::NotDue { due_ms }),
+            PollDecision::Poll { late } => late,
+        };
         let client = io.client().await?;
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
@@ -392,35 +464,48 @@ impl Reconciled for ContainerAppWatch {
             }
             None => None,
         };
-        Ok(Observed {
+        let reads = Reads {
             app,
             rate_limits,
             security_events,
             cdn,
+        };
+        Ok(Observed::Polled {
+            reads: Box::new(reads),
+            late,
         })
     }
 
     fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, _settings: &Settings) -> Self::Plan {
-        poll_status(&self.spec, observed, previous, self.metadata.generation, now)
+        match observed {
+            Observed::NotDue { due_ms } => Plan {
+                status: previous.clone(),
+                next_ms: due_ms,
+            },
+            Observed::Polled { reads, late } => Plan {
+                status: poll_status(self, *reads, late, previous, now),
+                next_ms: schedule_of(self).next_after(now.millis()),
+            },
+        }
     }
 
     /// Never writes to the platform.
-    async fn act(&self, status: Self::Plan, _io: &Io<'_, Self>) -> Result<Self::Acted, ReconcileError> {
-        Ok(status)
+    async fn act(&self, plan: Self::Plan, _io: &Io<'_, Self>) -> Result<Self::Acted, ReconcileError> {
+        Ok(plan)
     }
 
     fn outcome(
         &self,
-        status: Self::Acted,
+        plan: Self::Acted,
         previous: &Self::Status,
-        _now: &Now,
+        now: &Now,
         _settings: &Settings,
     ) -> Outcome<Self::Status> {
-        let interval = parse_go_duration(&self.spec.interval).unwrap_or(Duration::from_secs(60));
+        let wait = u64::try_from(plan.next_ms - now.millis()).unwrap_or_default();
         Outcome {
-            events: transition_notes(previous, &status),
-            status,
-            requeue: Requeue::After(interval),
+            events: transition_notes(previous, &plan.status),
+            status: plan.status,
+            requeue: Requeue::After(Duration::from_millis(wait).max(Duration::from_secs(1))),
         }
     }
 }
@@ -549,8 +634,8 @@ mod tests {
         );
     }
 
-    fn observed(status: AppStatus) -> Observed {
-        Observed {
+    fn observed(status: AppStatus) -> Reads {
+        Reads {
             app: Ok(Application {
                 name: "shop".into(),
                 status,
@@ -580,8 +665,10 @@ mod tests {
             }),
             access_key_secret_ref: None,
         };
+        let mut watch = ContainerAppWatch::new("shop", spec);
+        watch.metadata.generation = Some(1);
         let fresh = ContainerAppWatchStatus::default();
-        let first = poll_status(&spec, observed(AppStatus::Active), &fresh, Some(1), &now);
+        let first = poll_status(&watch, observed(AppStatus::Active), Duration::ZERO, &fresh, &now);
         let reasons: Vec<(&str, &str)> = first
             .conditions
             .iter()
@@ -592,24 +679,54 @@ mod tests {
             [
                 ("AppReady", "Active"),
                 ("CdnLogsSynced", "NoPullZone"),
-                ("SecurityEvents", "Elevated")
+                ("SecurityEvents", "Elevated"),
+                ("Synced", "Polled")
             ]
         );
+        assert_eq!(first.observed_at.as_deref(), Some("2026-11-20T12:00:00Z"));
         let notes = transition_notes(&fresh, &first);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [Reason::SecurityEventsElevated]
         );
-        let failing = poll_status(&spec, observed(AppStatus::Failing), &first, Some(1), &now);
+        let failing = poll_status(&watch, observed(AppStatus::Failing), Duration::ZERO, &first, &now);
         let notes = transition_notes(&first, &failing);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [Reason::AppNotReady]
         );
-        let still = poll_status(&spec, observed(AppStatus::Failing), &failing, Some(1), &now);
+        let still = poll_status(&watch, observed(AppStatus::Failing), Duration::ZERO, &failing, &now);
         assert!(
             transition_notes(&failing, &still).is_empty(),
             "no Event without a transition"
         );
+        let late = poll_status(
+            &watch,
+            observed(AppStatus::Failing),
+            Duration::from_secs(34),
+            &still,
+            &now,
+        );
+        let synced = find(&late.conditions, ConditionType::Synced).expect("Synced");
+        assert_eq!(synced.reason, "PolledLate");
+        assert!(synced.message.contains("34s after it was due"), "{}", synced.message);
+    }
+
+    #[test]
+    fn a_watch_with_fresh_data_waits_and_a_changed_spec_polls() {
+        let now = Now {
+            time: "2026-11-20T12:00:00Z".parse().expect("time"),
+            jitter: 0.0,
+        };
+        let mut watch: ContainerAppWatch = serde_json::from_value(serde_json::json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+            "metadata": {"name": "shop", "namespace": "edge", "uid": "u-1", "generation": 3},
+            "spec": {"appId": "app", "interval": "1m"},
+            "status": {"observedGeneration": 3, "observedAt": "2026-11-20T11:59:50Z"},
+        }))
+        .expect("a watch");
+        assert!(matches!(poll_decision(&watch, &now), PollDecision::Wait { due_ms } if due_ms > now.millis()));
+        watch.metadata.generation = Some(4);
+        assert_eq!(poll_decision(&watch, &now), PollDecision::Poll { late: Duration::ZERO });
     }
 }

@@ -63,6 +63,8 @@ pub enum Reason {
     VerificationFailed,
     HostnameNotFound,
     // ContainerAppWatch
+    Polled,
+    PolledLate,
     Synchronized,
     Quiet,
     Elevated,
@@ -112,6 +114,8 @@ impl Reason {
             Reason::Issued => "Issued",
             Reason::VerificationFailed => "VerificationFailed",
             Reason::HostnameNotFound => "HostnameNotFound",
+            Reason::Polled => "Polled",
+            Reason::PolledLate => "PolledLate",
             Reason::Synchronized => "Synced",
             Reason::Quiet => "Quiet",
             Reason::Elevated => "Elevated",

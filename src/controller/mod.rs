@@ -17,6 +17,7 @@ pub mod driver;
 pub mod error;
 pub mod leader;
 pub mod metrics;
+pub mod poll_schedule;
 pub mod reads;
 pub mod runtime;
 pub mod shared_reads;

@@ -164,7 +164,8 @@ where
 }
 
 /// Logs what the controller reports: a failing watch (RBAC forbidden, CRD missing) at
-/// error level, and counted so that /readyz fails until a reconcile succeeds again.
+/// error level, and counted so that /readyz fails until the watch answers again or a
+/// reconcile succeeds.
 fn report_controller_event<K: Reconciled>(
     result: Result<(ObjectRef<K>, Action), controller::Error<ReconcileError, watcher::Error>>,
     health: &Health,
@@ -232,13 +233,21 @@ async fn run_controller<K: Reconciled>(
     // Only changes of generation (spec, deletion), annotations (paused, requests) and
     // finalizers trigger a reconcile; the operator's own status writes do not.
     let (reader, writer) = kube::runtime::reflector::store();
+    let failing = Arc::new(AtomicBool::new(false));
     let stream = watcher::watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(|object: &mut K| object.meta_mut().managed_fields = None)
         .reflect(writer)
         .inspect({
-            let ctx = ctx.clone();
-            move |event| forget_deleted(&ctx, event)
+            let (ctx, health, failing) = (ctx.clone(), health.clone(), failing.clone());
+            move |event| {
+                // A watch that answers again is healthy, whether or not an object of
+                // this kind exists to reconcile.
+                if event.is_ok() {
+                    health.watch_recovered(&failing);
+                }
+                forget_deleted(&ctx, event);
+            }
         })
         .applied_objects()
         .predicate_filter(
@@ -247,7 +256,6 @@ async fn run_controller<K: Reconciled>(
                 .combine(predicates::finalizers),
             Default::default(),
         );
-    let failing = Arc::new(AtomicBool::new(false));
     let controller = Controller::for_stream(stream, reader);
     let store = controller.store();
     share_store(&ctx, store.clone());

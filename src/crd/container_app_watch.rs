@@ -251,7 +251,11 @@ pub struct ContainerAppWatchStatus {
     /// The metadata.generation the status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// AppReady, RateLimitsSynced, SecurityEvents, CdnLogsSynced.
+    /// When the data below was read from the platform (RFC 3339): how old it is. The
+    /// Synced condition says PolledLate when the platform quota delays polls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+    /// Synced (Polled or PolledLate), AppReady, RateLimitsSynced, SecurityEvents, CdnLogsSynced.
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

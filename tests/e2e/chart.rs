@@ -175,13 +175,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
 
     // The operator, authenticated as the chart's ServiceAccount, does its job.
     let service_account = format!("system:serviceaccount:{}:{fullname}", namespace.name);
-    let admin = std::fs::read_to_string(&cluster().kubeconfig).expect("kubeconfig");
-    let impersonating = admin.replace(
-        "    client-key:",
-        &format!("    as: {service_account}\n    client-key:"),
-    );
-    let kubeconfig = std::env::temp_dir().join(format!("edge-operator-{release}.kubeconfig"));
-    std::fs::write(&kubeconfig, impersonating).expect("kubeconfig");
+    let kubeconfig = cluster().kubeconfig_as(&service_account);
     let sim = start(example_fixtures()).await;
     let _operator = Operator::start_with_kubeconfig(
         &namespace.name,

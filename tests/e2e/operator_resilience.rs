@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, wait_for_condition};
+use crate::support::operator::{Operator, eventually, wait_for_condition};
 use crate::support::sim::{add_fault, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
@@ -144,6 +144,47 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
         "no duplicate write after failover"
     );
     assert_eq!(journal_count(&sim, "PATCH", "/configurations/9102"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_comes_back_when_forbidden_watches_are_allowed_even_with_no_objects() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("late-rbac");
+    let (ok, _, err) = cluster().kubectl(&["create", "serviceaccount", "operator", "-n", &namespace.name], None);
+    assert!(ok, "{err}");
+    let user = format!("system:serviceaccount:{}:operator", namespace.name);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _operator = Operator::start_with_kubeconfig(
+        &namespace.name,
+        &sim.base_url(),
+        &["--metrics-addr", &addr],
+        &cluster().kubeconfig_as(&user),
+    );
+    let http = reqwest::Client::new();
+    let readyz = |expected: reqwest::StatusCode| {
+        let (http, url) = (http.clone(), format!("http://{addr}/readyz"));
+        async move {
+            let status = http.get(url).send().await.ok()?.status();
+            (status == expected).then_some(())
+        }
+    };
+    eventually("/readyz fails while the watches are forbidden", WAIT, || {
+        readyz(reqwest::StatusCode::SERVICE_UNAVAILABLE)
+    })
+    .await;
+
+    let rbac = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: operator, namespace: {ns}}}\nrules:\n- apiGroups: [edgeplatform.io]\n  resources: ['*']\n  verbs: [get, list, watch, patch]\n- apiGroups: ['']\n  resources: [secrets]\n  verbs: [get, list, watch, patch]\n- apiGroups: [events.k8s.io]\n  resources: [events]\n  verbs: [create, patch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: operator, namespace: {ns}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: operator}}\nsubjects: [{{kind: ServiceAccount, name: operator, namespace: {ns}}}]\n",
+        ns = namespace.name
+    );
+    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&rbac));
+    assert!(ok, "{err}");
+    eventually(
+        "/readyz passes once the watches answer, with no object to reconcile",
+        Duration::from_secs(90),
+        || readyz(reqwest::StatusCode::OK),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

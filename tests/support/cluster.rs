@@ -188,6 +188,20 @@ impl Cluster {
         )
     }
 
+    /// A kubeconfig of this cluster's admin that impersonates `user` (for example
+    /// `system:serviceaccount:ns:name`): what that identity may do, and no more.
+    pub fn kubeconfig_as(&self, user: &str) -> PathBuf {
+        let admin = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
+        let impersonating = admin.replace("    client-key:", &format!("    as: {user}\n    client-key:"));
+        let file = std::env::temp_dir().join(format!(
+            "edge-operator-as-{}-{}.kubeconfig",
+            user.replace(':', "-"),
+            std::process::id()
+        ));
+        std::fs::write(&file, impersonating).expect("kubeconfig");
+        file
+    }
+
     /// Applies every manifest in `dir`.
     pub fn apply_dir(&self, dir: &Path) {
         let (ok, _, stderr) = self.kubectl(

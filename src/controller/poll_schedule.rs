@@ -1,0 +1,142 @@
+//! When an observe-only object (a ContainerAppWatch) polls the platform. Each object
+//! polls on its own phase within its interval, so many objects spread evenly over the
+//! interval instead of polling together. An object whose data is still fresh is not
+//! polled again, for example after an operator restart. A poll that starts late says
+//! by how much. Pure: the time comes in.
+//!
+//! Polls queue for the global platform quota in the order they fall due. When the quota
+//! cannot serve every interval, every object is late by about the same amount and none
+//! starves. The next poll is placed on the object's phase at least half an interval
+//! after the last one, so lateness does not accumulate.
+
+use std::time::Duration;
+
+/// Lateness at or under this (or a tenth of the interval, if longer) is on time.
+pub const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);
+/// A reconcile this close to the due time polls instead of waiting again.
+const EARLY_TOLERANCE_MS: i64 = 1_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollSchedule {
+    interval_ms: i64,
+    phase_ms: i64,
+}
+
+/// What a reconcile does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollDecision {
+    /// Poll; `late` is how long after its due time (zero when on time or forced).
+    Poll { late: Duration },
+    /// The last poll's data is fresh: wait until this time (Unix ms).
+    Wait { due_ms: i64 },
+}
+
+impl PollSchedule {
+    /// The schedule of the object named by `key` (its UID, or namespace/name).
+    pub fn new(interval: Duration, key: &str) -> Self {
+        let interval_ms = i64::try_from(interval.as_millis()).unwrap_or(i64::MAX).max(1);
+        let phase_ms = i64::try_from(fnv1a(key.as_bytes()) % interval_ms as u64).unwrap_or(0);
+        Self { interval_ms, phase_ms }
+    }
+
+    /// The first time on the object's phase at least half an interval after `after_ms`.
+    pub fn next_after(&self, after_ms: i64) -> i64 {
+        let earliest = after_ms.saturating_add(self.interval_ms / 2);
+        let offset = (self.phase_ms - earliest).rem_euclid(self.interval_ms);
+        earliest.saturating_add(offset)
+    }
+
+    /// Whether to poll at `now_ms`, given when the status' data was read (`None`: never)
+    /// and whether the spec changed since (a changed spec polls at once).
+    pub fn decide(&self, observed_ms: Option<i64>, spec_changed: bool, now_ms: i64) -> PollDecision {
+        let Some(observed_ms) = observed_ms.filter(|_| !spec_changed) else {
+            return PollDecision::Poll { late: Duration::ZERO };
+        };
+        let due_ms = self.next_after(observed_ms);
+        if now_ms < due_ms - EARLY_TOLERANCE_MS {
+            return PollDecision::Wait { due_ms };
+        }
+        let late = u64::try_from(now_ms - due_ms).unwrap_or_default();
+        PollDecision::Poll {
+            late: Duration::from_millis(late),
+        }
+    }
+
+    /// Whether a poll `late` by this much is late enough to say so.
+    pub fn is_late(&self, late: Duration) -> bool {
+        let tenth = Duration::from_millis(u64::try_from(self.interval_ms / 10).unwrap_or_default());
+        late > ON_TIME_TOLERANCE.max(tenth)
+    }
+}
+
+/// FNV-1a: a stable spread of keys over the interval, the same in every process.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_thousand_objects_spread_evenly_over_the_interval() {
+        let mut per_ten_seconds = [0usize; 6];
+        for i in 0..1_000 {
+            let schedule = PollSchedule::new(MINUTE, &format!("edge/watch-{i:04}"));
+            per_ten_seconds[(schedule.next_after(0) % 60_000 / 10_000) as usize] += 1;
+        }
+        for (slot, count) in per_ten_seconds.iter().enumerate() {
+            assert!((130..=205).contains(count), "slot {slot}: {count} of 1000");
+        }
+    }
+
+    #[test]
+    fn fresh_data_waits_for_its_phase_and_a_spec_change_polls_at_once() {
+        let schedule = PollSchedule::new(MINUTE, "edge/shop");
+        let observed = 1_000_000;
+        let due = schedule.next_after(observed);
+        assert_eq!(
+            schedule.decide(Some(observed), false, observed + 5_000),
+            PollDecision::Wait { due_ms: due }
+        );
+        assert_eq!(
+            schedule.decide(Some(observed), true, observed + 5_000),
+            PollDecision::Poll { late: Duration::ZERO }
+        );
+        assert_eq!(
+            schedule.decide(None, false, observed),
+            PollDecision::Poll { late: Duration::ZERO }
+        );
+        assert_eq!(
+            schedule.decide(Some(observed), false, due + 34_000),
+            PollDecision::Poll {
+                late: Duration::from_secs(34)
+            }
+        );
+        assert!(schedule.is_late(Duration::from_secs(34)));
+        assert!(!schedule.is_late(Duration::from_secs(5)));
+        assert!(!PollSchedule::new(Duration::from_secs(600), "x").is_late(Duration::from_secs(50)));
+    }
+
+    proptest! {
+        #[test]
+        fn the_next_poll_is_on_phase_between_half_and_one_and_a_half_intervals_later(
+            interval_s in 5u64..7_200,
+            key in "[a-z0-9/-]{1,40}",
+            after in 0i64..4_000_000_000_000,
+        ) {
+            let schedule = PollSchedule::new(Duration::from_secs(interval_s), &key);
+            let interval = interval_s as i64 * 1000;
+            let next = schedule.next_after(after);
+            prop_assert!(next >= after + interval / 2);
+            prop_assert!(next < after + interval / 2 + interval);
+            prop_assert_eq!(next.rem_euclid(interval), schedule.phase_ms);
+            prop_assert_eq!(schedule.next_after(next - interval / 2), next);
+        }
+    }
+}
