@@ -41,10 +41,9 @@ pub struct Settings {
     /// EDGE_BENCH_WATCHES, EDGE_BENCH_RATE_DURATION
     pub watches: usize,
     pub rate_duration: Duration,
-    /// EDGE_BENCH_POLL_WATCHES, EDGE_BENCH_POLL_INTERVAL, EDGE_BENCH_POLL_DURATION
+    /// EDGE_BENCH_POLL_WATCHES, EDGE_BENCH_POLL_INTERVAL
     pub poll_watches: usize,
     pub poll_interval: Duration,
-    pub poll_duration: Duration,
 }
 
 /// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
@@ -96,7 +95,6 @@ impl Settings {
             rate_duration: duration_or("EDGE_BENCH_RATE_DURATION", pick(smoke, "2m", "30s"))?,
             poll_watches: env_or("EDGE_BENCH_POLL_WATCHES", pick(smoke, 1_000, 60))?,
             poll_interval: duration_or("EDGE_BENCH_POLL_INTERVAL", pick(smoke, "60s", "10s"))?,
-            poll_duration: duration_or("EDGE_BENCH_POLL_DURATION", pick(smoke, "4m", "45s"))?,
         };
         if let Some(unknown) = settings
             .suites

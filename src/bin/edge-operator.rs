@@ -48,9 +48,14 @@ struct RunArgs {
     /// How often managed objects are re-read from the platform to find drift.
     #[arg(long, default_value = "10m")]
     resync: humantime::Duration,
-    /// Reconciles running at once per kind.
+    /// Reconciles running at once per kind (AccessListConfig, PullZoneCertificate).
     #[arg(long, default_value_t = 8)]
     concurrency: u16,
+    /// ContainerAppWatch polls running at once. They mostly wait for the platform quota,
+    /// which serves them in the order they fall due; beyond this many, the due ones wait
+    /// in no particular order.
+    #[arg(long, default_value_t = 4096)]
+    poll_concurrency: u16,
     /// Requests per second to the platform, all objects together (0: unlimited).
     #[arg(long, default_value_t = 50)]
     platform_rate: u32,
@@ -114,6 +119,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         namespace: args.namespace,
         resync: args.resync.into(),
         concurrency: args.concurrency.max(1),
+        poll_concurrency: args.poll_concurrency.max(1),
         metrics_addr: args.metrics_addr,
         platform_rate: args.platform_rate,
         certificate_backoff: args.certificate_backoff.into(),

@@ -340,16 +340,15 @@ pub fn poll_status(
         observed_at: Some(now.rfc3339()),
         ..previous.clone()
     };
-    let observed = reads;
     let mut decided = vec![poll_condition(&spec.interval, late, &schedule_of(watch))];
-    match &observed.app {
+    match &reads.app {
         Ok(app) => {
             status.app = Some(app_summary(app));
             decided.push(app_condition(app));
         }
         Err(error) => decided.push(failed(ConditionType::AppReady, error)),
     }
-    match observed.rate_limits {
+    match reads.rate_limits {
         Some(Ok(rules)) => {
             decided.push(Decided::new(
                 ConditionType::RateLimitsSynced,
@@ -362,7 +361,7 @@ pub fn poll_status(
         Some(Err(error)) => decided.push(failed(ConditionType::RateLimitsSynced, &error)),
         None => {}
     }
-    if let (Some(watch), Some(searched)) = (&spec.security_events, observed.security_events) {
+    if let (Some(watch), Some(searched)) = (&spec.security_events, reads.security_events) {
         match searched {
             Ok((grouped, total)) => {
                 let (summary, condition) = security_summary(watch, &grouped, total);
@@ -372,7 +371,7 @@ pub fn poll_status(
             Err(error) => decided.push(failed(ConditionType::SecurityEvents, &error)),
         }
     }
-    match observed.cdn {
+    match reads.cdn {
         Some(Some(Ok(summary))) => {
             let message = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
             decided.push(Decided::new(
@@ -482,6 +481,8 @@ impl Reconciled for ContainerAppWatch {
                 status: previous.clone(),
                 next_ms: due_ms,
             },
+            // From the poll's start, as the due check counts: reads that waited for
+            // the quota do not push the next poll back.
             Observed::Polled { reads, late } => Plan {
                 status: poll_status(self, *reads, late, previous, now),
                 next_ms: schedule_of(self).next_after(now.millis()),
@@ -498,14 +499,13 @@ impl Reconciled for ContainerAppWatch {
         &self,
         plan: Self::Acted,
         previous: &Self::Status,
-        now: &Now,
+        _now: &Now,
         _settings: &Settings,
     ) -> Outcome<Self::Status> {
-        let wait = u64::try_from(plan.next_ms - now.millis()).unwrap_or_default();
         Outcome {
             events: transition_notes(previous, &plan.status),
             status: plan.status,
-            requeue: Requeue::After(Duration::from_millis(wait).max(Duration::from_secs(1))),
+            requeue: Requeue::At(plan.next_ms),
         }
     }
 }

@@ -85,9 +85,14 @@ impl Note {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Requeue {
     After(Duration),
+    /// At this time (Unix ms), however long the reconcile took.
+    At(i64),
     /// Only when the object (or a Secret it references) changes.
     OnChange,
 }
+
+/// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
+const MIN_REQUEUE: Duration = Duration::from_secs(1);
 
 /// What a reconcile reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -367,6 +372,10 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
             report(object, &io, &status, &outcome.events).await?;
             Ok(match outcome.requeue {
                 Requeue::After(delay) => Action::requeue(delay),
+                Requeue::At(at_ms) => {
+                    let wait = u64::try_from(at_ms - Now::current().millis()).unwrap_or_default();
+                    Action::requeue(Duration::from_millis(wait).max(MIN_REQUEUE))
+                }
                 Requeue::OnChange => Action::await_change(),
             })
         }

@@ -42,6 +42,10 @@ pub struct RunConfig {
     pub namespace: Option<String>,
     pub resync: Duration,
     pub concurrency: u16,
+    /// ContainerAppWatch reconciles at once: high, because the controller's queue picks
+    /// among due objects in no fair order once this is reached, while the platform
+    /// quota serves waiting polls first come, first served.
+    pub poll_concurrency: u16,
     pub metrics_addr: SocketAddr,
     /// Requests per second to the platform, all objects together (0: unlimited).
     pub platform_rate: u32,
@@ -445,7 +449,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 secrets.clone(),
                 ctx.clone(),
                 health.clone(),
-                config.concurrency,
+                config.poll_concurrency,
                 shutdown.clone(),
                 |_, _| {},
             ),

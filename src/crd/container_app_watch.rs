@@ -251,8 +251,8 @@ pub struct ContainerAppWatchStatus {
     /// The metadata.generation the status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// When the data below was read from the platform (RFC 3339): how old it is. The
-    /// Synced condition says PolledLate when the platform quota delays polls.
+    /// When the poll that read the data below started (RFC 3339): how old the data is,
+    /// at most. The Synced condition says PolledLate when the platform quota delays polls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<String>,
     /// Synced (Polled or PolledLate), AppReady, RateLimitsSynced, SecurityEvents, CdnLogsSynced.
