@@ -211,9 +211,12 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     println!(
         "leader Pod deleted: {new_leader} leads after {took_over:?}; old Pod gone after {gone:?}, exit code {exit_code:?}"
     );
+    // The standby locks when the renewal it last saw expires, at most one Lease after
+    // the deletion; the margin covers the API round trips and this loop's sampling.
+    let margin = Duration::from_secs(1);
     assert!(
-        took_over <= lease,
-        "handover in {took_over:?}, within the {lease:?} Lease"
+        took_over <= lease + margin,
+        "handover in {took_over:?}, within the {lease:?} Lease (+{margin:?})"
     );
     assert!(
         gone < Duration::from_secs(15),
