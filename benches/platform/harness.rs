@@ -15,7 +15,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use crate::proc_status_kb;
+use edge_operator::controller::metrics::proc_status_kb;
 
 pub const ACCESS_KEY: &str = "bench-access-key";
 

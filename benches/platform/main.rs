@@ -46,15 +46,6 @@ pub struct Settings {
     pub poll_interval: Duration,
 }
 
-/// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
-pub fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
     match std::env::var(name) {
         Ok(raw) => raw.parse().map_err(|_| format!("{name}={raw:?} is not valid")),

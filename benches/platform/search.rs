@@ -14,8 +14,9 @@ use edge_operator::sim::events::{EventStore, execute, validate};
 use edge_operator::sim::generator;
 use serde_json::{Value, json};
 
+use crate::Settings;
 use crate::report::Report;
-use crate::{Settings, proc_status_kb};
+use edge_operator::controller::metrics::proc_status_kb;
 
 const SUITE: &str = "search";
 const GROUPED_TARGET_MS: f64 = 50.0;

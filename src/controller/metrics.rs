@@ -174,11 +174,7 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
-        if let Some(bytes) = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .as_deref()
-            .and_then(vm_rss_bytes)
-        {
+        if let Some(bytes) = proc_status_kb("self", "VmRSS").and_then(|kb| i64::try_from(kb * 1024).ok()) {
             self.resident_memory.set(bytes);
         }
         let mut text = String::new();
@@ -189,11 +185,16 @@ impl Metrics {
     }
 }
 
-/// The `VmRSS` line of `/proc/<pid>/status`, in bytes.
-fn vm_rss_bytes(status: &str) -> Option<i64> {
-    let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
-    let kib: i64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    kib.checked_mul(1024)
+/// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
+pub fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
+    status_field_kb(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?, field)
+}
+
+fn status_field_kb(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 impl RequestObserver for Metrics {
@@ -215,9 +216,10 @@ mod tests {
     #[test]
     fn resident_memory_is_read_from_the_status_file_and_exposed() {
         let status = "Name:\tedge-operator\nVmHWM:\t   16000 kB\nVmRSS:\t   15316 kB\nThreads:\t4\n";
-        assert_eq!(vm_rss_bytes(status), Some(15316 * 1024));
-        assert_eq!(vm_rss_bytes("VmRSS: lots\n"), None);
-        assert_eq!(vm_rss_bytes("Name: x\n"), None);
+        assert_eq!(status_field_kb(status, "VmRSS"), Some(15316));
+        assert_eq!(status_field_kb(status, "VmHWM"), Some(16000));
+        assert_eq!(status_field_kb("VmRSS: lots\n", "VmRSS"), None);
+        assert_eq!(status_field_kb("Name: x\n", "VmRSS"), None);
         let text = Metrics::default().encode();
         let exposed = text
             .lines()

@@ -30,7 +30,8 @@ impl Shutdown {
         Self(requested)
     }
 
-    /// A request that a test or caller triggers itself.
+    /// A request that a test triggers itself.
+    #[cfg(test)]
     pub fn manual() -> (watch::Sender<bool>, Self) {
         let (request, requested) = watch::channel(false);
         (request, Self(requested))

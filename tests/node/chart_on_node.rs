@@ -235,25 +235,18 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     );
 
     // A rolling update (leader election: surge, then replace) while a change arrives.
-    let upgrade = tokio::task::spawn_blocking({
-        let (name, namespace, chart) = (release.name.clone(), namespace.clone(), crate::support::helm::chart());
-        move || {
-            crate::support::helm::helm(&[
-                "upgrade",
-                &name,
-                &chart,
-                "--namespace",
-                &namespace,
-                "--reuse-values",
-                "--set=resync=5m",
-                "--wait",
-                "--timeout=120s",
-            ])
-        }
+    let change = tokio::task::spawn_blocking({
+        let yaml = access_list(&namespace, "failover", 9101, true);
+        move || apply(&yaml)
     });
-    apply(&access_list(&namespace, "failover", 9101, true));
-    let (ok, _, err) = upgrade.await.expect("helm upgrade");
+    let (ok, _, err) = tokio::task::block_in_place(|| {
+        release.helm(
+            "upgrade",
+            &["--reuse-values", "--set=resync=5m", "--wait", "--timeout=120s"],
+        )
+    });
     assert!(ok, "{err}");
+    change.await.expect("the change is applied");
     in_sync_with_spec(&api, "failover", "the change is applied across the rolling update").await;
     assert_eq!(
         release.journal_count("PATCH", "/configurations/9101"),
