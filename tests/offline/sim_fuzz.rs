@@ -305,6 +305,11 @@ async fn hostile_sizes_and_terms_are_refused_and_memory_stays_bounded() {
         assert_eq!(got, status, "{text}");
         assert!(text.contains(member), "{text}");
     }
+    // The 413 arrives even while the client is still sending (the body is drained).
+    for _ in 0..20 {
+        let (got, text) = search(vec![b' '; 4 << 20]).await;
+        assert_eq!(got, 413, "{text}");
+    }
     let before = rss_mb();
     let started = std::time::Instant::now();
     for round in 0..10 {

@@ -7,6 +7,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 
 use super::respond::{json, problem};
 use crate::sim::emulator::{Fault, JournalEntry, Sim};
@@ -152,5 +153,84 @@ pub async fn negotiate(request: Request, next: Next) -> Response {
             .headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(chosen));
     }
+    response
+}
+
+/// How much of an oversized body is read and discarded before the 413, so that a
+/// client still sending sees the answer rather than a reset connection (as a
+/// proxy's lingering close does). Larger bodies are refused at once.
+const OVERSIZED_DRAIN_BYTES: u64 = 16 << 20;
+/// How long a request body may take to arrive.
+const BODY_READ_TIME: Duration = Duration::from_secs(10);
+
+enum BodyRead {
+    Complete(Vec<u8>),
+    Oversized,
+    Broken,
+}
+
+/// Reads a body of at most `limit` bytes; reads and discards the rest of a larger
+/// one up to [`OVERSIZED_DRAIN_BYTES`].
+async fn read_body(body: axum::body::Body, declared: Option<u64>, limit: usize) -> BodyRead {
+    let mut frames = body.into_data_stream();
+    let mut buffered = Vec::new();
+    let mut seen = declared.unwrap_or(0);
+    if seen > OVERSIZED_DRAIN_BYTES {
+        return BodyRead::Oversized;
+    }
+    let mut received = 0u64;
+    while let Some(chunk) = frames.next().await {
+        let Ok(chunk) = chunk else { return BodyRead::Broken };
+        received += chunk.len() as u64;
+        seen = seen.max(received);
+        if seen > OVERSIZED_DRAIN_BYTES {
+            return BodyRead::Oversized;
+        }
+        if seen <= limit as u64 {
+            buffered.extend_from_slice(&chunk);
+        }
+    }
+    if seen > limit as u64 {
+        BodyRead::Oversized
+    } else {
+        BodyRead::Complete(buffered)
+    }
+}
+
+/// Buffers request bodies up to `limit` bytes and answers 413 to larger ones,
+/// 408 to a body that does not arrive within [`BODY_READ_TIME`].
+pub async fn limit_body(limit: usize, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let (parts, body) = request.into_parts();
+    let (status, title, detail) = match tokio::time::timeout(BODY_READ_TIME, read_body(body, declared, limit)).await {
+        Ok(BodyRead::Complete(bytes)) => {
+            return next
+                .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await;
+        }
+        Ok(BodyRead::Oversized) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large",
+            format!("the request body exceeds {limit} bytes"),
+        ),
+        Ok(BodyRead::Broken) => (
+            StatusCode::BAD_REQUEST,
+            "Bad Request",
+            "the request body could not be read".to_string(),
+        ),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout",
+            format!("the request body did not arrive within {} s", BODY_READ_TIME.as_secs()),
+        ),
+    };
+    let mut response = problem(status, title, detail, None);
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }

@@ -34,7 +34,9 @@ pub fn router(sim: &Arc<Sim>) -> Router {
         .merge(platform::router(sim))
         .merge(logging::router())
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .layer(axum::middleware::from_fn(|request, next| {
+            middleware::limit_body(MAX_REQUEST_BYTES, request, next)
+        }))
         .layer(axum::middleware::from_fn_with_state(
             sim.clone(),
             middleware::journal_and_faults,
