@@ -190,7 +190,7 @@ impl Sim {
         for (i, zone) in pull_zones.iter().enumerate() {
             let share = share_of(logs, pull_zones.len(), i);
             let batch = super::generator::logs(share, seed, *zone, now);
-            world.logs.entry(*zone).or_default().extend(batch);
+            world.logs.entry(*zone).or_default().insert(batch);
         }
         Ok(Generated { events, logs })
     }

@@ -157,9 +157,7 @@ impl LogQuery {
         };
         let equals =
             |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
-        entry.timestamp >= self.from
-            && entry.timestamp < self.to
-            && (self.status.is_empty() || self.status.iter().any(|s| s.matches(entry.status_code)))
+        (self.status.is_empty() || self.status.iter().any(|s| s.matches(entry.status_code)))
             && (self.cache_status.is_empty()
                 || self
                     .cache_status
@@ -175,24 +173,16 @@ impl LogQuery {
             && entry.matches_search(&self.search)
     }
 
-    /// Runs the query over one Pull Zone's entries (any order).
-    pub fn execute(&self, pull_zone_id: i64, entries: &[LogEntry]) -> LogsResponse {
-        let mut matched: Vec<&LogEntry> = entries.iter().filter(|e| self.matches(e)).collect();
-        matched.sort_by(|a, b| {
-            a.timestamp
-                .cmp(&b.timestamp)
-                .then_with(|| a.request_id.cmp(&b.request_id))
-        });
-        if self.order == SortOrder::Desc {
-            matched.reverse();
-        }
-        let total = matched.len() as u64;
-        let data: Vec<LogEntry> = matched
-            .into_iter()
-            .skip(self.offset as usize)
-            .take(self.limit as usize)
-            .cloned()
-            .collect();
+    /// Runs the query over one Pull Zone's entries: reads the time range only, and
+    /// stops one match after the page.
+    pub fn execute(&self, pull_zone_id: i64, logs: &PullZoneLogs) -> LogsResponse {
+        let range = logs.range(self.from, self.to);
+        let matched: Box<dyn Iterator<Item = &LogEntry>> = match self.order {
+            SortOrder::Asc => Box::new(range.iter().filter(|e| self.matches(e))),
+            SortOrder::Desc => Box::new(range.iter().rev().filter(|e| self.matches(e))),
+        };
+        let mut matched = matched.skip(self.offset as usize);
+        let data: Vec<LogEntry> = matched.by_ref().take(self.limit as usize).cloned().collect();
         let returned = data.len() as u64;
         LogsResponse {
             data,
@@ -200,7 +190,7 @@ impl LogQuery {
                 offset: self.offset,
                 limit: self.limit,
                 returned,
-                has_more: self.offset + returned < total,
+                has_more: matched.next().is_some(),
             },
             query: QueryEcho {
                 pull_zone_id,
@@ -209,6 +199,49 @@ impl LogQuery {
                 order: self.order,
             },
         }
+    }
+}
+
+/// One Pull Zone's entries, kept in (timestamp, requestId) order so a query reads
+/// only its time range.
+#[derive(Debug, Default)]
+pub struct PullZoneLogs {
+    entries: Vec<LogEntry>,
+}
+
+impl PullZoneLogs {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds entries in any order.
+    pub fn insert(&mut self, entries: impl IntoIterator<Item = LogEntry>) {
+        let appended_from = self.entries.len();
+        self.entries.extend(entries);
+        let order = |a: &LogEntry, b: &LogEntry| (a.timestamp, &a.request_id).cmp(&(b.timestamp, &b.request_id));
+        let in_order = self.entries[appended_from.saturating_sub(1)..]
+            .windows(2)
+            .all(|pair| order(&pair[0], &pair[1]).is_le());
+        if !in_order {
+            self.entries.sort_by(order);
+        }
+    }
+
+    /// Drops the entries at or before `oldest`.
+    pub fn expire(&mut self, oldest: DateTime<Utc>) {
+        let expired = self.entries.partition_point(|e| e.timestamp <= oldest);
+        self.entries.drain(..expired);
+    }
+
+    /// The entries of `[from, to)`, oldest first.
+    pub fn range(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> &[LogEntry] {
+        let start = self.entries.partition_point(|e| e.timestamp < from);
+        let end = self.entries.partition_point(|e| e.timestamp < to).max(start);
+        &self.entries[start..end]
     }
 }
 
@@ -227,13 +260,17 @@ pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
 }
 
 /// The v1 day file: that day's retained entries, oldest first, one line each.
-pub fn v1_file(entries: &[LogEntry], day: NaiveDate, now: DateTime<Utc>) -> String {
-    let mut lines: Vec<&LogEntry> = entries
+pub fn v1_file(logs: &PullZoneLogs, day: NaiveDate, now: DateTime<Utc>) -> String {
+    let start = day.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+    let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc());
+    let (Some(start), Some(end)) = (start, end) else {
+        return String::new();
+    };
+    logs.range(start, end)
         .iter()
-        .filter(|e| e.timestamp.date_naive() == day && e.timestamp > now - RETENTION)
-        .collect();
-    lines.sort_by_key(|e| e.timestamp);
-    lines.iter().map(|e| e.to_v1_line() + "\n").collect()
+        .filter(|e| e.timestamp > now - RETENTION)
+        .map(|e| e.to_v1_line() + "\n")
+        .collect()
 }
 
 #[cfg(test)]
@@ -297,5 +334,44 @@ mod tests {
         );
         assert!(v1_day("11-16-26", now()).is_err());
         assert!(v1_day("2026-11-20", now()).is_err());
+    }
+
+    #[test]
+    fn queries_read_their_time_range_in_either_order_and_page_by_offset() {
+        let at = |ms: i64, id: &str| LogEntry {
+            timestamp: now() - Duration::milliseconds(10_000 - ms),
+            request_id: id.into(),
+            status_code: 200,
+            ..LogEntry::default()
+        };
+        let mut logs = PullZoneLogs::default();
+        logs.insert([at(5, "e"), at(1, "a"), at(3, "c")]);
+        logs.insert([at(3, "b"), at(9, "f")]);
+        let time = |ms: i64| (now() - Duration::milliseconds(10_000 - ms)).to_rfc3339();
+        let ids = |pairs: &[(&str, String)]| {
+            let query = LogQuery::parse(
+                &params(&pairs.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>()),
+                now(),
+            )
+            .expect("valid");
+            let page = query.execute(7, &logs);
+            let ids: Vec<String> = page.data.iter().map(|e| e.request_id.clone()).collect();
+            (ids.join(""), page.pagination.has_more)
+        };
+        let window = |order: &str, offset: &str| {
+            vec![
+                ("from", time(3)),
+                ("to", time(9)),
+                ("order", order.to_string()),
+                ("limit", "2".to_string()),
+                ("offset", offset.to_string()),
+            ]
+        };
+        assert_eq!(ids(&window("asc", "0")), ("bc".to_string(), true));
+        assert_eq!(ids(&window("asc", "2")), ("e".to_string(), false));
+        assert_eq!(ids(&window("desc", "0")), ("ec".to_string(), true));
+        assert_eq!(ids(&window("desc", "2")), ("b".to_string(), false));
+        logs.expire(now() - Duration::milliseconds(10_000 - 3));
+        assert_eq!(logs.len(), 2, "entries at or before the cut are dropped");
     }
 }

@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 
 use super::events::EventStore;
 use crate::api::contract::{BodyValidator, Document, Required};
-use crate::api::models::logging::LogEntry;
 
 /// The whole configurable state of the emulator, as YAML (`--fixtures`) or JSON
 /// (`PUT /_sim/state`). Events and logs are loaded separately (admin API, generator).
@@ -358,7 +357,7 @@ pub struct ZoneAccessLists {
 pub struct World {
     pub document: SimDocument,
     pub events: HashMap<i64, EventStore>,
-    pub logs: HashMap<i64, Vec<LogEntry>>,
+    pub logs: HashMap<i64, crate::sim::logs::PullZoneLogs>,
 }
 
 impl World {

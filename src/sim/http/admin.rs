@@ -132,7 +132,7 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
     }
     let oldest = sim.clock.now() - crate::sim::logs::RETENTION;
     let logs = world.logs.entry(id).or_default();
-    logs.retain(|e| e.timestamp > oldest);
+    logs.expire(oldest);
     if logs.len() + n > MAX_LOGS_PER_PULL_ZONE {
         return bad_request(
             format!(
@@ -142,7 +142,7 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
             None,
         );
     }
-    logs.extend(entries);
+    logs.insert(entries);
     inserted(n)
 }
 
