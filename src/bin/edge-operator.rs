@@ -62,6 +62,11 @@ struct RunArgs {
     /// First delay between certificate completion attempts (doubles up to 1h).
     #[arg(long, default_value = "30s")]
     certificate_backoff: humantime::Duration,
+    /// Logging requests (pages of 1,000 entries) one CDN summary may make per poll. A
+    /// summary reads only the logs it has not read yet; when this budget cannot keep
+    /// up, it says which share of its window it covers (CdnLogsSynced=False, Partial).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    cdn_pages_per_poll: u32,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -123,6 +128,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         metrics_addr: args.metrics_addr,
         platform_rate: args.platform_rate,
         certificate_backoff: args.certificate_backoff.into(),
+        cdn_pages_per_poll: args.cdn_pages_per_poll,
         default_key_namespaces: args.default_key_namespaces,
         leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,

@@ -2,12 +2,11 @@
 //! search and the CDN logs; summarise them (pure) into status and conditions. Never
 //! writes to the platform.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use kube::ResourceExt;
 
+use super::cdn_tail::TailSummary;
 use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
@@ -15,18 +14,14 @@ use super::error::ReconcileError;
 use super::poll_schedule::{PollDecision, PollSchedule};
 use super::status::{MIN_POLL_INTERVAL, parse_go_duration};
 use crate::api::models::apps::{AppStatus, Application};
-use crate::api::models::logging::LogEntry;
 use crate::api::models::shield::{
     Dimension, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, RateLimitRule, rate_limit_action_name,
 };
-use crate::api::{ApiError, EdgeClient, LogQuery};
+use crate::api::{ApiError, EdgeClient};
 use crate::crd::container_app_watch::{
-    AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
-    RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
+    AppSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary, RateLimitSummary,
+    SecurityEventsSummary, SecurityEventsWatch,
 };
-
-/// At most this many log entries are read per poll for the CDN summary.
-pub const MAX_LOG_ENTRIES: usize = 50_000;
 
 pub fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
@@ -149,69 +144,6 @@ pub fn security_summary(
     (summary, condition)
 }
 
-/// Counts of CDN requests, kept as entries stream by (no entry is held).
-#[derive(Debug, Default)]
-pub struct CdnCounter {
-    requests: i64,
-    by_status_class: BTreeMap<String, i64>,
-    by_cache_status: BTreeMap<String, i64>,
-}
-
-impl CdnCounter {
-    pub fn add(&mut self, entry: &LogEntry) {
-        self.requests += 1;
-        *self
-            .by_status_class
-            .entry(format!("{}xx", entry.status_code / 100))
-            .or_default() += 1;
-        *self.by_cache_status.entry(entry.cache_status.clone()).or_default() += 1;
-    }
-
-    /// Requests, hit ratio and counts by status class and cache status.
-    pub fn summary(self, pull_zone_id: i64, window: &str) -> CdnSummary {
-        let hits = self.by_cache_status.get("HIT").copied().unwrap_or(0);
-        let hit_ratio = if self.requests == 0 {
-            "0".to_string()
-        } else {
-            format!("{:.3}", hits as f64 / self.requests as f64)
-        };
-        CdnSummary {
-            pull_zone_id,
-            window: window.to_string(),
-            requests: self.requests,
-            hit_ratio,
-            by_status_class: self.by_status_class,
-            by_cache_status: self.by_cache_status,
-        }
-    }
-}
-
-/// The summary of `entries`.
-pub fn cdn_summary(pull_zone_id: i64, window: &str, entries: &[LogEntry]) -> CdnSummary {
-    let mut counter = CdnCounter::default();
-    entries.iter().for_each(|e| counter.add(e));
-    counter.summary(pull_zone_id, window)
-}
-
-/// The logs are kept 3 days: a window is clamped inside them, with a margin for the
-/// time its pages take to read.
-pub const LONGEST_CDN_WINDOW: Duration = Duration::from_secs(72 * 3600 - 600);
-
-/// `[from, to)` of a CDN summary at `now`: `to` pinned for every page of the summary.
-pub fn cdn_window(
-    window: &str,
-    now: chrono::DateTime<chrono::Utc>,
-) -> (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) {
-    let span = parse_go_duration(window)
-        .unwrap_or(Duration::from_secs(3600))
-        .min(LONGEST_CDN_WINDOW);
-    let from = chrono::Duration::from_std(span)
-        .ok()
-        .and_then(|span| now.checked_sub_signed(span))
-        .unwrap_or(now);
-    (from, now)
-}
-
 fn failed(type_: ConditionType, error: &ApiError) -> Decided {
     Decided::new(type_, false, Reason::of(error), error.to_string())
 }
@@ -239,7 +171,7 @@ pub struct Reads {
     pub rate_limits: Option<Result<Vec<RateLimitRule>, ApiError>>,
     pub security_events: Option<Result<(EventLogsSearchResponse, i64), ApiError>>,
     /// `None` when no CDN summary is asked for; `Some(None)` when no Pull Zone is known.
-    pub cdn: Option<Option<Result<CdnSummary, ApiError>>>,
+    pub cdn: Option<Option<Result<TailSummary, ApiError>>>,
 }
 
 async fn security_events(
@@ -259,24 +191,6 @@ async fn security_events(
     };
     let total = client.search_events(zone, &flat).await?.total;
     Ok((grouped, total))
-}
-
-async fn cdn(client: &EdgeClient, pull_zone_id: i64, window: &str, now: &Now) -> Result<CdnSummary, ApiError> {
-    let (from, to) = cdn_window(window, now.time);
-    let query = LogQuery {
-        from: Some(from),
-        to: Some(to),
-        limit: Some(1000),
-        ..LogQuery::default()
-    };
-    let mut counter = CdnCounter::default();
-    futures::StreamExt::take(client.logs(pull_zone_id, query), MAX_LOG_ENTRIES)
-        .try_for_each(|entry| {
-            counter.add(&entry);
-            futures::future::ready(Ok(()))
-        })
-        .await?;
-    Ok(counter.summary(pull_zone_id, window))
 }
 
 /// The schedule of a watch: its interval (at least the floor), on a phase of its own.
@@ -325,13 +239,42 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
     }
 }
 
+/// CdnLogsSynced: True when the summary covers its whole window; Partial, with the
+/// share it covers and why, when the page budget has not read all of it yet.
+pub fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
+    let summary = &tail.summary;
+    let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
+    if tail.complete {
+        return Decided::new(ConditionType::CdnLogsSynced, true, Reason::Synchronized, counts);
+    }
+    let why = if tail.behind {
+        format!(
+            "the newest logs are not read yet: {pages_per_poll} requests of 1000 entries per poll (--cdn-pages-per-poll) do not keep up with this Pull Zone's traffic"
+        )
+    } else {
+        format!("older logs are read over the next polls, {pages_per_poll} requests of 1000 entries each")
+    };
+    Decided::new(
+        ConditionType::CdnLogsSynced,
+        false,
+        Reason::Partial,
+        format!(
+            "covers {:.1}% of the last {} ({} to {}): {counts}; {why}",
+            tail.coverage * 100.0,
+            summary.window,
+            summary.from,
+            summary.to
+        ),
+    )
+}
+
 /// The status and conditions a poll's reads make.
 pub fn poll_status(
     watch: &ContainerAppWatch,
     reads: Reads,
-    late: Duration,
+    (late, now): (Duration, &Now),
     previous: &ContainerAppWatchStatus,
-    now: &Now,
+    settings: &Settings,
 ) -> ContainerAppWatchStatus {
     let spec = &watch.spec;
     let generation = watch.metadata.generation;
@@ -372,15 +315,9 @@ pub fn poll_status(
         }
     }
     match reads.cdn {
-        Some(Some(Ok(summary))) => {
-            let message = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
-            decided.push(Decided::new(
-                ConditionType::CdnLogsSynced,
-                true,
-                Reason::Synchronized,
-                message,
-            ));
-            status.cdn = Some(summary);
+        Some(Some(Ok(tail))) => {
+            decided.push(cdn_condition(&tail, settings.cdn_pages_per_poll));
+            status.cdn = Some(tail.summary);
         }
         Some(Some(Err(error))) => decided.push(failed(ConditionType::CdnLogsSynced, &error)),
         Some(None) => decided.push(Decided::new(
@@ -449,13 +386,18 @@ impl Reconciled for ContainerAppWatch {
                 let pull_zone = watch
                     .pull_zone_id
                     .or_else(|| app.as_ref().ok().and_then(Application::endpoint_pull_zone_id));
+                let span = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
                 Some(match pull_zone {
                     Some(pull_zone_id) => Some(
                         io.ctx
                             .reads
-                            .cdn_summary(client, pull_zone_id, &watch.window, || {
-                                cdn(client, pull_zone_id, &watch.window, now)
-                            })
+                            .cdn_summary(
+                                client,
+                                pull_zone_id,
+                                (&watch.window, span),
+                                io.ctx.settings.cdn_pages_per_poll,
+                                now.millis(),
+                            )
                             .await,
                     ),
                     None => None,
@@ -475,7 +417,7 @@ impl Reconciled for ContainerAppWatch {
         })
     }
 
-    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, _settings: &Settings) -> Self::Plan {
+    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan {
         match observed {
             Observed::NotDue { due_ms } => Plan {
                 status: previous.clone(),
@@ -484,7 +426,7 @@ impl Reconciled for ContainerAppWatch {
             // From the poll's start, as the due check counts: reads that waited for
             // the quota do not push the next poll back.
             Observed::Polled { reads, late } => Plan {
-                status: poll_status(self, *reads, late, previous, now),
+                status: poll_status(self, *reads, (late, now), previous, settings),
                 next_ms: schedule_of(self).next_after(now.millis()),
             },
         }
@@ -582,40 +524,38 @@ mod tests {
     }
 
     #[test]
-    fn cdn_summary_counts_classes_cache_statuses_and_hit_ratio() {
-        let entry = |status: u16, cache: &str| LogEntry {
-            status_code: status,
-            cache_status: cache.into(),
-            ..LogEntry::default()
+    fn a_partial_cdn_summary_says_how_much_it_covers_and_why() {
+        let tail = |complete: bool, behind: bool| TailSummary {
+            summary: crate::crd::container_app_watch::CdnSummary {
+                window: "1h".into(),
+                requests: 5_000,
+                hit_ratio: "0.870".into(),
+                from: "2026-11-20T11:48:00.000Z".into(),
+                to: "2026-11-20T12:00:00.000Z".into(),
+                ..Default::default()
+            },
+            complete,
+            coverage: if complete { 1.0 } else { 0.2 },
+            behind,
         };
-        let summary = cdn_summary(
-            501,
-            "1h",
-            &[
-                entry(200, "HIT"),
-                entry(200, "HIT"),
-                entry(404, "MISS"),
-                entry(503, "MISS"),
-            ],
-        );
-        assert_eq!(summary.requests, 4);
-        assert_eq!(summary.hit_ratio, "0.500");
+        let synced = cdn_condition(&tail(true, false), 20);
         assert_eq!(
-            summary.by_status_class,
-            [("2xx".to_string(), 2), ("4xx".to_string(), 1), ("5xx".to_string(), 1)].into()
+            (synced.reason, synced.message.as_str()),
+            (Reason::Synchronized, "5000 requests, hit ratio 0.870")
         );
-        assert_eq!(summary.by_cache_status["MISS"], 2);
-        assert_eq!(cdn_summary(1, "1h", &[]).hit_ratio, "0");
-    }
-
-    #[test]
-    fn cdn_windows_stay_inside_the_retention_and_end_at_now() {
-        let now: chrono::DateTime<chrono::Utc> = "2026-11-20T12:00:00Z".parse().expect("time");
-        let (from, to) = cdn_window("72h", now);
-        assert_eq!(to, now);
-        assert_eq!((now - from).to_std().expect("positive"), LONGEST_CDN_WINDOW);
-        let (from, _) = cdn_window("1h", now);
-        assert_eq!((now - from).num_seconds(), 3600);
+        let backfilling = cdn_condition(&tail(false, false), 20);
+        assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
+        assert_eq!(backfilling.reason, Reason::Partial);
+        assert!(
+            backfilling.message.starts_with(
+                "covers 20.0% of the last 1h (2026-11-20T11:48:00.000Z to 2026-11-20T12:00:00.000Z): 5000 requests"
+            ),
+            "{}",
+            backfilling.message
+        );
+        assert!(backfilling.message.contains("older logs are read over the next polls"));
+        let behind = cdn_condition(&tail(false, true), 20);
+        assert!(behind.message.contains("--cdn-pages-per-poll"), "{}", behind.message);
     }
 
     #[test]
@@ -668,7 +608,18 @@ mod tests {
         let mut watch = ContainerAppWatch::new("shop", spec);
         watch.metadata.generation = Some(1);
         let fresh = ContainerAppWatchStatus::default();
-        let first = poll_status(&watch, observed(AppStatus::Active), Duration::ZERO, &fresh, &now);
+        let settings = Settings {
+            resync: Duration::from_secs(600),
+            certificate_backoff: crate::api::RetryPolicy::default(),
+            cdn_pages_per_poll: 20,
+        };
+        let first = poll_status(
+            &watch,
+            observed(AppStatus::Active),
+            (Duration::ZERO, &now),
+            &fresh,
+            &settings,
+        );
         let reasons: Vec<(&str, &str)> = first
             .conditions
             .iter()
@@ -689,13 +640,25 @@ mod tests {
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [Reason::SecurityEventsElevated]
         );
-        let failing = poll_status(&watch, observed(AppStatus::Failing), Duration::ZERO, &first, &now);
+        let failing = poll_status(
+            &watch,
+            observed(AppStatus::Failing),
+            (Duration::ZERO, &now),
+            &first,
+            &settings,
+        );
         let notes = transition_notes(&first, &failing);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [Reason::AppNotReady]
         );
-        let still = poll_status(&watch, observed(AppStatus::Failing), Duration::ZERO, &failing, &now);
+        let still = poll_status(
+            &watch,
+            observed(AppStatus::Failing),
+            (Duration::ZERO, &now),
+            &failing,
+            &settings,
+        );
         assert!(
             transition_notes(&failing, &still).is_empty(),
             "no Event without a transition"
@@ -703,9 +666,9 @@ mod tests {
         let late = poll_status(
             &watch,
             observed(AppStatus::Failing),
-            Duration::from_secs(34),
+            (Duration::from_secs(34), &now),
             &still,
-            &now,
+            &settings,
         );
         let synced = find(&late.conditions, ConditionType::Synced).expect("Synced");
         assert_eq!(synced.reason, "PolledLate");

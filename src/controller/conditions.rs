@@ -69,6 +69,7 @@ pub enum Reason {
     Quiet,
     Elevated,
     NoPullZone,
+    Partial,
     AppNotReady,
     SecurityEventsElevated,
     /// An application's status, in the platform's own words (`Active`, `Failing`...).
@@ -120,6 +121,7 @@ impl Reason {
             Reason::Quiet => "Quiet",
             Reason::Elevated => "Elevated",
             Reason::NoPullZone => "NoPullZone",
+            Reason::Partial => "Partial",
             Reason::AppNotReady => "AppNotReady",
             Reason::SecurityEventsElevated => "SecurityEventsElevated",
             Reason::App(status) => status,

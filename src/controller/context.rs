@@ -22,6 +22,8 @@ pub struct Settings {
     pub resync: Duration,
     /// Between certificate completion attempts.
     pub certificate_backoff: RetryPolicy,
+    /// Logging requests one CDN summary may make per poll (`--cdn-pages-per-poll`).
+    pub cdn_pages_per_poll: u32,
 }
 
 pub struct Context {

@@ -9,6 +9,7 @@
 pub mod access_list;
 pub mod app_watch;
 pub mod backoff;
+pub mod cdn_tail;
 pub mod certificate;
 pub mod conditions;
 pub mod context;

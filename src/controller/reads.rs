@@ -1,15 +1,17 @@
 //! Platform reads shared between objects: one read of a Shield Zone's access lists
 //! serves every AccessListConfig of that zone, one CDN summary every watch of the same
-//! Pull Zone and window.
+//! Pull Zone and window; and the CDN tails kept between polls.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use super::cdn_tail::{CdnTail, TailSummary, advance};
 use super::credentials::credential_id;
 use super::error::ReconcileError;
 use super::shared_reads::SharedReads;
 use crate::api::models::shield::AccessListsResponse;
 use crate::api::{ApiError, EdgeClient};
-use crate::crd::container_app_watch::CdnSummary;
 
 /// How long one read of a zone's access lists serves the reconciles of that zone (a
 /// burst of creates shares it; resyncs of a zone happen at one instant anyway).
@@ -23,9 +25,16 @@ type ZoneKey = (String, i64);
 /// (credential identity, Pull Zone id, window).
 type CdnKey = (String, i64, String);
 
+/// A tail is dropped when no poll used it for its window and this long: by then it
+/// holds nothing of the window.
+const CDN_TAIL_IDLE: Duration = Duration::from_secs(600);
+
 pub struct Reads {
     zone_lists: SharedReads<ZoneKey, AccessListsResponse, ApiError>,
-    cdn_summaries: SharedReads<CdnKey, CdnSummary, ApiError>,
+    cdn_summaries: SharedReads<CdnKey, TailSummary, ApiError>,
+    /// Tails between polls, with when each was last used (Unix ms). A poll takes its
+    /// tail out while it reads, so no lock is held across a request.
+    cdn_tails: Mutex<HashMap<CdnKey, (i64, CdnTail)>>,
 }
 
 impl Default for Reads {
@@ -33,6 +42,7 @@ impl Default for Reads {
         Self {
             zone_lists: SharedReads::new(ZONE_LISTS_TTL),
             cdn_summaries: SharedReads::new(CDN_SUMMARY_TTL),
+            cdn_tails: Mutex::default(),
         }
     }
 }
@@ -73,20 +83,44 @@ impl Reads {
             .await;
     }
 
-    /// The CDN summary of a Pull Zone over `window`, made by `summarise` at most once
-    /// per [`CDN_SUMMARY_TTL`] per credential: the watches of one Pull Zone share its
-    /// logging quota instead of each paging through the same logs.
-    pub async fn cdn_summary<Fut>(
+    /// The CDN summary of a Pull Zone over `window` at `now_ms`, advanced by at most
+    /// `pages` logging requests from where the previous poll stopped, at most once per
+    /// [`CDN_SUMMARY_TTL`] per credential: the watches of one Pull Zone share its
+    /// logging quota and its tail.
+    pub async fn cdn_summary(
         &self,
         client: &EdgeClient,
         pull_zone_id: i64,
-        window: &str,
-        summarise: impl FnOnce() -> Fut,
-    ) -> Result<CdnSummary, ApiError>
-    where
-        Fut: Future<Output = Result<CdnSummary, ApiError>>,
-    {
+        (window, span): (&str, Duration),
+        pages: u32,
+        now_ms: i64,
+    ) -> Result<TailSummary, ApiError> {
         let key = (credential_id(client), pull_zone_id, window.to_string());
-        self.cdn_summaries.get_or_read(key, summarise).await
+        let summarise = || async {
+            let mut tail = self
+                .take_tail(&key, now_ms)
+                .unwrap_or_else(|| CdnTail::new(span, now_ms));
+            let advanced = advance(&mut tail, now_ms, pages, |query| async move {
+                client.query_logs(pull_zone_id, &query).await
+            })
+            .await;
+            let summary = tail.summary(pull_zone_id, window, now_ms);
+            self.put_tail(key.clone(), now_ms, tail);
+            advanced.map(|()| summary)
+        };
+        self.cdn_summaries.get_or_read(key.clone(), summarise).await
+    }
+
+    fn take_tail(&self, key: &CdnKey, now_ms: i64) -> Option<CdnTail> {
+        let mut tails = self.cdn_tails.lock().unwrap_or_else(PoisonError::into_inner);
+        tails.retain(|_, (used_ms, tail)| {
+            now_ms.saturating_sub(*used_ms) < (tail.window() + CDN_TAIL_IDLE).as_millis() as i64
+        });
+        tails.remove(key).map(|(_, tail)| tail)
+    }
+
+    fn put_tail(&self, key: CdnKey, now_ms: i64, tail: CdnTail) {
+        let mut tails = self.cdn_tails.lock().unwrap_or_else(PoisonError::into_inner);
+        tails.insert(key, (now_ms, tail));
     }
 }

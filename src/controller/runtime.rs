@@ -51,6 +51,8 @@ pub struct RunConfig {
     pub platform_rate: u32,
     /// First delay between certificate completion attempts.
     pub certificate_backoff: Duration,
+    /// Logging requests one CDN summary may make per poll.
+    pub cdn_pages_per_poll: u32,
     pub leader_election: Option<LeaderElection>,
     /// Namespaces whose objects may use the default key (empty: all).
     pub default_key_namespaces: Vec<String>,
@@ -363,6 +365,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         settings: Settings {
             resync: config.resync,
             certificate_backoff: certificate_policy(config.certificate_backoff),
+            cdn_pages_per_poll: config.cdn_pages_per_poll,
         },
         access_lists: std::sync::OnceLock::new(),
         leader: match &config.leader_election {

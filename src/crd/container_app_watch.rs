@@ -242,6 +242,18 @@ pub struct CdnSummary {
     pub by_status_class: BTreeMap<String, i64>,
     /// HIT, MISS, ... → count.
     pub by_cache_status: BTreeMap<String, i64>,
+    /// Start of the span the counts cover (RFC 3339): the window's start (rounded down
+    /// to 1/360 of the window) once complete, later while older logs are still read.
+    #[serde(default)]
+    pub from: String,
+    /// End of the span the counts cover: the poll's time, or earlier when the page
+    /// budget ran out before the newest logs.
+    #[serde(default)]
+    pub to: String,
+    /// Share of the window the counts cover, as a decimal string: "1" when complete;
+    /// below, the CdnLogsSynced condition says Partial.
+    #[serde(default)]
+    pub coverage: String,
 }
 
 /// Observed state of a ContainerAppWatch.

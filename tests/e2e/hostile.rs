@@ -359,7 +359,7 @@ async fn a_stalled_platform_call_times_out_without_holding_up_other_objects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cdn_window_of_72h_is_read_over_many_pages_of_one_pinned_window() {
+async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_partial_until_then() {
     let sim = start(example_fixtures()).await;
     let now = chrono::Utc::now();
     let entries: Vec<Value> = (0..3_500)
@@ -375,47 +375,73 @@ async fn a_cdn_window_of_72h_is_read_over_many_pages_of_one_pinned_window() {
         .await
         .expect("seed");
     assert!(seeded.status().is_success());
-    let within = entries.len()
-        - entries
-            .iter()
-            .filter(|e| {
-                let t: chrono::DateTime<chrono::Utc> = serde_json::from_value(e["timestamp"].clone()).expect("time");
-                now - t >= chrono::Duration::seconds(72 * 3600 - 600)
-            })
-            .count();
-    let namespace = TestNamespace::create("cdn72");
-    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let times: Vec<chrono::DateTime<chrono::Utc>> = entries
+        .iter()
+        .map(|e| serde_json::from_value(e["timestamp"].clone()).expect("time"))
+        .collect();
+    let exact = |summary: &edge_operator::crd::container_app_watch::CdnSummary| {
+        let from: chrono::DateTime<chrono::Utc> = summary.from.parse().expect("from");
+        let to: chrono::DateTime<chrono::Utc> = summary.to.parse().expect("to");
+        times.iter().filter(|t| **t >= from && **t < to).count() as i64
+    };
+    let namespace = TestNamespace::create("cdnbusy");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--cdn-pages-per-poll", "2"]);
     apply(&format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: busy\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 60s\n  cdn:\n    pullZoneId: 501\n    window: 72h\n",
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: busy\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  cdn:\n    pullZoneId: 501\n    window: 72h\n",
         namespace.name
     ));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
-    let watch = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("True"), "Synced", WAIT).await;
-    let summary = watch.status.expect("status").cdn.expect("cdn");
-    let requests = usize::try_from(summary.requests).expect("count");
-    assert!(
-        requests.abs_diff(within) <= 2,
-        "{requests} counted, {within} within the clamped window"
+    let partial = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("False"), "Partial", WAIT).await;
+    let status = partial.status.expect("status");
+    let summary = status.cdn.expect("cdn");
+    assert_eq!(
+        summary.requests, 2_000,
+        "two pages, newest first (the first poll reads no older logs)"
     );
-    let queries: Vec<String> = sim
-        .sim
-        .journal()
+    assert_eq!(summary.requests, exact(&summary), "exact over the span it states");
+    let coverage: f64 = summary.coverage.parse().expect("a decimal");
+    assert!(coverage > 0.5 && coverage < 0.6, "{}", summary.coverage);
+    let condition = status
+        .conditions
         .iter()
-        .filter(|e| e.path.starts_with("/v2/"))
-        .filter_map(|e| e.query.clone())
-        .collect();
-    assert!(queries.len() >= 4, "{} pages", queries.len());
-    let window = |q: &String| {
-        q.split('&')
-            .filter(|p| p.starts_with("from=") || p.starts_with("to="))
-            .collect::<Vec<_>>()
-            .join("&")
-    };
+        .find(|c| c.type_ == "CdnLogsSynced")
+        .expect("condition");
+    assert!(condition.message.starts_with("covers 5"), "{}", condition.message);
+
+    let complete = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("True"), "Synced", WAIT).await;
+    let status = complete.status.expect("status");
+    let complete_at = status.observed_at.clone().expect("observedAt");
+    let summary = status.cdn.expect("cdn");
+    assert_eq!(summary.coverage, "1");
+    assert_eq!(summary.requests, exact(&summary));
+    let start: chrono::DateTime<chrono::Utc> = summary.from.parse().expect("from");
+    let asked = now - chrono::Duration::seconds(72 * 3600 - 600);
     assert!(
-        queries.iter().all(|q| window(q) == window(&queries[0])),
-        "one pinned window: {queries:?}"
+        start <= asked && asked - start <= chrono::Duration::seconds(720),
+        "the window's start rounded down to 1/360 of it: {start}"
     );
+    let pages = || sim.sim.journal().iter().filter(|e| e.path.starts_with("/v2/")).count();
+    let read_once = pages();
+    assert!(read_once <= 7, "{read_once} pages for 3,500 entries in pages of 1,000");
     assert!(sim.sim.journal().iter().all(|e| e.status < 400), "no page refused");
+    let next_poll = |after: String| {
+        let api = api.clone();
+        async move {
+            eventually("the next poll", WAIT, || async {
+                let observed = api.get("busy").await.ok()?.status?.observed_at?;
+                (observed != after).then_some(observed)
+            })
+            .await
+        }
+    };
+    let polled = next_poll(complete_at).await;
+    let before = pages();
+    next_poll(polled).await;
+    assert_eq!(
+        pages() - before,
+        1,
+        "a poll after the window is complete reads only the new logs"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -116,6 +116,14 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
     assert_eq!(cdn.by_status_class["5xx"], 4);
     assert_eq!(cdn.by_cache_status["MISS"], 10);
     assert_eq!(cdn.hit_ratio, "0.750");
+    assert_eq!(cdn.coverage, "1", "a quiet Pull Zone is read whole at the first poll");
+    let to = chrono::DateTime::parse_from_rfc3339(&cdn.to).expect("RFC 3339");
+    let polled = chrono::DateTime::parse_from_rfc3339(observed_at).expect("RFC 3339");
+    assert!(
+        (to - polled).num_milliseconds().abs() < 1000,
+        "the summary ends at the poll: {} vs {observed_at}",
+        cdn.to
+    );
 
     let response = reqwest::Client::new()
         .patch(format!("{base}/_sim/apps/app-shop"))
