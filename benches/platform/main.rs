@@ -5,7 +5,8 @@
 //! - operator: AccessListConfig convergence against its floor, platform calls and status
 //!   writes per object, an idle period, operator memory at two sizes;
 //! - rate discipline: ContainerAppWatches sharing one Pull Zone's logging quota, and
-//!   many watches polling under the global platform quota.
+//!   many watches polling under the global platform quota;
+//! - cdn: the summary of a Pull Zone logging 1,000,000 requests an hour.
 //!
 //! Run through `hack/bench/run.sh` (`make bench`), which provides DuckDB, the operator
 //! binary and a local control plane. EDGE_BENCH_SCALE=smoke runs every suite small and
@@ -13,6 +14,7 @@
 
 mod access_lists;
 mod app_watches;
+mod busy_pull_zone;
 mod harness;
 mod poll_quota;
 mod report;
@@ -44,6 +46,11 @@ pub struct Settings {
     /// EDGE_BENCH_POLL_WATCHES, EDGE_BENCH_POLL_INTERVAL
     pub poll_watches: usize,
     pub poll_interval: Duration,
+    /// EDGE_BENCH_CDN_PER_HOUR, EDGE_BENCH_CDN_WINDOW, EDGE_BENCH_CDN_POLLS (polls
+    /// measured once the window is covered)
+    pub cdn_per_hour: usize,
+    pub cdn_window: Duration,
+    pub cdn_steady_polls: usize,
 }
 
 fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
@@ -71,7 +78,7 @@ impl Settings {
         let large = env_or("EDGE_BENCH_LARGE_OBJECTS", pick(smoke, 10_000, 0))?;
         let settings = Self {
             smoke,
-            suites: env_or("EDGE_BENCH_SUITES", "search,operator,rate".to_string())?
+            suites: env_or("EDGE_BENCH_SUITES", "search,operator,rate,cdn".to_string())?
                 .split(',')
                 .map(str::to_string)
                 .collect(),
@@ -86,14 +93,17 @@ impl Settings {
             rate_duration: duration_or("EDGE_BENCH_RATE_DURATION", pick(smoke, "2m", "30s"))?,
             poll_watches: env_or("EDGE_BENCH_POLL_WATCHES", pick(smoke, 1_000, 60))?,
             poll_interval: duration_or("EDGE_BENCH_POLL_INTERVAL", pick(smoke, "60s", "10s"))?,
+            cdn_per_hour: env_or("EDGE_BENCH_CDN_PER_HOUR", 1_000_000)?,
+            cdn_window: duration_or("EDGE_BENCH_CDN_WINDOW", pick(smoke, "10m", "1m"))?,
+            cdn_steady_polls: env_or("EDGE_BENCH_CDN_POLLS", pick(smoke, 12, 3))?,
         };
         if let Some(unknown) = settings
             .suites
             .iter()
-            .find(|s| !["search", "operator", "rate"].contains(&s.as_str()))
+            .find(|s| !["search", "operator", "rate", "cdn"].contains(&s.as_str()))
         {
             return Err(format!(
-                "EDGE_BENCH_SUITES: unknown suite {unknown:?} (search, operator, rate)"
+                "EDGE_BENCH_SUITES: unknown suite {unknown:?} (search, operator, rate, cdn)"
             ));
         }
         if settings.objects == 0
@@ -101,8 +111,16 @@ impl Settings {
             || settings.poll_watches == 0
             || settings.events == 0
             || settings.runs == 0
+            || settings.cdn_per_hour == 0
+            || settings.cdn_steady_polls == 0
         {
-            return Err("EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS and _RUNS must be positive".to_string());
+            return Err(
+                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR and _CDN_POLLS must be positive"
+                    .to_string(),
+            );
+        }
+        if settings.cdn_window < Duration::from_secs(60) {
+            return Err("EDGE_BENCH_CDN_WINDOW must be at least 1m".to_string());
         }
         if settings.poll_interval < Duration::from_secs(10) {
             return Err("EDGE_BENCH_POLL_INTERVAL must be at least 10s (the CRD's minimum)".to_string());
@@ -133,7 +151,7 @@ async fn main() -> ExitCode {
     {
         report.error("search", &error);
     }
-    if settings.includes("operator") || settings.includes("rate") {
+    if settings.includes("operator") || settings.includes("rate") || settings.includes("cdn") {
         match harness::Cluster::from_env().await {
             Ok(cluster) => {
                 if settings.includes("operator")
@@ -148,6 +166,11 @@ async fn main() -> ExitCode {
                     if let Err(error) = poll_quota::run(&cluster, &settings, &mut report).await {
                         report.error("rate discipline", &format!("{error:#}"));
                     }
+                }
+                if settings.includes("cdn")
+                    && let Err(error) = busy_pull_zone::run(&cluster, &settings, &mut report).await
+                {
+                    report.error("busy Pull Zone", &format!("{error:#}"));
                 }
             }
             Err(error) => report.error("operator", &format!("{error:#}")),

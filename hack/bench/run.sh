@@ -4,7 +4,7 @@
 #
 #   hack/bench/run.sh            full run: release build, then about 18 minutes
 #   hack/bench/run.sh --smoke    small run on the dev build that gates counts only (CI)
-#   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate)
+#   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate, cdn)
 #
 # Sizes and durations: see the EDGE_BENCH_* variables in benches/platform/main.rs.
 # Installs duckdb (PyPI) into a virtualenv in the cache on first use; starts a local
@@ -21,7 +21,7 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
 esac
-suites="${EDGE_BENCH_SUITES:-search,operator,rate}"
+suites="${EDGE_BENCH_SUITES:-search,operator,rate,cdn}"
 
 if [[ ",$suites," == *,search,* ]]; then
   venv="$EDGE_CACHE_DIR/bench-venv"
@@ -36,7 +36,7 @@ fi
 # The benchmark and the edge-operator it runs, built before anything is measured.
 cargo bench --profile "$profile" --locked --bench platform --no-run
 
-if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* ]]; then
+if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *,cdn,* ]]; then
   export EDGE_CLUSTER_NAME="bench-$$"
   trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
   eval "$(hack/cluster.sh up)"

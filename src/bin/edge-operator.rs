@@ -67,6 +67,10 @@ struct RunArgs {
     /// up, it says which share of its window it covers (CdnLogsSynced=False, Partial).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     cdn_pages_per_poll: u32,
+    /// How long the platform takes to make a request's log entry readable. A summary
+    /// ends this long before its poll, so entries that arrive late are still counted.
+    #[arg(long, default_value = "0s")]
+    cdn_log_delay: humantime::Duration,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -129,6 +133,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         platform_rate: args.platform_rate,
         certificate_backoff: args.certificate_backoff.into(),
         cdn_pages_per_poll: args.cdn_pages_per_poll,
+        cdn_log_delay: args.cdn_log_delay.into(),
         default_key_namespaces: args.default_key_namespaces,
         leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,

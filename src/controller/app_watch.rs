@@ -396,7 +396,7 @@ impl Reconciled for ContainerAppWatch {
                                 pull_zone_id,
                                 (&watch.window, span),
                                 io.ctx.settings.cdn_pages_per_poll,
-                                now.millis(),
+                                now.millis() - io.ctx.settings.cdn_log_delay.as_millis() as i64,
                             )
                             .await,
                     ),
@@ -612,6 +612,7 @@ mod tests {
             resync: Duration::from_secs(600),
             certificate_backoff: crate::api::RetryPolicy::default(),
             cdn_pages_per_poll: 20,
+            cdn_log_delay: Duration::ZERO,
         };
         let first = poll_status(
             &watch,

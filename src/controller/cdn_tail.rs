@@ -151,7 +151,7 @@ impl CdnTail {
         let span_ms = window_span(window).as_millis() as i64;
         let mut tail = Self {
             span_ms,
-            bucket_ms: (span_ms / BUCKETS_PER_WINDOW).max(1000),
+            bucket_ms: (span_ms / BUCKETS_PER_WINDOW).max(1),
             buckets: BTreeMap::new(),
             back: Edge::default(),
             head: Edge::default(),
@@ -494,6 +494,12 @@ mod tests {
             tail.window_start(NOW + 7_000),
             NOW + 7_000 - 3_600_000 - 7_000,
             "rounded down to 10 s"
+        );
+        let short = CdnTail::new(Duration::from_secs(36), NOW + 150);
+        assert_eq!(
+            short.window_start(NOW + 150),
+            NOW - 36_000 + 100,
+            "rounded down to 100 ms"
         );
     }
 

@@ -24,6 +24,9 @@ pub struct Settings {
     pub certificate_backoff: RetryPolicy,
     /// Logging requests one CDN summary may make per poll (`--cdn-pages-per-poll`).
     pub cdn_pages_per_poll: u32,
+    /// How long the platform takes to make a log entry readable (`--cdn-log-delay`):
+    /// CDN summaries end this long before the poll.
+    pub cdn_log_delay: Duration,
 }
 
 pub struct Context {

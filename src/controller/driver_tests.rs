@@ -127,6 +127,7 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             resync: Duration::from_secs(600),
             certificate_backoff: certificate_policy(Duration::from_secs(30)),
             cdn_pages_per_poll: 20,
+            cdn_log_delay: Duration::ZERO,
         },
         access_lists: std::sync::OnceLock::new(),
         leader: crate::controller::leader::LeaderGate::sole(),

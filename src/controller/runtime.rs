@@ -53,6 +53,8 @@ pub struct RunConfig {
     pub certificate_backoff: Duration,
     /// Logging requests one CDN summary may make per poll.
     pub cdn_pages_per_poll: u32,
+    /// How long the platform takes to make a log entry readable.
+    pub cdn_log_delay: Duration,
     pub leader_election: Option<LeaderElection>,
     /// Namespaces whose objects may use the default key (empty: all).
     pub default_key_namespaces: Vec<String>,
@@ -366,6 +368,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             resync: config.resync,
             certificate_backoff: certificate_policy(config.certificate_backoff),
             cdn_pages_per_poll: config.cdn_pages_per_poll,
+            cdn_log_delay: config.cdn_log_delay,
         },
         access_lists: std::sync::OnceLock::new(),
         leader: match &config.leader_election {

@@ -189,7 +189,8 @@ impl Sim {
         }
         for (i, zone) in pull_zones.iter().enumerate() {
             let share = share_of(logs, pull_zones.len(), i);
-            let batch = super::generator::logs(share, seed, *zone, now);
+            let day = (now - chrono::Duration::hours(24), now);
+            let batch = super::generator::logs(share, seed, *zone, day);
             world.logs.entry(*zone).or_default().insert(batch);
         }
         Ok(Generated { events, logs })

@@ -105,9 +105,11 @@ pub fn events(count: usize, seed: u64, now: DateTime<Utc>) -> impl Iterator<Item
     })
 }
 
-/// `count` CDN log entries for `pull_zone_id` over the 24 hours before `now`.
-pub fn logs(count: usize, seed: u64, pull_zone_id: i64, now: DateTime<Utc>) -> Vec<LogEntry> {
+/// `count` CDN log entries for `pull_zone_id` over `[from, to)`, with request ids
+/// unique per `seed`.
+pub fn logs(count: usize, seed: u64, pull_zone_id: i64, (from, to): (DateTime<Utc>, DateTime<Utc>)) -> Vec<LogEntry> {
     let mut rng = StdRng::seed_from_u64(seed ^ (pull_zone_id as u64).rotate_left(17));
+    let span_ms = (to - from).num_milliseconds().max(1);
     (0..count)
         .map(|i| {
             let path = PATHS[skewed(&mut rng, PATHS.len())];
@@ -120,7 +122,7 @@ pub fn logs(count: usize, seed: u64, pull_zone_id: i64, now: DateTime<Utc>) -> V
             };
             let ip = ip_of(skewed(&mut rng, 20_000));
             LogEntry {
-                timestamp: now - Duration::milliseconds(rng.random_range(1..24 * 3_600_000)),
+                timestamp: from + Duration::milliseconds(rng.random_range(0..span_ms)),
                 pull_zone_id,
                 request_id: format!("{seed:x}-{pull_zone_id}-{i:08x}"),
                 cache_status: CACHE_STATUSES[skewed(&mut rng, CACHE_STATUSES.len())].to_string(),
@@ -154,10 +156,13 @@ mod tests {
         let now = DateTime::from_timestamp(1_800_000_000, 0).expect("valid");
         assert!(events(500, 7, now).eq(events(500, 7, now)));
         assert!(!events(50, 7, now).eq(events(50, 8, now)));
-        let entries = logs(5_000, 7, 1, now);
+        let hour = (now - Duration::hours(1), now);
+        let entries = logs(5_000, 7, 1, hour);
         for status in CACHE_STATUSES {
             assert!(entries.iter().any(|e| e.cache_status == status), "{status} missing");
         }
+        assert!(entries.iter().all(|e| e.timestamp >= hour.0 && e.timestamp < hour.1));
+        assert_eq!(entries, logs(5_000, 7, 1, hour));
         assert!(events(2_000, 1, now).all(|e| e.timestamp < now.timestamp_millis()));
     }
 }

@@ -218,14 +218,17 @@ impl PullZoneLogs {
         self.entries.is_empty()
     }
 
-    /// Adds entries in any order.
+    /// Adds entries in any order. Newer entries than all held are appended; older ones
+    /// cost a merge of two sorted runs.
     pub fn insert(&mut self, entries: impl IntoIterator<Item = LogEntry>) {
-        let appended_from = self.entries.len();
-        self.entries.extend(entries);
         let order = |a: &LogEntry, b: &LogEntry| (a.timestamp, &a.request_id).cmp(&(b.timestamp, &b.request_id));
-        let in_order = self.entries[appended_from.saturating_sub(1)..]
-            .windows(2)
-            .all(|pair| order(&pair[0], &pair[1]).is_le());
+        let mut batch: Vec<LogEntry> = entries.into_iter().collect();
+        batch.sort_by(order);
+        let in_order = match (self.entries.last(), batch.first()) {
+            (Some(last), Some(first)) => order(last, first).is_le(),
+            _ => true,
+        };
+        self.entries.extend(batch);
         if !in_order {
             self.entries.sort_by(order);
         }
