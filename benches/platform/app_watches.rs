@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use edge_operator::crd::ContainerAppWatch;
-use edge_operator::sim::state::PullZone;
-use edge_operator::sim::{JournalEntry, SimDocument, spawn};
+use edge_operator::sim::{JournalEntry, spawn};
 use kube::api::PostParams;
 use serde_json::json;
 
 use crate::Settings;
-use crate::harness::{ACCESS_KEY, Cluster};
+use crate::harness::{Cluster, LOGGING_LIMIT_PER_10S, busiest_10s_of_logging, logging_pull_zone};
 use crate::report::Report;
 
 const SUITE: &str = "rate discipline";
@@ -22,23 +21,6 @@ const PULL_ZONE: i64 = 501;
 /// Three pages of 1,000 per summary: each poll costs three logging requests.
 const LOG_ENTRIES: usize = 2_500;
 const INTERVAL: &str = "10s";
-const LOGGING_LIMIT_PER_10S: usize = 30;
-
-fn document(watches: usize) -> SimDocument {
-    SimDocument {
-        access_keys: vec![ACCESS_KEY.to_string()],
-        pull_zones: vec![PullZone {
-            id: PULL_ZONE,
-            logging_enabled: true,
-            suspended: false,
-            hostnames: Vec::new(),
-        }],
-        apps: (0..watches)
-            .map(|i| json!({"id": format!("app-{i:02}"), "name": format!("app-{i:02}"), "status": "Active"}))
-            .collect(),
-        ..SimDocument::default()
-    }
-}
 
 fn watch(index: usize, window: &str) -> anyhow::Result<ContainerAppWatch> {
     let object = json!({
@@ -52,21 +34,6 @@ fn watch(index: usize, window: &str) -> anyhow::Result<ContainerAppWatch> {
         },
     });
     serde_json::from_value(object).context("building a ContainerAppWatch")
-}
-
-/// The most requests in any 10 s window.
-fn busiest_window(requests: &[&JournalEntry]) -> usize {
-    let mut times: Vec<i64> = requests.iter().map(|e| e.time_ms).collect();
-    times.sort_unstable();
-    let mut start = 0;
-    let mut busiest = 0;
-    for end in 0..times.len() {
-        while times[end] - times[start] >= 10_000 {
-            start += 1;
-        }
-        busiest = busiest.max(end + 1 - start);
-    }
-    busiest
 }
 
 fn cdn_synced(object: &ContainerAppWatch) -> bool {
@@ -92,7 +59,11 @@ async fn scenario(
     window: fn(usize) -> String,
 ) -> anyhow::Result<()> {
     let watches = settings.watches;
-    let sim = spawn(document(watches)).await?;
+    let sim = spawn(logging_pull_zone(
+        PULL_ZONE,
+        (0..watches).map(|i| format!("app-{i:02}")),
+    ))
+    .await?;
     sim.sim.generate(0, LOG_ENTRIES, 7)?;
     let (namespace, api) = cluster
         .namespace::<ContainerAppWatch>(&format!("rate-{}", name.replace(' ', "-")))
@@ -133,7 +104,7 @@ async fn scenario(
         "0",
         throttled == 0,
     );
-    let busiest = busiest_window(&logging);
+    let busiest = busiest_10s_of_logging(&sim.sim);
     report.check(
         SUITE,
         &format!("{label}: most logging requests in 10 s"),

@@ -12,14 +12,13 @@ use chrono::{DateTime, Utc};
 use edge_operator::crd::ContainerAppWatch;
 use edge_operator::crd::container_app_watch::CdnSummary;
 use edge_operator::sim::generator;
-use edge_operator::sim::state::PullZone;
-use edge_operator::sim::{Sim, SimDocument, spawn};
+use edge_operator::sim::{Sim, spawn};
 use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
 
 use crate::Settings;
-use crate::harness::{ACCESS_KEY, Cluster};
+use crate::harness::{Cluster, LOGGING_LIMIT_PER_10S, busiest_10s_of_logging, logging_pull_zone};
 use crate::report::Report;
 
 const SUITE: &str = "busy Pull Zone";
@@ -27,21 +26,6 @@ const PULL_ZONE: i64 = 501;
 const INTERVAL: Duration = Duration::from_secs(10);
 const PAGE_SIZE: f64 = 1000.0;
 const DEFAULT_PAGES_PER_POLL: usize = 20;
-const LOGGING_LIMIT_PER_10S: usize = 30;
-
-fn document() -> SimDocument {
-    SimDocument {
-        access_keys: vec![ACCESS_KEY.to_string()],
-        pull_zones: vec![PullZone {
-            id: PULL_ZONE,
-            logging_enabled: true,
-            suspended: false,
-            hostnames: Vec::new(),
-        }],
-        apps: vec![json!({"id": "app-busy", "name": "busy", "status": "Active"})],
-        ..SimDocument::default()
-    }
-}
 
 fn watch(name: &str, window: Duration) -> anyhow::Result<ContainerAppWatch> {
     serde_json::from_value(json!({
@@ -170,26 +154,6 @@ fn requests_per_poll(sim: &Sim, since_ms: i64) -> Vec<usize> {
     polls
 }
 
-/// The most logging requests in any 10 s.
-fn busiest_10s(sim: &Sim) -> usize {
-    let times: Vec<i64> = sim
-        .journal()
-        .iter()
-        .filter(|e| e.path.starts_with("/v2/pullzones/"))
-        .map(|e| e.time_ms)
-        .collect();
-    let mut start = 0;
-    (0..times.len())
-        .map(|end| {
-            while times[end] - times[start] >= 10_000 {
-                start += 1;
-            }
-            end + 1 - start
-        })
-        .max()
-        .unwrap_or(0)
-}
-
 pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     let (per_hour, window) = (settings.cdn_per_hour, settings.cdn_window);
     let new_per_poll = per_hour as f64 * INTERVAL.as_secs_f64() / 3600.0;
@@ -199,7 +163,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         humantime::format_duration(window),
         humantime::format_duration(INTERVAL)
     );
-    let sim = spawn(document()).await?;
+    let sim = spawn(logging_pull_zone(PULL_ZONE, ["app-busy".to_string()])).await?;
     let now = Utc::now();
     let history = generator::logs(
         in_window,
@@ -313,12 +277,13 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         "<= 0.5% (the window's start is rounded down to 1/360 of it)",
         !steady.is_empty() && worst_window <= 0.005,
     );
+    let busiest = busiest_10s_of_logging(&sim.sim);
     report.check(
         SUITE,
         &format!("{label}: most logging requests in 10 s"),
-        busiest_10s(&sim.sim).to_string(),
+        busiest.to_string(),
         &format!("<= {LOGGING_LIMIT_PER_10S}"),
-        busiest_10s(&sim.sim) <= LOGGING_LIMIT_PER_10S,
+        busiest <= LOGGING_LIMIT_PER_10S,
     );
     report.check_at_scale(
         SUITE,

@@ -16,8 +16,52 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use edge_operator::controller::metrics::proc_status_kb;
+use edge_operator::sim::state::PullZone;
+use edge_operator::sim::{Sim, SimDocument};
+use serde_json::json;
 
 pub const ACCESS_KEY: &str = "bench-access-key";
+/// The logging API's limit per Pull Zone.
+pub const LOGGING_LIMIT_PER_10S: usize = 30;
+
+/// Emulator fixtures: one Pull Zone with logging enabled, and the apps `app_ids`.
+pub fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = String>) -> SimDocument {
+    SimDocument {
+        access_keys: vec![ACCESS_KEY.to_string()],
+        pull_zones: vec![PullZone {
+            id: pull_zone_id,
+            logging_enabled: true,
+            suspended: false,
+            hostnames: Vec::new(),
+        }],
+        apps: app_ids
+            .into_iter()
+            .map(|id| json!({"id": id, "name": id, "status": "Active"}))
+            .collect(),
+        ..SimDocument::default()
+    }
+}
+
+/// The most logging requests the emulator answered in any 10 s.
+pub fn busiest_10s_of_logging(sim: &Sim) -> usize {
+    let mut times: Vec<i64> = sim
+        .journal()
+        .iter()
+        .filter(|e| e.path.starts_with("/v2/pullzones/"))
+        .map(|e| e.time_ms)
+        .collect();
+    times.sort_unstable();
+    let mut start = 0;
+    (0..times.len())
+        .map(|end| {
+            while times[end] - times[start] >= 10_000 {
+                start += 1;
+            }
+            end + 1 - start
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 /// Where the scenarios run: the cluster, the operator binary (built with the benchmark,
 /// in the same profile) and the apiserver's audit log.
