@@ -10,6 +10,7 @@ use super::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
 use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, failure_message, kind_accessors, with_decided};
 use super::error::ReconcileError;
+use super::reads::ListsFreshness;
 use super::status::poll_interval;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
@@ -71,6 +72,11 @@ pub struct Plan {
     pub restore_point: Option<RestorePoint>,
 }
 
+/// Whether the status says the spec of `generation` was applied and is in sync.
+pub fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
+    status.observed_generation == generation && is_true(&status.conditions, ConditionType::Ready)
+}
+
 pub fn plan(
     spec: &AccessListConfigSpec,
     status: &AccessListConfigStatus,
@@ -80,9 +86,7 @@ pub fn plan(
 ) -> Plan {
     let recorded = recorded.or(status.restore_point);
     let difference = diff(spec, observed);
-    let converged_before =
-        status.observed_generation == generation && is_true(&status.conditions, ConditionType::Ready);
-    let drift = !difference.is_empty() && converged_before;
+    let drift = !difference.is_empty() && is_converged(status, generation);
     if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
         return Plan {
             patch: None,
@@ -206,13 +210,19 @@ pub fn drift_note(plan: &Plan) -> Option<Note> {
 /// interval away, so a fresh object is not re-read at once.
 pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
     let period = interval.as_millis().max(2);
-    let offset = u128::from((zone as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % period;
-    let now = since_epoch.as_millis();
-    let mut wait = period - (now + period - offset) % period;
+    let mut wait = period - since_zone_resync(interval, zone, since_epoch).as_millis();
     if wait < period / 2 {
         wait += period;
     }
     Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
+}
+
+/// Time since the zone's latest resync instant (see [`until_zone_resync`]).
+pub fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
+    let period = interval.as_millis().max(2);
+    let offset = u128::from((zone as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % period;
+    let since = (since_epoch.as_millis() + period - offset) % period;
+    Duration::from_millis(u64::try_from(since).unwrap_or(u64::MAX))
 }
 
 /// What a reconcile observed and decided.
@@ -236,9 +246,20 @@ impl Reconciled for AccessListConfig {
 
     kind_accessors!();
 
-    async fn observe(&self, io: &Io<'_, Self>, _now: &Now) -> Result<Self::Observed, ReconcileError> {
+    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Self::Observed, ReconcileError> {
         let client = io.client().await?;
-        let lists = io.ctx.reads.zone_access_lists(client, self.spec.shield_zone_id).await?;
+        let zone = self.spec.shield_zone_id;
+        let converged = self
+            .status
+            .as_ref()
+            .is_some_and(|status| is_converged(status, self.metadata.generation));
+        let freshness = if converged {
+            let interval = poll_interval(self, io.ctx.settings.resync);
+            ListsFreshness::SinceResync(since_zone_resync(interval, zone, now.since_epoch()))
+        } else {
+            ListsFreshness::Recent
+        };
+        let lists = io.ctx.reads.zone_access_lists(client, zone, freshness).await?;
         let (item, managed) = resolve(&self.spec, &lists)?;
         if let Some(store) = io.ctx.access_lists.get()
             && tokio::time::timeout(STORE_READY_WAIT, store.wait_until_ready())
@@ -713,6 +734,9 @@ mod tests {
         );
         let offsets: std::collections::BTreeSet<u128> = (1..=20).map(|zone| grid(zone, start)).collect();
         assert_eq!(offsets.len(), 20);
+        let later = slot + Duration::from_secs(123);
+        assert_eq!(since_zone_resync(interval, 7, later), Duration::from_secs(123));
+        assert_eq!(since_zone_resync(interval, 7, slot), Duration::ZERO);
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::cdn_tail::{CdnTail, TailSummary, advance};
 use super::credentials::credential_id;
 use super::error::ReconcileError;
@@ -19,6 +21,17 @@ const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
 /// How long one CDN summary serves the watches of the same Pull Zone and window: less
 /// than the shortest poll interval (10 s), so each poll sees fresh logs.
 const CDN_SUMMARY_TTL: Duration = Duration::from_secs(5);
+
+/// How recent a read of a zone's access lists a reconcile needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListsFreshness {
+    /// A spec to apply: a read of the last few seconds.
+    Recent,
+    /// An object converged to its spec (a restart, a touch): any read since the zone's
+    /// last resync instant, this long ago, so a restarted operator reads each zone
+    /// once however many objects it has. The resync instants read anew.
+    SinceResync(Duration),
+}
 
 /// (credential identity, Shield Zone id).
 type ZoneKey = (String, i64);
@@ -48,16 +61,24 @@ impl Default for Reads {
 }
 
 impl Reads {
-    /// The zone's access lists, read at most once per [`ZONE_LISTS_TTL`] per credential:
-    /// concurrent reconciles of one zone share a single read.
+    /// The zone's access lists, read at most once per [`ZONE_LISTS_TTL`] per credential
+    /// (concurrent reconciles of one zone share a single read), or, for an object
+    /// already converged, once since the zone's last resync instant.
     pub async fn zone_access_lists(
         &self,
         client: &EdgeClient,
         zone: i64,
+        freshness: ListsFreshness,
     ) -> Result<AccessListsResponse, ReconcileError> {
+        let now = Instant::now();
+        let recent = now.checked_sub(ZONE_LISTS_TTL);
+        let not_before = match freshness {
+            ListsFreshness::Recent => recent,
+            ListsFreshness::SinceResync(since) => recent.zip(now.checked_sub(since)).map(|(a, b)| a.min(b)),
+        };
         let lists = self
             .zone_lists
-            .get_or_read((credential_id(client), zone), || client.access_lists(zone))
+            .get_or_read_since((credential_id(client), zone), not_before, || client.access_lists(zone))
             .await?;
         Ok(lists)
     }

@@ -60,16 +60,33 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
         entry.1.clone()
     }
 
-    /// The value of `key`: a fresh one, the failure the platform asked to keep, or what
-    /// `read` answers.
+    /// The value of `key`: one read within the time-to-live, the failure the platform
+    /// asked to keep, or what `read` answers.
     pub async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
+    where
+        Fut: Future<Output = Result<V, E>>,
+    {
+        let not_before = Instant::now().checked_sub(self.ttl);
+        self.get_or_read_since(key, not_before, read).await
+    }
+
+    /// The value of `key`: one read that started at or after `not_before` (any kept
+    /// one when `None`), the failure the platform asked to keep, or what `read` answers.
+    pub async fn get_or_read_since<Fut>(
+        &self,
+        key: K,
+        not_before: Option<Instant>,
+        read: impl FnOnce() -> Fut,
+    ) -> Result<V, E>
     where
         Fut: Future<Output = Result<V, E>>,
     {
         let slot = self.slot(key).await;
         let mut entry = slot.lock().await;
         match entry.as_ref() {
-            Some(Kept::Value { read_at, value }) if read_at.elapsed() < self.ttl => return Ok(value.clone()),
+            Some(Kept::Value { read_at, value }) if not_before.is_none_or(|t| *read_at >= t) => {
+                return Ok(value.clone());
+            }
             Some(Kept::Refused { until, error }) if Instant::now() < *until => return Err(error.clone()),
             _ => {}
         }
@@ -141,6 +158,34 @@ mod tests {
         assert_eq!(shared.get_or_read("other", || counted_read(&reads)).await, Ok(2));
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(shared.get_or_read("zone", || counted_read(&reads)).await, Ok(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_may_accept_an_older_read_or_demand_a_newer_one() {
+        let shared = SharedReads::new(Duration::from_secs(2));
+        let reads = AtomicUsize::new(0);
+        let started = Instant::now();
+        assert_eq!(shared.get_or_read("zone", || counted_read(&reads)).await, Ok(1));
+        // Past the time-to-live, within the slot's idle time.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(
+            shared
+                .get_or_read_since("zone", Some(started), || counted_read(&reads))
+                .await,
+            Ok(1),
+            "read since the instant asked for"
+        );
+        assert_eq!(
+            shared.get_or_read_since("zone", None, || counted_read(&reads)).await,
+            Ok(1)
+        );
+        let now = Instant::now();
+        assert_eq!(
+            shared
+                .get_or_read_since("zone", Some(now), || counted_read(&reads))
+                .await,
+            Ok(2)
+        );
     }
 
     #[tokio::test(start_paused = true)]
