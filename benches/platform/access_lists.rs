@@ -360,20 +360,7 @@ async fn start_up(
         "1",
         reads == ZONES as usize,
     );
-    report.check(
-        SUITE,
-        &format!("{label}: platform writes"),
-        platform_writes.to_string(),
-        "0",
-        platform_writes == 0,
-    );
-    report.check(
-        SUITE,
-        &format!("{label}: status writes"),
-        status_writes.to_string(),
-        "0",
-        status_writes == 0,
-    );
+    no_writes(report, &label, status_writes, platform_writes);
     report.info(SUITE, &format!("{label}: operator peak RSS"), format!("{memory:.1} MB"));
     Ok(())
 }
@@ -403,20 +390,7 @@ async fn idle(
         humantime::format_duration(settings.idle),
         humantime::format_duration(settings.resync)
     );
-    report.check(
-        SUITE,
-        &format!("{label}: status writes"),
-        status_writes.to_string(),
-        "0",
-        status_writes == 0,
-    );
-    report.check(
-        SUITE,
-        &format!("{label}: platform writes"),
-        platform_writes.to_string(),
-        "0",
-        platform_writes == 0,
-    );
+    no_writes(report, &label, status_writes, platform_writes);
     report.check(
         SUITE,
         &format!("{label}: platform reads per zone and resync"),
@@ -425,4 +399,11 @@ async fn idle(
         reads > 0 && reads_per_zone <= IDLE_READS_PER_ZONE_AND_RESYNC_TARGET,
     );
     Ok(())
+}
+
+/// The rows of a period in which nothing may be written.
+fn no_writes(report: &mut Report, label: &str, status_writes: usize, platform_writes: usize) {
+    for (what, count) in [("status writes", status_writes), ("platform writes", platform_writes)] {
+        report.check(SUITE, &format!("{label}: {what}"), count.to_string(), "0", count == 0);
+    }
 }
