@@ -257,7 +257,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         memory <= MEMORY_TARGET_MB,
     );
     drop(operator);
-    start_up(cluster, &sim, settings, &namespace, objects, report).await?;
+    start_up(cluster, &sim, &namespace, objects, report).await?;
 
     if let Some(large) = settings.large_objects {
         let (operator, namespace, convergence) = against_floor(cluster, &sim, settings, large, report).await?;
@@ -275,7 +275,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
             memory <= LARGE_MEMORY_TARGET_MB,
         );
         drop(operator);
-        start_up(cluster, &sim, settings, &namespace, large, report).await?;
+        start_up(cluster, &sim, &namespace, large, report).await?;
     }
     Ok(())
 }
@@ -300,18 +300,17 @@ async fn reconciles(port: u16) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// A new operator on `objects` converged objects (the previous one stopped): the time
-/// until each has been reconciled once, platform calls, status writes and memory.
+/// A new operator, with the default resync, on `objects` converged objects (the
+/// previous one stopped): the time until each has been reconciled once, platform
+/// calls, status writes and memory.
 async fn start_up(
     cluster: &Cluster,
     sim: &RunningSim,
-    settings: &Settings,
     namespace: &str,
     objects: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let port = free_port()?;
-    let resync = humantime::format_duration(settings.resync).to_string();
     let status_writes_before = cluster.status_writes(namespace)?;
     sim.sim.clear_journal();
     let started = Instant::now();
@@ -323,8 +322,6 @@ async fn start_up(
             "0",
             "--concurrency",
             "32",
-            "--resync",
-            &resync,
             "--metrics-addr",
             &format!("127.0.0.1:{port}"),
         ],

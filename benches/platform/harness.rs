@@ -121,7 +121,11 @@ impl Cluster {
         std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
         let child = Command::new(&self.operator_bin)
             .args(["run", "--api-url", api_url, "--namespace", namespace])
-            .args(["--metrics-addr", "127.0.0.1:0"])
+            .args(if extra.contains(&"--metrics-addr") {
+                &[][..]
+            } else {
+                &["--metrics-addr", "127.0.0.1:0"][..]
+            })
             .arg("--access-key-file")
             .arg(&key_file)
             .args(extra)
