@@ -19,7 +19,7 @@ use crate::report::Report;
 use edge_operator::controller::metrics::proc_status_kb;
 
 const SUITE: &str = "search";
-const GROUPED_TARGET_MS: f64 = 50.0;
+const GROUPED_TARGET_MS: f64 = 40.0;
 const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
 
