@@ -93,7 +93,8 @@ async fn create_all(api: &Api<AccessListConfig>, objects: usize) -> anyhow::Resu
 /// The floor: what any implementation must do, done by a bare client, after a warm-up
 /// of the same work on a few objects.
 async fn floor(cluster: &Cluster, sim: &RunningSim, objects: usize) -> anyhow::Result<Duration> {
-    bare_client_work(cluster, sim, "floor-warm-up", WARM_UP_OBJECTS.min(objects)).await?;
+    let purpose = format!("warm-up-for-{objects}");
+    bare_client_work(cluster, sim, &purpose, WARM_UP_OBJECTS.min(objects)).await?;
     sim.sim.replace(document(objects));
     bare_client_work(cluster, sim, "floor", objects).await
 }
