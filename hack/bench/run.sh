@@ -2,7 +2,7 @@
 # The benchmark (`make bench`): event search beside DuckDB, the operator at scale and
 # its rate discipline, printed as one table; exits non-zero when a target is missed.
 #
-#   hack/bench/run.sh            full run: release build, then about 18 minutes
+#   hack/bench/run.sh            full run: release build, then about 25 minutes
 #   hack/bench/run.sh --smoke    small run on the dev build that gates counts only (CI)
 #   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate, cdn)
 #
