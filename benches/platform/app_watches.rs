@@ -13,7 +13,7 @@ use kube::api::PostParams;
 use serde_json::json;
 
 use crate::Settings;
-use crate::harness::{Cluster, LOGGING_LIMIT_PER_10S, busiest_10s_of_logging, logging_pull_zone};
+use crate::harness::{Cluster, check_logging_quota, logging_pull_zone};
 use crate::report::Report;
 
 const SUITE: &str = "rate discipline";
@@ -104,14 +104,7 @@ async fn scenario(
         "0",
         throttled == 0,
     );
-    let busiest = busiest_10s_of_logging(&sim.sim);
-    report.check(
-        SUITE,
-        &format!("{label}: most logging requests in 10 s"),
-        busiest.to_string(),
-        &format!("<= {LOGGING_LIMIT_PER_10S}"),
-        busiest <= LOGGING_LIMIT_PER_10S,
-    );
+    check_logging_quota(report, SUITE, &label, &sim.sim);
     report.check(
         SUITE,
         &format!("{label}: watches with a CDN summary"),

@@ -18,7 +18,7 @@ use kube::api::PostParams;
 use serde_json::json;
 
 use crate::Settings;
-use crate::harness::{Cluster, LOGGING_LIMIT_PER_10S, busiest_10s_of_logging, logging_pull_zone};
+use crate::harness::{Cluster, check_logging_quota, logging_pull_zone};
 use crate::report::Report;
 
 const SUITE: &str = "busy Pull Zone";
@@ -277,14 +277,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         "<= 0.5% (the window's start is rounded down to 1/360 of it)",
         !steady.is_empty() && worst_window <= 0.005,
     );
-    let busiest = busiest_10s_of_logging(&sim.sim);
-    report.check(
-        SUITE,
-        &format!("{label}: most logging requests in 10 s"),
-        busiest.to_string(),
-        &format!("<= {LOGGING_LIMIT_PER_10S}"),
-        busiest <= LOGGING_LIMIT_PER_10S,
-    );
+    check_logging_quota(report, SUITE, &label, &sim.sim);
     report.check_at_scale(
         SUITE,
         &format!("{label}: operator peak RSS"),

@@ -20,9 +20,11 @@ use edge_operator::sim::state::PullZone;
 use edge_operator::sim::{Sim, SimDocument};
 use serde_json::json;
 
+use crate::report::Report;
+
 pub const ACCESS_KEY: &str = "bench-access-key";
 /// The logging API's limit per Pull Zone.
-pub const LOGGING_LIMIT_PER_10S: usize = 30;
+const LOGGING_LIMIT_PER_10S: usize = 30;
 
 /// Emulator fixtures: one Pull Zone with logging enabled, and the apps `app_ids`.
 pub fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = String>) -> SimDocument {
@@ -42,8 +44,20 @@ pub fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = St
     }
 }
 
-/// The most logging requests the emulator answered in any 10 s.
-pub fn busiest_10s_of_logging(sim: &Sim) -> usize {
+/// The row of the most logging requests the emulator answered in any 10 s, against
+/// the platform's limit.
+pub fn check_logging_quota(report: &mut Report, suite: &'static str, label: &str, sim: &Sim) {
+    let busiest = busiest_10s_of_logging(sim);
+    report.check(
+        suite,
+        &format!("{label}: most logging requests in 10 s"),
+        busiest.to_string(),
+        &format!("<= {LOGGING_LIMIT_PER_10S}"),
+        busiest <= LOGGING_LIMIT_PER_10S,
+    );
+}
+
+fn busiest_10s_of_logging(sim: &Sim) -> usize {
     let mut times: Vec<i64> = sim
         .journal()
         .iter()

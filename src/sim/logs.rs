@@ -210,6 +210,10 @@ pub struct PullZoneLogs {
 }
 
 impl PullZoneLogs {
+    pub const fn new() -> Self {
+        Self { entries: Vec::new() }
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -368,6 +368,12 @@ impl World {
         }
     }
 
+    /// A Pull Zone's logs (none for a Pull Zone without any).
+    pub fn pull_zone_logs(&self, id: i64) -> &crate::sim::logs::PullZoneLogs {
+        static NONE: crate::sim::logs::PullZoneLogs = crate::sim::logs::PullZoneLogs::new();
+        self.logs.get(&id).unwrap_or(&NONE)
+    }
+
     pub fn shield_zone(&self, id: i64) -> Option<&ShieldZone> {
         self.document.shield_zones.iter().find(|z| z.id == id)
     }

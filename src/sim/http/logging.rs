@@ -17,7 +17,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use super::respond::{header_str, json};
 use crate::api::models::{LoggingError, LoggingErrorBody};
 use crate::sim::emulator::Sim;
-use crate::sim::logs::{LogQuery, PullZoneLogs, v1_day, v1_file};
+use crate::sim::logs::{LogQuery, v1_day, v1_file};
 
 pub fn router() -> Router<Arc<Sim>> {
     Router::new()
@@ -145,9 +145,10 @@ async fn query_v2(
             .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
         let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
         let world = sim.world();
-        let empty = PullZoneLogs::default();
-        let logs = world.logs.get(&pull_zone_id).unwrap_or(&empty);
-        Ok(json(StatusCode::OK, &query.execute(pull_zone_id, logs)))
+        Ok(json(
+            StatusCode::OK,
+            &query.execute(pull_zone_id, world.pull_zone_logs(pull_zone_id)),
+        ))
     })();
     result.unwrap_or_else(|response: Response| response)
 }
@@ -172,11 +173,9 @@ async fn day_file_v1(
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, pull_zone_id)?;
         let world = sim.world();
-        let empty = PullZoneLogs::default();
-        let logs = world.logs.get(&pull_zone_id).unwrap_or(&empty);
         Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            v1_file(logs, day, now),
+            v1_file(world.pull_zone_logs(pull_zone_id), day, now),
         )
             .into_response())
     })();
