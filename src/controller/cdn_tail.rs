@@ -20,9 +20,10 @@ use crate::crd::container_app_watch::CdnSummary;
 
 /// Entries per logging request (the platform's largest page).
 pub const PAGE_SIZE: u64 = 1000;
-/// The logs are kept 3 days: a window is clamped inside them, with a margin for the
-/// time its pages take to read.
-pub const LONGEST_WINDOW: Duration = Duration::from_secs(72 * 3600 - 600);
+/// The logs are kept 3 days: a window is clamped inside them, leaving room for its
+/// start's rounding down to a bucket (1/360 of it, 715 s here) and a margin of 485 s
+/// for the time its pages take to read; a query reaching past the retention is refused.
+pub const LONGEST_WINDOW: Duration = Duration::from_secs(71 * 3600 + 1800);
 /// Buckets per window. The window's start is rounded down to a bucket, so a summary
 /// reaches back at most 1/360 of its window further than asked.
 const BUCKETS_PER_WINDOW: i64 = 360;
@@ -488,6 +489,15 @@ mod tests {
     #[test]
     fn windows_stay_inside_the_retention() {
         assert_eq!(window_span(Duration::from_secs(72 * 3600)), LONGEST_WINDOW);
+        let longest = CdnTail::new(LONGEST_WINDOW, NOW);
+        for step in 0..2_000i64 {
+            let now = NOW + step * 997;
+            let reach = now - longest.window_start(now);
+            assert!(
+                reach <= (72 * 3600 - 480) * 1000,
+                "the start, rounded down, stays 8 minutes inside the retention: {reach} ms"
+            );
+        }
         assert_eq!(window_span(Duration::from_secs(3600)), Duration::from_secs(3600));
         let tail = CdnTail::new(Duration::from_secs(3600), NOW + 7_000);
         assert_eq!(
