@@ -21,6 +21,8 @@ use crate::crd::access_list_config::{
     ManagementPolicy, RestorePoint,
 };
 
+pub mod claims;
+
 pub const KIND: &str = "AccessListConfig";
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
@@ -259,21 +261,20 @@ impl Reconciled for AccessListConfig {
         } else {
             ListsFreshness::Recent
         };
-        let lists = io.ctx.reads.zone_access_lists(client, zone, freshness).await?;
-        let (item, managed) = resolve(&self.spec, &lists)?;
-        if let Some(store) = io.ctx.access_lists.get()
-            && tokio::time::timeout(STORE_READY_WAIT, store.wait_until_ready())
-                .await
-                .is_ok()
-            && let Some(owner) = claim_owner(self, item.configuration_id, store.state().iter().map(|o| o.as_ref()))
-        {
+        let (item, managed) = {
+            // Released before any wait: a write to the zone copies the lists it shares.
+            let lists = io.ctx.reads.zone_access_lists(client, zone, freshness).await?;
+            let (item, managed) = resolve(&self.spec, &lists)?;
+            (item.clone(), managed)
+        };
+        if let Some(owner) = io.ctx.access_list_claims.owner(self, item.configuration_id).await {
             return Err(ReconcileError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
                 configuration: item.configuration_id,
                 owner,
             });
         }
-        Ok((item.clone(), managed))
+        Ok((item, managed))
     }
 
     fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Planned {
@@ -524,44 +525,6 @@ async fn release_credentials(object: &AccessListConfig, io: &Io<'_, AccessListCo
         Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
         other => other.map(drop).map_err(Into::into),
     }
-}
-
-/// How long a reconcile waits for the first full listing of AccessListConfigs before
-/// judging claims (so a newer object cannot win while an older one is not yet known).
-const STORE_READY_WAIT: Duration = Duration::from_secs(30);
-
-/// When several objects manage one configuration, the oldest keeps it (then the first
-/// by namespace and name): the others are refused instead of fighting over it at every
-/// resync. `None` when `me` owns it; else the owner as `namespace/name`.
-pub fn claim_owner<'a>(
-    me: &AccessListConfig,
-    configuration_id: i64,
-    others: impl Iterator<Item = &'a AccessListConfig>,
-) -> Option<String> {
-    if me.spec.management_policy != ManagementPolicy::Manage {
-        return None;
-    }
-    let order = |o: &AccessListConfig| {
-        (
-            o.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            o.namespace().unwrap_or_default(),
-            o.name_any(),
-        )
-    };
-    let claims = |o: &AccessListConfig| {
-        o.metadata.deletion_timestamp.is_none()
-            && o.spec.management_policy == ManagementPolicy::Manage
-            && o.spec.shield_zone_id == me.spec.shield_zone_id
-            && (o.spec.configuration_id == Some(configuration_id)
-                || o.status
-                    .as_ref()
-                    .and_then(|s| s.at_provider.as_ref())
-                    .is_some_and(|p| p.configuration_id == configuration_id))
-    };
-    let owner = others
-        .filter(|o| o.metadata.uid != me.metadata.uid && claims(o))
-        .min_by_key(|o| order(o))?;
-    (order(owner) < order(me)).then(|| format!("{}/{}", owner.namespace().unwrap_or_default(), owner.name_any()))
 }
 
 fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -827,48 +790,6 @@ mod tests {
             drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
             None
         );
-    }
-
-    fn object(name: &str, created: &str, configuration: Option<i64>) -> AccessListConfig {
-        let mut spec = spec(true, None);
-        spec.configuration_id = configuration;
-        spec.list_name = configuration.is_none().then(|| "Known bad actors".to_string());
-        let mut object = AccessListConfig::new(name, spec);
-        object.metadata.namespace = Some("team".into());
-        object.metadata.uid = Some(format!("uid-{name}"));
-        object.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            created.parse().expect("time"),
-        ));
-        object
-    }
-
-    #[test]
-    fn the_oldest_claim_on_a_configuration_wins_and_the_others_name_it() {
-        let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
-        let mut by_name = object("by-name", "2026-11-20T11:00:00Z", None);
-        by_name.status = Some(AccessListConfigStatus {
-            at_provider: Some(observation(&item(true, 2), true)),
-            ..AccessListConfigStatus::default()
-        });
-        let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
-        let all = [old.clone(), by_name.clone(), new.clone()];
-        assert_eq!(claim_owner(&old, 9101, all.iter()), None);
-        assert_eq!(claim_owner(&new, 9101, all.iter()).as_deref(), Some("team/old"));
-        assert_eq!(claim_owner(&by_name, 9101, all.iter()).as_deref(), Some("team/old"));
-        assert_eq!(claim_owner(&new, 9102, all.iter()), None, "another configuration");
-        let mut observer = new.clone();
-        observer.spec.management_policy = ManagementPolicy::Observe;
-        assert_eq!(
-            claim_owner(&observer, 9101, all.iter()),
-            None,
-            "observing claims nothing"
-        );
-        let mut leaving = old.clone();
-        leaving.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            "2026-11-20T13:00:00Z".parse().expect("time"),
-        ));
-        let after = [leaving, by_name.clone(), new.clone()];
-        assert_eq!(claim_owner(&new, 9101, after.iter()).as_deref(), Some("team/by-name"));
     }
 
     #[test]

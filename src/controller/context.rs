@@ -5,15 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::Store;
 
+use super::access_list::claims::Claims;
 use super::backoff::Failures;
 use super::credentials::Credentials;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::reads::Reads;
 use crate::api::RetryPolicy;
-use crate::crd::AccessListConfig;
 
 /// Settings of `edge-operator run` that reconcilers read.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +37,6 @@ pub struct Context {
     pub recorder: Recorder,
     pub settings: Settings,
     pub leader: LeaderGate,
-    /// Every AccessListConfig the operator watches, once its watch started: who else
-    /// claims a configuration.
-    pub access_lists: std::sync::OnceLock<Store<AccessListConfig>>,
+    /// Which AccessListConfigs claim which access list, from their watch.
+    pub access_list_claims: Claims,
 }

@@ -57,6 +57,14 @@ impl RequestObserver for CallLog {
 /// The bodies the mock apiserver received, by call.
 type Bodies = Arc<Mutex<Vec<(String, Value)>>>;
 
+/// A status write, a JSON Patch that replaces `/status`, as the object it makes of `{}`.
+fn status_written(patch: Value) -> Value {
+    let patch: json_patch::Patch = serde_json::from_value(patch).unwrap_or_else(|e| panic!("a JSON Patch: {e}"));
+    let mut written = json!({});
+    json_patch::patch(&mut written, &patch).unwrap_or_else(|e| panic!("{e}"));
+    written
+}
+
 /// A mock apiserver that answers every write with `object` (or the request body for
 /// Events), every Secret read with 404, and logs each call.
 fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
@@ -68,7 +76,10 @@ fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
             let call = format!("kube {method} {path}");
             log.push(call.clone());
             let body = request.into_body().collect_bytes().await.unwrap_or_default();
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let mut body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if path.ends_with("/status") {
+                body = status_written(body);
+            }
             bodies
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -129,9 +140,12 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
         },
-        access_lists: std::sync::OnceLock::new(),
+        access_list_claims: Default::default(),
         leader: crate::controller::leader::LeaderGate::sole(),
     };
+    // The mock apiserver's watch would list just this object, which claims nothing
+    // another holds.
+    ctx.access_list_claims.observe(&kube::runtime::watcher::Event::InitDone);
     Harness {
         log,
         bodies,

@@ -3,7 +3,7 @@
 //! Pull Zone and window; and the CDN tails kept between polls.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -43,7 +43,9 @@ type CdnKey = (String, i64, String);
 const CDN_TAIL_IDLE: Duration = Duration::from_secs(600);
 
 pub struct Reads {
-    zone_lists: SharedReads<ZoneKey, AccessListsResponse, ApiError>,
+    /// Shared, not copied, by the reconciles of a zone: a zone may hold hundreds of
+    /// lists, and copying them at every reconcile made convergence quadratic.
+    zone_lists: SharedReads<ZoneKey, Arc<AccessListsResponse>, ApiError>,
     cdn_summaries: SharedReads<CdnKey, TailSummary, ApiError>,
     /// Tails between polls, with when each was last used (Unix ms). A poll takes its
     /// tail out while it reads, so no lock is held across a request.
@@ -69,7 +71,7 @@ impl Reads {
         client: &EdgeClient,
         zone: i64,
         freshness: ListsFreshness,
-    ) -> Result<AccessListsResponse, ReconcileError> {
+    ) -> Result<Arc<AccessListsResponse>, ReconcileError> {
         let now = Instant::now();
         let recent = now.checked_sub(ZONE_LISTS_TTL);
         let not_before = match freshness {
@@ -78,7 +80,9 @@ impl Reads {
         };
         let lists = self
             .zone_lists
-            .get_or_read_since((credential_id(client), zone), not_before, || client.access_lists(zone))
+            .get_or_read_since((credential_id(client), zone), not_before, || async {
+                client.access_lists(zone).await.map(Arc::new)
+            })
             .await?;
         Ok(lists)
     }
@@ -95,6 +99,7 @@ impl Reads {
         let key = (credential_id(client), zone);
         self.zone_lists
             .update(&key, |lists| {
+                let lists = Arc::make_mut(lists);
                 let items = lists.managed_lists.iter_mut().chain(lists.custom_lists.iter_mut());
                 for item in items.filter(|i| i.configuration_id == configuration_id) {
                     item.is_enabled = enabled;

@@ -236,7 +236,7 @@ async fn run_controller<K: Reconciled>(
     health: Arc<Health>,
     concurrency: u16,
     shutdown: Shutdown,
-    share_store: impl FnOnce(&Context, kube::runtime::reflector::Store<K>),
+    follow: impl Fn(&Context, &watcher::Event<K>) + Send + 'static,
 ) {
     // Only changes of generation (spec, deletion), annotations (paused, requests) and
     // finalizers trigger a reconcile; the operator's own status writes do not.
@@ -251,8 +251,9 @@ async fn run_controller<K: Reconciled>(
             move |event| {
                 // A watch that answers again is healthy, whether or not an object of
                 // this kind exists to reconcile.
-                if event.is_ok() {
+                if let Ok(event) = event {
                     health.watch_recovered(&failing);
+                    follow(&ctx, event);
                 }
                 forget_deleted(&ctx, event);
             }
@@ -266,7 +267,6 @@ async fn run_controller<K: Reconciled>(
         );
     let controller = Controller::for_stream(stream, reader);
     let store = controller.store();
-    share_store(&ctx, store.clone());
     controller
         .watches_stream(
             watcher(secrets, watcher::Config::default())
@@ -370,7 +370,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             cdn_pages_per_poll: config.cdn_pages_per_poll,
             cdn_log_delay: config.cdn_log_delay,
         },
-        access_lists: std::sync::OnceLock::new(),
+        access_list_claims: Default::default(),
         leader: match &config.leader_election {
             Some(election) => LeaderGate::elected(election.lease_duration),
             None => LeaderGate::sole(),
@@ -437,9 +437,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 health.clone(),
                 config.concurrency,
                 shutdown.clone(),
-                |ctx, store| {
-                    let _ = ctx.access_lists.set(store);
-                },
+                |ctx, event| ctx.access_list_claims.observe(event),
             ),
             run_controller(
                 api::<PullZoneCertificate>(&kube_client, &config.namespace),
