@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use futures::TryStreamExt;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -190,9 +190,14 @@ where
 {
     tokio::spawn(async move {
         let mut ready = HashSet::new();
-        let stream = watcher(api, watcher::Config::default()).applied_objects();
+        // A watch error (an expired resourceVersion) is followed by a new listing;
+        // the callers bound the wait.
+        let stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .filter_map(|object| std::future::ready(object.ok()));
         let mut stream = std::pin::pin!(stream);
-        while let Some(object) = stream.try_next().await? {
+        while let Some(object) = stream.next().await {
             if is_ready(&object) {
                 ready.insert(object.name_any());
             } else {

@@ -38,8 +38,8 @@ pub fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration 
 
 /// Writes `status` unless it equals `current` (no status noise). The status is
 /// replaced whole, so fields the operator stops setting are removed. A JSON Patch
-/// `add` of `/status` does that without a resourceVersion precondition, and costs the
-/// apiserver far less than a server-side apply.
+/// `add` of `/status` does that without a resourceVersion precondition and, unlike a
+/// server-side apply, without a merge of managed fields.
 pub async fn write_status<K, S>(
     api: &Api<K>,
     object: &K,
