@@ -29,6 +29,6 @@ status=$?
 case $status in
   0) echo "plan: no change" ;;
   2) echo "plan: the operator would change the platform (see above)" ;;
-  *) echo "plan: errors (see above)"; exit 1 ;;
+  *) echo "plan: errors (see above)"; status=1 ;;
 esac
-exit 0
+exit "$status"

@@ -3,6 +3,7 @@
 # clone, keyed by version, only when missing:
 #   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
 #   helm (go install)
+#   kstatus (hack/kstatus: Flux's health verdict, for the tests)
 # With --node, also the node's binaries: kubelet, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
@@ -82,6 +83,18 @@ if [ ! -x "$K8S_BIN_DIR/helm" ]; then
   GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
     "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
   log "built helm in $((SECONDS - start))s"
+fi
+
+# kstatus: Flux's health verdict of objects, for the tests (hack/kstatus); rebuilt when
+# its source changes.
+kstatus_src="$here/../kstatus"
+kstatus_sum="$(cat "$kstatus_src/main.go" "$kstatus_src/go.sum" | sha256sum | cut -c1-16)"
+if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null)" != "$kstatus_sum" ]; then
+  log "building kstatus ..."
+  start=$SECONDS
+  (cd "$kstatus_src" && go build -trimpath -ldflags "-s -w" -o "$K8S_BIN_DIR/kstatus" .)
+  echo "$kstatus_sum" >"$K8S_BIN_DIR/kstatus.sum"
+  log "built kstatus in $((SECONDS - start))s"
 fi
 
 echo "$K8S_BIN_DIR"

@@ -71,6 +71,11 @@ struct RunArgs {
     /// ends this long before its poll, so entries that arrive late are still counted.
     #[arg(long, default_value = "0s")]
     cdn_log_delay: humantime::Duration,
+    /// The longest a ContainerAppWatch keeps an unchanged status: a poll that finds the
+    /// same data writes nothing, except to refresh `status.observedAt` once it is this
+    /// old.
+    #[arg(long, default_value = "1h")]
+    status_refresh: humantime::Duration,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -108,6 +113,8 @@ fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
 
 /// A shorter Lease leaves no time to renew before the leader must stop acting.
 const MIN_LEASE_DURATION: std::time::Duration = std::time::Duration::from_secs(3);
+/// A shorter refresh would rewrite a status at nearly every poll.
+const MIN_STATUS_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
     edge_operator::telemetry::init(args.log_format);
@@ -116,6 +123,11 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         lease_duration >= MIN_LEASE_DURATION,
         "--lease-duration must be at least {}s",
         MIN_LEASE_DURATION.as_secs()
+    );
+    anyhow::ensure!(
+        std::time::Duration::from(args.status_refresh) >= MIN_STATUS_REFRESH,
+        "--status-refresh must be at least {}s",
+        MIN_STATUS_REFRESH.as_secs()
     );
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
@@ -134,6 +146,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         certificate_backoff: args.certificate_backoff.into(),
         cdn_pages_per_poll: args.cdn_pages_per_poll,
         cdn_log_delay: args.cdn_log_delay.into(),
+        status_refresh: args.status_refresh.into(),
         default_key_namespaces: args.default_key_namespaces,
         leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,

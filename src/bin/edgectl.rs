@@ -525,12 +525,19 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Every error exits 1, bad usage included: 2 is `plan`'s "something would change".
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(u8::from(error.use_stderr()));
+        }
+    };
     match run(cli).await {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             eprintln!("edgectl: {failure}");
-            ExitCode::from(failure.exit_code())
+            ExitCode::FAILURE
         }
     }
 }

@@ -11,24 +11,15 @@ pub mod render;
 
 use crate::api::ApiError;
 
-/// Why a command failed, and its exit status.
+/// Why a command failed; each exits 1.
 #[derive(Debug)]
 pub enum Failure {
-    /// Bad input: exit 2, before any call where possible.
+    /// Bad input, found before any call where possible.
     Usage(String),
-    /// A platform call failed: exit 1.
+    /// A platform call failed.
     Api(ApiError),
-    /// The platform's state does not allow the command (no such list...): exit 1.
+    /// The platform's state does not allow the command (no such list...).
     Refused(String),
-}
-
-impl Failure {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Failure::Usage(_) => 2,
-            Failure::Api(_) | Failure::Refused(_) => 1,
-        }
-    }
 }
 
 impl std::fmt::Display for Failure {

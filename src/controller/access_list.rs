@@ -6,9 +6,9 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
-use super::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, failure_message, kind_accessors, with_decided};
+use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, is_ready, kind_accessors};
 use super::error::ReconcileError;
 use super::reads::ListsFreshness;
 use super::status::poll_interval;
@@ -76,7 +76,7 @@ pub struct Plan {
 
 /// Whether the status says the spec of `generation` was applied and is in sync.
 pub fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
-    status.observed_generation == generation && is_true(&status.conditions, ConditionType::Ready)
+    is_ready::<AccessListConfig>(status, generation)
 }
 
 pub fn plan(
@@ -345,24 +345,6 @@ impl Reconciled for AccessListConfig {
         }
     }
 
-    /// Synced=False with the error's reason; Ready=False too unless waiting may fix it.
-    fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
-        let message = failure_message(error, now);
-        let mut decided = vec![Decided::new(
-            ConditionType::Synced,
-            false,
-            error.reason(),
-            message.clone(),
-        )];
-        if !error.is_transient() {
-            decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
-        }
-        AccessListConfigStatus {
-            observed_generation: self.metadata.generation,
-            ..with_decided::<Self>(previous, &decided, self.metadata.generation, now)
-        }
-    }
-
     /// With Restore: put back the values observed before the first write. What the
     /// object says now decides (a `deletionPolicy` switched to Orphan restores
     /// nothing); a configuration gone from the platform has nothing to restore; a
@@ -585,7 +567,7 @@ async fn record_finalizer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::conditions::merge;
+    use crate::controller::conditions::{is_true, merge};
 
     fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
         AccessListConfigSpec {

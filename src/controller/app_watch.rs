@@ -11,16 +11,16 @@ use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use super::error::ReconcileError;
-use super::poll_schedule::{PollDecision, PollSchedule};
-use super::status::{MIN_POLL_INTERVAL, parse_go_duration};
+use super::poll_schedule::{LastPoll, PollDecision, PollSchedule};
+use super::status::{MIN_POLL_INTERVAL, object_key, parse_go_duration};
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{
     Dimension, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, RateLimitRule, rate_limit_action_name,
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::crd::container_app_watch::{
-    AppSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary, RateLimitSummary,
-    SecurityEventsSummary, SecurityEventsWatch,
+    AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
+    RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
 
 pub fn app_summary(app: &Application) -> AppSummary {
@@ -206,27 +206,42 @@ fn schedule_of(watch: &ContainerAppWatch) -> PollSchedule {
     PollSchedule::new(interval, &key)
 }
 
-/// Whether the watch polls now: when its data is due, or its spec changed.
-pub fn poll_decision(watch: &ContainerAppWatch, now: &Now) -> PollDecision {
-    let previous = watch.status.as_ref();
-    let observed_ms = previous
+/// Whether the watch polls now: when its data is due, or its spec changed since the
+/// last poll. `last` is this process's last poll of the watch. Without one (after a
+/// restart) the status stands in: `observedAt` for the time, and the generation of
+/// AppReady, which only a poll decides, for the spec; a poll is then never called late,
+/// as the schedule it would be late for is not known.
+pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &Now) -> PollDecision {
+    let schedule = schedule_of(watch);
+    let generation = watch.metadata.generation;
+    if let Some(last) = last {
+        return schedule.decide(Some(last.at_ms), last.generation != generation, now.millis());
+    }
+    let status = watch.status.as_ref();
+    let observed_ms = status
         .and_then(|s| s.observed_at.as_deref())
         .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
         .map(|at| at.timestamp_millis());
-    let spec_changed = previous.and_then(|s| s.observed_generation) != watch.metadata.generation;
-    schedule_of(watch).decide(observed_ms, spec_changed, now.millis())
+    let polled_generation = status
+        .and_then(|s| find(&s.conditions, ConditionType::AppReady))
+        .and_then(|c| c.observed_generation);
+    match schedule.decide(observed_ms, polled_generation != generation, now.millis()) {
+        PollDecision::Poll { .. } => PollDecision::Poll { late: Duration::ZERO },
+        wait => wait,
+    }
 }
 
 /// The Synced condition of a poll: on time, or how late (the quota is short).
 fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Decided {
+    // The message names no lateness: it would change at every poll, and so would the
+    // status.
     if schedule.is_late(late) {
         Decided::new(
             ConditionType::Synced,
             true,
             Reason::PolledLate,
             format!(
-                "this poll started {}s after it was due: the platform request quota (--platform-rate) cannot serve every watch every {interval}",
-                late.as_secs()
+                "polls start after they are due: the platform request quota (--platform-rate) cannot serve every watch every {interval}; edge_operator_poll_lag_seconds says by how much"
             ),
         )
     } else {
@@ -280,7 +295,6 @@ pub fn poll_status(
     let generation = watch.metadata.generation;
     let mut status = ContainerAppWatchStatus {
         observed_generation: generation,
-        observed_at: Some(now.rfc3339()),
         ..previous.clone()
     };
     let mut decided = vec![poll_condition(&spec.interval, late, &schedule_of(watch))];
@@ -317,7 +331,7 @@ pub fn poll_status(
     match reads.cdn {
         Some(Some(Ok(tail))) => {
             decided.push(cdn_condition(&tail, settings.cdn_pages_per_poll));
-            status.cdn = Some(tail.summary);
+            status.cdn = Some(unless_only_slid(previous.cdn.as_ref(), tail.summary));
         }
         Some(Some(Err(error))) => decided.push(failed(ConditionType::CdnLogsSynced, &error)),
         Some(None) => decided.push(Decided::new(
@@ -328,8 +342,75 @@ pub fn poll_status(
         )),
         None => {}
     }
+    decided.push(ready_condition(&decided));
     status.conditions = merge(&previous.conditions, &decided, generation, &now.rfc3339());
+    status.observed_at = observed_at(previous, &status, now, settings.status_refresh);
     status
+}
+
+/// Ready: the app is active and every summary asked for is synced; otherwise the
+/// first detail condition that is not True, with its reason.
+pub fn ready_condition(details: &[Decided]) -> Decided {
+    use crate::crd::ConditionStatus;
+    let pending = details
+        .iter()
+        .filter(|d| d.type_ != ConditionType::Synced)
+        .find(|d| d.status != ConditionStatus::True);
+    match pending {
+        Some(detail) => Decided::new(
+            ConditionType::Ready,
+            false,
+            detail.reason,
+            format!("{}: {}", detail.type_.as_str(), detail.message),
+        ),
+        None => Decided::new(
+            ConditionType::Ready,
+            true,
+            Reason::AppActive,
+            "the application is active and every summary is synced",
+        ),
+    }
+}
+
+/// A poll's summary of the CDN logs, or the previous one when only its span slid with
+/// time: the counts are those of the previous span too, and a status that changes at
+/// every poll would be rewritten at every poll.
+fn unless_only_slid(previous: Option<&CdnSummary>, summary: CdnSummary) -> CdnSummary {
+    match previous {
+        Some(previous)
+            if *previous
+                == (CdnSummary {
+                    from: previous.from.clone(),
+                    to: previous.to.clone(),
+                    ..summary.clone()
+                }) =>
+        {
+            previous.clone()
+        }
+        _ => summary,
+    }
+}
+
+/// `observedAt` after a poll: now when the status changed or its `observedAt` is older
+/// than `refresh`; otherwise unchanged, so a poll that finds the same data writes
+/// nothing. Staleness still shows at once: a failed read turns its condition False.
+fn observed_at(
+    previous: &ContainerAppWatchStatus,
+    polled: &ContainerAppWatchStatus,
+    now: &Now,
+    refresh: Duration,
+) -> Option<String> {
+    let kept = previous.observed_at.as_deref().filter(|at| {
+        chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|at| {
+            let age = now.time.signed_duration_since(at);
+            age >= chrono::Duration::zero() && age.to_std().is_ok_and(|age| age < refresh)
+        })
+    });
+    // `polled` carries the previous observedAt until this decides.
+    match kept {
+        Some(at) if polled == previous => Some(at.to_string()),
+        _ => Some(now.rfc3339()),
+    }
 }
 
 /// Warning Events when the app stops being ready or security events turn Elevated.
@@ -365,11 +446,20 @@ impl Reconciled for ContainerAppWatch {
     kind_accessors!();
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
-        let late = match poll_decision(self, now) {
+        let key = object_key(self);
+        let late = match poll_decision(self, io.ctx.polls.last(&key), now) {
             PollDecision::Wait { due_ms } => return Ok(Observed::NotDue { due_ms }),
             PollDecision::Poll { late } => late,
         };
         let client = io.client().await?;
+        io.ctx.metrics.polled(Self::KIND, late);
+        io.ctx.polls.record(
+            key,
+            LastPoll {
+                at_ms: now.millis(),
+                generation: self.metadata.generation,
+            },
+        );
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
         let zone = spec.shield_zone_id;
@@ -613,6 +703,7 @@ mod tests {
             certificate_backoff: crate::api::RetryPolicy::default(),
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
+            status_refresh: Duration::from_secs(3600),
         };
         let first = poll_status(
             &watch,
@@ -631,6 +722,7 @@ mod tests {
             [
                 ("AppReady", "Active"),
                 ("CdnLogsSynced", "NoPullZone"),
+                ("Ready", "NoPullZone"),
                 ("SecurityEvents", "Elevated"),
                 ("Synced", "Polled")
             ]
@@ -673,7 +765,151 @@ mod tests {
         );
         let synced = find(&late.conditions, ConditionType::Synced).expect("Synced");
         assert_eq!(synced.reason, "PolledLate");
-        assert!(synced.message.contains("34s after it was due"), "{}", synced.message);
+        assert!(synced.message.contains("--platform-rate"), "{}", synced.message);
+        let later = poll_status(
+            &watch,
+            observed(AppStatus::Failing),
+            (Duration::from_secs(71), &now),
+            &late,
+            &settings,
+        );
+        assert_eq!(later, late, "a lateness that changes is no status change");
+    }
+
+    fn polled_at(time: &str) -> Now {
+        Now {
+            time: time.parse().expect("time"),
+            jitter: 0.0,
+        }
+    }
+
+    fn active_watch() -> ContainerAppWatch {
+        let mut watch = ContainerAppWatch::new(
+            "shop",
+            crate::crd::container_app_watch::ContainerAppWatchSpec {
+                app_id: "app".into(),
+                interval: "1m".into(),
+                shield_zone_id: Some(1),
+                rate_limits: Some(crate::crd::container_app_watch::RateLimitsWatch { enabled: true }),
+                security_events: None,
+                cdn: None,
+                access_key_secret_ref: None,
+            },
+        );
+        watch.metadata.generation = Some(1);
+        watch
+    }
+
+    fn reads(status: AppStatus, rate_limits: Result<Vec<RateLimitRule>, ApiError>) -> Reads {
+        Reads {
+            app: Ok(Application {
+                name: "shop".into(),
+                status,
+                ..Application::default()
+            }),
+            rate_limits: Some(rate_limits),
+            security_events: None,
+            cdn: None,
+        }
+    }
+
+    fn settings(status_refresh: Duration) -> Settings {
+        Settings {
+            resync: Duration::from_secs(600),
+            certificate_backoff: crate::api::RetryPolicy::default(),
+            cdn_pages_per_poll: 20,
+            cdn_log_delay: Duration::ZERO,
+            status_refresh,
+        }
+    }
+
+    #[test]
+    fn ready_needs_an_active_app_and_every_summary_synced() {
+        let watch = active_watch();
+        let settings = settings(Duration::from_secs(3600));
+        let at = polled_at("2026-11-20T12:00:00Z");
+        let ready = |status: &ContainerAppWatchStatus| {
+            let ready = find(&status.conditions, ConditionType::Ready).expect("Ready");
+            (ready.status, ready.reason.clone())
+        };
+        use crate::crd::ConditionStatus::{False, True};
+        let fresh = ContainerAppWatchStatus::default();
+        let active = poll_status(
+            &watch,
+            reads(AppStatus::Active, Ok(Vec::new())),
+            (Duration::ZERO, &at),
+            &fresh,
+            &settings,
+        );
+        assert_eq!(ready(&active), (True, "AppActive".into()));
+        let failing = poll_status(
+            &watch,
+            reads(AppStatus::Failing, Ok(Vec::new())),
+            (Duration::ZERO, &at),
+            &fresh,
+            &settings,
+        );
+        assert_eq!(ready(&failing), (False, "Failing".into()));
+        let unknown = Reads {
+            app: Err(ApiError::from_response(404, None, b"")),
+            ..reads(AppStatus::Active, Ok(Vec::new()))
+        };
+        let unknown = poll_status(&watch, unknown, (Duration::ZERO, &at), &fresh, &settings);
+        assert_eq!(ready(&unknown), (False, "NotFound".into()));
+        let limits_down = reads(AppStatus::Active, Err(ApiError::Timeout));
+        let limits_down = poll_status(&watch, limits_down, (Duration::ZERO, &at), &active, &settings);
+        assert_eq!(ready(&limits_down), (False, "Timeout".into()));
+    }
+
+    #[test]
+    fn a_poll_that_finds_the_same_data_keeps_the_status_until_the_refresh() {
+        let watch = active_watch();
+        let settings = settings(Duration::from_secs(3600));
+        let fresh = ContainerAppWatchStatus::default();
+        let poll = |previous: &ContainerAppWatchStatus, at: &str| {
+            poll_status(
+                &watch,
+                reads(AppStatus::Active, Ok(Vec::new())),
+                (Duration::ZERO, &polled_at(at)),
+                previous,
+                &settings,
+            )
+        };
+        let first = poll(&fresh, "2026-11-20T12:00:00Z");
+        assert_eq!(first.observed_at.as_deref(), Some("2026-11-20T12:00:00Z"));
+        let same = poll(&first, "2026-11-20T12:59:59Z");
+        assert_eq!(same, first, "nothing a reader acts on changed: no write");
+        let refreshed = poll(&same, "2026-11-20T13:00:00Z");
+        assert_eq!(refreshed.observed_at.as_deref(), Some("2026-11-20T13:00:00Z"));
+        assert_eq!(refreshed.conditions, first.conditions);
+        let changed = poll_status(
+            &watch,
+            reads(AppStatus::Progressing, Ok(Vec::new())),
+            (Duration::ZERO, &polled_at("2026-11-20T13:00:30Z")),
+            &refreshed,
+            &settings,
+        );
+        assert_eq!(changed.observed_at.as_deref(), Some("2026-11-20T13:00:30Z"));
+    }
+
+    #[test]
+    fn a_cdn_summary_whose_span_only_slid_is_kept() {
+        let summary = |requests: i64, to: &str| CdnSummary {
+            pull_zone_id: 1,
+            window: "1h".into(),
+            requests,
+            hit_ratio: "1.000".into(),
+            by_status_class: Default::default(),
+            by_cache_status: Default::default(),
+            from: "2026-11-20T11:00:00Z".into(),
+            to: to.into(),
+            coverage: "1".into(),
+        };
+        let first = summary(40, "2026-11-20T12:00:00Z");
+        let slid = unless_only_slid(Some(&first), summary(40, "2026-11-20T12:01:00Z"));
+        assert_eq!(slid, first);
+        let grown = unless_only_slid(Some(&first), summary(41, "2026-11-20T12:01:00Z"));
+        assert_eq!(grown.to, "2026-11-20T12:01:00Z");
     }
 
     #[test]
@@ -686,11 +922,53 @@ mod tests {
             "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
             "metadata": {"name": "shop", "namespace": "edge", "uid": "u-1", "generation": 3},
             "spec": {"appId": "app", "interval": "1m"},
-            "status": {"observedGeneration": 3, "observedAt": "2026-11-20T11:59:50Z"},
+            "status": {"observedGeneration": 3, "observedAt": "2026-11-20T11:59:50Z", "conditions": [
+                {"type": "AppReady", "status": "True", "reason": "Active", "lastTransitionTime": "2026-11-20T11:00:00Z", "observedGeneration": 3},
+            ]},
         }))
         .expect("a watch");
-        assert!(matches!(poll_decision(&watch, &now), PollDecision::Wait { due_ms } if due_ms > now.millis()));
+        assert!(matches!(poll_decision(&watch, None, &now), PollDecision::Wait { due_ms } if due_ms > now.millis()));
         watch.metadata.generation = Some(4);
-        assert_eq!(poll_decision(&watch, &now), PollDecision::Poll { late: Duration::ZERO });
+        assert_eq!(
+            poll_decision(&watch, None, &now),
+            PollDecision::Poll { late: Duration::ZERO }
+        );
+    }
+
+    #[test]
+    fn lateness_counts_from_this_process_polls_only() {
+        let mut watch = active_watch();
+        watch.status = Some(ContainerAppWatchStatus {
+            observed_at: Some("2026-11-20T10:00:00Z".into()),
+            conditions: merge(
+                &[],
+                &[Decided::new(ConditionType::AppReady, true, Reason::App("Active"), "")],
+                Some(1),
+                "2026-11-20T10:00:00Z",
+            ),
+            ..ContainerAppWatchStatus::default()
+        });
+        let now = polled_at("2026-11-20T12:00:00Z");
+        assert_eq!(
+            poll_decision(&watch, None, &now),
+            PollDecision::Poll { late: Duration::ZERO },
+            "an old observedAt after a restart polls, on no known schedule"
+        );
+        let last = LastPoll {
+            at_ms: now.millis() - 600_000,
+            generation: Some(1),
+        };
+        let PollDecision::Poll { late } = poll_decision(&watch, Some(last), &now) else {
+            panic!("a poll ten minutes ago is due");
+        };
+        assert!(late >= Duration::from_secs(480), "{late:?}");
+        let just_now = LastPoll {
+            at_ms: now.millis() - 1_000,
+            ..last
+        };
+        assert!(matches!(
+            poll_decision(&watch, Some(just_now), &now),
+            PollDecision::Wait { .. }
+        ));
     }
 }

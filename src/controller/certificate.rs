@@ -47,7 +47,7 @@ pub fn decide(
     now: DateTime<Utc>,
 ) -> Decision {
     let new_request = requested.is_some() && requested != status.last_handled_reconcile_at.as_deref();
-    if status.observed_generation != generation || new_request {
+    if status.attempted_generation != generation || new_request {
         return Decision::Complete;
     }
     let reason = find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str());
@@ -98,12 +98,13 @@ pub fn after_attempt(
     backoff: &RetryPolicy,
     now: &Now,
 ) -> (PullZoneCertificateStatus, Option<Duration>) {
-    let same_generation = previous.observed_generation == generation;
+    let same_generation = previous.attempted_generation == generation;
     let attempts = if same_generation { previous.attempts } else { 0 } + 1;
     let stamp = now.rfc3339();
     let backoff = backoff.backoff_with_jitter(attempts - 1, now.jitter);
     let base = PullZoneCertificateStatus {
         observed_generation: generation,
+        attempted_generation: generation,
         issued_time: previous.issued_time.clone(),
         last_handled_reconcile_at: requested
             .map(str::to_string)

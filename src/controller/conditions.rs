@@ -8,8 +8,13 @@ use crate::crd::{Condition, ConditionStatus};
 /// Every condition type the operator writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConditionType {
-    /// The object's goal is reached (list in sync, certificate issued).
+    /// The object's goal is reached for its current generation (list in sync,
+    /// certificate issued, app active with every summary synced).
     Ready,
+    /// Present (True) only while work for the current generation is pending.
+    Reconciling,
+    /// Present (True) only while waiting cannot help: a person must act.
+    Stalled,
     /// The last reconcile reached the platform and did what it had to.
     Synced,
     /// ContainerAppWatch: the application is active.
@@ -26,6 +31,8 @@ impl ConditionType {
     pub fn as_str(self) -> &'static str {
         match self {
             ConditionType::Ready => "Ready",
+            ConditionType::Reconciling => "Reconciling",
+            ConditionType::Stalled => "Stalled",
             ConditionType::Synced => "Synced",
             ConditionType::AppReady => "AppReady",
             ConditionType::RateLimitsSynced => "RateLimitsSynced",
@@ -39,6 +46,9 @@ impl ConditionType {
 /// `reason` label of the error metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
+    // Ready, Reconciling and Stalled of every kind
+    /// A new generation is not applied yet.
+    Progressing,
     // Synced
     Paused,
     Resumed,
@@ -70,6 +80,7 @@ pub enum Reason {
     Elevated,
     NoPullZone,
     Partial,
+    AppActive,
     AppNotReady,
     SecurityEventsElevated,
     /// An application's status, in the platform's own words (`Active`, `Failing`...).
@@ -95,6 +106,7 @@ pub enum Reason {
 impl Reason {
     pub fn as_str(self) -> &'static str {
         match self {
+            Reason::Progressing => "Progressing",
             Reason::Paused => "Paused",
             Reason::Resumed => "Resumed",
             Reason::Reconciled => "Reconciled",
@@ -122,6 +134,7 @@ impl Reason {
             Reason::Elevated => "Elevated",
             Reason::NoPullZone => "NoPullZone",
             Reason::Partial => "Partial",
+            Reason::AppActive => "AppActive",
             Reason::AppNotReady => "AppNotReady",
             Reason::SecurityEventsElevated => "SecurityEventsElevated",
             Reason::App(status) => status,
@@ -143,6 +156,20 @@ impl Reason {
         }
     }
 
+    /// Whether an object not Ready for this reason waits for a person: a spec, a
+    /// Secret, a key or the platform's configuration must change first. Everything
+    /// else (a platform that is busy or down, a quota, a new generation) resolves by
+    /// waiting. The one map behind `Stalled`, the error backoff and the Ready of a
+    /// failed reconcile.
+    pub fn is_terminal(self) -> bool {
+        TERMINAL.contains(&self)
+    }
+
+    /// [`Reason::is_terminal`] of a reason as a condition carries it.
+    pub fn is_terminal_str(reason: &str) -> bool {
+        TERMINAL.iter().any(|r| r.as_str() == reason)
+    }
+
     /// The one map from a failed platform call to a reason.
     pub fn of(error: &ApiError) -> Self {
         match error {
@@ -160,6 +187,30 @@ impl Reason {
         }
     }
 }
+
+/// The reasons that wait for a person (see [`Reason::is_terminal`]).
+const TERMINAL: [Reason; 19] = [
+    Reason::Paused,
+    Reason::Drifted,
+    Reason::AccessListNotFound,
+    Reason::AmbiguousListName,
+    Reason::ConfigurationClaimed,
+    Reason::HostnameNotFound,
+    Reason::NoPullZone,
+    Reason::Unauthorized,
+    Reason::Forbidden,
+    Reason::NotFound,
+    Reason::Rejected,
+    Reason::UnexpectedStatus,
+    Reason::DecodeError,
+    Reason::InvalidInput,
+    Reason::CredentialsUnavailable,
+    Reason::InvalidSpec,
+    // Application states a person ends: a crash loop, a stop, a suspension.
+    Reason::App("Failing"),
+    Reason::App("Inactive"),
+    Reason::App("Suspended"),
+];
 
 impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -274,6 +325,19 @@ mod tests {
         );
         assert_eq!(one.len(), 2);
         assert!(is_true(&one, ConditionType::Synced));
+    }
+
+    #[test]
+    fn application_states_a_person_ends_are_terminal() {
+        use crate::api::models::apps::AppStatus;
+        for status in [AppStatus::Failing, AppStatus::Inactive, AppStatus::Suspended] {
+            assert!(Reason::App(status.reason()).is_terminal(), "{status}");
+        }
+        for status in [AppStatus::Active, AppStatus::Progressing, AppStatus::Unknown] {
+            assert!(!Reason::App(status.reason()).is_terminal(), "{status}");
+        }
+        assert!(Reason::is_terminal_str("AccessListNotFound"));
+        assert!(!Reason::is_terminal_str("ServerError"));
     }
 
     #[test]

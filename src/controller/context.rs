@@ -11,6 +11,7 @@ use super::backoff::Failures;
 use super::credentials::Credentials;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
+use super::poll_schedule::PollLedger;
 use super::reads::Reads;
 use crate::api::RetryPolicy;
 
@@ -26,6 +27,9 @@ pub struct Settings {
     /// How long the platform takes to make a log entry readable (`--cdn-log-delay`):
     /// CDN summaries end this long before the poll.
     pub cdn_log_delay: Duration,
+    /// The longest a ContainerAppWatch keeps an unchanged `observedAt`
+    /// (`--status-refresh`).
+    pub status_refresh: Duration,
 }
 
 pub struct Context {
@@ -39,4 +43,6 @@ pub struct Context {
     pub leader: LeaderGate,
     /// Which AccessListConfigs claim which access list, from their watch.
     pub access_list_claims: Claims,
+    /// When this process last polled each ContainerAppWatch.
+    pub polls: PollLedger,
 }

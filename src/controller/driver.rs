@@ -23,6 +23,7 @@ use tokio::sync::OnceCell;
 use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::{Context, Settings};
 use super::error::ReconcileError;
+use super::health;
 use super::status::{is_paused, object_key, rfc3339, write_status};
 use crate::api::EdgeClient;
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
@@ -159,6 +160,7 @@ pub trait Reconciled:
     fn status(&self) -> Option<&Self::Status>;
     fn conditions(status: &Self::Status) -> &[Condition];
     fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>);
+    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>);
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
 
     /// Reads what the plan needs.
@@ -187,15 +189,22 @@ pub trait Reconciled:
         settings: &Settings,
     ) -> Outcome<Self::Status>;
 
-    /// The status after a failed reconcile: Synced=False with the error's reason.
+    /// The status after a failed reconcile: Synced=False with the error's reason, and
+    /// Ready=False too unless the error is transient and the current generation was
+    /// already Ready (a failed re-read of an applied object).
     fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
-        let synced = Decided::new(
+        let generation = self.meta().generation;
+        let message = failure_message(error, now);
+        let mut decided = vec![Decided::new(
             ConditionType::Synced,
             false,
             error.reason(),
-            failure_message(error, now),
-        );
-        with_decided::<Self>(previous, &[synced], self.meta().generation, now)
+            message.clone(),
+        )];
+        if !error.is_transient() || !is_ready::<Self>(previous, generation) {
+            decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
+        }
+        with_decided::<Self>(previous, &decided, generation, now)
     }
 
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
@@ -226,12 +235,33 @@ macro_rules! kind_accessors {
             status.conditions = conditions;
         }
 
+        fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>) {
+            status.observed_generation = generation;
+        }
+
         fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
             self.spec.access_key_secret_ref.as_ref()
         }
     };
 }
 pub(crate) use kind_accessors;
+
+/// Whether `status` is Ready for `generation`.
+pub fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64>) -> bool {
+    find(K::conditions(status), ConditionType::Ready)
+        .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
+}
+
+/// `status` as the driver writes it: under the status contract of [`health`].
+fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+    let mut next = status.clone();
+    K::set_conditions(
+        &mut next,
+        health::settle(K::conditions(status), generation, &now.rfc3339()),
+    );
+    K::set_observed_generation(&mut next, generation);
+    next
+}
 
 /// `status` with `decided` merged into its conditions.
 pub fn with_decided<K: Reconciled>(
@@ -340,17 +370,17 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
     let previous = object.status().cloned().unwrap_or_default();
     let generation = object.meta().generation;
     if is_paused(object) {
-        let paused = Decided::new(
-            ConditionType::Synced,
-            false,
-            Reason::Paused,
-            "edgeplatform.io/paused is true",
-        );
+        let paused = |type_| Decided::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
+        let mut decided = vec![paused(ConditionType::Synced)];
+        if !is_ready::<K>(&previous, generation) {
+            decided.push(paused(ConditionType::Ready));
+        }
         report(
             object,
             &io,
-            &with_decided::<K>(&previous, &[paused], generation, &now),
+            &with_decided::<K>(&previous, &decided, generation, &now),
             &[],
+            &now,
         )
         .await?;
         return Ok(Action::await_change());
@@ -369,7 +399,7 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
     match pipeline {
         Ok(outcome) => {
             let status = clear_stale_synced::<K>(outcome.status, generation, &now);
-            report(object, &io, &status, &outcome.events).await?;
+            report(object, &io, &status, &outcome.events, &now).await?;
             Ok(match outcome.requeue {
                 Requeue::After(delay) => Action::requeue(delay),
                 Requeue::At(at_ms) => {
@@ -384,23 +414,28 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
         Err(error) => {
             let status = object.failed(&error, &previous, &now);
             let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
-            report(object, &io, &status, &notes).await?;
+            report(object, &io, &status, &notes, &now).await?;
             Err(error)
         }
     }
 }
 
-/// Writes the status if it changed, publishes the condition metrics and the Events.
+/// Writes the status, settled, if it changed; publishes the condition metrics and the
+/// Events.
 async fn report<K: Reconciled>(
     object: &K,
     io: &Io<'_, K>,
     status: &K::Status,
     notes: &[Note],
+    now: &Now,
 ) -> Result<(), ReconcileError> {
-    write_status(&io.api, object, object.status(), status).await?;
+    let status = settled::<K>(status, object.meta().generation, now);
+    if write_status(&io.api, object, object.status(), &status).await? {
+        io.ctx.metrics.status_written(K::KIND);
+    }
     io.ctx
         .metrics
-        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(status));
+        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(&status));
     for note in notes {
         publish(io.ctx, object, note).await;
     }

@@ -139,8 +139,10 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             certificate_backoff: certificate_policy(Duration::from_secs(30)),
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
+            status_refresh: Duration::from_secs(3600),
         },
         access_list_claims: Default::default(),
+        polls: Default::default(),
         leader: crate::controller::leader::LeaderGate::sole(),
     };
     // The mock apiserver's watch would list just this object, which claims nothing
@@ -308,11 +310,25 @@ async fn paused_objects_get_one_status_write_and_no_platform_call() {
     assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
     assert_eq!(h.log.count("kube PATCH"), 1);
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let conditions = &bodies[0].1["status"]["conditions"];
+    let conditions: Vec<(&str, &str, &str)> = bodies[0].1["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .map(|c| {
+            let member = |name: &str| c[name].as_str().unwrap_or_default();
+            (member("type"), member("status"), member("reason"))
+        })
+        .collect();
     assert_eq!(
-        (conditions[0]["type"].clone(), conditions[0]["reason"].clone()),
-        (json!("Synced"), json!("Paused"))
+        conditions,
+        [
+            ("Ready", "False", "Paused"),
+            ("Stalled", "True", "Paused"),
+            ("Synced", "False", "Paused")
+        ],
+        "a paused object that never applied its spec waits for a person"
     );
+    assert_eq!(bodies[0].1["status"]["observedGeneration"], json!(1));
 }
 
 fn certificate(hostname: &str, secret: Option<&str>) -> Value {

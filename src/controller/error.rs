@@ -66,12 +66,8 @@ impl ReconcileError {
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
-    /// configuration must change first).
+    /// configuration must change first): see [`Reason::is_terminal`].
     pub fn is_transient(&self) -> bool {
-        match self {
-            ReconcileError::Platform(error) => error.is_retryable(),
-            ReconcileError::Kube(_) | ReconcileError::TimedOut(_) | ReconcileError::NotLeader => true,
-            _ => false,
-        }
+        !self.reason().is_terminal()
     }
 }

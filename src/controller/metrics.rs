@@ -56,6 +56,8 @@ pub struct Metrics {
     durations: Family<KindLabels, Histogram>,
     requests: Family<RequestLabels, Counter>,
     conditions: Family<ConditionLabels, Gauge>,
+    status_writes: Family<KindLabels, Counter>,
+    poll_lag: Family<KindLabels, Histogram>,
     resident_memory: Gauge,
     published: Mutex<HashMap<ConditionKey, ConditionState>>,
 }
@@ -73,6 +75,10 @@ impl Default for Metrics {
         });
         let requests = Family::<RequestLabels, Counter>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
+        let status_writes = Family::<KindLabels, Counter>::default();
+        let poll_lag = Family::<KindLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
+        });
         registry.register("reconciles", "Reconciles by kind", reconciles.clone());
         registry.register(
             "reconcile_errors",
@@ -94,6 +100,16 @@ impl Default for Metrics {
             "1 for each object's current condition status and reason",
             conditions.clone(),
         );
+        registry.register(
+            "status_writes",
+            "Status writes by kind: one per change a reader acts on",
+            status_writes.clone(),
+        );
+        registry.register(
+            "poll_lag_seconds",
+            "How long after its due time each poll of an observe-only object started",
+            poll_lag.clone(),
+        );
         let resident_memory = Gauge::default();
         registry.register(
             "resident_memory_bytes",
@@ -107,6 +123,8 @@ impl Default for Metrics {
             durations,
             requests,
             conditions,
+            status_writes,
+            poll_lag,
             resident_memory,
             published: Mutex::default(),
         }
@@ -123,6 +141,18 @@ impl Metrics {
             let reason = reason.as_str();
             self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
         }
+    }
+
+    pub fn status_written(&self, kind: &str) {
+        self.status_writes
+            .get_or_create(&KindLabels { kind: kind.to_string() })
+            .inc();
+    }
+
+    pub fn polled(&self, kind: &str, late: Duration) {
+        self.poll_lag
+            .get_or_create(&KindLabels { kind: kind.to_string() })
+            .observe(late.as_secs_f64());
     }
 
     /// Publishes an object's conditions, replacing what was published for it before.

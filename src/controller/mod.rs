@@ -16,6 +16,7 @@ pub mod context;
 pub mod credentials;
 pub mod driver;
 pub mod error;
+pub mod health;
 pub mod leader;
 pub mod metrics;
 pub mod poll_schedule;

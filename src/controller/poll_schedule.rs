@@ -9,6 +9,8 @@
 //! starves. The next poll is placed on the object's phase at least half an interval
 //! after the last one, so lateness does not accumulate.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Lateness at or under this (or a tenth of the interval, if longer) is on time.
@@ -66,6 +68,40 @@ impl PollSchedule {
     pub fn is_late(&self, late: Duration) -> bool {
         let tenth = Duration::from_millis(u64::try_from(self.interval_ms / 10).unwrap_or_default());
         late > ON_TIME_TOLERANCE.max(tenth)
+    }
+}
+
+/// A poll this process made: when it started (Unix ms) and for which generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastPoll {
+    pub at_ms: i64,
+    pub generation: Option<i64>,
+}
+
+/// The last poll of each object in this process, by object key. The status does not
+/// carry every poll's time (that would be a status write per poll), so this is what
+/// schedules the next one; after a restart the status' `observedAt` stands in.
+#[derive(Debug, Default)]
+pub struct PollLedger {
+    polls: Mutex<HashMap<String, LastPoll>>,
+}
+
+impl PollLedger {
+    pub fn last(&self, key: &str) -> Option<LastPoll> {
+        self.lock().get(key).copied()
+    }
+
+    pub fn record(&self, key: String, poll: LastPoll) {
+        self.lock().insert(key, poll);
+    }
+
+    /// Forgets a deleted object.
+    pub fn forget(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LastPoll>> {
+        self.polls.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -55,6 +55,8 @@ pub struct RunConfig {
     pub cdn_pages_per_poll: u32,
     /// How long the platform takes to make a log entry readable.
     pub cdn_log_delay: Duration,
+    /// The longest a ContainerAppWatch's unchanged `observedAt` is kept.
+    pub status_refresh: Duration,
     pub leader_election: Option<LeaderElection>,
     /// Namespaces whose objects may use the default key (empty: all).
     pub default_key_namespaces: Vec<String>,
@@ -196,6 +198,7 @@ fn forget_deleted<K: Reconciled>(ctx: &Context, event: &Result<watcher::Event<K>
         ctx.metrics
             .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
         ctx.failures.forget(&object_key(object));
+        ctx.polls.forget(&object_key(object));
     }
 }
 
@@ -369,8 +372,10 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             certificate_backoff: certificate_policy(config.certificate_backoff),
             cdn_pages_per_poll: config.cdn_pages_per_poll,
             cdn_log_delay: config.cdn_log_delay,
+            status_refresh: config.status_refresh,
         },
         access_list_claims: Default::default(),
+        polls: Default::default(),
         leader: match &config.leader_election {
             Some(election) => LeaderGate::elected(election.lease_duration),
             None => LeaderGate::sole(),

@@ -74,10 +74,14 @@ pub struct PullZoneCertificateStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Ready: True with reason Issued; False with VerificationFailed, HostnameNotFound,
-    /// Unauthorized, RateLimited, ServerError...
+    /// Unauthorized, RateLimited, ServerError...; Reconciling or Stalled while not
+    /// Ready.
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The metadata.generation of the last call to the platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempted_generation: Option<i64>,
     /// When the certificate was last issued (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued_time: Option<String>,

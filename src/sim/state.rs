@@ -269,7 +269,32 @@ impl SimDocument {
         for list in self.shield_zones.iter_mut().flat_map(|z| z.access_lists.iter_mut()) {
             list.fill_required(&last_updated);
         }
+        self.apps.iter_mut().for_each(fill_endpoint_ids);
         self
+    }
+}
+
+/// Gives every template endpoint without an `id` the platform's form of one:
+/// `<appId>-<displayName>-<n>`, `n` counting the app's endpoints from 1.
+fn fill_endpoint_ids(app: &mut Value) {
+    let app_id = app.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let endpoints = app
+        .get_mut("containerTemplates")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(|template| template.get_mut("endpoints").and_then(Value::as_array_mut))
+        .flatten();
+    for (n, endpoint) in (1..).zip(endpoints) {
+        let Some(members) = endpoint.as_object_mut() else {
+            continue;
+        };
+        if members.get("id").is_some_and(|id| !id.is_null()) {
+            continue;
+        }
+        let name = members.get("displayName").and_then(Value::as_str).unwrap_or("endpoint");
+        let id = format!("{app_id}-{name}-{n}");
+        members.insert("id".into(), Value::String(id));
     }
 }
 

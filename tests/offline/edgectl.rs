@@ -256,7 +256,7 @@ async fn logs_filter_and_follow() {
 }
 
 #[tokio::test]
-async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
+async fn bad_input_exits_1_with_one_line_and_help_is_complete() {
     let sim = start(live_fixtures()).await;
     let base = sim.base_url();
     for args in [
@@ -274,7 +274,7 @@ async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
         ],
     ] {
         let run = edgectl(&base, args).await;
-        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
         assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
         assert!(run.stderr.starts_with("edgectl: "));
     }
@@ -289,7 +289,7 @@ async fn bad_input_exits_2_with_one_line_and_help_is_complete() {
         .output()
         .await
         .expect("runs");
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(1), "2 is reserved for a plan's changes");
     assert!(String::from_utf8_lossy(&output.stderr).contains("EDGE_API_URL"));
 
     for (args, words) in [
@@ -434,7 +434,7 @@ async fn access_lists_set_shows_before_and_after_and_patches_only_what_differs()
         ),
         (
             &["access-lists", "set", "--zone", "1001", "--configuration", "9101"],
-            2,
+            1,
             "nothing to set",
         ),
         (
@@ -448,12 +448,12 @@ async fn access_lists_set_shows_before_and_after_and_patches_only_what_differs()
                 "--action",
                 "deny",
             ],
-            2,
+            1,
             "action `deny`",
         ),
         (
             &["access-lists", "set", "--zone", "1001", "--enabled", "true"],
-            2,
+            1,
             "--configuration",
         ),
     ] {
@@ -557,7 +557,7 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
         "the v1 file was read"
     );
     let bad_day = edgectl(&base, &["logs", "--pull-zone", "501", "--day", "2026-11-20"]).await;
-    assert_eq!(bad_day.code, 2);
+    assert_eq!(bad_day.code, 1);
     assert!(bad_day.stderr.contains("MM-dd-yy"), "{}", bad_day.stderr);
 
     let token = bearer_token(JWT_SECRET, now + chrono::Duration::hours(1));
@@ -580,6 +580,6 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
     let mut main_api = command(&base, &["app", "get", "app-shop"]);
     main_api.env_remove("EDGE_ACCESS_KEY").env("EDGE_BEARER_TOKEN", &token);
     let main_api = run(main_api).await;
-    assert_eq!(main_api.code, 2, "the main API takes the access key only");
+    assert_eq!(main_api.code, 1, "the main API takes the access key only");
     assert!(main_api.stderr.contains("EDGE_ACCESS_KEY"), "{}", main_api.stderr);
 }

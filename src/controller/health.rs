@@ -1,0 +1,201 @@
+//! The status contract of every kind, in the conventions GitOps tools read (Flux's
+//! kstatus, `kubectl wait`, Argo CD). The driver applies it to every status it writes:
+//!
+//! - `status.observedGeneration` is the object's generation;
+//! - `Ready` is present and speaks of the current generation: a `Ready` left by an
+//!   older generation turns False with reason `Progressing` until the kind decides it
+//!   again;
+//! - while `Ready` is not True, `Stalled=True` when its reason waits for a person
+//!   ([`Reason::is_terminal`]), else `Reconciling=True`; each carries Ready's reason and
+//!   message, and is absent otherwise.
+//!
+//! kstatus then reads Current exactly when Ready is True for the current generation,
+//! Failed when Stalled, InProgress otherwise.
+
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::crd::{Condition, ConditionStatus};
+
+/// `conditions` under the contract, for an object of `generation` at `now`.
+pub fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+    let current = find(conditions, ConditionType::Ready).is_some_and(|r| r.observed_generation == generation);
+    let mut settled = if current {
+        conditions.to_vec()
+    } else {
+        let pending = Decided::new(
+            ConditionType::Ready,
+            false,
+            Reason::Progressing,
+            pending_message(conditions, generation),
+        );
+        merge(conditions, &[pending], generation, now)
+    };
+    let Some(ready) = find(&settled, ConditionType::Ready).cloned() else {
+        return settled;
+    };
+    let derived = match ready.status {
+        ConditionStatus::True => None,
+        _ if Reason::is_terminal_str(&ready.reason) => Some(ConditionType::Stalled),
+        _ => Some(ConditionType::Reconciling),
+    };
+    settled.retain(|c| {
+        let abnormal = c.type_ == ConditionType::Reconciling.as_str() || c.type_ == ConditionType::Stalled.as_str();
+        !abnormal || derived.is_some_and(|d| d.as_str() == c.type_)
+    });
+    if let Some(type_) = derived {
+        let since = find(&settled, type_)
+            .filter(|c| c.status == ConditionStatus::True)
+            .map_or_else(|| now.to_string(), |c| c.last_transition_time.clone());
+        settled.retain(|c| c.type_ != type_.as_str());
+        settled.push(Condition {
+            type_: type_.as_str().to_string(),
+            status: ConditionStatus::True,
+            last_transition_time: since,
+            observed_generation: generation,
+            ..ready
+        });
+        settled.sort_by(|a, b| a.type_.cmp(&b.type_));
+    }
+    settled
+}
+
+/// "generation 2 is not applied yet", with the failure that holds it up, if any.
+fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String {
+    let pending = match generation {
+        Some(generation) => format!("generation {generation} is not applied yet"),
+        None => "the spec is not applied yet".to_string(),
+    };
+    match find(conditions, ConditionType::Synced).filter(|s| s.status != ConditionStatus::True) {
+        Some(synced) => format!("{pending}: {}", synced.message),
+        None => pending,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {
+        merge(
+            &[],
+            &[Decided::new(ConditionType::Ready, status, reason, "why")],
+            Some(generation),
+            "t0",
+        )
+    }
+
+    fn types(conditions: &[Condition]) -> Vec<(&str, ConditionStatus, &str)> {
+        conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status, c.reason.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn ready_for_the_current_generation_has_no_abnormal_condition() {
+        let settled = settle(&ready(true, Reason::InSync, 3), Some(3), "t1");
+        assert_eq!(types(&settled), [("Ready", ConditionStatus::True, "InSync")]);
+    }
+
+    #[test]
+    fn a_ready_of_an_older_generation_turns_false_and_reconciling() {
+        let mut conditions = ready(true, Reason::InSync, 1);
+        conditions = merge(
+            &conditions,
+            &[Decided::new(ConditionType::Synced, false, Reason::ServerError, "503")],
+            Some(2),
+            "t1",
+        );
+        let settled = settle(&conditions, Some(2), "t2");
+        assert_eq!(
+            types(&settled),
+            [
+                ("Ready", ConditionStatus::False, "Progressing"),
+                ("Reconciling", ConditionStatus::True, "Progressing"),
+                ("Synced", ConditionStatus::False, "ServerError"),
+            ]
+        );
+        let ready = find(&settled, ConditionType::Ready).expect("Ready");
+        assert_eq!(ready.message, "generation 2 is not applied yet: 503");
+        assert_eq!(ready.observed_generation, Some(2));
+    }
+
+    #[test]
+    fn no_ready_at_all_is_progressing() {
+        let settled = settle(&[], Some(1), "t");
+        assert_eq!(
+            types(&settled),
+            [
+                ("Ready", ConditionStatus::False, "Progressing"),
+                ("Reconciling", ConditionStatus::True, "Progressing"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_terminal_reason_stalls_and_recovery_removes_it() {
+        let stalled = settle(&ready(false, Reason::AccessListNotFound, 1), Some(1), "t1");
+        assert_eq!(
+            types(&stalled),
+            [
+                ("Ready", ConditionStatus::False, "AccessListNotFound"),
+                ("Stalled", ConditionStatus::True, "AccessListNotFound"),
+            ]
+        );
+        let again = settle(&stalled, Some(1), "t2");
+        assert_eq!(again, stalled, "a settled status is a fixed point: no write");
+        let recovered = settle(
+            &merge(
+                &stalled,
+                &[Decided::new(ConditionType::Ready, true, Reason::InSync, "")],
+                Some(1),
+                "t3",
+            ),
+            Some(1),
+            "t3",
+        );
+        assert_eq!(types(&recovered), [("Ready", ConditionStatus::True, "InSync")]);
+    }
+
+    #[test]
+    fn a_transient_reason_reconciles_and_keeps_its_transition_time() {
+        let first = settle(&ready(false, Reason::ServerError, 1), Some(1), "t1");
+        let later = settle(
+            &merge(
+                &first,
+                &[Decided::new(ConditionType::Ready, false, Reason::RateLimited, "429")],
+                Some(1),
+                "t2",
+            ),
+            Some(1),
+            "t2",
+        );
+        let reconciling = find(&later, ConditionType::Reconciling).expect("Reconciling");
+        assert_eq!(
+            (reconciling.reason.as_str(), reconciling.last_transition_time.as_str()),
+            ("RateLimited", "t1")
+        );
+        assert!(find(&later, ConditionType::Stalled).is_none());
+    }
+
+    #[test]
+    fn switching_between_stalled_and_reconciling_keeps_one() {
+        let stalled = settle(&ready(false, Reason::Unauthorized, 1), Some(1), "t1");
+        let reconciling = settle(
+            &merge(
+                &stalled,
+                &[Decided::new(ConditionType::Ready, false, Reason::Timeout, "")],
+                Some(1),
+                "t2",
+            ),
+            Some(1),
+            "t2",
+        );
+        assert_eq!(
+            types(&reconciling),
+            [
+                ("Ready", ConditionStatus::False, "Timeout"),
+                ("Reconciling", ConditionStatus::True, "Timeout"),
+            ]
+        );
+    }
+}
