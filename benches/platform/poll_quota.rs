@@ -78,14 +78,17 @@ struct Polls {
     /// Watches not polled at all after the start-up.
     starved: usize,
     late_in_status: usize,
+    /// Status writes after the start-up.
+    status_writes: usize,
 }
 
-/// Runs `watches` watches every `interval` under `quota` requests/s: through the
-/// start-up burst, then for `measured` more.
+/// Runs `watches` watches every `interval` under `quota` requests/s, their status
+/// refreshed every `status_refresh`: through the start-up burst, then for `measured`
+/// more.
 async fn run_with_quota(
     cluster: &Cluster,
     watches: usize,
-    interval: Duration,
+    (interval, status_refresh): (Duration, Duration),
     measured: Duration,
     quota: u32,
 ) -> anyhow::Result<Polls> {
@@ -93,7 +96,12 @@ async fn run_with_quota(
     let (namespace, api) = cluster
         .namespace::<ContainerAppWatch>(&format!("polls-{quota}"))
         .await?;
-    let mut operator = cluster.start_operator(&sim.base_url(), &namespace, &["--platform-rate", &quota.to_string()])?;
+    let refresh = humantime::format_duration(status_refresh).to_string();
+    let mut operator = cluster.start_operator(
+        &sim.base_url(),
+        &namespace,
+        &["--platform-rate", &quota.to_string(), "--status-refresh", &refresh],
+    )?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     operator.ensure_running()?;
     let interval_text = humantime::format_duration(interval).to_string();
@@ -112,8 +120,11 @@ async fn run_with_quota(
         .try_collect::<()>()
         .await?;
     let start_up = start_up(watches, interval, quota);
-    tokio::time::sleep(start_up + measured).await;
+    tokio::time::sleep(start_up).await;
+    let writes_at_start_up = cluster.status_writes(&namespace)?;
+    tokio::time::sleep(measured).await;
     operator.ensure_running()?;
+    let status_writes = cluster.status_writes(&namespace)?.saturating_sub(writes_at_start_up);
     let ended = chrono::Utc::now().timestamp_millis();
     let measured_from = started + start_up.as_millis() as i64;
     let mut polls: HashMap<String, Vec<i64>> = HashMap::new();
@@ -163,6 +174,7 @@ async fn run_with_quota(
         longest_gap,
         starved: watches - refreshed,
         late_in_status,
+        status_writes,
     })
 }
 
@@ -175,7 +187,10 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
     );
 
     let sufficient = (demand * 1.5).ceil() as u32;
-    let polls = run_with_quota(cluster, watches, interval, interval * 2, sufficient).await?;
+    // The refresh is shortened to fit the run; per refresh period is per hour at the
+    // default --status-refresh of 1 h.
+    let (measured, refresh) = (interval * 4, interval * 2);
+    let polls = run_with_quota(cluster, watches, (interval, refresh), measured, sufficient).await?;
     let p99 = quantile(&polls.lags, 0.99);
     report.info(
         SUITE,
@@ -201,10 +216,23 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         &format!("{label}, quota {sufficient}/s: watches PolledLate at the end"),
         polls.late_in_status.to_string(),
     );
+    let per_refresh = polls.status_writes as f64 / watches as f64 * refresh.as_secs_f64() / measured.as_secs_f64();
+    report.check(
+        SUITE,
+        &format!(
+            "{label}, unchanged data: status writes per watch per hour ({} writes in {}, --status-refresh {}, scaled to 1 h)",
+            polls.status_writes,
+            humantime::format_duration(measured),
+            humantime::format_duration(refresh)
+        ),
+        format!("{per_refresh:.2}"),
+        "<= 1",
+        per_refresh <= 1.0,
+    );
 
     let short = (demand * 0.6).floor().max(1.0) as u32;
     let bound = interval.mul_f64(2.0 * demand / f64::from(short));
-    let polls = run_with_quota(cluster, watches, interval, bound, short).await?;
+    let polls = run_with_quota(cluster, watches, (interval, Duration::from_secs(3600)), bound, short).await?;
     report.check(
         SUITE,
         &format!("{label}, quota {short}/s: longest time a watch waited for a poll"),

@@ -410,7 +410,6 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
 
     let complete = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("True"), "Synced", WAIT).await;
     let status = complete.status.expect("status");
-    let complete_at = status.observed_at.clone().expect("observedAt");
     let summary = status.cdn.expect("cdn");
     assert_eq!(summary.coverage, "1");
     assert_eq!(summary.requests, exact(&summary));
@@ -425,21 +424,23 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
     let read_once = pages();
     assert!(read_once <= 7, "{read_once} pages for 3,500 entries in pages of 1,000");
     assert!(sim.sim.journal().iter().all(|e| e.status < 400), "no page refused");
-    let next_poll = |after: String| {
-        let api = api.clone();
-        async move {
-            eventually("the next poll", WAIT, || async {
-                let observed = api.get("busy").await.ok()?.status?.observed_at?;
-                (observed != after).then_some(observed)
-            })
-            .await
-        }
-    };
-    let polled = next_poll(complete_at).await;
-    let before = pages();
-    next_poll(polled).await;
+    // Each poll reads the app first; the pages between two such reads are one poll's.
+    let polls = || journal_count(&sim, "GET", "/mc/apps/");
+    let complete_polls = polls();
+    eventually("two more polls", WAIT, || async {
+        (polls() >= complete_polls + 2).then_some(())
+    })
+    .await;
+    let journal = sim.sim.journal();
+    let starts: Vec<usize> = journal
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.method == "GET" && e.path.contains("/mc/apps/"))
+        .map(|(i, _)| i)
+        .collect();
+    let (from, to) = (starts[complete_polls], starts[complete_polls + 1]);
     assert_eq!(
-        pages() - before,
+        journal[from..to].iter().filter(|e| e.path.starts_with("/v2/")).count(),
         1,
         "a poll after the window is complete reads only the new logs"
     );

@@ -8,6 +8,7 @@ mod support;
 mod chart;
 mod control_plane;
 mod crd_validation;
+mod gitops_health;
 mod hostile;
 mod operator_access_list;
 mod operator_app_watch;

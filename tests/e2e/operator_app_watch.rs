@@ -61,7 +61,7 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
 
     let status = eventually("the first poll", Duration::from_secs(30), || async {
         let status = api.get("shop").await.ok()?.status?;
-        (status.conditions.len() == 5).then_some(status)
+        (status.conditions.len() == 6).then_some(status)
     })
     .await;
     let condition = |type_: &str| {
@@ -82,6 +82,11 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
     assert!(app.images[0].digest.starts_with("sha256:"));
     assert_eq!((app.autoscaling_min, app.autoscaling_max), (1, 5));
     assert_eq!(condition("AppReady").reason, "Active");
+    assert_eq!(
+        (format!("{:?}", condition("Ready").status), condition("Ready").reason),
+        ("True".to_string(), "AppActive".to_string()),
+        "active, with every summary synced (Elevated events are a summary, not a failure)"
+    );
     assert_eq!(condition("Synced").reason, "Polled", "on schedule");
     let observed_at = status.observed_at.as_deref().expect("observedAt");
     let age = chrono::Utc::now().fixed_offset() - chrono::DateTime::parse_from_rfc3339(observed_at).expect("RFC 3339");
@@ -139,6 +144,13 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
     })
     .await;
     assert_eq!(format!("{:?}", failing.status), "False");
+    let stalled = api.get("shop").await.expect("object").status.expect("status");
+    let stalled = stalled
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Stalled")
+        .expect("Stalled");
+    assert_eq!(stalled.reason, "Failing", "a failing app waits for a person");
     assert!(
         sim.sim
             .journal()

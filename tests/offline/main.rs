@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod argocd;
 mod client;
 mod contract;
 mod crds;

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod gitops;
 pub mod helm;
 pub mod operator;
 pub mod sim;
