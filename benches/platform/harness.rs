@@ -129,6 +129,31 @@ impl Cluster {
             .count())
     }
 
+    /// When the apiserver completed each status write to an object of `namespace`, by
+    /// object name, in order.
+    pub fn status_write_times(
+        &self,
+        namespace: &str,
+    ) -> anyhow::Result<std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>>> {
+        let log = std::fs::read_to_string(&self.audit_log)
+            .with_context(|| format!("reading the audit log {}", self.audit_log.display()))?;
+        let mut writes: std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>> = Default::default();
+        for line in log.lines().filter(|l| l.contains("\"subresource\":\"status\"")) {
+            let event: serde_json::Value = serde_json::from_str(line).context("an audit event")?;
+            let object = &event["objectRef"];
+            if event["stage"] != "ResponseComplete" || object["namespace"] != namespace {
+                continue;
+            }
+            let (Some(name), Some(at)) = (object["name"].as_str(), event["stageTimestamp"].as_str()) else {
+                continue;
+            };
+            let at = at.parse().with_context(|| format!("audit time {at}"))?;
+            writes.entry(name.to_string()).or_default().push(at);
+        }
+        writes.values_mut().for_each(|times| times.sort_unstable());
+        Ok(writes)
+    }
+
     /// Starts the operator on `namespace` against the emulator at `api_url`.
     pub fn start_operator(&self, api_url: &str, namespace: &str, extra: &[&str]) -> anyhow::Result<OperatorProcess> {
         let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));

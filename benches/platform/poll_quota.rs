@@ -80,6 +80,9 @@ struct Polls {
     late_in_status: usize,
     /// Status writes after the start-up.
     status_writes: usize,
+    /// The most status writes of one watch within one refresh period (less a second
+    /// for the time a reconcile takes), among periods that end after the start-up.
+    most_writes_per_refresh: usize,
 }
 
 /// Runs `watches` watches every `interval` under `quota` requests/s, their status
@@ -125,6 +128,20 @@ async fn run_with_quota(
     tokio::time::sleep(measured).await;
     operator.ensure_running()?;
     let status_writes = cluster.status_writes(&namespace)?.saturating_sub(writes_at_start_up);
+    let window = chrono::Duration::from_std(status_refresh.saturating_sub(Duration::from_secs(1)))?;
+    let measured_from_time = chrono::DateTime::from_timestamp_millis(started).unwrap_or_default()
+        + chrono::Duration::from_std(start_up)?;
+    let most_writes_per_refresh = cluster
+        .status_write_times(&namespace)?
+        .values()
+        .flat_map(|times| {
+            times
+                .iter()
+                .filter(|t| **t >= measured_from_time)
+                .map(|end| times.iter().filter(|t| *t <= end && *end - **t < window).count())
+        })
+        .max()
+        .unwrap_or_default();
     let ended = chrono::Utc::now().timestamp_millis();
     let measured_from = started + start_up.as_millis() as i64;
     let mut polls: HashMap<String, Vec<i64>> = HashMap::new();
@@ -175,6 +192,7 @@ async fn run_with_quota(
         starved: watches - refreshed,
         late_in_status,
         status_writes,
+        most_writes_per_refresh,
     })
 }
 
@@ -217,17 +235,25 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         polls.late_in_status.to_string(),
     );
     let per_refresh = polls.status_writes as f64 / watches as f64 * refresh.as_secs_f64() / measured.as_secs_f64();
-    report.check(
+    let scaled = format!(
+        "--status-refresh {} for a run of {}, scaled to its default of 1 h",
+        humantime::format_duration(refresh),
+        humantime::format_duration(measured)
+    );
+    report.info(
         SUITE,
         &format!(
-            "{label}, unchanged data: status writes per watch per hour ({} writes in {}, --status-refresh {}, scaled to 1 h)",
-            polls.status_writes,
-            humantime::format_duration(measured),
-            humantime::format_duration(refresh)
+            "{label}, unchanged data: status writes per watch per hour, mean ({} writes; {scaled})",
+            polls.status_writes
         ),
         format!("{per_refresh:.2}"),
+    );
+    report.check(
+        SUITE,
+        &format!("{label}, unchanged data: status writes per watch per hour, most of any watch ({scaled})"),
+        polls.most_writes_per_refresh.to_string(),
         "<= 1",
-        per_refresh <= 1.0,
+        polls.most_writes_per_refresh <= 1,
     );
 
     let short = (demand * 0.6).floor().max(1.0) as u32;

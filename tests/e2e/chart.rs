@@ -9,6 +9,7 @@ use crate::support::operator::{Operator, eventually};
 use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
+use serde::Deserialize;
 
 const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
 
@@ -245,4 +246,34 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     );
     assert!(!refused && err.contains("forbidden"), "{err}");
     let (_, _, _) = helm(&["uninstall", &release, "--namespace", &namespace.name]);
+}
+
+#[test]
+fn the_flux_example_installs_the_chart_with_valid_values() {
+    let dir = repo_root().join("examples/gitops/flux");
+    let text = std::fs::read_to_string(dir.join("flux-system.yaml")).expect("flux-system.yaml");
+    let documents: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
+        .collect();
+    let platform = documents
+        .iter()
+        .find(|d| d["metadata"]["name"] == "edge-platform")
+        .expect("the edge-platform Kustomization");
+    assert_eq!(platform["spec"]["wait"], true, "health-checks the objects");
+    assert_eq!(platform["spec"]["dependsOn"][0]["name"], "edge-operator");
+    assert!(platform["spec"]["timeout"].is_string());
+    let release: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join("operator/helmrelease.yaml")).expect("HelmRelease"))
+            .expect("YAML");
+    assert_eq!(release["spec"]["chart"]["spec"]["chart"], "./charts/edge-operator");
+    let values = std::env::temp_dir().join(format!("flux-values-{}.yaml", std::process::id()));
+    std::fs::write(
+        &values,
+        serde_yaml::to_string(&release["spec"]["values"]).expect("values"),
+    )
+    .expect("write");
+    let values = values.display().to_string();
+    let (ok, manifests, err) = helm(&["template", "edge-operator", &chart(), "-f", &values]);
+    assert!(ok, "the HelmRelease's values fit the chart: {err}");
+    assert!(manifests.contains("kind: Deployment"));
 }

@@ -193,3 +193,75 @@ async fn export_then_plan_shows_no_change() {
     let plan = edgectl(&base, &["plan", "-f", "-"], Some(&managed.stdout)).await;
     assert_eq!(plan.code, 0, "managed exports also plan no change: {}", plan.stdout);
 }
+
+/// A folder of its own holding `manifests`, named for `purpose`.
+fn folder_with(purpose: &str, manifests: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("edgectl-plan-{purpose}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a folder");
+    for (name, text) in manifests {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    dir
+}
+
+const MALFORMED: &str = "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {name: x\nspec: [";
+
+#[tokio::test]
+async fn usage_and_load_errors_exit_1_never_2() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let malformed = folder_with("malformed", &[("list.yaml", MALFORMED)]);
+    let malformed = malformed.display().to_string();
+    for args in [
+        &["plan", "-f", "/nonexistent/edge-manifests"][..],
+        &["plan", "-f", &malformed],
+        &["plan"],
+        &["plan", "-f", &malformed, "--no-such-flag"],
+    ] {
+        let run = edgectl(&base, args, None).await;
+        assert_eq!(run.code, 1, "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(!run.stderr.is_empty(), "{args:?} says why");
+    }
+    let run = edgectl(&base, &["plan", "--help"], None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn the_ci_example_propagates_the_plan_exit_code() {
+    let sim = start(fixtures_at()).await;
+    let edgectl = std::path::Path::new(env!("CARGO_BIN_EXE_edgectl"));
+    let path = format!(
+        "{}:{}",
+        edgectl.parent().expect("a folder").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let change = access_list(
+        "known-bad",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
+    );
+    let changes = folder_with("ci-change", &[("list.yaml", &change)]);
+    let malformed = folder_with("ci-malformed", &[("list.yaml", MALFORMED)]);
+    for (manifests, expected) in [
+        (changes.display().to_string(), 2),
+        ("/nonexistent/edge-manifests".to_string(), 1),
+        (malformed.display().to_string(), 1),
+    ] {
+        let output = Command::new("bash")
+            .arg(repo_root().join("examples/ci/plan-on-pull-request.sh"))
+            .env("PATH", &path)
+            .env("EDGE_API_URL", sim.base_url())
+            .env("EDGE_ACCESS_KEY", ACCESS_KEY)
+            .env("MANIFESTS", &manifests)
+            .output()
+            .await
+            .expect("bash runs");
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{manifests}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
