@@ -81,7 +81,8 @@ struct Polls {
     /// Status writes after the start-up.
     status_writes: usize,
     /// The most status writes of one watch within one refresh period (less a second
-    /// for the time a reconcile takes), among periods that end after the start-up.
+    /// for the time a reconcile takes) after the start-up, whose polls may still turn
+    /// late and on time again.
     most_writes_per_refresh: usize,
 }
 
@@ -129,16 +130,18 @@ async fn run_with_quota(
     operator.ensure_running()?;
     let status_writes = cluster.status_writes(&namespace)?.saturating_sub(writes_at_start_up);
     let window = chrono::Duration::from_std(status_refresh.saturating_sub(Duration::from_secs(1)))?;
-    let measured_from_time = chrono::DateTime::from_timestamp_millis(started).unwrap_or_default()
-        + chrono::Duration::from_std(start_up)?;
+    let measured_from_time =
+        chrono::DateTime::from_timestamp_millis(started).unwrap_or_default() + chrono::Duration::from_std(start_up)?;
     let most_writes_per_refresh = cluster
         .status_write_times(&namespace)?
         .values()
         .flat_map(|times| {
-            times
+            let measured: Vec<chrono::DateTime<chrono::Utc>> =
+                times.iter().copied().filter(|t| *t >= measured_from_time).collect();
+            measured
                 .iter()
-                .filter(|t| **t >= measured_from_time)
-                .map(|end| times.iter().filter(|t| *t <= end && *end - **t < window).count())
+                .map(|end| measured.iter().filter(|t| *t <= end && *end - **t < window).count())
+                .collect::<Vec<_>>()
         })
         .max()
         .unwrap_or_default();

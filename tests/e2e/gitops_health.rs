@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::gitops::{Verdict, judge};
 use crate::support::operator::{Operator, eventually};
-use crate::support::sim::{add_fault, example_fixtures, start};
+use crate::support::sim::{add_fault, example_fixtures, set_app_status, start};
 
 const SETTLE: Duration = Duration::from_secs(45);
 
@@ -103,116 +103,81 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
         let timeout = if expected.kubectl_wait { "30s" } else { "3s" };
         table.push((scenario, judge(ns, resource, timeout), expected));
     };
-
-    settled(ns, "accesslistconfig/converged", "Ready", "True", "InSync").await;
-    row(
-        "AccessListConfig converged",
-        "accesslistconfig/converged",
-        expect("Current", "Healthy", true),
-    );
-    settled(
-        ns,
-        "accesslistconfig/missing-list",
-        "Stalled",
-        "True",
-        "AccessListNotFound",
-    )
-    .await;
-    row(
-        "AccessListConfig naming a list that does not exist",
-        "accesslistconfig/missing-list",
-        expect("Failed", "Degraded", false),
-    );
-    settled(ns, "accesslistconfig/paused", "Stalled", "True", "Paused").await;
-    row(
-        "AccessListConfig paused before its spec was applied",
-        "accesslistconfig/paused",
-        expect("Failed", "Suspended", false),
-    );
-    settled(ns, "pullzonecertificate/issued", "Ready", "True", "Issued").await;
-    row(
-        "PullZoneCertificate issued",
-        "pullzonecertificate/issued",
-        expect("Current", "Healthy", true),
-    );
-    settled(
-        ns,
-        "pullzonecertificate/unknown-hostname",
-        "Stalled",
-        "True",
-        "HostnameNotFound",
-    )
-    .await;
-    row(
-        "PullZoneCertificate for an unknown hostname",
-        "pullzonecertificate/unknown-hostname",
-        expect("Failed", "Degraded", false),
-    );
-    settled(
-        ns,
-        "pullzonecertificate/pending-challenge",
-        "Reconciling",
-        "True",
-        "VerificationFailed",
-    )
-    .await;
-    row(
-        "PullZoneCertificate whose challenge is not served yet",
-        "pullzonecertificate/pending-challenge",
-        expect("InProgress", "Progressing", false),
-    );
-    settled(
-        ns,
-        "pullzonecertificate/missing-secret",
-        "Stalled",
-        "True",
-        "CredentialsUnavailable",
-    )
-    .await;
-    row(
-        "PullZoneCertificate whose Secret is missing",
-        "pullzonecertificate/missing-secret",
-        expect("Failed", "Degraded", false),
-    );
-    settled(ns, "containerappwatch/healthy", "Ready", "True", "AppActive").await;
-    row(
-        "ContainerAppWatch of a healthy app",
-        "containerappwatch/healthy",
-        expect("Current", "Healthy", true),
-    );
-    settled(ns, "containerappwatch/unknown-app", "Stalled", "True", "NotFound").await;
-    row(
-        "ContainerAppWatch of an unknown app",
-        "containerappwatch/unknown-app",
-        expect("Failed", "Degraded", false),
-    );
-    settled(
-        ns,
-        "containerappwatch/missing-secret",
-        "Stalled",
-        "True",
-        "CredentialsUnavailable",
-    )
-    .await;
-    row(
-        "ContainerAppWatch whose Secret is missing",
-        "containerappwatch/missing-secret",
-        expect("Failed", "Degraded", false),
-    );
+    let (current, failed) = (expect("Current", "Healthy", true), expect("Failed", "Degraded", false));
+    let scenarios = [
+        (
+            "AccessListConfig converged",
+            "accesslistconfig/converged",
+            ("Ready", "True", "InSync"),
+            current.clone(),
+        ),
+        (
+            "AccessListConfig naming a list that does not exist",
+            "accesslistconfig/missing-list",
+            ("Stalled", "True", "AccessListNotFound"),
+            failed.clone(),
+        ),
+        (
+            "AccessListConfig paused before its spec was applied",
+            "accesslistconfig/paused",
+            ("Stalled", "True", "Paused"),
+            expect("Failed", "Suspended", false),
+        ),
+        (
+            "PullZoneCertificate issued",
+            "pullzonecertificate/issued",
+            ("Ready", "True", "Issued"),
+            current.clone(),
+        ),
+        (
+            "PullZoneCertificate for an unknown hostname",
+            "pullzonecertificate/unknown-hostname",
+            ("Stalled", "True", "HostnameNotFound"),
+            failed.clone(),
+        ),
+        (
+            "PullZoneCertificate whose challenge is not served yet",
+            "pullzonecertificate/pending-challenge",
+            ("Reconciling", "True", "VerificationFailed"),
+            expect("InProgress", "Progressing", false),
+        ),
+        (
+            "PullZoneCertificate whose Secret is missing",
+            "pullzonecertificate/missing-secret",
+            ("Stalled", "True", "CredentialsUnavailable"),
+            failed.clone(),
+        ),
+        (
+            "ContainerAppWatch of a healthy app",
+            "containerappwatch/healthy",
+            ("Ready", "True", "AppActive"),
+            current.clone(),
+        ),
+        (
+            "ContainerAppWatch of an unknown app",
+            "containerappwatch/unknown-app",
+            ("Stalled", "True", "NotFound"),
+            failed.clone(),
+        ),
+        (
+            "ContainerAppWatch whose Secret is missing",
+            "containerappwatch/missing-secret",
+            ("Stalled", "True", "CredentialsUnavailable"),
+            failed.clone(),
+        ),
+    ];
+    for (scenario, resource, (type_, status, reason), expected) in scenarios {
+        settled(ns, resource, type_, status, reason).await;
+        row(scenario, resource, expected);
+    }
 
     // The app turns failing: the healthy watch's next poll says so.
-    let response = reqwest::Client::new()
-        .patch(format!("{base}/_sim/apps/app-shop"))
-        .json(&json!({"status": "failing"}))
-        .send()
-        .await
-        .expect("admin");
-    assert!(response.status().is_success());
+    set_app_status(&base, "app-shop", "failing").await;
     settled(ns, "containerappwatch/healthy", "Stalled", "True", "Failing").await;
     row(
         "ContainerAppWatch of an app turned failing",
         "containerappwatch/healthy",
-        expect("Failed", "Degraded", false),
+        failed,
     );
 
     // A new generation while the platform answers 500: the old Ready must not stand.
@@ -238,7 +203,7 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
     row(
         "the same once the platform answers again",
         "accesslistconfig/converged",
-        expect("Current", "Healthy", true),
+        current,
     );
 
     eprintln!("| scenario | kstatus | Argo CD | kubectl wait Ready |\n|---|---|---|---|");

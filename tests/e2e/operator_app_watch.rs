@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::operator::{Operator, eventually};
-use crate::support::sim::{example_fixtures, start};
+use crate::support::sim::{example_fixtures, set_app_status, start};
 use edge_operator::crd::container_app_watch::ContainerAppWatch;
 use kube::Api;
 use serde_json::{Value, json};
@@ -130,13 +130,7 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
         cdn.to
     );
 
-    let response = reqwest::Client::new()
-        .patch(format!("{base}/_sim/apps/app-shop"))
-        .json(&json!({"status": "failing"}))
-        .send()
-        .await
-        .expect("admin");
-    assert!(response.status().is_success());
+    set_app_status(&base, "app-shop", "failing").await;
     let failing = eventually("AppReady False", Duration::from_secs(15), || async {
         let status = api.get("shop").await.ok()?.status?;
         let ready = status.conditions.iter().find(|c| c.type_ == "AppReady")?.clone();

@@ -61,6 +61,18 @@ pub async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
     assert!(status.is_success(), "{}", response.text().await.unwrap_or_default());
 }
 
+/// Sets an application's status through the admin API (e.g. `"failing"`).
+pub async fn set_app_status(base: &str, app: &str, status: &str) {
+    let response = http()
+        .patch(format!("{base}/_sim/apps/{app}"))
+        .json(&serde_json::json!({"status": status}))
+        .send()
+        .await
+        .expect("request");
+    let code = response.status();
+    assert!(code.is_success(), "{}", response.text().await.unwrap_or_default());
+}
+
 /// An HS256 bearer token of the logging API, signed with `secret`.
 pub fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> String {
     jsonwebtoken::encode(
