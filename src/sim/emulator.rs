@@ -79,7 +79,7 @@ impl Sim {
     pub fn replace(&self, document: SimDocument) {
         self.clock.set(document.clock);
         self.limiter.clear();
-        *self.world_mut() = World::new(document);
+        *self.world_mut() = World::new(document.complete());
     }
 
     pub fn world(&self) -> RwLockReadGuard<'_, World> {

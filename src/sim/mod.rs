@@ -8,6 +8,7 @@
 // idiomatic axum shape; the size of `Response` is irrelevant on this path.
 #![allow(clippy::result_large_err)]
 
+pub mod always_sent;
 pub mod clock;
 pub mod emulator;
 pub mod events;

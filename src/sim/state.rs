@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::always_sent;
 use super::events::EventStore;
 use crate::api::contract::{BodyValidator, Document, Required};
 
@@ -181,7 +182,7 @@ impl SimDocument {
         let document: Self =
             serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
-        Ok(document.complete())
+        document.complete().in_platform_form()
     }
 
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
@@ -189,7 +190,7 @@ impl SimDocument {
         let document: Self =
             serde_path_to_error::deserialize(deserializer).map_err(|e| DocumentError::Parse(e.to_string()))?;
         document.check()?;
-        Ok(document.complete())
+        document.complete().in_platform_form()
     }
 
     /// Rules serde cannot express: unique ids, and members of the types the platform
@@ -260,8 +261,9 @@ impl SimDocument {
         Ok(())
     }
 
-    /// Fills in what the published schemas require and the fixtures left out.
-    fn complete(mut self) -> Self {
+    /// Fills in what the platform always sends and the fixtures left out, where a
+    /// default is honest (see [`always_sent`]).
+    pub fn complete(mut self) -> Self {
         let last_updated = self.clock.map_or_else(
             || DEFAULT_LAST_UPDATED.to_string(),
             |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -269,32 +271,34 @@ impl SimDocument {
         for list in self.shield_zones.iter_mut().flat_map(|z| z.access_lists.iter_mut()) {
             list.fill_required(&last_updated);
         }
-        self.apps.iter_mut().for_each(fill_endpoint_ids);
+        for zone in &mut self.shield_zones {
+            for rule in &mut zone.rate_limits {
+                let rate_limit = always_sent::is_rate_limit_rule(rule);
+                always_sent::fill_rule(rule, zone.id, rate_limit);
+            }
+        }
+        self.apps.iter_mut().for_each(always_sent::fill_app);
         self
     }
-}
 
-/// Gives every template endpoint without an `id` the platform's form of one:
-/// `<appId>-<displayName>-<n>`, `n` counting the app's endpoints from 1.
-fn fill_endpoint_ids(app: &mut Value) {
-    let app_id = app.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-    let endpoints = app
-        .get_mut("containerTemplates")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(|template| template.get_mut("endpoints").and_then(Value::as_array_mut))
-        .flatten();
-    for (n, endpoint) in (1..).zip(endpoints) {
-        let Some(members) = endpoint.as_object_mut() else {
-            continue;
-        };
-        if members.get("id").is_some_and(|id| !id.is_null()) {
-            continue;
+    /// The document, if every rule and app it serves has the platform's form once
+    /// completed; else the first member that no default could stand for.
+    fn in_platform_form(self) -> Result<Self, DocumentError> {
+        let form = always_sent::platform_form().map_err(DocumentError::Parse)?;
+        for (i, zone) in self.shield_zones.iter().enumerate() {
+            for (j, rule) in zone.rate_limits.iter().enumerate() {
+                let validator = if always_sent::is_rate_limit_rule(rule) {
+                    &form.rate_limit_rule
+                } else {
+                    &form.custom_waf_rule
+                };
+                first_violation(validator, rule, &format!("shieldZones[{i}].rateLimits[{j}]"))?;
+            }
         }
-        let name = members.get("displayName").and_then(Value::as_str).unwrap_or("endpoint");
-        let id = format!("{app_id}-{name}-{n}");
-        members.insert("id".into(), Value::String(id));
+        for (i, app) in self.apps.iter().enumerate() {
+            first_violation(&form.application, app, &format!("apps[{i}]"))?;
+        }
+        Ok(self)
     }
 }
 
@@ -460,6 +464,15 @@ impl World {
             list.set_action(action);
         }
         Ok((list.is_enabled(), list.action()))
+    }
+
+    /// The Shield Zone that names `pull_zone` as its Pull Zone.
+    pub fn shield_zone_of_pull_zone(&self, pull_zone: i64) -> Option<i64> {
+        self.document
+            .shield_zones
+            .iter()
+            .find(|zone| zone.pull_zone_id == Some(pull_zone))
+            .map(|zone| zone.id)
     }
 
     /// Page `page` (1-based) of `per_page` rules; past the end, an empty page.

@@ -537,3 +537,44 @@ async fn applications_are_served_as_stored_and_404_has_the_errors_shape() {
         assert!(body.get(member).is_some(), "{member} in {body}");
     }
 }
+
+#[tokio::test]
+async fn a_shield_zone_is_found_by_its_pull_zone() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let found = get(&base, "/shield/shield-zone/get-by-pullzone/501").await;
+    assert_eq!(found.status(), StatusCode::OK);
+    let body: Value = found.json().await.expect("JSON");
+    assert_eq!(body, json!({"data": {"shieldZoneId": 1001, "pullZoneId": 501}}));
+    let unknown = get(&base, "/shield/shield-zone/get-by-pullzone/999").await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    let body: Value = unknown.json().await.expect("JSON");
+    assert_problem(&body, 404);
+    assert!(body["detail"].as_str().is_some_and(|d| d.contains("999")), "{body}");
+    let bad = get(&base, "/shield/shield-zone/get-by-pullzone/x").await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    let anonymous = http()
+        .get(format!("{base}/shield/shield-zone/get-by-pullzone/501"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_a_problem_with_a_message() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let unknown = get(&base, "/shield/no-such-thing/1").await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    assert_problem(&unknown.json().await.expect("JSON"), 404);
+    let method = http()
+        .delete(format!("{base}/mc/apps/app-shop"))
+        .header("AccessKey", ACCESS_KEY)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(method.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let body: Value = method.json().await.expect("a body, not an empty answer");
+    assert_problem(&body, 405);
+}

@@ -144,6 +144,82 @@ pub const SPEC_OVERLAYS: [SpecOverlay; 6] = [
     },
 ];
 
+/// What the platform always sends, or the form of what it sends, where its published
+/// schemas leave more open (api-supplement.md). Applied by [`Required::AlwaysSent`];
+/// edge-sim fills or requires each in its fixtures.
+pub struct PlatformForm {
+    pub document: Document,
+    /// JSON pointer inside `components/schemas`.
+    pub pointer: &'static str,
+    /// What the platform does, in the contract's own words.
+    pub reason: &'static str,
+    narrow: fn(&mut Value),
+}
+
+fn require(schema: &mut Value, members: &[&str]) {
+    if let Some(object) = schema.as_object_mut() {
+        let required = object.entry("required").or_insert_with(|| json!([]));
+        if let Some(required) = required.as_array_mut() {
+            for member in members {
+                if !required.iter().any(|r| r == member) {
+                    required.push(json!(member));
+                }
+            }
+        }
+    }
+}
+
+/// Members of a rate-limit rule's `ruleConfiguration` the platform always sends.
+pub const RATE_LIMIT_CONFIGURATION_MEMBERS: [&str; 7] = [
+    "actionType",
+    "operatorType",
+    "severityType",
+    "requestCount",
+    "counterKeyType",
+    "timeframe",
+    "blockTime",
+];
+
+/// Every platform form, in one place.
+pub const PLATFORM_FORMS: [PlatformForm; 6] = [
+    PlatformForm {
+        document: Document::Shield,
+        pointer: "/RateLimitRule",
+        reason: "every listed rate-limit rule carries id, shieldZoneId and ruleConfiguration",
+        narrow: |rule| require(rule, &["id", "shieldZoneId", "ruleConfiguration"]),
+    },
+    PlatformForm {
+        document: Document::Shield,
+        pointer: "/CustomWafRule",
+        reason: "every listed rule carries id, shieldZoneId and ruleConfiguration",
+        narrow: |rule| require(rule, &["id", "shieldZoneId", "ruleConfiguration"]),
+    },
+    PlatformForm {
+        document: Document::Shield,
+        pointer: "/CreateWafRateLimitRuleModel",
+        reason: "a rate-limit rule's configuration always carries its action, operator, severity, request count, counter key, timeframe and block time",
+        narrow: |configuration| require(configuration, &RATE_LIMIT_CONFIGURATION_MEMBERS),
+    },
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/VolumeTemplate/properties/size",
+        reason: "volume sizes are whole numbers",
+        narrow: |size| size["type"] = json!("integer"),
+    },
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/ContainerTemplate/properties/imageRegistryId",
+        reason: "imageRegistryId is a numeric string",
+        narrow: |id| id["pattern"] = json!("^[0-9]+$"),
+    },
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/ContainerEntryPoint",
+        reason: "entryPoint.arguments, a string, stands beside argumentsArray",
+        narrow: |entry_point| entry_point["dependentRequired"] = json!({"argumentsArray": ["arguments"]}),
+    },
+];
+
 fn pointer_in<'a>(schemas: &'a mut Map<String, Value>, pointer: &str) -> Option<&'a mut Value> {
     let (name, rest) = pointer
         .trim_start_matches('/')
@@ -219,20 +295,30 @@ fn convert(node: &Value) -> Value {
 }
 
 /// Whether `required` members must be present: answers must carry them; the
-/// emulator's fixtures may leave them out (it fills them in).
+/// emulator's fixtures may leave them out (it fills them in). `AlwaysSent` also asks
+/// for what the platform always sends beyond the published `required`, in the form
+/// it sends it ([`PLATFORM_FORMS`]): what clients written against the real platform
+/// rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Required {
     Enforced,
     Relaxed,
+    AlwaysSent,
 }
 
 /// A JSON Schema whose root is the named component of `document`.
 pub fn schema(document: Document, name: &str, required: Required) -> Value {
     let mut defs = document.components().clone();
-    if required == Required::Relaxed {
-        for schema in defs.values_mut() {
-            strip_required(schema);
+    match required {
+        Required::Relaxed => defs.values_mut().for_each(strip_required),
+        Required::AlwaysSent => {
+            for form in PLATFORM_FORMS.iter().filter(|f| f.document == document) {
+                if let Some(target) = pointer_in(&mut defs, form.pointer) {
+                    (form.narrow)(target);
+                }
+            }
         }
+        Required::Enforced => {}
     }
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use super::respond::{bad_request, empty, json, parse_json, problem};
 use crate::api::models::logging::LogEntry;
+use crate::sim::always_sent;
 use crate::sim::emulator::{Fault, MAX_FAULTS, Sim};
 use crate::sim::events::EventInput;
 use crate::sim::state::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE, SimAccessList, SimDocument, merge_patch};
@@ -242,6 +243,9 @@ async fn patch_app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>, body
     if updated.get("id").and_then(|v| v.as_str()) != Some(app_id.as_str()) {
         return bad_request("id: an application's id cannot be changed", Some("id"));
     }
+    // Served as patched, off the platform's form too (tests of a client's lenience);
+    // only what the platform always sends is filled again.
+    always_sent::fill_app(&mut updated);
     *app = updated;
     json(StatusCode::OK, app)
 }

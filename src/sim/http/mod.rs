@@ -34,6 +34,7 @@ pub fn router(sim: &Arc<Sim>) -> Router {
         .merge(platform::router(sim))
         .merge(logging::router())
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(|request, next| {
             middleware::limit_body(MAX_REQUEST_BYTES, request, next)
         }))
@@ -55,6 +56,15 @@ async fn not_found(request: Request) -> Response {
         StatusCode::NOT_FOUND,
         "Not Found",
         format!("no route for {} {}", request.method(), request.uri().path()),
+        None,
+    )
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    problem(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method Not Allowed",
+        format!("{} is not allowed on {}", request.method(), request.uri().path()),
         None,
     )
 }

@@ -33,6 +33,7 @@ pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
         .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
+        .route("/shield/shield-zone/get-by-pullzone/{pull_zone_id}", get(shield_zone_by_pull_zone))
         .route(
             "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
             patch(update_access_list),
@@ -211,6 +212,27 @@ async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQ
         "error": GenericRequestResponse::ok(),
     });
     json(StatusCode::OK, &body)
+}
+
+/// The Shield Zone that protects a Pull Zone (each fixture zone names its Pull Zone).
+async fn shield_zone_by_pull_zone(State(sim): State<Arc<Sim>>, Path(pull_zone): Path<String>) -> Response {
+    let pull_zone = match path_id(&pull_zone, "pullZoneId") {
+        Ok(id) => id,
+        Err(response) => return response,
+    };
+    let zone = sim.world().shield_zone_of_pull_zone(pull_zone);
+    match zone {
+        Some(shield_zone) => json(
+            StatusCode::OK,
+            &serde_json::json!({"data": {"shieldZoneId": shield_zone, "pullZoneId": pull_zone}}),
+        ),
+        None => problem(
+            StatusCode::NOT_FOUND,
+            "Not Found",
+            format!("no Shield Zone protects Pull Zone {pull_zone}"),
+            None,
+        ),
+    }
 }
 
 fn field_error(status: StatusCode, key: &str, message: String) -> Response {
