@@ -10,6 +10,7 @@ use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
 use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
+use super::contract;
 use super::error::ApiError;
 use super::limiter::{DirectLimiter, KeyedLimiter};
 
@@ -225,6 +226,9 @@ impl EdgeClient {
     ) -> Result<T, ApiError> {
         let response = self.send(operation, api, build).await?;
         let bytes = self.body(response).await?;
+        if self.config.strict_contract {
+            contract::check_answer(operation, &bytes).map_err(ApiError::Decode)?;
+        }
         let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
         serde_path_to_error::deserialize(deserializer)
             .map_err(|e| ApiError::Decode(format!("{} answer at {}: {}", operation.as_str(), e.path(), e.inner())))

@@ -117,6 +117,11 @@ pub struct ClientConfig {
     pub logging_quota: Quota,
     /// The largest answer body read; a larger one fails the call with `Decode`.
     pub max_body_bytes: usize,
+    /// For tests of a platform or an emulator: every answer of an operation with a
+    /// published schema must have the platform's form (what it always sends,
+    /// `Required::AlwaysSent`), or the call fails with `Decode`. Off, the client reads
+    /// leniently: missing and unknown members never fail a read.
+    pub strict_contract: bool,
 }
 
 /// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
@@ -135,6 +140,7 @@ impl ClientConfig {
             global_quota: None,
             logging_quota: default_logging_quota(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            strict_contract: false,
         }
     }
 }

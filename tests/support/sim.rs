@@ -38,14 +38,30 @@ pub fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-/// A client of `sim` with the example access key and no retries unless asked.
+/// A client of `sim` with the example access key and no retries unless asked, in the
+/// strict mode: an answer without what the platform always sends fails the call.
 pub fn client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
+    client_with(sim, retry, true)
+}
+
+/// The same client reading leniently, as the operator does: for answers off the
+/// platform's form on purpose.
+pub fn lenient_client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
+    client_with(sim, retry, false)
+}
+
+fn client_with(
+    sim: &RunningSim,
+    retry: edge_operator::api::RetryPolicy,
+    strict: bool,
+) -> edge_operator::api::EdgeClient {
     let mut config = edge_operator::api::ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
         edge_operator::api::Credentials::AccessKey(edge_operator::api::Secret::new(ACCESS_KEY)),
     );
     config.retry = retry;
+    config.strict_contract = strict;
     edge_operator::api::EdgeClient::new(config).expect("valid config")
 }
 

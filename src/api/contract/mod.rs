@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
+use super::client::Operation;
+
 /// One of the platform's published API documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Document {
@@ -180,8 +182,78 @@ pub const RATE_LIMIT_CONFIGURATION_MEMBERS: [&str; 7] = [
     "blockTime",
 ];
 
+/// The published schema of an operation's successful answer, if it has one.
+pub fn answer_schema(operation: Operation) -> Option<(Document, &'static str)> {
+    match operation {
+        Operation::SearchEvents => Some((Document::Shield, "EventLogsSearchResponse")),
+        Operation::ListAccessLists => Some((Document::Shield, "AccessListsDetailsResponse")),
+        Operation::UpdateAccessList => Some((Document::Shield, "UpdateAccessListConfigurationResponse")),
+        Operation::ListRateLimits => Some((Document::Shield, "GetCustomWafRulesResponse")),
+        Operation::GetApp => Some((Document::MagicContainers, "Application")),
+        Operation::CompleteCertificate | Operation::QueryLogs | Operation::GetLogFile => None,
+    }
+}
+
+/// Whether a successful answer of `operation` has the platform's form
+/// ([`Required::AlwaysSent`]); the first violations otherwise.
+pub fn check_answer(operation: Operation, body: &[u8]) -> Result<(), String> {
+    static VALIDATORS: OnceLock<Result<Vec<(&'static str, BodyValidator)>, String>> = OnceLock::new();
+    let Some((_, name)) = answer_schema(operation) else {
+        return Ok(());
+    };
+    let validators = VALIDATORS
+        .get_or_init(|| {
+            ANSWERED_BY_SCHEMAS
+                .iter()
+                .filter_map(|&operation| answer_schema(operation))
+                .map(|(document, name)| BodyValidator::new(document, name, Required::AlwaysSent).map(|v| (name, v)))
+                .collect()
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
+    let Some((_, validator)) = validators.iter().find(|(n, _)| *n == name) else {
+        return Ok(());
+    };
+    let body: Value =
+        serde_json::from_slice(body).map_err(|e| format!("{} answer is not JSON: {e}", operation.as_str()))?;
+    let violations = validator.violations(&body);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} answer is not in the platform's form ({name}): {}",
+        operation.as_str(),
+        violations.into_iter().take(3).collect::<Vec<_>>().join("; ")
+    ))
+}
+
+/// The operations whose answers have a published schema.
+const ANSWERED_BY_SCHEMAS: [Operation; 5] = [
+    Operation::SearchEvents,
+    Operation::ListAccessLists,
+    Operation::UpdateAccessList,
+    Operation::ListRateLimits,
+    Operation::GetApp,
+];
+
 /// Every platform form, in one place.
-pub const PLATFORM_FORMS: [PlatformForm; 6] = [
+pub const PLATFORM_FORMS: [PlatformForm; 7] = [
+    PlatformForm {
+        document: Document::Shield,
+        pointer: "/GetCustomWafRulesResponse/properties/data/items",
+        reason: "a listed rule whose configuration carries a request count, timeframe, block time or counter key is a rate-limit rule, in full",
+        narrow: |items| {
+            let rate_limit_member = json!([
+                {"required": ["requestCount"]}, {"required": ["timeframe"]},
+                {"required": ["blockTime"]}, {"required": ["counterKeyType"]},
+            ]);
+            *items = json!({
+                "if": {"properties": {"ruleConfiguration": {"anyOf": rate_limit_member}}},
+                "then": {"$ref": "#/$defs/RateLimitRule"},
+                "else": {"$ref": "#/$defs/CustomWafRule"},
+            });
+        },
+    },
     PlatformForm {
         document: Document::Shield,
         pointer: "/RateLimitRule",

@@ -33,7 +33,10 @@ pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
         .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
-        .route("/shield/shield-zone/get-by-pullzone/{pull_zone_id}", get(shield_zone_by_pull_zone))
+        .route(
+            "/shield/shield-zone/get-by-pullzone/{pull_zone_id}",
+            get(shield_zone_by_pull_zone),
+        )
         .route(
             "/shield/shield-zone/{shield_zone_id}/access-lists/configurations/{id}",
             patch(update_access_list),
