@@ -414,8 +414,9 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
     assert_eq!(summary.coverage, "1");
     assert_eq!(summary.requests, exact(&summary));
     let start: chrono::DateTime<chrono::Utc> = summary.from.parse().expect("from");
+    let end: chrono::DateTime<chrono::Utc> = summary.to.parse().expect("to");
     let longest = edge_operator::controller::cdn_tail::LONGEST_WINDOW;
-    let asked = now - chrono::Duration::from_std(longest).expect("a duration");
+    let asked = end - chrono::Duration::from_std(longest).expect("a duration");
     assert!(
         start <= asked && asked - start <= chrono::Duration::from_std(longest / 360).expect("a duration"),
         "the window's start rounded down to 1/360 of it: {start}"
