@@ -86,7 +86,7 @@ up() {
   kubectl apply -n "$namespace" -k examples/ >/dev/null
   kubectl wait -n "$namespace" --for=condition=Ready accesslistconfig --all --timeout=60s >/dev/null
   kubectl wait -n "$namespace" --for=condition=Ready pullzonecertificate --all --timeout=60s >/dev/null
-  kubectl wait -n "$namespace" --for=condition=AppReady containerappwatch --all --timeout=60s >/dev/null
+  kubectl wait -n "$namespace" --for=condition=Ready containerappwatch --all --timeout=120s >/dev/null
 
   log "kubectl get edgeplatform -n $namespace"
   kubectl get accesslistconfigs,pullzonecertificates,containerappwatches -n "$namespace"

@@ -698,13 +698,7 @@ mod tests {
         let mut watch = ContainerAppWatch::new("shop", spec);
         watch.metadata.generation = Some(1);
         let fresh = ContainerAppWatchStatus::default();
-        let settings = Settings {
-            resync: Duration::from_secs(600),
-            certificate_backoff: crate::api::RetryPolicy::default(),
-            cdn_pages_per_poll: 20,
-            cdn_log_delay: Duration::ZERO,
-            status_refresh: Duration::from_secs(3600),
-        };
+        let settings = settings(Duration::from_secs(3600));
         let first = poll_status(
             &watch,
             observed(AppStatus::Active),

@@ -122,7 +122,8 @@ pub struct AccessListConfigStatus {
     /// The metadata.generation the status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Ready (the platform matches the spec) and Synced (the last reconcile succeeded).
+    /// Ready (the platform matches the spec of this generation), Reconciling or Stalled
+    /// while not Ready, and Synced (the last reconcile succeeded).
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

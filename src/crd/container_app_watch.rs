@@ -42,7 +42,7 @@ fn default_warn_threshold() -> i64 {
     printcolumn(
         name = "Ready",
         type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"AppReady\")].status"
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
     ),
     printcolumn(
         name = "Events",
@@ -263,11 +263,16 @@ pub struct ContainerAppWatchStatus {
     /// The metadata.generation the status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// When the poll that read the data below started (RFC 3339): how old the data is,
-    /// at most. The Synced condition says PolledLate when the platform quota delays polls.
+    /// When a poll last changed this status (RFC 3339), refreshed once older than the
+    /// operator's --status-refresh (default 1h): polls that find the same data write
+    /// nothing. While Synced is True the data is at most that old; a failed read turns
+    /// its condition False at once, and Synced says PolledLate when the platform quota
+    /// delays polls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<String>,
-    /// Synced (Polled or PolledLate), AppReady, RateLimitsSynced, SecurityEvents, CdnLogsSynced.
+    /// Ready (the app is active and every summary asked for is synced), Reconciling or
+    /// Stalled while not Ready, Synced (Polled or PolledLate), AppReady,
+    /// RateLimitsSynced, SecurityEvents, CdnLogsSynced.
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -60,7 +60,7 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
     for (kind, condition) in [
         ("accesslistconfig", "Ready"),
         ("pullzonecertificate", "Ready"),
-        ("containerappwatch", "AppReady"),
+        ("containerappwatch", "Ready"),
     ] {
         let (ok, _, err) = cluster().kubectl(
             &[
