@@ -28,6 +28,17 @@ pub enum ConditionType {
 }
 
 impl ConditionType {
+    pub const ALL: [ConditionType; 8] = [
+        ConditionType::Ready,
+        ConditionType::Reconciling,
+        ConditionType::Stalled,
+        ConditionType::Synced,
+        ConditionType::AppReady,
+        ConditionType::RateLimitsSynced,
+        ConditionType::SecurityEvents,
+        ConditionType::CdnLogsSynced,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ConditionType::Ready => "Ready",

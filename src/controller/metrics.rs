@@ -12,7 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::conditions::Reason;
+use super::conditions::{ConditionType, Reason};
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
 
@@ -155,9 +155,29 @@ impl Metrics {
             .observe(late.as_secs_f64());
     }
 
-    /// Publishes an object's conditions, replacing what was published for it before.
+    /// Publishes an object's conditions, replacing what was published for it before:
+    /// a condition type it no longer has (a Stalled that cleared) is no longer exposed.
     pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        let absent = ConditionType::ALL
+            .iter()
+            .filter(|t| !conditions.iter().any(|c| c.type_ == t.as_str()));
+        for type_ in absent {
+            let key = (
+                kind,
+                namespace.to_string(),
+                name.to_string(),
+                type_.as_str().to_string(),
+            );
+            if let Some(state) = published.remove(&key) {
+                self.conditions.remove(&ConditionLabels {
+                    kind,
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    state,
+                });
+            }
+        }
         for condition in conditions {
             let key = (kind, namespace.to_string(), name.to_string(), condition.type_.clone());
             let state = ConditionState {
@@ -301,5 +321,36 @@ mod tests {
         );
         metrics.forget("PullZoneCertificate", "ns", "cert");
         assert!(!metrics.encode().contains(r#"name="cert""#));
+    }
+
+    #[test]
+    fn a_condition_that_went_away_is_no_longer_exposed() {
+        let metrics = Metrics::default();
+        let stalled = crate::controller::health::settle(
+            &merge(
+                &[],
+                &[Decided::new(ConditionType::Ready, false, Reason::HostnameNotFound, "")],
+                Some(1),
+                "t",
+            ),
+            Some(1),
+            "t",
+        );
+        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &stalled);
+        assert!(metrics.encode().contains(r#"condition="Stalled""#));
+        let issued = crate::controller::health::settle(
+            &merge(
+                &stalled,
+                &[Decided::new(ConditionType::Ready, true, Reason::Issued, "")],
+                Some(1),
+                "t2",
+            ),
+            Some(1),
+            "t2",
+        );
+        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
+        let text = metrics.encode();
+        assert!(!text.contains(r#"condition="Stalled""#), "{text}");
+        assert!(text.contains(r#"reason="Issued""#), "{text}");
     }
 }
