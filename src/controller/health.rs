@@ -37,15 +37,13 @@ pub fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> V
         _ if Reason::is_terminal_str(&ready.reason) => Some(ConditionType::Stalled),
         _ => Some(ConditionType::Reconciling),
     };
-    settled.retain(|c| {
-        let abnormal = c.type_ == ConditionType::Reconciling.as_str() || c.type_ == ConditionType::Stalled.as_str();
-        !abnormal || derived.is_some_and(|d| d.as_str() == c.type_)
-    });
+    // A derived condition that was already True keeps its transition time.
+    let since = derived
+        .and_then(|type_| find(&settled, type_))
+        .filter(|c| c.status == ConditionStatus::True)
+        .map_or_else(|| now.to_string(), |c| c.last_transition_time.clone());
+    settled.retain(|c| c.type_ != ConditionType::Reconciling.as_str() && c.type_ != ConditionType::Stalled.as_str());
     if let Some(type_) = derived {
-        let since = find(&settled, type_)
-            .filter(|c| c.status == ConditionStatus::True)
-            .map_or_else(|| now.to_string(), |c| c.last_transition_time.clone());
-        settled.retain(|c| c.type_ != type_.as_str());
         settled.push(Condition {
             type_: type_.as_str().to_string(),
             status: ConditionStatus::True,

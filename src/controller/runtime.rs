@@ -197,8 +197,9 @@ fn forget_deleted<K: Reconciled>(ctx: &Context, event: &Result<watcher::Event<K>
     if let Ok(watcher::Event::Delete(object)) = event {
         ctx.metrics
             .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
-        ctx.failures.forget(&object_key(object));
-        ctx.polls.forget(&object_key(object));
+        let key = object_key(object);
+        ctx.failures.forget(&key);
+        ctx.polls.forget(&key);
     }
 }
 

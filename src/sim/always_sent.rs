@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::contract::{BodyValidator, Document, Required};
+use crate::api::contract::{BodyValidator, Document, RATE_LIMIT_ONLY_MEMBERS, Required};
 
 /// The platform's defaults of a rate-limit rule's enum members.
 const RULE_CONFIGURATION_DEFAULTS: [(&str, i64); 3] = [("operatorType", 0), ("severityType", 0), ("counterKeyType", 0)];
@@ -115,7 +115,7 @@ fn insert_absent(members: &mut Map<String, Value>, member: &str, value: Value) {
 /// rate-limit rules have.
 pub fn is_rate_limit_rule(rule: &Value) -> bool {
     let configuration = &rule["ruleConfiguration"];
-    ["requestCount", "timeframe", "blockTime", "counterKeyType"]
+    RATE_LIMIT_ONLY_MEMBERS
         .iter()
         .any(|member| !configuration[member].is_null())
 }

@@ -172,7 +172,7 @@ fn require(schema: &mut Value, members: &[&str]) {
 }
 
 /// Members of a rate-limit rule's `ruleConfiguration` the platform always sends.
-pub const RATE_LIMIT_CONFIGURATION_MEMBERS: [&str; 7] = [
+const RATE_LIMIT_CONFIGURATION_MEMBERS: [&str; 7] = [
     "actionType",
     "operatorType",
     "severityType",
@@ -181,6 +181,10 @@ pub const RATE_LIMIT_CONFIGURATION_MEMBERS: [&str; 7] = [
     "timeframe",
     "blockTime",
 ];
+
+/// Members only a rate-limit rule's `ruleConfiguration` has: a listed rule with any of
+/// them is a rate-limit rule, else a custom WAF rule.
+pub const RATE_LIMIT_ONLY_MEMBERS: [&str; 4] = ["requestCount", "timeframe", "blockTime", "counterKeyType"];
 
 /// The published schema of an operation's successful answer, if it has one.
 pub fn answer_schema(operation: Operation) -> Option<(Document, &'static str)> {
@@ -243,10 +247,10 @@ pub const PLATFORM_FORMS: [PlatformForm; 7] = [
         pointer: "/GetCustomWafRulesResponse/properties/data/items",
         reason: "a listed rule whose configuration carries a request count, timeframe, block time or counter key is a rate-limit rule, in full",
         narrow: |items| {
-            let rate_limit_member = json!([
-                {"required": ["requestCount"]}, {"required": ["timeframe"]},
-                {"required": ["blockTime"]}, {"required": ["counterKeyType"]},
-            ]);
+            let rate_limit_member: Vec<Value> = RATE_LIMIT_ONLY_MEMBERS
+                .iter()
+                .map(|member| json!({"required": [member]}))
+                .collect();
             *items = json!({
                 "if": {"properties": {"ruleConfiguration": {"anyOf": rate_limit_member}}},
                 "then": {"$ref": "#/$defs/RateLimitRule"},
