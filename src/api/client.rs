@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
 use super::contract;
 use super::error::ApiError;
-use super::limiter::{DirectLimiter, KeyedLimiter};
+use super::limiter::{DirectLimiter, KeyedLimiter, Lane};
 
 /// Every platform operation, named for metrics and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,6 +40,11 @@ impl Operation {
             Operation::GetLogFile => "get_log_file",
         }
     }
+
+    /// Whether the operation changes the platform.
+    pub fn is_write(self) -> bool {
+        matches!(self, Operation::UpdateAccessList | Operation::CompleteCertificate)
+    }
 }
 
 /// Outcome class of one HTTP exchange: `2xx`..`5xx`, or `error` when no answer came.
@@ -59,12 +64,25 @@ pub trait RequestObserver: Send + Sync {
     fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
 }
 
+/// Decides, immediately before each write is sent, whether this process may still
+/// change the platform (the operator's leadership).
+pub trait WriteGate: Send + Sync {
+    fn may_write(&self) -> bool;
+}
+
+/// What a client reports to and asks of its owner.
+#[derive(Default, Clone)]
+pub struct Hooks {
+    pub observer: Option<Arc<dyn RequestObserver>>,
+    pub write_gate: Option<Arc<dyn WriteGate>>,
+}
+
 /// What every client derived from one configuration shares.
 struct Shared {
     http: reqwest::Client,
     logging_limiter: KeyedLimiter,
     global_limiter: Option<DirectLimiter>,
-    observer: Option<Arc<dyn RequestObserver>>,
+    hooks: Hooks,
 }
 
 /// Typed async client of the Edge Platform API. Cheap to clone; clones, and clients
@@ -93,10 +111,10 @@ pub(crate) enum Api {
 
 impl EdgeClient {
     pub fn new(config: ClientConfig) -> Result<Self, ApiError> {
-        Self::with_observer(config, None)
+        Self::with_hooks(config, Hooks::default())
     }
 
-    pub fn with_observer(config: ClientConfig, observer: Option<Arc<dyn RequestObserver>>) -> Result<Self, ApiError> {
+    pub fn with_hooks(config: ClientConfig, hooks: Hooks) -> Result<Self, ApiError> {
         for (name, url) in [("base URL", &config.base_url), ("logging URL", &config.logging_url)] {
             reqwest::Url::parse(url).map_err(|e| ApiError::InvalidInput(format!("{name} `{url}`: {e}")))?;
         }
@@ -111,7 +129,7 @@ impl EdgeClient {
                 http,
                 logging_limiter: KeyedLimiter::new(config.logging_quota),
                 global_limiter: config.global_quota.map(DirectLimiter::new),
-                observer,
+                hooks,
             }),
             config: Arc::new(config),
         })
@@ -185,16 +203,21 @@ impl EdgeClient {
     }
 
     async fn attempt(&self, operation: Operation, api: Api, request: RequestBuilder) -> Result<Response, ApiError> {
+        let lane = if operation.is_write() { Lane::Write } else { Lane::Read };
         if let Some(global) = &self.shared.global_limiter {
-            global.until_ready().await;
+            global.until_ready(lane).await;
         }
         if let Api::Logging { pull_zone_id } = api {
             self.shared.logging_limiter.until_ready(pull_zone_id).await;
         }
+        let gate = self.shared.hooks.write_gate.as_ref();
+        if operation.is_write() && gate.is_some_and(|gate| !gate.may_write()) {
+            return Err(ApiError::WriteWithheld);
+        }
         let started = tokio::time::Instant::now();
         let result = request.send().await;
         let status = result.as_ref().ok().map(|r| r.status().as_u16());
-        if let Some(observer) = &self.shared.observer {
+        if let Some(observer) = &self.shared.hooks.observer {
             observer.observe(operation, status_class(status), started.elapsed());
         }
         let response = result.map_err(ApiError::from_transport)?;

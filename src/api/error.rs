@@ -98,6 +98,8 @@ pub enum ApiError {
     Decode(String),
     #[error("invalid request: {0}")]
     InvalidInput(String),
+    #[error("the write was withheld: this process may no longer change the platform")]
+    WriteWithheld,
 }
 
 impl ApiError {
@@ -187,6 +189,7 @@ impl ApiError {
             ApiError::Transport(_) => "TransportError",
             ApiError::Decode(_) => "DecodeError",
             ApiError::InvalidInput(_) => "InvalidInput",
+            ApiError::WriteWithheld => "WriteWithheld",
         }
     }
 }

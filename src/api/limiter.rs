@@ -85,10 +85,22 @@ impl KeyedLimiter {
     }
 }
 
-/// One limiter for everything, first come first served.
+/// Which line a request waits in for the shared quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Changes to the platform: served before any read that has not started waiting.
+    Write,
+    /// Observe-only reads and polls, first come first served among themselves.
+    Read,
+}
+
+/// One limiter for everything. Writes go before reads: reads first wait in a line of
+/// their own, so at most one read is ever queued for the quota, and a write waits for
+/// the writes before it and that one read, however many reads are waiting.
 pub struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
+    reads: Mutex<()>,
 }
 
 impl DirectLimiter {
@@ -96,11 +108,19 @@ impl DirectLimiter {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
+            reads: Mutex::default(),
         }
     }
 
-    pub async fn until_ready(&self) -> Duration {
-        in_turn(&self.turn, || self.gcra.check()).await
+    /// Waits until one more request may go in `lane`; returns how long it waited.
+    pub async fn until_ready(&self, lane: Lane) -> Duration {
+        let started = tokio::time::Instant::now();
+        let _read_line = match lane {
+            Lane::Read => Some(self.reads.lock().await),
+            Lane::Write => None,
+        };
+        in_turn(&self.turn, || self.gcra.check()).await;
+        started.elapsed()
     }
 }
 
@@ -135,6 +155,28 @@ mod tests {
             Duration::ZERO,
             "other keys have their own budget"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_overtakes_every_waiting_read() {
+        let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
+            std::num::NonZeroU32::new(10).expect("non-zero"),
+        )));
+        let reads: Vec<_> = (0..1_000)
+            .map(|_| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.until_ready(Lane::Read).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let waited = limiter.until_ready(Lane::Write).await;
+        assert!(
+            waited <= Duration::from_millis(200),
+            "a write behind 1,000 reads at 10/s waited {waited:?}"
+        );
+        for read in reads {
+            read.abort();
+        }
     }
 
     #[tokio::test(start_paused = true)]

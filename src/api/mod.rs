@@ -14,7 +14,7 @@ pub mod models;
 pub mod pullzone;
 pub mod shield;
 
-pub use client::{EdgeClient, Operation, RequestObserver, status_class};
+pub use client::{EdgeClient, Hooks, Operation, RequestObserver, WriteGate, status_class};
 pub use config::{ClientConfig, Credentials, RetryPolicy, Secret};
 pub use error::{ApiError, PlatformMessage};
 pub use logging::LogQuery;

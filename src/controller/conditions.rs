@@ -195,6 +195,7 @@ impl Reason {
             ApiError::Transport(_) => Reason::TransportError,
             ApiError::Decode(_) => Reason::DecodeError,
             ApiError::InvalidInput(_) => Reason::InvalidInput,
+            ApiError::WriteWithheld => Reason::NotLeader,
         }
     }
 }

@@ -40,7 +40,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
-    pub leader: LeaderGate,
+    /// Whether this process may act; also asked by the platform client before each write.
+    pub leader: Arc<LeaderGate>,
     /// Which AccessListConfigs claim which access list, from their watch.
     pub access_list_claims: Claims,
     /// When this process last polled each ContainerAppWatch.

@@ -12,7 +12,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
 use super::reconcile;
-use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Operation, RequestObserver, Secret};
+use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
 use crate::controller::backoff::{Failures, certificate_policy};
 use crate::controller::context::{Context, Settings};
 use crate::controller::credentials::Credentials;
@@ -126,7 +126,14 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
         sim.base_url(),
         ApiCredentials::AccessKey(Secret::new(ACCESS_KEY)),
     );
-    let platform = EdgeClient::with_observer(config, Some(Arc::new(log.clone()))).unwrap_or_else(|e| panic!("{e}"));
+    let platform = EdgeClient::with_hooks(
+        config,
+        Hooks {
+            observer: Some(Arc::new(log.clone())),
+            write_gate: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let ctx = Context {
         kube: kube.clone(),
         credentials: Credentials::new(kube.clone(), platform, true),
@@ -143,7 +150,7 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
         },
         access_list_claims: Default::default(),
         polls: Default::default(),
-        leader: crate::controller::leader::LeaderGate::sole(),
+        leader: Arc::new(crate::controller::leader::LeaderGate::sole()),
     };
     // The mock apiserver's watch would list just this object, which claims nothing
     // another holds.

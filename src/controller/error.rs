@@ -7,7 +7,7 @@ use crate::api::ApiError;
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     #[error(transparent)]
-    Platform(#[from] ApiError),
+    Platform(ApiError),
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error("Secret {namespace}/{name}: {problem}")]
@@ -38,6 +38,15 @@ pub enum ReconcileError {
         configuration: i64,
         owner: String,
     },
+}
+
+impl From<ApiError> for ReconcileError {
+    fn from(error: ApiError) -> Self {
+        match error {
+            ApiError::WriteWithheld => ReconcileError::NotLeader,
+            error => ReconcileError::Platform(error),
+        }
+    }
 }
 
 impl ReconcileError {

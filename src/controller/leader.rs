@@ -66,6 +66,12 @@ impl LeaderGate {
     }
 }
 
+impl crate::api::WriteGate for LeaderGate {
+    fn may_write(&self) -> bool {
+        self.may_act()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

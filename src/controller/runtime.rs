@@ -29,7 +29,7 @@ use super::metrics::Metrics;
 use super::reads::Reads;
 use super::shutdown::{self, Shutdown};
 use super::status::{MANAGER, object_key};
-use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, RetryPolicy, Secret};
+use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret};
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 /// Settings of `edge-operator run`.
@@ -355,7 +355,15 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         ..RetryPolicy::default()
     };
     platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
-    let platform = EdgeClient::with_observer(platform_config, Some(metrics.clone()))?;
+    let leader = Arc::new(match &config.leader_election {
+        Some(election) => LeaderGate::elected(election.lease_duration),
+        None => LeaderGate::sole(),
+    });
+    let hooks = Hooks {
+        observer: Some(metrics.clone()),
+        write_gate: Some(leader.clone()),
+    };
+    let platform = EdgeClient::with_hooks(platform_config, hooks)?;
     let reporter = Reporter {
         controller: MANAGER.to_string(),
         instance: config.leader_election.as_ref().map(|l| l.identity.clone()),
@@ -377,10 +385,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         },
         access_list_claims: Default::default(),
         polls: Default::default(),
-        leader: match &config.leader_election {
-            Some(election) => LeaderGate::elected(election.lease_duration),
-            None => LeaderGate::sole(),
-        },
+        leader,
     });
     let health = Arc::new(Health {
         metrics,

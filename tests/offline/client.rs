@@ -11,10 +11,12 @@ use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
 };
 use edge_operator::api::{
-    ApiError, ClientConfig, Credentials, EdgeClient, LogQuery, Operation, RequestObserver, RetryPolicy, Secret,
+    ApiError, ClientConfig, Credentials, EdgeClient, Hooks, LogQuery, Operation, RequestObserver, RetryPolicy, Secret,
+    WriteGate,
 };
 use futures::TryStreamExt;
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
@@ -288,7 +290,11 @@ async fn every_exchange_is_reported_by_operation_and_status_class() {
         Credentials::AccessKey(Secret::new(ACCESS_KEY)),
     );
     config.retry = fast_retries(3);
-    let client = EdgeClient::with_observer(config, Some(recorder.clone())).expect("config");
+    let hooks = Hooks {
+        observer: Some(recorder.clone()),
+        write_gate: None,
+    };
+    let client = EdgeClient::with_hooks(config, hooks).expect("config");
     admin(
         &base,
         "POST",
@@ -309,6 +315,54 @@ async fn every_exchange_is_reported_by_operation_and_status_class() {
         ]
     );
     assert_eq!(Operation::GetApp.as_str(), "get_app");
+}
+
+struct Gate(AtomicBool);
+
+impl WriteGate for Gate {
+    fn may_write(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_closed_write_gate_withholds_writes_but_not_reads() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    let gate = Arc::new(Gate(AtomicBool::new(false)));
+    let config = ClientConfig::new(
+        base.clone(),
+        base.clone(),
+        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+    );
+    let hooks = Hooks {
+        observer: None,
+        write_gate: Some(gate.clone()),
+    };
+    let client = EdgeClient::with_hooks(config, hooks).expect("config");
+    admin(&base, "DELETE", "/_sim/requests", json!(null)).await;
+    let lists = client.access_lists(1001).await.expect("reads pass a closed gate");
+    let item = lists.custom_lists.first().expect("a custom list");
+    let patch = AccessListConfigurationPatch {
+        is_enabled: Some(!item.is_enabled),
+        action: None,
+    };
+    let withheld = client
+        .update_access_list(1001, item.configuration_id, &patch)
+        .await
+        .expect_err("withheld");
+    assert!(matches!(withheld, ApiError::WriteWithheld), "{withheld:?}");
+    let sent: Vec<String> = journal(&base)
+        .await
+        .iter()
+        .map(|entry| entry["method"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(sent, ["GET"], "the withheld PATCH never reached the platform");
+    gate.0.store(true, Ordering::SeqCst);
+    client
+        .update_access_list(1001, item.configuration_id, &patch)
+        .await
+        .expect("an open gate lets the write through");
 }
 
 #[tokio::test]
