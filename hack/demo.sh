@@ -77,7 +77,8 @@ up() {
   stop_process edge-operator
   printf 'demo-access-key' >"$state/access-key"
   nohup "$bin/edge-operator" run --api-url "http://127.0.0.1:$sim_port" \
-    --access-key-file "$state/access-key" --metrics-addr "127.0.0.1:$metrics_port" \
+    --access-key-file "$state/access-key" --default-key-namespaces "$namespace" \
+    --secret-namespaces "$namespace" --metrics-addr "127.0.0.1:$metrics_port" \
     >"$state/edge-operator.log" 2>&1 &
   echo $! >"$state/edge-operator.pid"
   wait_for_http "http://127.0.0.1:$metrics_port/readyz"

@@ -142,7 +142,7 @@ async fn bare_client_work(
                 let lists = zones.get(&spec.shield_zone_id).context("a zone read")?;
                 let (item, managed) = resolve(&spec, lists)?;
                 let unwritten = AccessListConfigStatus::default();
-                let plan = plan(&spec, &unwritten, Some(1), item, None);
+                let plan = plan(&spec, &unwritten, Some(1), item);
                 let patch = plan.patch.clone().context("a configuration to change")?;
                 platform
                     .update_access_list(spec.shield_zone_id, item.configuration_id, &patch)

@@ -160,6 +160,7 @@ impl Cluster {
             })
             .arg("--access-key-file")
             .arg(&key_file)
+            .args(["--default-key-namespaces", namespace])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use edge_operator::api::Secret;
+use edge_operator::controller::credentials::NamespaceSet;
 use edge_operator::controller::runtime::{LeaderElection, RunConfig, run};
 
 /// Kubernetes operator for the Edge Platform: AccessListConfig, PullZoneCertificate and
@@ -79,10 +79,20 @@ struct RunArgs {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
-    /// Namespaces whose objects may use the operator's own key, comma-separated (default:
-    /// every watched namespace); objects elsewhere must reference a Secret.
+    /// Namespaces whose objects may use the operator's own key, comma-separated, or `*`
+    /// for every namespace [default: none]; objects elsewhere must reference a Secret.
     #[arg(long, value_delimiter = ',')]
     default_key_namespaces: Vec<String>,
+    /// Namespaces whose Secrets objects may reference, comma-separated, or `*` for every
+    /// namespace [default: the --namespace watched, else none]. The operator watches
+    /// Secret metadata and reads referenced Secrets there only; grant it that much.
+    #[arg(long, value_delimiter = ',')]
+    secret_namespaces: Vec<String>,
+    /// Put a finalizer on Secrets that AccessListConfigs with deletionPolicy Restore
+    /// need, so a namespace deletion keeps them until the restore is done (needs
+    /// `patch` on those Secrets).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    protect_secrets: bool,
     /// Elect a leader through a Lease: only the leader reconciles.
     #[arg(long)]
     leader_elect: bool,
@@ -101,14 +111,6 @@ struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     log_format: edge_operator::telemetry::LogFormat,
-}
-
-fn read_key(path: &PathBuf) -> anyhow::Result<Secret> {
-    let raw =
-        std::fs::read_to_string(path).with_context(|| format!("reading the access key file {}", path.display()))?;
-    let key = raw.trim();
-    anyhow::ensure!(!key.is_empty(), "the access key file {} is empty", path.display());
-    Ok(Secret::new(key))
 }
 
 /// A shorter Lease leaves no time to renew before the leader must stop acting.
@@ -136,7 +138,12 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
     let config = RunConfig {
         logging_url: args.logging_url.clone().unwrap_or_else(|| args.api_url.clone()),
         api_url: args.api_url,
-        access_key: args.access_key_file.as_ref().map(read_key).transpose()?,
+        access_key_file: args.access_key_file,
+        secret_namespaces: match (args.secret_namespaces.is_empty(), &args.namespace) {
+            (true, Some(watched)) => NamespaceSet::parse(std::slice::from_ref(watched)),
+            _ => NamespaceSet::parse(&args.secret_namespaces),
+        },
+        protect_secrets: args.protect_secrets,
         namespace: args.namespace,
         resync: args.resync.into(),
         concurrency: args.concurrency.max(1),
@@ -147,7 +154,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         cdn_pages_per_poll: args.cdn_pages_per_poll,
         cdn_log_delay: args.cdn_log_delay.into(),
         status_refresh: args.status_refresh.into(),
-        default_key_namespaces: args.default_key_namespaces,
+        default_key_namespaces: NamespaceSet::parse(&args.default_key_namespaces),
         leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,
             lease_namespace: args.lease_namespace,

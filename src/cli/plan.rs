@@ -384,7 +384,7 @@ pub fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessListsRespo
             };
         }
     };
-    let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item, None);
+    let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item);
     let target = format!("configuration {} ({:?})", item.configuration_id, item.name);
     let differences = crate::controller::access_list::diff(spec, item);
     let changes = |patch: &crate::api::models::shield::AccessListConfigurationPatch| {

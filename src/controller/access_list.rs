@@ -1,6 +1,7 @@
 //! AccessListConfig: observe the zone's lists → plan the PATCH (pure) → record the
 //! restore point, PATCH → status, drift Events, zone-aligned requeue.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -11,7 +12,7 @@ use super::context::Settings;
 use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, is_ready, kind_accessors};
 use super::error::ReconcileError;
 use super::reads::ListsFreshness;
-use super::status::poll_interval;
+use super::status::{is_paused, poll_interval};
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
@@ -26,8 +27,6 @@ pub mod claims;
 pub const KIND: &str = "AccessListConfig";
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
-/// Annotation holding the values to restore (JSON), written with the finalizer.
-pub const ANNOTATION_RESTORE_POINT: &str = "edgeplatform.io/restore-point";
 
 /// Finds the spec's access list among the zone's lists; `true` when platform-managed.
 pub fn resolve<'a>(
@@ -84,9 +83,8 @@ pub fn plan(
     status: &AccessListConfigStatus,
     generation: Option<i64>,
     observed: &AccessListItem,
-    recorded: Option<RestorePoint>,
 ) -> Plan {
-    let recorded = recorded.or(status.restore_point);
+    let recorded = status.restore_point;
     let difference = diff(spec, observed);
     let drift = !difference.is_empty() && is_converged(status, generation);
     if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
@@ -97,6 +95,7 @@ pub fn plan(
         };
     }
     let restore_point = recorded.or(Some(RestorePoint {
+        shield_zone_id: Some(spec.shield_zone_id),
         configuration_id: observed.configuration_id,
         is_enabled: observed.is_enabled,
         action: observed.action,
@@ -281,13 +280,7 @@ impl Reconciled for AccessListConfig {
         let (item, managed) = observed;
         let interval = poll_interval(self, settings.resync);
         Planned {
-            plan: plan(
-                &self.spec,
-                previous,
-                self.metadata.generation,
-                &item,
-                recorded_restore_point(self),
-            ),
+            plan: plan(&self.spec, previous, self.metadata.generation, &item),
             observed: item,
             managed,
             requeue: until_zone_resync(interval, self.spec.shield_zone_id, now.since_epoch()),
@@ -296,7 +289,7 @@ impl Reconciled for AccessListConfig {
 
     async fn act(&self, mut planned: Planned, io: &Io<'_, Self>) -> Result<Planned, ReconcileError> {
         let plan = &planned.plan;
-        record_finalizer(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
+        record_restore_point(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
         let Some(patch) = &plan.patch else {
             return Ok(planned);
         };
@@ -345,13 +338,12 @@ impl Reconciled for AccessListConfig {
         }
     }
 
-    /// With Restore: put back the values observed before the first write. What the
-    /// object says now decides (a `deletionPolicy` switched to Orphan restores
-    /// nothing); a configuration gone from the platform has nothing to restore; a
-    /// failure that waiting cannot fix, or any failure past [`RESTORE_DEADLINE`], is
-    /// reported and the object released, so a deletion never stays stuck.
+    /// With Restore: put back the values recorded in `status.restorePoint` before the
+    /// first write, on the zone and configuration they were read from. What the object
+    /// says now decides (a `deletionPolicy` switched to Orphan restores nothing). See
+    /// [`restore_verdict`] for when the object is released without a restore.
     async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
-        let point = recorded_restore_point(self).or_else(|| self.status.as_ref().and_then(|s| s.restore_point));
+        let point = self.status.as_ref().and_then(|s| s.restore_point);
         let notes = match point.filter(|_| wants_finalizer(self)) {
             None => Vec::new(),
             Some(point) => {
@@ -361,14 +353,30 @@ impl Reconciled for AccessListConfig {
                     .deletion_timestamp
                     .as_ref()
                     .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-                match restore_verdict(&point, restored, deleted_at, now.time) {
-                    Verdict::Done(note) => vec![note],
+                match restore_verdict(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
+                    Verdict::Done(note) => {
+                        if note.reason == Reason::RestoreFailed {
+                            tracing::error!(
+                                namespace = %io.namespace,
+                                name = %self.name_any(),
+                                message = %note.message,
+                                "released without restoring: the platform keeps the values this object wrote"
+                            );
+                        }
+                        vec![note]
+                    }
                     Verdict::Retry(error) => return Err(error),
                 }
             }
         };
-        release_credentials(self, io).await?;
+        sync_secret_protection(self, io, Stage::Released).await?;
         Ok(notes)
+    }
+
+    /// Keeps the in-use finalizer on exactly the Secrets of the namespace that some
+    /// object needs for a restore, on every pass (paused and deleting included).
+    async fn maintain(&self, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
+        sync_secret_protection(self, io, Stage::Current).await
     }
 }
 
@@ -380,26 +388,34 @@ pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
 pub enum Verdict {
     /// Release the object, with this Event.
     Done(Note),
-    /// Keep the finalizer and retry.
+    /// Keep the finalizer and retry; the error shows in status until then.
     Retry(ReconcileError),
 }
 
-/// Decides, without I/O, what a restore attempt means for the finalizer.
+/// Decides, without I/O, what a restore attempt means for the finalizer:
+/// - restored, or the configuration is gone from the platform: release;
+/// - a failure waiting may fix, or credentials a person may fix (missing, rejected,
+///   forbidden): keep the finalizer and retry until [`RESTORE_DEADLINE`] after the
+///   deletion request, the latter showing as Stalled with the two ways out;
+/// - any other failure, or the deadline passed: release without restoring, with a
+///   Warning Event (and an error-level log line, written by the caller).
 pub fn restore_verdict(
+    spec_zone: i64,
     point: &RestorePoint,
     restored: Result<(), ReconcileError>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Verdict {
+    let zone = point.shield_zone_id.unwrap_or(spec_zone);
+    let configuration = point.configuration_id;
     let error = match restored {
         Ok(()) => {
             return Verdict::Done(Note::normal(
                 Reason::Restored,
                 format!(
-                    "restored isEnabled={} action={} on configuration {}",
+                    "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
                     point.is_enabled,
                     AccessListAction::describe(point.action),
-                    point.configuration_id
                 ),
             ));
         }
@@ -408,26 +424,32 @@ pub fn restore_verdict(
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
         return Verdict::Done(Note::normal(
             Reason::NothingToRestore,
-            format!(
-                "configuration {} no longer exists on the platform: nothing to restore",
-                point.configuration_id
-            ),
+            format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
         ));
     }
-    let overdue = deleted_at
-        .and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d))
-        .is_none_or(|deadline| now >= deadline);
-    if error.is_transient() && !overdue {
-        return Verdict::Retry(error);
+    let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
+    let overdue = deadline.is_none_or(|deadline| now >= deadline);
+    let fixable_credentials = matches!(
+        error.reason(),
+        Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable
+    );
+    match (overdue, deadline) {
+        (false, Some(deadline)) if fixable_credentials => Verdict::Retry(ReconcileError::RestoreBlocked {
+            zone,
+            configuration,
+            deadline: super::status::rfc3339(deadline),
+            cause: Box::new(error),
+        }),
+        (false, _) if error.is_transient() => Verdict::Retry(error),
+        _ => Verdict::Done(Note::warning(
+            Reason::RestoreFailed,
+            format!(
+                "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
+                 released without restoring",
+                error.reason()
+            ),
+        )),
     }
-    Verdict::Done(Note::warning(
-        Reason::RestoreFailed,
-        format!(
-            "could not restore configuration {} ({}: {error}); released without restoring",
-            point.configuration_id,
-            error.reason()
-        ),
-    ))
 }
 
 async fn restore(
@@ -440,18 +462,11 @@ async fn restore(
         is_enabled: Some(point.is_enabled),
         action: Some(point.action),
     };
-    client
-        .update_access_list(object.spec.shield_zone_id, point.configuration_id, &patch)
-        .await?;
+    let zone = point.shield_zone_id.unwrap_or(object.spec.shield_zone_id);
+    client.update_access_list(zone, point.configuration_id, &patch).await?;
     io.ctx
         .reads
-        .note_access_list_write(
-            client,
-            object.spec.shield_zone_id,
-            point.configuration_id,
-            point.is_enabled,
-            point.action,
-        )
+        .note_access_list_write(client, zone, point.configuration_id, point.is_enabled, point.action)
         .await;
     Ok(())
 }
@@ -461,106 +476,127 @@ async fn restore(
 /// pvc-protection does for volumes.
 pub const SECRET_IN_USE_FINALIZER: &str = "edgeplatform.io/credentials-in-use";
 
-/// Whether another object of the namespace still needs `secret` to restore.
-pub fn secret_still_needed(me: &AccessListConfig, secret: &str, others: &[AccessListConfig]) -> bool {
-    others.iter().any(|other| {
-        other.metadata.uid != me.metadata.uid
-            && other.metadata.deletion_timestamp.is_none()
-            && wants_finalizer(other)
-            && other
-                .spec
-                .access_key_secret_ref
-                .as_ref()
-                .is_some_and(|r| r.name == secret)
-    })
+/// Whose need a protection pass counts for the object being reconciled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// As the object is now.
+    Current,
+    /// Its restore is over: it needs nothing any more.
+    Released,
 }
 
-async fn protect_credentials(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), ReconcileError> {
-    let Some(reference) = &object.spec.access_key_secret_ref else {
+/// The Secret `object` needs protected while it may still have to restore: it manages,
+/// restores on delete, is not paused, and (when deleting) still holds the finalizer.
+pub fn protected_secret(object: &AccessListConfig) -> Option<&str> {
+    let deleting = object.metadata.deletion_timestamp.is_some();
+    let holds = object.finalizers().iter().any(|f| f == FINALIZER);
+    let needs = wants_finalizer(object) && !is_paused(object) && (!deleting || holds);
+    object
+        .spec
+        .access_key_secret_ref
+        .as_ref()
+        .filter(|_| needs)
+        .map(|r| r.name.as_str())
+}
+
+/// Which Secrets of a namespace to add the in-use finalizer to and remove it from.
+pub fn protection_changes(needed: &BTreeSet<String>, protected: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
+    let add = needed.difference(protected).cloned().collect();
+    let remove = protected.difference(needed).cloned().collect();
+    (add, remove)
+}
+
+async fn sync_secret_protection(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+    stage: Stage,
+) -> Result<(), ReconcileError> {
+    if !io.ctx.settings.protect_secrets {
         return Ok(());
-    };
-    let patch = serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } });
+    }
+    let uid = object.uid().unwrap_or_default();
+    let mut needed = io.ctx.access_list_claims.secrets_needed(&io.namespace, &uid);
+    if let Some(secret) = protected_secret(object).filter(|_| stage == Stage::Current) {
+        needed.insert(secret.to_string());
+    }
+    let protected: BTreeSet<String> = io
+        .ctx
+        .credentials
+        .secrets
+        .with_finalizer(&io.namespace, SECRET_IN_USE_FINALIZER)
+        .into_iter()
+        .collect();
+    let (add, remove) = protection_changes(&needed, &protected);
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
-    secrets
-        .patch(&reference.name, &PatchParams::default(), &Patch::Strategic(patch))
-        .await?;
+    for (names, patch) in [
+        (
+            add,
+            serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } }),
+        ),
+        (
+            remove,
+            serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } }),
+        ),
+    ] {
+        for name in names {
+            match secrets
+                .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+                .await
+            {
+                Err(kube::Error::Api(response)) if response.code == 404 => {}
+                other => drop(other?),
+            }
+        }
+    }
     Ok(())
-}
-
-/// Removes the in-use finalizer from the object's Secret once no other object needs it.
-async fn release_credentials(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), ReconcileError> {
-    let Some(reference) = &object.spec.access_key_secret_ref else {
-        return Ok(());
-    };
-    let others = io.api.list(&Default::default()).await?;
-    if secret_still_needed(object, &reference.name, &others.items) {
-        return Ok(());
-    }
-    let patch = serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } });
-    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
-    match secrets
-        .patch(&reference.name, &PatchParams::default(), &Patch::Strategic(patch))
-        .await
-    {
-        Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
-        other => other.map(drop).map_err(Into::into),
-    }
 }
 
 fn wants_finalizer(object: &AccessListConfig) -> bool {
     object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
 }
 
-/// The restore point recorded with the finalizer, if any.
-fn recorded_restore_point(object: &AccessListConfig) -> Option<RestorePoint> {
-    object
-        .annotations()
-        .get(ANNOTATION_RESTORE_POINT)
-        .and_then(|raw| serde_json::from_str(raw).ok())
-}
-
-/// Adds the finalizer (with `Restore`) or removes it (otherwise). The restore point goes
-/// into an annotation in the same write, before the platform is first changed, so every
-/// version of the object that carries the finalizer also carries what to restore. The
-/// write carries the resourceVersion it was computed from, so it never overwrites a
-/// finalizer list that changed meanwhile.
-async fn record_finalizer(
+/// Adds the finalizer (with `Restore`) or removes it (otherwise), and records the
+/// restore point in status before the platform is first changed. Status is the only
+/// record trusted: only the operator writes it. The finalizer write carries the
+/// resourceVersion it was computed from, so it never overwrites a finalizer list that
+/// changed meanwhile.
+async fn record_restore_point(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
     restore_point: Option<RestorePoint>,
 ) -> Result<(), ReconcileError> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
-    let record = wants && restore_point.is_some() && recorded_restore_point(object).is_none();
-    if has == wants && !record {
-        return Ok(());
+    if has != wants {
+        let mut finalizers: Vec<String> = object
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        if wants {
+            finalizers.push(FINALIZER.to_string());
+        }
+        let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
+        io.api
+            .patch(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
+            )
+            .await?;
     }
-    if wants {
-        protect_credentials(object, io).await?;
+    let recorded = object.status.as_ref().and_then(|s| s.restore_point);
+    if let Some(point) = restore_point.filter(|_| wants && recorded.is_none()) {
+        io.api
+            .patch_status(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": { "restorePoint": point } })),
+            )
+            .await?;
     }
-    let mut finalizers: Vec<String> = object
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    if wants {
-        finalizers.push(FINALIZER.to_string());
-    }
-    let mut metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
-    if record {
-        let point = serde_json::to_string(&restore_point).map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
-        metadata["annotations"] = serde_json::json!({ ANNOTATION_RESTORE_POINT: point });
-    }
-    io.api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
-        )
-        .await?;
     Ok(())
 }
 
@@ -613,7 +649,6 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
-            None,
         );
         assert_eq!(
             p.patch,
@@ -627,7 +662,6 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
-            None,
         );
         assert_eq!(
             p.patch,
@@ -640,6 +674,7 @@ mod tests {
         assert_eq!(
             p.restore_point,
             Some(RestorePoint {
+                shield_zone_id: Some(1),
                 configuration_id: 9101,
                 is_enabled: false,
                 action: 2
@@ -654,7 +689,6 @@ mod tests {
             &converged(3),
             Some(3),
             &item(true, 2),
-            None,
         );
         assert_eq!(p.patch, None);
         assert!(!p.drift);
@@ -687,9 +721,9 @@ mod tests {
     #[test]
     fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
         let fresh = AccessListConfigStatus::default();
-        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2), None);
+        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2));
         let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
-        let resync = plan(&spec(true, None), &applied, Some(1), &item(true, 2), None);
+        let resync = plan(&spec(true, None), &applied, Some(1), &item(true, 2));
         assert_eq!(resync.patch, None);
         let after = converged_status(
             &spec(true, None),
@@ -720,13 +754,13 @@ mod tests {
     #[test]
     fn change_behind_a_converged_objects_back_is_drift_and_is_counted() {
         let status = converged(3);
-        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
+        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2));
         assert!(p.drift);
         assert!(p.patch.is_some());
         let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
         assert_eq!(after.drift_corrections, 1);
         assert!(is_true(&after.conditions, ConditionType::Ready));
-        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2), None);
+        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2));
         assert!(!new_generation.drift, "a spec change is not drift");
     }
 
@@ -734,13 +768,7 @@ mod tests {
     fn observe_never_patches_and_reports_the_difference() {
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let p = plan(
-            &observe,
-            &AccessListConfigStatus::default(),
-            Some(1),
-            &item(false, 2),
-            None,
-        );
+        let p = plan(&observe, &AccessListConfigStatus::default(), Some(1), &item(false, 2));
         assert_eq!(p.patch, None);
         assert_eq!(p.restore_point, None);
         let status = converged_status(
@@ -760,24 +788,25 @@ mod tests {
     #[test]
     fn drift_is_an_event_corrected_or_only_detected() {
         let status = converged(3);
-        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
+        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2));
         let note = drift_note(&manage).expect("a note");
         assert_eq!((note.warning, note.reason), (false, Reason::DriftCorrected));
         assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2), None)).expect("a note");
+        let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
         assert_eq!((note.warning, note.reason), (true, Reason::DriftDetected));
         assert_eq!(
-            drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
+            drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
             None
         );
     }
 
     #[test]
-    fn a_restore_gives_up_only_when_waiting_cannot_help_or_the_deadline_passed() {
+    fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
         use crate::api::{ApiError, PlatformMessage};
         let point = RestorePoint {
+            shield_zone_id: Some(7),
             configuration_id: 9101,
             is_enabled: false,
             action: 2,
@@ -786,49 +815,98 @@ mod tests {
         let soon = deleted + chrono::Duration::seconds(30);
         let late = deleted + chrono::Duration::seconds(601);
         let server = || Err(ReconcileError::Platform(ApiError::from_response(503, None, b"")));
-        let reason = |v: Verdict| match v {
-            Verdict::Done(note) => format!("{}:{}", if note.warning { "warning" } else { "normal" }, note.reason),
-            Verdict::Retry(error) => format!("retry:{}", error.reason()),
+        let revoked = || {
+            Err(ReconcileError::Platform(ApiError::Unauthorized(
+                PlatformMessage::default(),
+            )))
         };
-        assert_eq!(
-            reason(restore_verdict(&point, Ok(()), Some(deleted), soon)),
-            "normal:Restored"
+        let no_secret = || {
+            Err(ReconcileError::Credentials {
+                namespace: "team".into(),
+                name: "gone".into(),
+                problem: "not found".into(),
+            })
+        };
+        let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
+        let verdict = |restored, now| match restore_verdict(1, &point, restored, Some(deleted), now) {
+            Verdict::Done(note) => format!(
+                "{}:{}:{}",
+                if note.warning { "warning" } else { "normal" },
+                note.reason,
+                note.message
+            ),
+            Verdict::Retry(error) => format!("retry:{}:{error}", error.reason()),
+        };
+        let restored = verdict(Ok(()), soon);
+        assert!(
+            restored.starts_with("normal:Restored:") && restored.contains("configuration 9101 of Shield Zone 7"),
+            "the zone of the restore point, not the spec's: {restored}"
         );
-        assert_eq!(
-            reason(restore_verdict(&point, server(), Some(deleted), soon)),
-            "retry:ServerError"
-        );
-        assert_eq!(
-            reason(restore_verdict(&point, server(), Some(deleted), late)),
-            "warning:RestoreFailed"
-        );
+        assert!(verdict(server(), soon).starts_with("retry:ServerError"));
+        assert!(verdict(server(), late).starts_with("warning:RestoreFailed"));
         let gone = Err(ReconcileError::Platform(ApiError::NotFound(PlatformMessage::default())));
-        assert_eq!(
-            reason(restore_verdict(&point, gone, Some(deleted), soon)),
-            "normal:NothingToRestore"
+        assert!(verdict(gone, soon).starts_with("normal:NothingToRestore"));
+        for (what, blocked) in [
+            ("revoked", verdict(revoked(), soon)),
+            ("no secret", verdict(no_secret(), soon)),
+        ] {
+            assert!(blocked.starts_with("retry:"), "{what}: {blocked}");
+            assert!(
+                blocked.contains("Fix the credentials")
+                    && blocked.contains("Orphan")
+                    && blocked.contains("2026-11-20T12:10:00"),
+                "{what}: names the two ways out and the deadline: {blocked}"
+            );
+        }
+        assert!(verdict(revoked(), late).starts_with("warning:RestoreFailed"));
+        assert!(
+            verdict(rejected(), soon).starts_with("warning:RestoreFailed"),
+            "no one can fix a 400"
         );
-        let revoked = Err(ReconcileError::Platform(ApiError::Unauthorized(
-            PlatformMessage::default(),
-        )));
-        assert_eq!(
-            reason(restore_verdict(&point, revoked, Some(deleted), soon)),
-            "warning:RestoreFailed"
-        );
-        let no_secret = Err(ReconcileError::Credentials {
-            namespace: "team".into(),
-            name: "gone".into(),
-            problem: "not found".into(),
+        let old_point = RestorePoint {
+            shield_zone_id: None,
+            ..point
+        };
+        match restore_verdict(1, &old_point, Ok(()), Some(deleted), soon) {
+            Verdict::Done(note) => assert!(note.message.contains("Shield Zone 1"), "{}", note.message),
+            Verdict::Retry(error) => panic!("{error}"),
+        }
+    }
+
+    #[test]
+    fn the_secret_protection_follows_what_objects_need() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        let (add, remove) = protection_changes(&names(&["a", "b"]), &names(&["b", "old"]));
+        assert_eq!((add, remove), (vec!["a".to_string()], vec!["old".to_string()]));
+        let mut object = AccessListConfig::new("x", spec(true, None));
+        object.spec.deletion_policy = DeletionPolicy::Restore;
+        object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+            name: "key".into(),
+            key: "accessKey".into(),
         });
-        assert_eq!(
-            reason(restore_verdict(&point, no_secret, Some(deleted), soon)),
-            "warning:RestoreFailed"
-        );
+        assert_eq!(protected_secret(&object), Some("key"));
+        let mut paused = object.clone();
+        paused
+            .annotations_mut()
+            .insert("edgeplatform.io/paused".into(), "true".into());
+        assert_eq!(protected_secret(&paused), None, "pause releases");
+        let mut orphan = object.clone();
+        orphan.spec.deletion_policy = DeletionPolicy::Orphan;
+        assert_eq!(protected_secret(&orphan), None, "policy change releases");
+        let mut deleting = object.clone();
+        deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-11-20T12:00:00Z".parse().expect("time"),
+        ));
+        assert_eq!(protected_secret(&deleting), None, "restore done: finalizer gone");
+        deleting.finalizers_mut().push(FINALIZER.into());
+        assert_eq!(protected_secret(&deleting), Some("key"), "restore pending");
     }
 
     #[test]
     fn the_restore_point_is_the_first_observation_only() {
         let status = AccessListConfigStatus {
             restore_point: Some(RestorePoint {
+                shield_zone_id: Some(1),
                 configuration_id: 9101,
                 is_enabled: false,
                 action: 2,
@@ -840,26 +918,8 @@ mod tests {
             &status,
             Some(2),
             &item(true, 3),
-            None,
         );
         assert_eq!(p.restore_point, status.restore_point);
-    }
-
-    #[test]
-    fn a_recorded_restore_point_wins_over_a_stale_status() {
-        let recorded = RestorePoint {
-            configuration_id: 9101,
-            is_enabled: false,
-            action: 2,
-        };
-        let p = plan(
-            &spec(true, Some(AccessListAction::Log)),
-            &AccessListConfigStatus::default(),
-            Some(1),
-            &item(true, 3),
-            Some(recorded),
-        );
-        assert_eq!(p.restore_point, Some(recorded), "not the values written by this object");
     }
 
     #[test]

@@ -814,6 +814,7 @@ mod tests {
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
             status_refresh,
+            protect_secrets: true,
         }
     }
 

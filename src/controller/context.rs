@@ -30,6 +30,9 @@ pub struct Settings {
     /// The longest a ContainerAppWatch keeps an unchanged `observedAt`
     /// (`--status-refresh`).
     pub status_refresh: Duration,
+    /// Keep the in-use finalizer on Secrets that restoring objects need
+    /// (`--protect-secrets`).
+    pub protect_secrets: bool,
 }
 
 pub struct Context {

@@ -207,6 +207,12 @@ pub trait Reconciled:
         with_decided::<Self>(previous, &decided, generation, now)
     }
 
+    /// Keeps what the kind maintains outside the object in step with it; runs first on
+    /// every pass, paused and deleting included.
+    fn maintain(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+        async { Ok(()) }
+    }
+
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
     /// An error keeps the finalizer and retries with backoff; the kind decides when to
     /// give up (a deletion must never stay stuck).
@@ -364,6 +370,7 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
         return Err(ReconcileError::NotLeader);
     }
     let io = Io::new(ctx, object);
+    object.maintain(&io).await?;
     if object.meta().deletion_timestamp.is_some() {
         return delete(object, &io, &now).await;
     }
@@ -412,6 +419,9 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
         // Another operator may be acting: write nothing.
         Err(error @ ReconcileError::NotLeader) => Err(error),
         Err(error) => {
+            if error.reason() == Reason::Unauthorized {
+                ctx.credentials.rejected(&io.namespace, object.secret_ref());
+            }
             let status = object.failed(&error, &previous, &now);
             let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
             report(object, &io, &status, &notes, &now).await?;
@@ -476,7 +486,18 @@ async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<
             "deleted while paused: the platform is left as it is",
         )]
     } else {
-        object.finalize(io, now).await?
+        match object.finalize(io, now).await {
+            Ok(notes) => notes,
+            Err(error) => {
+                // The object stays until the clean-up succeeds or is given up: its
+                // status says why, and what a person can do.
+                let previous = object.status().cloned().unwrap_or_default();
+                let status = object.failed(&error, &previous, now);
+                let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
+                report(object, io, &status, &notes, now).await?;
+                return Err(error);
+            }
+        }
     };
     for note in &notes {
         publish(io.ctx, object, note).await;

@@ -15,7 +15,7 @@ use super::reconcile;
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
 use crate::controller::backoff::{Failures, certificate_policy};
 use crate::controller::context::{Context, Settings};
-use crate::controller::credentials::Credentials;
+use crate::controller::credentials::{Credentials, DefaultKey, NamespaceSet};
 use crate::controller::metrics::Metrics;
 use crate::controller::reads::Reads;
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
@@ -57,10 +57,15 @@ impl RequestObserver for CallLog {
 /// The bodies the mock apiserver received, by call.
 type Bodies = Arc<Mutex<Vec<(String, Value)>>>;
 
-/// A status write, a JSON Patch that replaces `/status`, as the object it makes of `{}`.
+/// A status write (a JSON Patch that replaces `/status`, or a merge patch) as the
+/// object it makes of `{}`.
 fn status_written(patch: Value) -> Value {
-    let patch: json_patch::Patch = serde_json::from_value(patch).unwrap_or_else(|e| panic!("a JSON Patch: {e}"));
     let mut written = json!({});
+    if patch.is_object() {
+        json_patch::merge(&mut written, &patch);
+        return written;
+    }
+    let patch: json_patch::Patch = serde_json::from_value(patch).unwrap_or_else(|e| panic!("a JSON Patch: {e}"));
     json_patch::patch(&mut written, &patch).unwrap_or_else(|e| panic!("{e}"));
     written
 }
@@ -136,7 +141,9 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
     .unwrap_or_else(|e| panic!("{e}"));
     let ctx = Context {
         kube: kube.clone(),
-        credentials: Credentials::new(kube.clone(), platform, true),
+        credentials: Credentials::new(kube.clone(), platform, Some(DefaultKey::Fixed(Secret::new(ACCESS_KEY))))
+            .with_default_key_namespaces(NamespaceSet::All)
+            .with_secret_namespaces(NamespaceSet::All),
         reads: Reads::default(),
         failures: Failures::default(),
         metrics: Arc::new(Metrics::default()),
@@ -147,6 +154,7 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
             status_refresh: Duration::from_secs(3600),
+            protect_secrets: true,
         },
         access_list_claims: Default::default(),
         polls: Default::default(),
@@ -188,29 +196,26 @@ fn access_list(extra_metadata: Value, status: Value) -> Value {
 }
 
 #[tokio::test]
-async fn access_list_records_the_restore_point_before_its_one_write_then_writes_status_once() {
+async fn access_list_records_the_restore_point_in_status_before_its_one_write() {
     let value = access_list(json!({}), Value::Null);
     let h = harness(&value, document()).await;
     let action = reconcile(object::<AccessListConfig>(&value), h.ctx.clone()).await;
     assert!(action.is_ok(), "{action:?}");
-    let finalizer = h
-        .log
-        .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
+    let object_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors";
+    let status_path = format!("{object_path}/status");
+    let calls = h.log.calls();
+    let finalizer = h.log.position(object_path);
+    let recorded = h.log.position(&status_path);
     let write = h.log.position("platform update_access_list");
-    let status = h
-        .log
-        .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors/status");
     assert!(
-        h.log.position("platform list_access_lists") < finalizer,
-        "{:?}",
-        h.log.calls()
+        h.log.position("platform list_access_lists") < finalizer && finalizer < recorded && recorded < write,
+        "read, finalizer, restore point, then the write: {calls:?}"
     );
-    assert!(finalizer < write && write < status, "{:?}", h.log.calls());
     assert_eq!(h.log.count("platform update_access_list"), 1);
     assert_eq!(
-        h.log
-            .count("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors/status"),
-        1
+        h.log.count(&status_path),
+        2,
+        "the restore point, then the outcome: {calls:?}"
     );
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let metadata = &bodies
@@ -220,13 +225,16 @@ async fn access_list_records_the_restore_point_before_its_one_write_then_writes_
         .1["metadata"];
     assert_eq!(metadata["finalizers"], json!(["edgeplatform.io/restore-access-list"]));
     assert_eq!(metadata["resourceVersion"], "7", "the finalizer write is conditional");
-    let point: Value = serde_json::from_str(
-        metadata["annotations"]["edgeplatform.io/restore-point"]
-            .as_str()
-            .expect("point"),
-    )
-    .expect("JSON");
-    assert_eq!(point, json!({"configurationId": 9101, "isEnabled": false, "action": 2}));
+    assert_eq!(metadata.get("annotations"), None, "nothing a user may edit is trusted");
+    let point = &bodies
+        .iter()
+        .find(|(call, _)| call.ends_with("/status"))
+        .expect("restore point write")
+        .1["status"]["restorePoint"];
+    assert_eq!(
+        point,
+        &json!({"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 2})
+    );
 }
 
 #[tokio::test]
@@ -247,12 +255,7 @@ async fn a_converged_access_list_is_neither_written_nor_patched() {
         .find(|(c, _)| c.ends_with("/status"))
         .map(|(_, b)| b["status"].clone())
         .expect("status");
-    let restore =
-        json!({"edgeplatform.io/restore-point": "{\"configurationId\":9101,\"isEnabled\":false,\"action\":2}"});
-    let converged = access_list(
-        json!({"finalizers": ["edgeplatform.io/restore-access-list"], "annotations": restore}),
-        written,
-    );
+    let converged = access_list(json!({"finalizers": ["edgeplatform.io/restore-access-list"]}), written);
     let before = h.log.calls().len();
     assert!(
         reconcile(object::<AccessListConfig>(&converged), h.ctx.clone())

@@ -18,6 +18,8 @@ pub enum ReconcileError {
     },
     #[error("no default access key is configured and spec.accessKeySecretRef is not set")]
     NoCredentials,
+    #[error("{0}")]
+    DefaultKeyUnreadable(String),
     #[error("the operator's default access key may not be used in namespace {0}; set spec.accessKeySecretRef")]
     DefaultKeyNotAllowed(String),
     #[error("Shield Zone {zone} has no access list {what}")]
@@ -38,6 +40,17 @@ pub enum ReconcileError {
         configuration: i64,
         owner: String,
     },
+    #[error(
+        "cannot restore configuration {configuration} of Shield Zone {zone}: {cause}. Fix the credentials, or set \
+         spec.deletionPolicy to Orphan to release the object without restoring; at {deadline} it is released \
+         without restoring"
+    )]
+    RestoreBlocked {
+        zone: i64,
+        configuration: i64,
+        deadline: String,
+        cause: Box<ReconcileError>,
+    },
 }
 
 impl From<ApiError> for ReconcileError {
@@ -56,6 +69,7 @@ impl ReconcileError {
             ReconcileError::Kube(_) => Reason::KubernetesError,
             ReconcileError::Credentials { .. }
             | ReconcileError::NoCredentials
+            | ReconcileError::DefaultKeyUnreadable(_)
             | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable,
             ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
             ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
@@ -63,6 +77,7 @@ impl ReconcileError {
             ReconcileError::TimedOut(_) => Reason::Timeout,
             ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
             ReconcileError::NotLeader => Reason::NotLeader,
+            ReconcileError::RestoreBlocked { cause, .. } => cause.reason(),
         }
     }
 

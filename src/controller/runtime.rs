@@ -21,7 +21,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use super::backoff::{Failures, certificate_policy, failure_delay};
 use super::context::{Context, Settings};
-use super::credentials::Credentials;
+use super::credentials::{Credentials, DefaultKey, NamespaceSet};
 use super::driver::{self, Reconciled};
 use super::error::ReconcileError;
 use super::leader::LeaderGate;
@@ -30,6 +30,24 @@ use super::reads::Reads;
 use super::shutdown::{self, Shutdown};
 use super::status::{MANAGER, object_key};
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret};
+
+/// The metadata of Secrets as the watches of the allowed namespaces deliver it.
+type SecretEvents =
+    futures::stream::BoxStream<'static, Result<watcher::Event<PartialObjectMeta<KubeSecret>>, watcher::Error>>;
+
+/// One metadata watch per namespace whose Secrets the operator may read (one
+/// cluster-wide watch for every namespace, none for none).
+fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEvents {
+    let watch =
+        |api: Api<PartialObjectMeta<KubeSecret>>| watcher(api, watcher::Config::default()).default_backoff().boxed();
+    match namespaces {
+        NamespaceSet::All => watch(Api::all(client.clone())),
+        NamespaceSet::Only(names) => {
+            futures::stream::select_all(names.iter().map(|ns| watch(Api::namespaced(client.clone(), ns)))).boxed()
+        }
+        NamespaceSet::None => futures::stream::empty().boxed(),
+    }
+}
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 /// Settings of `edge-operator run`.
@@ -37,7 +55,8 @@ use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 pub struct RunConfig {
     pub api_url: String,
     pub logging_url: String,
-    pub access_key: Option<Secret>,
+    /// File holding the operator's own key, read again when it changes.
+    pub access_key_file: Option<std::path::PathBuf>,
     /// Watch only this namespace (all when `None`).
     pub namespace: Option<String>,
     pub resync: Duration,
@@ -58,8 +77,12 @@ pub struct RunConfig {
     /// The longest a ContainerAppWatch's unchanged `observedAt` is kept.
     pub status_refresh: Duration,
     pub leader_election: Option<LeaderElection>,
-    /// Namespaces whose objects may use the default key (empty: all).
-    pub default_key_namespaces: Vec<String>,
+    /// Namespaces whose objects may use the default key.
+    pub default_key_namespaces: NamespaceSet,
+    /// Namespaces whose Secrets objects may reference (and the operator may read).
+    pub secret_namespaces: NamespaceSet,
+    /// Keep a finalizer on Secrets that restoring AccessListConfigs need.
+    pub protect_secrets: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +107,8 @@ pub enum RunError {
     Serve { addr: SocketAddr, source: std::io::Error },
     #[error("lost the leader lease; exiting so a standby can take over")]
     LostLease,
+    #[error("{0}")]
+    AccessKey(String),
 }
 
 struct Health {
@@ -235,7 +260,7 @@ fn error_policy<K: Resource<DynamicType = ()> + ResourceExt>(
 
 async fn run_controller<K: Reconciled>(
     api: Api<K>,
-    secrets: Api<PartialObjectMeta<KubeSecret>>,
+    secrets: SecretEvents,
     ctx: Arc<Context>,
     health: Arc<Health>,
     concurrency: u16,
@@ -273,8 +298,15 @@ async fn run_controller<K: Reconciled>(
     let store = controller.store();
     controller
         .watches_stream(
-            watcher(secrets, watcher::Config::default())
-                .default_backoff()
+            secrets
+                .inspect({
+                    let ctx = ctx.clone();
+                    move |event| {
+                        if let Ok(event) = event {
+                            ctx.credentials.secrets.observe(event);
+                        }
+                    }
+                })
                 .touched_objects(),
             move |secret| referencing(&store, &secret),
         )
@@ -343,12 +375,18 @@ async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Co
 
 /// Runs the operator until interrupted (or until it loses the leader lease).
 pub async fn run(config: RunConfig) -> Result<(), RunError> {
+    let default_key = config
+        .access_key_file
+        .clone()
+        .map(DefaultKey::file)
+        .transpose()
+        .map_err(RunError::AccessKey)?;
     let kube_client = kube::Client::try_default().await?;
     let metrics = Arc::new(Metrics::default());
     let mut platform_config = ClientConfig::new(
         config.api_url.clone(),
         config.logging_url.clone(),
-        ApiCredentials::AccessKey(config.access_key.clone().unwrap_or_else(|| Secret::new(""))),
+        ApiCredentials::AccessKey(Secret::new("")),
     );
     platform_config.retry = RetryPolicy {
         max_retries: 1,
@@ -370,8 +408,9 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     };
     let ctx = Arc::new(Context {
         kube: kube_client.clone(),
-        credentials: Credentials::new(kube_client.clone(), platform, config.access_key.is_some())
-            .with_default_key_namespaces(config.default_key_namespaces.clone()),
+        credentials: Credentials::new(kube_client.clone(), platform, default_key)
+            .with_default_key_namespaces(config.default_key_namespaces.clone())
+            .with_secret_namespaces(config.secret_namespaces.clone()),
         reads: Reads::default(),
         failures: Failures::default(),
         metrics: metrics.clone(),
@@ -382,6 +421,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             cdn_pages_per_poll: config.cdn_pages_per_poll,
             cdn_log_delay: config.cdn_log_delay,
             status_refresh: config.status_refresh,
+            protect_secrets: config.protect_secrets,
         },
         access_list_claims: Default::default(),
         polls: Default::default(),
@@ -435,15 +475,12 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     }
     health.ready.store(true, Ordering::Relaxed);
 
-    let secrets: Api<PartialObjectMeta<KubeSecret>> = match &config.namespace {
-        Some(ns) => Api::namespaced(kube_client.clone(), ns),
-        None => Api::all(kube_client.clone()),
-    };
+    let secrets = || secret_events(&kube_client, &config.secret_namespaces);
     let controllers = async {
         tokio::join!(
             run_controller(
                 api::<AccessListConfig>(&kube_client, &config.namespace),
-                secrets.clone(),
+                secrets(),
                 ctx.clone(),
                 health.clone(),
                 config.concurrency,
@@ -452,7 +489,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             ),
             run_controller(
                 api::<PullZoneCertificate>(&kube_client, &config.namespace),
-                secrets.clone(),
+                secrets(),
                 ctx.clone(),
                 health.clone(),
                 config.concurrency,
@@ -461,7 +498,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             ),
             run_controller(
                 api::<ContainerAppWatch>(&kube_client, &config.namespace),
-                secrets.clone(),
+                secrets(),
                 ctx.clone(),
                 health.clone(),
                 config.poll_concurrency,

@@ -38,6 +38,7 @@ use crate::api::models::shield::AccessListAction;
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
 #[x_kube(validation = Rule::new("has(self.configurationId) != has(self.listName)").message("exactly one of spec.configurationId and spec.listName must be set"))]
+#[x_kube(validation = Rule::new("self.shieldZoneId == oldSelf.shieldZoneId && has(self.configurationId) == has(oldSelf.configurationId) && (!has(self.configurationId) || self.configurationId == oldSelf.configurationId) && has(self.listName) == has(oldSelf.listName) && (!has(self.listName) || self.listName == oldSelf.listName)").message("spec.shieldZoneId, spec.configurationId and spec.listName are immutable: to target another access list, delete this object and create a new one"))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessListConfigSpec {
     /// Shield Zone that owns the access list.
@@ -107,6 +108,10 @@ pub struct AccessListObservation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RestorePoint {
+    /// Shield Zone the values belong to (absent from points recorded before it was
+    /// kept: the spec's zone, which cannot change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shield_zone_id: Option<i64>,
     /// Configuration the values belong to.
     pub configuration_id: i64,
     /// Enablement before the first write.

@@ -89,6 +89,72 @@ fn values_schema_rejects_bad_values() {
     }
 }
 
+/// The Secret rules of each rendered Role or ClusterRole, by kind and namespace.
+fn secret_grants(manifests: &str) -> Vec<(String, String, Vec<String>)> {
+    serde_yaml::Deserializer::from_str(manifests)
+        .filter_map(|document| serde_yaml::Value::deserialize(document).ok())
+        .filter(|object| matches!(object["kind"].as_str(), Some("Role" | "ClusterRole")))
+        .flat_map(|object| {
+            let kind = object["kind"].as_str().unwrap_or_default().to_string();
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or("*").to_string();
+            let rules = object["rules"].as_sequence().cloned().unwrap_or_default();
+            rules
+                .into_iter()
+                .filter(|rule| {
+                    rule["resources"]
+                        .as_sequence()
+                        .is_some_and(|r| r.iter().any(|r| r.as_str() == Some("secrets")))
+                })
+                .map(move |rule| {
+                    let verbs = rule["verbs"].as_sequence().cloned().unwrap_or_default();
+                    let verbs = verbs.iter().filter_map(|v| v.as_str().map(String::from)).collect();
+                    (kind.clone(), namespace.clone(), verbs)
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn secrets_are_granted_per_namespace_served_and_cluster_wide_only_when_asked() {
+    let render = |extra: &[&str]| {
+        let chart = chart();
+        let mut args = vec!["template", "sec", &chart, API_URL];
+        args.extend(extra);
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{extra:?}: {err}");
+        manifests
+    };
+    assert_eq!(secret_grants(&render(&[])), [], "no Secret access by default");
+    let full = ["get", "list", "watch", "patch"].map(String::from).to_vec();
+    assert_eq!(
+        secret_grants(&render(&["--set=secretAccess.namespaces={team-a,team-b}"])),
+        [
+            ("Role".to_string(), "team-a".to_string(), full.clone()),
+            ("Role".to_string(), "team-b".to_string(), full.clone()),
+        ]
+    );
+    assert_eq!(
+        secret_grants(&render(&[
+            "--set=watchNamespace=team-a",
+            "--set=secretAccess.inUseProtection=false"
+        ])),
+        [(
+            "Role".to_string(),
+            "team-a".to_string(),
+            ["get", "list", "watch"].map(String::from).to_vec()
+        )],
+        "the watched namespace, and no patch without the in-use protection"
+    );
+    let everywhere = render(&["--set=secretAccess.allNamespaces=true"]);
+    assert_eq!(
+        secret_grants(&everywhere),
+        [("ClusterRole".to_string(), "*".to_string(), full)]
+    );
+    assert!(everywhere.contains("--secret-namespaces=*"));
+    let (ok, _, err) = helm(&["template", "sa", &chart(), API_URL, "--set=serviceAccount.create=false"]);
+    assert!(!ok && err.contains("serviceAccount.name"), "{err}");
+}
+
 #[test]
 fn chart_crds_are_the_generated_crds() {
     for crd in edge_operator::crd::all() {
@@ -107,6 +173,8 @@ fn chart_crds_are_the_generated_crds() {
 async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     let namespace = TestNamespace::create("chart");
     let release = format!("r{}", &namespace.name[namespace.name.len() - 6..]);
+    let secret_access = format!("--set=secretAccess.namespaces={{{}}}", namespace.name);
+    let default_key = format!("--set=credentials.defaultKeyNamespaces={{{}}}", namespace.name);
     let (ok, _, err) = helm(&[
         "install",
         &release,
@@ -119,6 +187,8 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         "--set=credentials.accessKey=demo-access-key",
         "--set=podDisruptionBudget.enabled=true",
         "--set=networkPolicy.enabled=true",
+        &secret_access,
+        &default_key,
     ]);
     assert!(ok, "{err}");
     let fullname = format!("{release}-edge-operator");
@@ -130,6 +200,8 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         ("poddisruptionbudget", fullname.clone(), true),
         ("networkpolicy", fullname.clone(), true),
         ("role", format!("{fullname}-leader-election"), true),
+        ("role", format!("{fullname}-secrets"), true),
+        ("rolebinding", format!("{fullname}-secrets"), true),
         ("rolebinding", format!("{fullname}-leader-election"), true),
         ("clusterrole", fullname.clone(), false),
         ("clusterrolebinding", fullname.clone(), false),
@@ -221,17 +293,34 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     assert!(ok, "the finalizer is removed with the granted verbs: {err}");
 
     let as_operator = format!("--as={service_account}");
-    for (verb, resource) in [
-        ("delete", "accesslistconfigs.edgeplatform.io"),
-        ("update", "secrets"),
-        ("create", "deployments.apps"),
-        ("delete", "secrets"),
+    let can_i = |verb: &str, resource: &str, scope: &str| {
+        let mut args = vec!["auth", "can-i", verb, resource, &as_operator];
+        match scope {
+            "*" => args.push("--all-namespaces"),
+            namespace => args.extend(["-n", namespace]),
+        }
+        let (_, answer, _) = cluster().kubectl(&args, None);
+        answer.trim() == "yes"
+    };
+    let served = namespace.name.as_str();
+    for (verb, resource, scope, granted) in [
+        ("get", "secrets", served, true),
+        ("watch", "secrets", served, true),
+        ("patch", "secrets", served, true),
+        ("get", "secrets", "default", false),
+        ("get", "secrets", "kube-system", false),
+        ("list", "secrets", "*", false),
+        ("patch", "secrets", "default", false),
+        ("delete", "accesslistconfigs.edgeplatform.io", served, false),
+        ("update", "secrets", served, false),
+        ("create", "deployments.apps", served, false),
+        ("delete", "secrets", served, false),
     ] {
-        let (_, answer, _) = cluster().kubectl(
-            &["auth", "can-i", verb, resource, "-n", &namespace.name, &as_operator],
-            None,
+        assert_eq!(
+            can_i(verb, resource, scope),
+            granted,
+            "{verb} {resource} in {scope}: granted should be {granted}"
         );
-        assert_eq!(answer.trim(), "no", "{verb} {resource} is not granted");
     }
     let (refused, _, err) = cluster().kubectl(
         &[

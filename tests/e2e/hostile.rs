@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
+use edge_operator::controller::access_list::{FINALIZER, SECRET_IN_USE_FINALIZER};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::crd::{ContainerAppWatch, PullZoneCertificate};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::Api;
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
@@ -135,7 +136,7 @@ async fn deleting_a_namespace_restores_with_credentials_that_outlive_their_users
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revoked_key_or_a_gone_configuration_never_keeps_an_object() {
+async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_gone_configuration_releases() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("revoked");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
@@ -162,6 +163,15 @@ async fn a_revoked_key_or_a_gone_configuration_never_keeps_an_object() {
     for name in ["revoked", "gone"] {
         wait_for_condition(&api, name, "Ready", Some("True"), "InSync", WAIT).await;
     }
+    let secrets: Api<Secret> = Api::namespaced(cluster().client().await, &namespace.name);
+    let in_use = || async {
+        let secret = secrets.get("own-key").await.ok()?;
+        Some(secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER))
+    };
+    eventually("the Secret protected while the object may restore", WAIT, || async {
+        in_use().await.filter(|&protected| protected)
+    })
+    .await;
     {
         let mut world = sim.sim.world_mut();
         world.document.access_keys.retain(|k| k != "own-key-value");
@@ -183,15 +193,46 @@ async fn a_revoked_key_or_a_gone_configuration_never_keeps_an_object() {
         );
         assert!(ok, "{stderr}");
     }
-    eventually("both objects released", WAIT, || async {
-        let left = api.list(&Default::default()).await.ok()?.items.len();
-        (left == 0).then_some(())
+    eventually("the gone configuration released", WAIT, || async {
+        api.get_opt("gone").await.ok()?.is_none().then_some(())
     })
     .await;
-    let failed = events_of(&namespace.name, "RestoreFailed").await;
-    assert!(failed.iter().any(|n| n.contains("Unauthorized")), "{failed:?}");
     let nothing = events_of(&namespace.name, "NothingToRestore").await;
     assert!(nothing.iter().any(|n| n.contains("9102")), "{nothing:?}");
+
+    // The rejected key keeps the object, stalled, saying what a person can do.
+    let stalled = wait_for_condition(&api, "revoked", "Stalled", Some("True"), "Unauthorized", WAIT).await;
+    let stalled = stalled
+        .status
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Stalled"))
+        .expect("Stalled");
+    assert!(
+        stalled.message.contains("Fix the credentials") && stalled.message.contains("Orphan"),
+        "{}",
+        stalled.message
+    );
+    let object = api.get("revoked").await.expect("still there");
+    assert!(
+        object.finalizers().iter().any(|f| f == FINALIZER),
+        "the restore is pending"
+    );
+    assert_eq!(in_use().await, Some(true), "its Secret stays protected");
+    let warned = events_of(&namespace.name, "Unauthorized").await;
+    assert!(warned.iter().any(|n| n.contains("Orphan")), "{warned:?}");
+
+    // Rotating the Secret to a key the platform accepts is picked up at once.
+    sim.sim.world_mut().document.access_keys.push("rotated-key".into());
+    apply(&key_secret(&namespace.name, "own-key", "rotated-key"));
+    eventually("restored with the rotated key and released", WAIT, || async {
+        api.get_opt("revoked").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let restored = events_of(&namespace.name, "Restored").await;
+    assert!(restored.iter().any(|n| n.contains("9101")), "{restored:?}");
+    eventually("the Secret released with the last object needing it", WAIT, || async {
+        in_use().await.filter(|&protected| !protected)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,6 +44,7 @@ impl Release {
         let values = repo_root().join(format!("charts/edge-operator/ci/{mode}-values.yaml"));
         let fixtures = repo_root().join("examples/edge-sim-fixtures.yaml");
         let watch = format!("--set=watchNamespace={}", namespace.name);
+        let default_key = format!("--set=credentials.defaultKeyNamespaces={{{}}}", namespace.name);
         let fixtures = format!("--set-file=emulator.fixtures={}", fixtures.display());
         let chart = chart();
         let mut args = vec![
@@ -55,6 +56,7 @@ impl Release {
             "-f",
             values.to_str().expect("UTF-8 path"),
             &watch,
+            &default_key,
             &fixtures,
             "--set=image.pullPolicy=Never",
             "--set=emulator.image.pullPolicy=Never",

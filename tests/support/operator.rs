@@ -34,6 +34,9 @@ impl Operator {
         if !extra.contains(&"--metrics-addr") {
             command.args(["--metrics-addr", "127.0.0.1:0"]);
         }
+        if !extra.contains(&"--default-key-namespaces") {
+            command.args(["--default-key-namespaces", namespace]);
+        }
         let child = command
             .arg("--access-key-file")
             .arg(&key_file)

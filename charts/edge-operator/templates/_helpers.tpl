@@ -25,9 +25,35 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "edge-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "edge-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- else if .Values.serviceAccount.name -}}
+{{- .Values.serviceAccount.name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- fail "serviceAccount.create=false needs serviceAccount.name: the operator's grants must not go to the namespace's default ServiceAccount" -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* The namespaces whose Secrets the operator reads, comma-separated ("*": all). */ -}}
+{{- define "edge-operator.secretNamespaces" -}}
+{{- if .Values.secretAccess.allNamespaces -}}
+*
+{{- else if .Values.secretAccess.namespaces -}}
+{{- join "," .Values.secretAccess.namespaces -}}
+{{- else -}}
+{{- .Values.watchNamespace -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "edge-operator.secretRules" -}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  # list/watch: the metadata of Secrets, to see a referenced Secret change; get: the
+  # data of a referenced Secret, when its resourceVersion changed.
+  {{- if .Values.secretAccess.inUseProtection }}
+  # patch: the in-use finalizer of Secrets that restoring objects need.
+  verbs: ["get", "list", "watch", "patch"]
+  {{- else }}
+  verbs: ["get", "list", "watch"]
+  {{- end }}
 {{- end -}}
 
 {{- define "edge-operator.credentialsSecret" -}}
@@ -70,7 +96,7 @@ this needs no cluster DNS.
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
 {{- end -}}
 
-{{- /* Rules the operator needs on its custom resources, Secrets and Events. */ -}}
+{{- /* Rules the operator needs on its custom resources and Events. */ -}}
 {{- define "edge-operator.watchRules" -}}
 - apiGroups: ["edgeplatform.io"]
   resources: ["accesslistconfigs", "pullzonecertificates", "containerappwatches"]
@@ -78,11 +104,6 @@ this needs no cluster DNS.
 - apiGroups: ["edgeplatform.io"]
   resources: ["accesslistconfigs/status", "pullzonecertificates/status", "containerappwatches/status"]
   verbs: ["get", "patch"]
-- apiGroups: [""]
-  resources: ["secrets"]
-  # list/watch are metadata-only requests; get reads a referenced Secret by name; patch
-  # adds and removes the in-use finalizer of Secrets that restoring objects need.
-  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

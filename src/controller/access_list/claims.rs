@@ -1,6 +1,6 @@
-//! Which AccessListConfigs claim which access list, kept up to date from the watch, so
-//! that finding a list's owner costs the same with ten objects as with ten thousand
-//! (scanning every object at every reconcile made convergence quadratic).
+//! What the AccessListConfig watch tells about all objects at once: which object claims
+//! which access list, and which Secrets objects need for a restore. Finding a list's
+//! owner costs the same with ten objects as with ten thousand.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -12,6 +12,7 @@ use kube::ResourceExt;
 use kube::runtime::watcher::Event;
 use tokio::sync::watch;
 
+use super::{FINALIZER, protected_secret};
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
 
 /// How long a reconcile waits for the first full listing of AccessListConfigs before
@@ -44,25 +45,26 @@ impl Claimant {
     }
 }
 
-/// The lists `object` claims: the configuration its spec names and the one its status
-/// says it resolved (a list chosen by name). None while deleting or only observing.
+/// The lists `object` claims: the one its status says it read with its own
+/// credentials, and the one its restore point belongs to. A spec alone claims nothing,
+/// so an object whose key never worked blocks no one. A deleting object keeps its claim
+/// while it holds the restore finalizer; an observing one claims nothing.
 fn claimed_lists(object: &AccessListConfig) -> Vec<ListKey> {
-    if object.metadata.deletion_timestamp.is_some() || object.spec.management_policy != ManagementPolicy::Manage {
+    let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
+    if object.metadata.deletion_timestamp.is_some() && !restoring
+        || object.spec.management_policy != ManagementPolicy::Manage
+    {
         return Vec::new();
     }
     let zone = object.spec.shield_zone_id;
-    let resolved = object
-        .status
-        .as_ref()
-        .and_then(|s| s.at_provider.as_ref())
-        .map(|p| p.configuration_id);
-    let mut lists: Vec<ListKey> = object
-        .spec
-        .configuration_id
-        .into_iter()
-        .chain(resolved)
-        .map(|id| (zone, id))
-        .collect();
+    let Some(status) = object.status.as_ref() else {
+        return Vec::new();
+    };
+    let resolved = status.at_provider.as_ref().map(|p| (zone, p.configuration_id));
+    let restored = status
+        .restore_point
+        .map(|p| (p.shield_zone_id.unwrap_or(zone), p.configuration_id));
+    let mut lists: Vec<ListKey> = resolved.into_iter().chain(restored).collect();
     lists.dedup();
     lists
 }
@@ -71,12 +73,18 @@ fn claimed_lists(object: &AccessListConfig) -> Vec<ListKey> {
 struct Index {
     by_list: HashMap<ListKey, BTreeSet<Claimant>>,
     by_uid: HashMap<String, (Claimant, Vec<ListKey>)>,
+    /// (namespace, Secret) each object needs kept for its restore, by uid.
+    secrets: HashMap<String, (String, String)>,
 }
 
 impl Index {
     fn apply(&mut self, object: &AccessListConfig) {
         let claimant = Claimant::of(object);
         self.remove(&claimant.uid);
+        if let Some(secret) = protected_secret(object) {
+            let entry = (claimant.namespace.clone(), secret.to_string());
+            self.secrets.insert(claimant.uid.clone(), entry);
+        }
         let lists = claimed_lists(object);
         if lists.is_empty() {
             return;
@@ -88,6 +96,7 @@ impl Index {
     }
 
     fn remove(&mut self, uid: &str) {
+        self.secrets.remove(uid);
         let Some((claimant, lists)) = self.by_uid.remove(uid) else {
             return;
         };
@@ -153,6 +162,18 @@ impl Claims {
         }
     }
 
+    /// The Secrets of `namespace` that objects other than `uid` need for a restore.
+    pub fn secrets_needed(&self, namespace: &str, uid: &str) -> BTreeSet<String> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .current
+            .secrets
+            .iter()
+            .filter(|(other, (ns, _))| *other != uid && ns == namespace)
+            .map(|(_, (_, secret))| secret.clone())
+            .collect()
+    }
+
     /// `None` when `me` owns `configuration_id` of its zone (or only observes it); else
     /// the owner as `namespace/name`. Waits for the first listing, at most
     /// [`READY_WAIT`]; past that it judges by what it knows.
@@ -175,7 +196,17 @@ mod tests {
         Time(raw.parse().expect("time"))
     }
 
+    /// An object that has read `configuration` with its credentials.
     fn object(name: &str, created: &str, configuration: Option<i64>) -> AccessListConfig {
+        let object = unconfirmed(name, created, configuration);
+        match configuration {
+            Some(id) => resolved(object, id),
+            None => object,
+        }
+    }
+
+    /// An object whose spec names `configuration` but that never read it.
+    fn unconfirmed(name: &str, created: &str, configuration: Option<i64>) -> AccessListConfig {
         let spec = AccessListConfigSpec {
             shield_zone_id: 1,
             configuration_id: configuration,
@@ -236,8 +267,17 @@ mod tests {
         observer.spec.management_policy = ManagementPolicy::Observe;
         assert_eq!(owner(&claims, &observer, 9101), None, "observing claims nothing");
 
-        let mut leaving = old.clone();
-        leaving.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
+        let mut restoring = old.clone();
+        restoring.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
+        restoring.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        claims.observe(&Event::Apply(restoring.clone()));
+        assert_eq!(
+            owner(&claims, &new, 9101).as_deref(),
+            Some("team/old"),
+            "held while its restore may still write"
+        );
+        let mut leaving = restoring;
+        leaving.metadata.finalizers = None;
         claims.observe(&Event::Apply(leaving));
         assert_eq!(owner(&claims, &new, 9101).as_deref(), Some("team/by-name"));
         claims.observe(&Event::Delete(by_name.clone()));
@@ -249,8 +289,7 @@ mod tests {
         let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
         let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
         let claims = listed(&[&old, &new]);
-        let mut moved = old.clone();
-        moved.spec.configuration_id = Some(9102);
+        let moved = resolved(old.clone(), 9102);
         claims.observe(&Event::Apply(moved.clone()));
         assert_eq!(owner(&claims, &new, 9101), None);
         assert_eq!(owner(&claims, &new, 9102).as_deref(), Some("team/old"));
@@ -275,6 +314,18 @@ mod tests {
         claims.observe(&Event::InitApply(new.clone()));
         claims.observe(&Event::InitDone);
         assert_eq!(owner(&claims, &new, 9101), None);
+    }
+
+    #[test]
+    fn a_spec_alone_claims_nothing() {
+        let squatter = unconfirmed("squatter", "2026-11-20T09:00:00Z", Some(9101));
+        let owner_now = object("legit", "2026-11-20T12:00:00Z", Some(9101));
+        let claims = listed(&[&squatter, &owner_now]);
+        assert_eq!(
+            owner(&claims, &owner_now, 9101),
+            None,
+            "an older object that never read the list"
+        );
     }
 
     #[test]
