@@ -191,6 +191,30 @@ fn unknown_fields_are_rejected_by_strict_field_validation() {
 }
 
 #[test]
+fn the_target_of_an_access_list_config_cannot_change_but_the_rest_can() {
+    let cluster = cluster();
+    let namespace = TestNamespace::create("immutable");
+    let apply = |spec: &str| cluster.kubectl(&["apply", "-f", "-"], Some(&manifest(ALC, &namespace.name, spec)));
+    let (created, _, stderr) = apply("  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n");
+    assert!(created, "{stderr}");
+    for retarget in [
+        "  shieldZoneId: 2\n  configurationId: 5\n  enabled: true\n",
+        "  shieldZoneId: 1\n  configurationId: 6\n  enabled: true\n",
+        "  shieldZoneId: 1\n  listName: Tor exit nodes\n  enabled: true\n",
+    ] {
+        let (accepted, _, stderr) = apply(retarget);
+        assert!(!accepted, "{retarget}");
+        assert!(
+            stderr.contains("immutable") && stderr.contains("delete this object and create a new one"),
+            "{stderr}"
+        );
+    }
+    let (changed, _, stderr) =
+        apply("  shieldZoneId: 1\n  configurationId: 5\n  enabled: false\n  deletionPolicy: Restore\n");
+    assert!(changed, "enablement and policies stay editable: {stderr}");
+}
+
+#[test]
 fn valid_manifests_are_accepted_with_defaults() {
     let cluster = cluster();
     let namespace = TestNamespace::create("valid");

@@ -236,6 +236,51 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_key_is_refused_outside_the_listed_namespaces_and_a_refused_object_claims_nothing() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("nodefault");
+    let _operator = Operator::start(
+        &namespace.name,
+        &sim.base_url(),
+        &["--default-key-namespaces", "platform-team"],
+    );
+    apply(&access_list_yaml(&namespace.name, "squatter", 9101, false, ""));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    let refused = wait_for_condition(
+        &api,
+        "squatter",
+        "Stalled",
+        Some("True"),
+        "CredentialsUnavailable",
+        WAIT,
+    )
+    .await;
+    let message = refused
+        .status
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.message)
+        .unwrap_or_default();
+    assert!(message.contains("may not be used in namespace"), "{message}");
+    assert_eq!(
+        journal_count(&sim, "PATCH", "/shield/"),
+        0,
+        "nothing was written with the default key"
+    );
+
+    // A newer object with its own working key manages the list the refused one names.
+    apply(&key_secret(&namespace.name, "own-key", "own-key-value"));
+    sim.sim.world_mut().document.access_keys.push("own-key-value".into());
+    apply(&access_list_yaml(
+        &namespace.name,
+        "owner",
+        9101,
+        true,
+        "  accessKeySecretRef:\n    name: own-key\n    key: accessKey\n",
+    ));
+    wait_for_condition(&api, "owner", "Ready", Some("True"), "InSync", WAIT).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("orphan");
