@@ -113,8 +113,8 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upgrade_replaces_the_single_operator_without_two_ever_running() {
-    let release = Release::install("node-upgrade", "emulator", &[]);
+async fn without_leader_election_an_upgrade_replaces_the_single_operator_without_two_ever_running() {
+    let release = Release::install("node-upgrade", "emulator", &["--set=leaderElection.enabled=false"]);
     let before = release.operator_pods().await;
     assert_eq!(before.len(), 1);
     let old_name = before[0].metadata.name.clone();
