@@ -208,10 +208,6 @@ impl Credentials {
         self
     }
 
-    pub fn secret_namespaces(&self) -> &NamespaceSet {
-        &self.secret_namespaces
-    }
-
     /// The platform client for an object in `namespace` referencing `secret`.
     pub async fn client_for(
         &self,

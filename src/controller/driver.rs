@@ -419,15 +419,27 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Actio
         // Another operator may be acting: write nothing.
         Err(error @ ReconcileError::NotLeader) => Err(error),
         Err(error) => {
-            if error.reason() == Reason::Unauthorized {
-                ctx.credentials.rejected(&io.namespace, object.secret_ref());
-            }
-            let status = object.failed(&error, &previous, &now);
-            let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
-            report(object, &io, &status, &notes, &now).await?;
+            report_failure(object, &io, &error, &now).await?;
             Err(error)
         }
     }
+}
+
+/// Reports a failed pass: status and a Warning Event for a new reason; credentials the
+/// platform rejected are read again at the next pass.
+async fn report_failure<K: Reconciled>(
+    object: &K,
+    io: &Io<'_, K>,
+    error: &ReconcileError,
+    now: &Now,
+) -> Result<(), ReconcileError> {
+    if error.reason() == Reason::Unauthorized {
+        io.ctx.credentials.rejected(&io.namespace, object.secret_ref());
+    }
+    let previous = object.status().cloned().unwrap_or_default();
+    let status = object.failed(error, &previous, now);
+    let notes: Vec<Note> = failure_note(K::conditions(&previous), error).into_iter().collect();
+    report(object, io, &status, &notes, now).await
 }
 
 /// Writes the status, settled, if it changed; publishes the condition metrics and the
@@ -491,10 +503,7 @@ async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<
             Err(error) => {
                 // The object stays until the clean-up succeeds or is given up: its
                 // status says why, and what a person can do.
-                let previous = object.status().cloned().unwrap_or_default();
-                let status = object.failed(&error, &previous, now);
-                let notes: Vec<Note> = failure_note(K::conditions(&previous), &error).into_iter().collect();
-                report(object, io, &status, &notes, now).await?;
+                report_failure(object, io, &error, now).await?;
                 return Err(error);
             }
         }
