@@ -52,7 +52,6 @@ fn feed(sim: std::sync::Arc<Sim>, per_hour: usize) -> tokio::task::JoinHandle<()
         loop {
             tick.tick().await;
             let due = (started.elapsed().as_secs_f64() * per_hour as f64 / 3600.0) as usize;
-            let mut world = sim.world_mut();
             let now = Utc::now();
             let batch = generator::logs(
                 due - fed,
@@ -60,7 +59,7 @@ fn feed(sim: std::sync::Arc<Sim>, per_hour: usize) -> tokio::task::JoinHandle<()
                 PULL_ZONE,
                 (now, now + chrono::Duration::milliseconds(1)),
             );
-            world.logs.entry(PULL_ZONE).or_default().insert(batch);
+            sim.world_mut().pull_zone_logs_mut(PULL_ZONE).insert(batch);
             fed = due;
             seed += 1;
         }
@@ -124,8 +123,7 @@ async fn sample(
             .context("no CdnLogsSynced condition")?;
         let (from, to) = (parse_time(&summary.from)?, parse_time(&summary.to)?);
         let window_start = to - chrono::Duration::from_std(window)?;
-        let world = sim.world();
-        let logs = world.logs.get(&PULL_ZONE).context("no logs")?;
+        let logs = sim.world().pull_zone_logs(PULL_ZONE);
         samples.push(Sample {
             at: Instant::now(),
             reason: condition.reason.clone(),
@@ -171,7 +169,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         PULL_ZONE,
         (now - chrono::Duration::from_std(window)?, now),
     );
-    sim.sim.world_mut().logs.entry(PULL_ZONE).or_default().insert(history);
+    sim.sim.world_mut().pull_zone_logs_mut(PULL_ZONE).insert(history);
     let feeder = feed(sim.sim.clone(), per_hour);
     let (namespace, api) = cluster.namespace::<ContainerAppWatch>("busy-pull-zone").await?;
 
@@ -227,8 +225,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
     let steady = &samples[covered + 1..];
     let polls = requests_per_poll(&sim.sim, created_ms);
     let steady_polls: Vec<(usize, usize)> = {
-        let world = sim.sim.world();
-        let logs = world.logs.get(&PULL_ZONE).context("no logs")?;
+        let logs = sim.sim.world().pull_zone_logs(PULL_ZONE);
         let mut measured = Vec::new();
         for (index, pair) in samples.windows(2).enumerate().skip(covered) {
             let (previous, this) = (parse_time(&pair[0].summary.to)?, parse_time(&pair[1].summary.to)?);

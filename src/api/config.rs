@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use governor::Quota;
 
@@ -25,6 +27,66 @@ impl Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// A credential kept in a file, read again whenever the file changes (Kubernetes
+/// replaces a mounted Secret's files when the Secret changes) or after [`forget`].
+///
+/// [`forget`]: SecretFile::forget
+#[derive(Debug)]
+pub struct SecretFile {
+    path: PathBuf,
+    /// What the file holds, for error messages ("access key", "admin token").
+    what: &'static str,
+    read: Mutex<Option<(FileStamp, Secret)>>,
+}
+
+/// What tells that a file changed without reading it.
+type FileStamp = (Option<SystemTime>, u64);
+
+impl SecretFile {
+    /// The credential in `path`; fails now when the file cannot be read or is empty.
+    pub fn open(path: PathBuf, what: &'static str) -> Result<Self, String> {
+        let file = Self {
+            path,
+            what,
+            read: Mutex::new(None),
+        };
+        file.current()?;
+        Ok(file)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The credential as the file holds it now; the file is read only when its
+    /// modification time or size changed.
+    pub fn current(&self) -> Result<Secret, String> {
+        let unreadable =
+            |e: std::io::Error| format!("the {} file {} cannot be read: {e}", self.what, self.path.display());
+        let metadata = std::fs::metadata(&self.path).map_err(unreadable)?;
+        let stamp = (metadata.modified().ok(), metadata.len());
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, secret)) = read.as_ref()
+            && *seen == stamp
+        {
+            return Ok(secret.clone());
+        }
+        let raw = std::fs::read_to_string(&self.path).map_err(unreadable)?;
+        let value = raw.trim();
+        if value.is_empty() {
+            return Err(format!("the {} file {} is empty", self.what, self.path.display()));
+        }
+        let secret = Secret::new(value);
+        *read = Some((stamp, secret.clone()));
+        Ok(secret)
+    }
+
+    /// The credential was rejected: read the file again next time.
+    pub fn forget(&self) {
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use edge_operator::sim::{Sim, SimDocument, serve};
+use edge_operator::api::SecretFile;
+use edge_operator::sim::{AdminAccess, Sim, SimDocument, serve};
 
 const DEMO_FIXTURES: &str = include_str!("../../examples/edge-sim-fixtures.yaml");
 
@@ -27,6 +28,10 @@ struct Args {
     /// Generate this many CDN log entries, spread over Pull Zones with logging enabled.
     #[arg(long, default_value_t = 0)]
     generate_logs: usize,
+    /// File holding the admin API's token (read again when it changes). Without it the
+    /// admin API is open to every client that reaches the address.
+    #[arg(long, env = "EDGE_SIM_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
     /// Seed of the generated data: the same seed gives the same data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -46,6 +51,15 @@ async fn main() -> anyhow::Result<()> {
         }
         None => SimDocument::from_yaml(DEMO_FIXTURES).context("built-in demo fixtures")?,
     };
+    let admin = match args.admin_token_file {
+        Some(path) => AdminAccess::Token(SecretFile::open(path, "admin token").map_err(anyhow::Error::msg)?),
+        None => {
+            if !args.listen.ip().is_loopback() {
+                tracing::warn!(listen = %args.listen, "the admin API is open to every client that reaches this address; pass --admin-token-file");
+            }
+            AdminAccess::Open
+        }
+    };
     let sim = Sim::new(document);
     let generated = sim.generate(args.generate_events, args.generate_logs, args.seed)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -57,6 +71,6 @@ async fn main() -> anyhow::Result<()> {
         logs = generated.logs,
         "edge-sim ready"
     );
-    serve(listener, sim, edge_operator::signal::terminate_or_interrupt()).await?;
+    serve(listener, sim, admin, edge_operator::signal::terminate_or_interrupt()).await?;
     Ok(())
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::core::PartialObjectMeta;
@@ -16,7 +16,7 @@ use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 
 use super::error::ReconcileError;
-use crate::api::{Credentials as ApiCredentials, EdgeClient, Secret};
+use crate::api::{Credentials as ApiCredentials, EdgeClient, Secret, SecretFile};
 use crate::crd::SecretKeyRef;
 
 /// A set of namespaces given on the command line: names, or `*` for every namespace.
@@ -106,59 +106,31 @@ impl SecretIndex {
     }
 }
 
-/// The operator's own key: fixed, or a file read again whenever it changes (Kubernetes
-/// replaces a mounted Secret's files when the Secret rotates) or the platform rejects it.
+/// The operator's own key: fixed, or a file read again whenever it changes or the
+/// platform rejects it.
 pub enum DefaultKey {
     Fixed(Secret),
-    File {
-        path: PathBuf,
-        read: Mutex<Option<(FileStamp, Secret)>>,
-    },
+    File(SecretFile),
 }
-
-/// What tells that a file changed without reading it.
-type FileStamp = (Option<SystemTime>, u64);
 
 impl DefaultKey {
     /// The key in `path`; fails now when the file cannot be read or is empty.
     pub fn file(path: PathBuf) -> Result<Self, String> {
-        let key = Self::File {
-            path,
-            read: Mutex::new(None),
-        };
-        key.current()?;
-        Ok(key)
+        SecretFile::open(path, "access key").map(Self::File)
     }
 
     /// The key as it is now.
     pub fn current(&self) -> Result<Secret, String> {
-        let (path, read) = match self {
-            DefaultKey::Fixed(key) => return Ok(key.clone()),
-            DefaultKey::File { path, read } => (path, read),
-        };
-        let unreadable = |e: std::io::Error| format!("the access key file {} cannot be read: {e}", path.display());
-        let metadata = std::fs::metadata(path).map_err(unreadable)?;
-        let stamp = (metadata.modified().ok(), metadata.len());
-        let mut read = read.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((seen, key)) = read.as_ref()
-            && *seen == stamp
-        {
-            return Ok(key.clone());
+        match self {
+            DefaultKey::Fixed(key) => Ok(key.clone()),
+            DefaultKey::File(file) => file.current(),
         }
-        let raw = std::fs::read_to_string(path).map_err(unreadable)?;
-        let key = raw.trim();
-        if key.is_empty() {
-            return Err(format!("the access key file {} is empty", path.display()));
-        }
-        let key = Secret::new(key);
-        *read = Some((stamp, key.clone()));
-        Ok(key)
     }
 
     /// The platform rejected the key: read the file again next time.
     fn forget(&self) {
-        if let DefaultKey::File { read, .. } = self {
-            *read.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        if let DefaultKey::File(file) = self {
+            file.forget();
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The emulator's state: the world behind a lock, its clock, the logging rate limits,
 //! the request journal and programmed faults. No HTTP here.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,40 @@ pub struct JournalEntry {
     pub time_ms: i64,
     /// Emulator time of the request, RFC 3339.
     pub time: String,
+}
+
+impl JournalEntry {
+    /// Bytes the entry holds in memory.
+    fn footprint(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.method.len()
+            + self.path.len()
+            + self.query.as_ref().map_or(0, String::len)
+            + self.time.len()
+    }
+}
+
+/// The latest exchanges, within [`MAX_JOURNAL`] entries and [`MAX_JOURNAL_BYTES`].
+#[derive(Debug, Default)]
+struct Journal {
+    entries: VecDeque<JournalEntry>,
+    bytes: usize,
+}
+
+impl Journal {
+    fn push(&mut self, entry: JournalEntry) {
+        self.bytes += entry.footprint();
+        self.entries.push_back(entry);
+        while self.entries.len() > 1 && (self.entries.len() > MAX_JOURNAL || self.bytes > MAX_JOURNAL_BYTES) {
+            if let Some(oldest) = self.entries.pop_front() {
+                self.bytes -= oldest.footprint();
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
 }
 
 /// A programmed answer for the next `count` matching requests (`POST /_sim/faults`).
@@ -49,8 +84,10 @@ pub struct Fault {
     pub body: Option<serde_json::Value>,
 }
 
-/// The journal keeps the latest exchanges only.
+/// The most exchanges the journal keeps (the latest).
 pub const MAX_JOURNAL: usize = 200_000;
+/// The most memory the journal's exchanges take (long URIs count in full).
+pub const MAX_JOURNAL_BYTES: usize = 64 << 20;
 /// Faults pending at once.
 pub const MAX_FAULTS: usize = 1_000;
 
@@ -60,7 +97,7 @@ pub struct Sim {
     world: RwLock<World>,
     pub clock: SimClock,
     pub limiter: PullZoneLimiter,
-    journal: Mutex<std::collections::VecDeque<JournalEntry>>,
+    journal: Mutex<Journal>,
     faults: Mutex<Vec<Fault>>,
 }
 
@@ -90,17 +127,14 @@ impl Sim {
         self.world.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records an exchange; past [`MAX_JOURNAL`] entries the oldest are dropped.
+    /// Records an exchange; past [`MAX_JOURNAL`] entries or [`MAX_JOURNAL_BYTES`] the
+    /// oldest are dropped.
     pub fn record(&self, entry: JournalEntry) {
-        let mut journal = lock(&self.journal);
-        if journal.len() >= MAX_JOURNAL {
-            journal.pop_front();
-        }
-        journal.push_back(entry);
+        lock(&self.journal).push(entry);
     }
 
     pub fn journal(&self) -> Vec<JournalEntry> {
-        lock(&self.journal).iter().cloned().collect()
+        lock(&self.journal).entries.iter().cloned().collect()
     }
 
     pub fn clear_journal(&self) {
@@ -167,31 +201,50 @@ impl Sim {
     /// Pull Zones with logging enabled), deterministic for a given seed.
     pub fn generate(&self, events: usize, logs: usize, seed: u64) -> Result<Generated, GenerateError> {
         let now = self.clock.now();
-        let mut world = self.world_mut();
-        let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();
+        let (zones, pull_zones) = {
+            let world = self.world();
+            let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();
+            let pull_zones: Vec<i64> = world
+                .document
+                .pull_zones
+                .iter()
+                .filter(|z| z.logging_enabled)
+                .map(|z| z.id)
+                .collect();
+            (zones, pull_zones)
+        };
         if events > 0 && zones.is_empty() {
             return Err(GenerateError::NoShieldZone);
         }
-        let pull_zones: Vec<i64> = world
-            .document
-            .pull_zones
-            .iter()
-            .filter(|z| z.logging_enabled)
-            .map(|z| z.id)
-            .collect();
         if logs > 0 && pull_zones.is_empty() {
             return Err(GenerateError::NoLoggingPullZone);
         }
-        for (i, zone) in zones.iter().enumerate() {
-            let share = share_of(events, zones.len(), i);
-            let batch = super::generator::events(share, seed.wrapping_add(*zone as u64), now);
-            world.events.entry(*zone).or_default().insert(batch);
+        let event_batches: Vec<_> = zones
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let share = share_of(events, zones.len(), i);
+                (
+                    *zone,
+                    super::generator::events(share, seed.wrapping_add(*zone as u64), now),
+                )
+            })
+            .collect();
+        let day = (now - chrono::Duration::hours(24), now);
+        let log_batches: Vec<_> = pull_zones
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let share = share_of(logs, pull_zones.len(), i);
+                (*zone, super::generator::logs(share, seed, *zone, day))
+            })
+            .collect();
+        let mut world = self.world_mut();
+        for (zone, batch) in event_batches {
+            world.shield_zone_events_mut(zone).insert(batch);
         }
-        for (i, zone) in pull_zones.iter().enumerate() {
-            let share = share_of(logs, pull_zones.len(), i);
-            let day = (now - chrono::Duration::hours(24), now);
-            let batch = super::generator::logs(share, seed, *zone, day);
-            world.logs.entry(*zone).or_default().insert(batch);
+        for (zone, batch) in log_batches {
+            world.pull_zone_logs_mut(zone).insert(batch);
         }
         Ok(Generated { events, logs })
     }
@@ -200,4 +253,75 @@ impl Sim {
 /// The `index`-th of `parts` near-equal shares of `total`.
 fn share_of(total: usize, parts: usize, index: usize) -> usize {
     total / parts + usize::from(index < total % parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(query_bytes: usize) -> JournalEntry {
+        JournalEntry {
+            method: "GET".into(),
+            path: "/mc/apps/app-1".into(),
+            query: Some("q".repeat(query_bytes)),
+            status: 200,
+            time_ms: 0,
+            time: "2026-11-20T12:00:00.000Z".into(),
+        }
+    }
+
+    #[test]
+    fn the_journal_is_bounded_in_bytes_whatever_the_uris() {
+        let sim = Sim::default();
+        let huge = 400 << 10;
+        for _ in 0..300 {
+            sim.record(entry(huge));
+        }
+        let kept = sim.journal();
+        let bytes: usize = kept.iter().map(JournalEntry::footprint).sum();
+        assert!(bytes <= MAX_JOURNAL_BYTES, "{bytes} bytes kept");
+        assert_eq!(kept.len(), MAX_JOURNAL_BYTES / entry(huge).footprint());
+
+        sim.record(entry(0));
+        assert_eq!(
+            sim.journal().last(),
+            Some(&entry(0)),
+            "the newest exchange is always kept"
+        );
+        sim.clear_journal();
+        assert!(sim.journal().is_empty());
+    }
+
+    #[test]
+    fn the_journal_keeps_the_latest_entries_by_count_too() {
+        let mut journal = Journal::default();
+        for i in 0..MAX_JOURNAL + 5 {
+            journal.push(JournalEntry {
+                status: (i % 500) as u16,
+                ..entry(0)
+            });
+        }
+        assert_eq!(journal.entries.len(), MAX_JOURNAL);
+        assert_eq!(journal.entries.front().map(|e| e.status), Some(5));
+    }
+
+    #[test]
+    fn a_search_reads_its_snapshot_while_the_world_changes() {
+        let sim =
+            Sim::new(SimDocument::from_yaml(include_str!("../../examples/edge-sim-fixtures.yaml")).expect("fixtures"));
+        sim.generate(100, 0, 1).expect("events");
+        let zone = sim.world().document.shield_zones[0].id;
+        let snapshot = sim.world().shield_zone_events(zone);
+        let before = snapshot.len();
+
+        let more = super::super::generator::events(10, 2, sim.clock.now());
+        sim.world_mut().shield_zone_events_mut(zone).insert(more);
+
+        assert_eq!(
+            snapshot.len(),
+            before,
+            "a search in progress sees the store it started with"
+        );
+        assert_eq!(sim.world().shield_zone_events(zone).len(), before + 10);
+    }
 }

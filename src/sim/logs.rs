@@ -204,16 +204,12 @@ impl LogQuery {
 
 /// One Pull Zone's entries, kept in (timestamp, requestId) order so a query reads
 /// only its time range.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct PullZoneLogs {
     entries: Vec<LogEntry>,
 }
 
 impl PullZoneLogs {
-    pub const fn new() -> Self {
-        Self { entries: Vec::new() }
-    }
-
     pub fn len(&self) -> usize {
         self.entries.len()
     }

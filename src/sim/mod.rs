@@ -19,5 +19,6 @@ pub mod ratelimit;
 pub mod state;
 
 pub use emulator::{Fault, JournalEntry, Sim};
-pub use http::{RunningSim, serve, spawn, spawn_sim};
+pub use http::admin::{ADMIN_TOKEN_HEADER, AdminAccess};
+pub use http::{RunningSim, serve, spawn, spawn_sim, spawn_sim_with};
 pub use state::SimDocument;

@@ -2,7 +2,7 @@
 //! live world built from it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::always_sent;
 use super::events::EventStore;
+use super::logs::PullZoneLogs;
 use crate::api::contract::{BodyValidator, Document, Required};
 
 /// The whole configurable state of the emulator, as YAML (`--fixtures`) or JSON
@@ -382,11 +383,15 @@ pub struct ZoneAccessLists {
 }
 
 /// The live state: the document plus the searchable events and CDN logs.
+///
+/// Event stores and log sets are shared snapshots: a search clones the `Arc` and runs
+/// without the world's lock, and a change copies a store only while a search still
+/// reads it.
 #[derive(Debug, Default)]
 pub struct World {
     pub document: SimDocument,
-    pub events: HashMap<i64, EventStore>,
-    pub logs: HashMap<i64, crate::sim::logs::PullZoneLogs>,
+    events: HashMap<i64, Arc<EventStore>>,
+    logs: HashMap<i64, Arc<PullZoneLogs>>,
 }
 
 impl World {
@@ -397,10 +402,24 @@ impl World {
         }
     }
 
-    /// A Pull Zone's logs (none for a Pull Zone without any).
-    pub fn pull_zone_logs(&self, id: i64) -> &crate::sim::logs::PullZoneLogs {
-        static NONE: crate::sim::logs::PullZoneLogs = crate::sim::logs::PullZoneLogs::new();
-        self.logs.get(&id).unwrap_or(&NONE)
+    /// A snapshot of a Pull Zone's logs (empty for a Pull Zone without any).
+    pub fn pull_zone_logs(&self, id: i64) -> Arc<PullZoneLogs> {
+        self.logs.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// A Pull Zone's logs, to change.
+    pub fn pull_zone_logs_mut(&mut self, id: i64) -> &mut PullZoneLogs {
+        Arc::make_mut(self.logs.entry(id).or_default())
+    }
+
+    /// A snapshot of a Shield Zone's events (empty for a zone without any).
+    pub fn shield_zone_events(&self, id: i64) -> Arc<EventStore> {
+        self.events.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// A Shield Zone's events, to change.
+    pub fn shield_zone_events_mut(&mut self, id: i64) -> &mut EventStore {
+        Arc::make_mut(self.events.entry(id).or_default())
     }
 
     pub fn shield_zone(&self, id: i64) -> Option<&ShieldZone> {

@@ -155,6 +155,134 @@ fn secrets_are_granted_per_namespace_served_and_cluster_wide_only_when_asked() {
     assert!(!ok && err.contains("serviceAccount.name"), "{err}");
 }
 
+/// The rendered objects of `kind`.
+fn objects_of_kind(manifests: &str, kind: &str) -> Vec<serde_yaml::Value> {
+    serde_yaml::Deserializer::from_str(manifests)
+        .filter_map(|document| serde_yaml::Value::deserialize(document).ok())
+        .filter(|object| object["kind"].as_str() == Some(kind))
+        .collect()
+}
+
+fn emulator_secret_token(namespace: &str, name: &str) -> String {
+    let (ok, token, err) = cluster().kubectl(
+        &["get", "secret", name, "-n", namespace, "-o", "jsonpath={.data.token}"],
+        None,
+    );
+    assert!(ok, "{err}");
+    token
+}
+
+#[test]
+fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_get_through() {
+    let namespace = TestNamespace::create("chart-sim");
+    let render = |extra: &[&str]| {
+        let chart = chart();
+        let mut args = vec!["template", "sim", &chart, "--set=emulator.enabled=true"];
+        args.extend(extra);
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{extra:?}: {err}");
+        manifests
+    };
+    let emulator_of = |manifests: &str| {
+        objects_of_kind(manifests, "Deployment")
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == "sim-edge-operator-emulator")
+            .expect("the emulator Deployment")
+    };
+
+    let manifests = render(&[]);
+    let secrets = objects_of_kind(&manifests, "Secret");
+    let token = secrets
+        .iter()
+        .find(|s| s["metadata"]["name"] == "sim-edge-operator-emulator-admin")
+        .and_then(|s| s["data"]["token"].as_str())
+        .expect("a generated admin token");
+    assert!(
+        token.len() >= 40,
+        "a long random token: {} base64 characters",
+        token.len()
+    );
+    let policies = objects_of_kind(&manifests, "NetworkPolicy");
+    let [policy] = policies.as_slice() else {
+        panic!("one NetworkPolicy, the emulator's: {policies:?}");
+    };
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "edge-sim"
+    );
+    let ingress = &policy["spec"]["ingress"];
+    assert_eq!(ingress.as_sequence().map(Vec::len), Some(1));
+    assert_eq!(
+        ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"], "sim",
+        "the release's Pods"
+    );
+    assert_eq!(
+        ingress[0]["from"].as_sequence().map(Vec::len),
+        Some(1),
+        "and no one else"
+    );
+    let emulator = emulator_of(&manifests);
+    let container = &emulator["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_sequence()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        args.contains(&"--admin-token-file=/etc/edge-sim-admin/token"),
+        "{args:?}"
+    );
+    assert!(
+        container["readinessProbe"]["tcpSocket"].is_mapping(),
+        "readiness needs no admin request"
+    );
+    assert_eq!(
+        emulator["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+        "sim-edge-operator-emulator-admin"
+    );
+
+    let mine = render(&[
+        "--set=emulator.admin.existingSecret=my-token",
+        "--set=emulator.networkPolicy.enabled=false",
+    ]);
+    assert!(
+        !objects_of_kind(&mine, "Secret")
+            .iter()
+            .any(|s| s["metadata"]["name"] == "sim-edge-operator-emulator-admin"),
+        "no generated token beside the user's"
+    );
+    assert!(objects_of_kind(&mine, "NetworkPolicy").is_empty());
+    assert_eq!(
+        emulator_of(&mine)["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+        "my-token"
+    );
+
+    // On the apiserver: an upgrade keeps the installed token.
+    let install = |verb: &str| {
+        let chart = chart();
+        let (ok, _, err) = helm(&[
+            verb,
+            "sim",
+            &chart,
+            "--namespace",
+            &namespace.name,
+            "--set=emulator.enabled=true",
+        ]);
+        assert!(ok, "{verb}: {err}");
+    };
+    install("install");
+    let installed = emulator_secret_token(&namespace.name, "sim-edge-operator-emulator-admin");
+    install("upgrade");
+    assert_eq!(
+        emulator_secret_token(&namespace.name, "sim-edge-operator-emulator-admin"),
+        installed,
+        "the token survives an upgrade"
+    );
+    let (ok, _, err) = helm(&["uninstall", "sim", "--namespace", &namespace.name, "--wait=false"]);
+    assert!(ok, "{err}");
+}
+
 #[test]
 fn chart_crds_are_the_generated_crds() {
     for crd in edge_operator::crd::all() {

@@ -77,9 +77,16 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
         assert!(ok, "{kind} {condition}: {err}");
     }
     assert!(
-        release.journal_count("GET", "/shield-zone/1001/access-lists") > 0,
+        release.journal_count("GET", "/shield-zone/1001/access-lists").await > 0,
         "the operator read the in-cluster emulator"
     );
+    let emulator = format!("{}-emulator", release.fullname());
+    let (opened, _, refusal) = release.try_service_get(&emulator, "http", "/_sim/requests");
+    assert!(
+        !opened && refusal.contains("Unauthorized"),
+        "the admin API refuses a client without the token: {refusal}"
+    );
+    release.kubectl(&["get", "networkpolicy", &emulator]);
     let reporters = release.kubectl(&[
         "get",
         "events.events.k8s.io",
@@ -171,7 +178,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
     apply(&access_list(&namespace, "failover", 9101, true));
     wait_for_condition(&api, "failover", "Ready", Some("True"), "InSync", WAIT).await;
-    let patches = release.journal_count("PATCH", "/configurations/9101");
+    let patches = release.journal_count("PATCH", "/configurations/9101").await;
     assert_eq!(patches, 1);
 
     let deleted = Instant::now();
@@ -229,7 +236,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     apply(&access_list(&namespace, "failover", 9101, false));
     in_sync_with_spec(&api, "failover", "the new leader applies the change").await;
     assert_eq!(
-        release.journal_count("PATCH", "/configurations/9101"),
+        release.journal_count("PATCH", "/configurations/9101").await,
         patches + 1,
         "one PATCH per change across the handover"
     );
@@ -249,7 +256,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     change.await.expect("the change is applied");
     in_sync_with_spec(&api, "failover", "the change is applied across the rolling update").await;
     assert_eq!(
-        release.journal_count("PATCH", "/configurations/9101"),
+        release.journal_count("PATCH", "/configurations/9101").await,
         patches + 2,
         "one PATCH per change across the rolling update: never two active operators"
     );

@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use edge_operator::sim::ADMIN_TOKEN_HEADER;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Api;
 use kube::api::ListParams;
 
@@ -135,24 +136,48 @@ impl Release {
     /// A GET of one of the release's Services through the apiserver's Service proxy
     /// (works wherever the test runs, without routes to Pod addresses).
     pub fn service_get(&self, service: &str, port: &str, path: &str) -> String {
+        let (ok, out, err) = self.try_service_get(service, port, path);
+        assert!(ok, "GET {path} of {service}: {err}");
+        out
+    }
+
+    /// [`Release::service_get`] that may fail: (success, body, error).
+    pub fn try_service_get(&self, service: &str, port: &str, path: &str) -> (bool, String, String) {
         let url = format!(
             "/api/v1/namespaces/{}/services/http:{service}:{port}/proxy{path}",
             self.namespace.name
         );
-        let (ok, out, err) = cluster().kubectl(&["get", "--raw", &url], None);
-        assert!(ok, "GET {url}: {err}");
-        out
+        cluster().kubectl(&["get", "--raw", &url], None)
     }
 
-    /// A GET of the in-cluster emulator.
-    pub fn emulator_get(&self, path: &str) -> String {
-        self.service_get(&format!("{}-emulator", self.fullname()), "http", path)
+    /// A GET of the in-cluster emulator's admin API through the apiserver's Service
+    /// proxy, with the token of the chart's Secret in the header the proxy forwards.
+    pub async fn emulator_admin_get(&self, path: &str) -> String {
+        let client = cluster().client().await;
+        let emulator = format!("{}-emulator", self.fullname());
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.namespace.name);
+        let secret = secrets
+            .get(&format!("{emulator}-admin"))
+            .await
+            .expect("the admin token Secret");
+        let token = secret
+            .data
+            .and_then(|mut data| data.remove("token"))
+            .expect("the Secret holds a token");
+        let request = http::Request::get(format!(
+            "/api/v1/namespaces/{}/services/http:{emulator}:http/proxy{path}",
+            self.namespace.name
+        ))
+        .header(ADMIN_TOKEN_HEADER, String::from_utf8(token.0).expect("a text token"))
+        .body(Vec::new())
+        .expect("a request");
+        client.request_text(request).await.expect("the admin API answers")
     }
 
     /// Requests the emulator journaled with `method` on a path containing `path_part`.
-    pub fn journal_count(&self, method: &str, path_part: &str) -> usize {
+    pub async fn journal_count(&self, method: &str, path_part: &str) -> usize {
         let journal: serde_json::Value =
-            serde_json::from_str(&self.emulator_get("/_sim/requests")).expect("the journal is JSON");
+            serde_json::from_str(&self.emulator_admin_get("/_sim/requests").await).expect("the journal is JSON");
         journal
             .as_array()
             .expect("the journal is a list")

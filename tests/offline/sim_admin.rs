@@ -1,9 +1,11 @@
 //! edge-sim admin API: state, seeding with validation, changes behind the client's
-//! back, clock, faults and the request journal.
+//! back, clock, faults, the request journal, and the token that guards it.
 
 use std::time::Instant;
 
 use crate::support::sim::{ACCESS_KEY, fixtures_at, http, start};
+use edge_operator::api::SecretFile;
+use edge_operator::sim::{ADMIN_TOKEN_HEADER, AdminAccess, Sim, spawn_sim_with};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -312,4 +314,80 @@ async fn faults_answer_the_next_matching_requests_and_the_journal_records_them()
     assert_eq!(journal, json!([]), "admin requests are not journaled");
     let (status, _) = admin("DELETE", format!("{base}/_sim/faults"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn a_guarded_admin_api_needs_the_token_and_follows_its_file() {
+    let file = std::env::temp_dir().join(format!("edge-sim-admin-token-{}", std::process::id()));
+    std::fs::write(&file, "first-token\n").expect("token file");
+    let access = AdminAccess::Token(SecretFile::open(file.clone(), "admin token").expect("token file"));
+    let sim = spawn_sim_with(Sim::new(fixtures_at()), access)
+        .await
+        .expect("edge-sim starts");
+    let base = sim.base_url();
+    let clock = |header: Option<(&'static str, String)>| {
+        let mut request = http().get(format!("{base}/_sim/clock"));
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        async move { request.send().await.expect("request") }
+    };
+
+    let missing = clock(None).await;
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+    assert!(missing.headers().contains_key("www-authenticate"));
+    assert_eq!(
+        clock(Some(("Authorization", "Bearer wrong".into()))).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let refused = clock(Some((ADMIN_TOKEN_HEADER, "first-token-but-longer".into())))
+        .await
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        !refused.contains("first-token"),
+        "a refusal never echoes a token: {refused}"
+    );
+    assert_eq!(
+        clock(Some(("Authorization", "Bearer first-token".into())))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        clock(Some((ADMIN_TOKEN_HEADER, "first-token".into()))).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        platform_get(&base, "/shield/shield-zone/1001/access-lists")
+            .await
+            .status(),
+        StatusCode::OK,
+        "the platform API keeps its own AccessKey authentication"
+    );
+
+    // A rotated Secret replaces the mounted file: the new token is taken, the old refused.
+    std::fs::write(&file, "second-token-of-another-length").expect("token file");
+    assert_eq!(
+        clock(Some(("Authorization", "Bearer first-token".into())))
+            .await
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        clock(Some(("Authorization", "Bearer second-token-of-another-length".into())))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+
+    // A token that cannot be read refuses everyone rather than opening the API.
+    std::fs::remove_file(&file).expect("remove token file");
+    assert_eq!(
+        clock(Some(("Authorization", "Bearer second-token-of-another-length".into())))
+            .await
+            .status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }

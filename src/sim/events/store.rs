@@ -94,7 +94,7 @@ impl EventInput {
 }
 
 /// Interned values of one column, with their rank in ascending string order.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Dictionary {
     values: Vec<Arc<str>>,
     ids: HashMap<Arc<str>, u32>,
@@ -153,7 +153,7 @@ impl Dictionary {
 }
 
 /// Append-only string storage addressed by packed `(offset << 24) | len` references.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Arena {
     bytes: String,
 }
@@ -191,7 +191,7 @@ fn floor_char_boundary(s: &str, mut index: usize) -> usize {
 }
 
 /// The events of one Shield Zone.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EventStore {
     dictionaries: [Dictionary; TEXT_COLUMNS],
     timestamps: Vec<i64>,

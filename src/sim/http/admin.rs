@@ -1,25 +1,87 @@
 //! The admin API under `/_sim`: state, seeding, clock, faults and the request journal.
-//! It is not authenticated and is neither journaled nor subject to faults.
+//! It is open or guarded by a token ([`AdminAccess`]), and is neither journaled nor
+//! subject to faults.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, patch, post, put};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::respond::{bad_request, empty, json, parse_json, problem};
+use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, problem};
+use crate::api::SecretFile;
 use crate::api::models::logging::LogEntry;
 use crate::sim::always_sent;
 use crate::sim::emulator::{Fault, MAX_FAULTS, Sim};
 use crate::sim::events::EventInput;
 use crate::sim::state::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE, SimAccessList, SimDocument, merge_patch};
 
-pub fn router() -> Router<Arc<Sim>> {
+/// Who may use the admin API.
+#[derive(Debug)]
+pub enum AdminAccess {
+    /// Every client that reaches the emulator (local runs and tests).
+    Open,
+    /// Clients presenting the token in the file, as `Authorization: Bearer <token>` or,
+    /// through a proxy that keeps `Authorization` for itself (the Kubernetes apiserver's
+    /// Service proxy), as [`ADMIN_TOKEN_HEADER`].
+    Token(SecretFile),
+}
+
+/// The header that carries the admin token where `Authorization` cannot.
+pub const ADMIN_TOKEN_HEADER: &str = "X-Edge-Sim-Token";
+
+/// The token a request presents, if any.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    bearer.or_else(|| headers.get(ADMIN_TOKEN_HEADER).and_then(|v| v.to_str().ok()))
+}
+
+/// 401 unless the request presents the admin token (compared in constant time).
+async fn require_admin_token(State(access): State<Arc<AdminAccess>>, request: Request, next: Next) -> Response {
+    let AdminAccess::Token(file) = access.as_ref() else {
+        return next.run(request).await;
+    };
+    let expected = match file.current() {
+        Ok(expected) => expected,
+        Err(error) => {
+            tracing::error!(%error, "the admin token cannot be read; refusing admin requests");
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable",
+                "the admin token cannot be read",
+                None,
+            );
+        }
+    };
+    let presented = presented_token(request.headers());
+    let accepted = presented.is_some_and(|token| {
+        subtle::ConstantTimeEq::ct_eq(token.trim().as_bytes(), expected.expose().as_bytes()).into()
+    });
+    if accepted {
+        return next.run(request).await;
+    }
+    let detail = match presented {
+        Some(_) => "the admin token is not valid",
+        None => "the admin API needs a token: `Authorization: Bearer <token>` or `X-Edge-Sim-Token: <token>`",
+    };
+    let mut response = problem(StatusCode::UNAUTHORIZED, "Unauthorized", detail, None);
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"edge-sim admin\""),
+    );
+    response
+}
+
+pub fn router(access: Arc<AdminAccess>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/state", get(get_state).put(put_state))
         .route("/reset", post(reset))
@@ -34,6 +96,7 @@ pub fn router() -> Router<Arc<Sim>> {
         .route("/clock", put(set_clock).delete(real_clock).get(get_clock))
         .route("/faults", post(add_fault).delete(clear_faults).get(list_faults))
         .route("/requests", get(journal).delete(clear_journal))
+        .layer(axum::middleware::from_fn_with_state(access, require_admin_token))
 }
 
 fn not_found(what: String) -> Response {
@@ -102,20 +165,26 @@ async fn insert_events(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: B
         Ok(events) => events,
         Err(response) => return response,
     };
-    let n = events.len();
-    let mut world = sim.world_mut();
-    if world.shield_zone(id).is_none() {
-        return not_found(format!("Shield Zone {id}"));
-    }
-    let held = world.events.get(&id).map_or(0, |store| store.len());
-    if held + n > MAX_EVENTS_PER_ZONE {
-        return bad_request(
-            format!("a Shield Zone holds at most {MAX_EVENTS_PER_ZONE} events ({held} held, {n} sent)"),
-            None,
-        );
-    }
-    world.events.entry(id).or_default().insert(events);
-    inserted(n)
+    off_the_runtime(move || {
+        let n = events.len();
+        let mut world = sim.world_mut();
+        if world.shield_zone(id).is_none() {
+            return not_found(format!("Shield Zone {id}"));
+        }
+        let store = world.shield_zone_events_mut(id);
+        if store.len() + n > MAX_EVENTS_PER_ZONE {
+            return bad_request(
+                format!(
+                    "a Shield Zone holds at most {MAX_EVENTS_PER_ZONE} events ({} held, {n} sent)",
+                    store.len()
+                ),
+                None,
+            );
+        }
+        store.insert(events);
+        inserted(n)
+    })
+    .await
 }
 
 async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Bytes) -> Response {
@@ -123,28 +192,31 @@ async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Byt
         Ok(entries) => entries,
         Err(response) => return response,
     };
-    let n = entries.len();
-    let mut world = sim.world_mut();
-    if world.pull_zone(id).is_none() {
-        return not_found(format!("Pull Zone {id}"));
-    }
     for entry in &mut entries {
         entry.pull_zone_id = id;
     }
-    let oldest = sim.clock.now() - crate::sim::logs::RETENTION;
-    let logs = world.logs.entry(id).or_default();
-    logs.expire(oldest);
-    if logs.len() + n > MAX_LOGS_PER_PULL_ZONE {
-        return bad_request(
-            format!(
-                "a Pull Zone holds at most {MAX_LOGS_PER_PULL_ZONE} log entries of the retention ({} held, {n} sent)",
-                logs.len()
-            ),
-            None,
-        );
-    }
-    logs.insert(entries);
-    inserted(n)
+    off_the_runtime(move || {
+        let n = entries.len();
+        let oldest = sim.clock.now() - crate::sim::logs::RETENTION;
+        let mut world = sim.world_mut();
+        if world.pull_zone(id).is_none() {
+            return not_found(format!("Pull Zone {id}"));
+        }
+        let logs = world.pull_zone_logs_mut(id);
+        logs.expire(oldest);
+        if logs.len() + n > MAX_LOGS_PER_PULL_ZONE {
+            return bad_request(
+                format!(
+                    "a Pull Zone holds at most {MAX_LOGS_PER_PULL_ZONE} log entries of the retention ({} held, {n} sent)",
+                    logs.len()
+                ),
+                None,
+            );
+        }
+        logs.insert(entries);
+        inserted(n)
+    })
+    .await
 }
 
 /// Applies the merge patch in `body` to `target` in place, keeping it a valid `T`,

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
-use super::respond::{header_str, json};
+use super::respond::{header_str, json, off_the_runtime};
 use crate::api::models::{LoggingError, LoggingErrorBody};
 use crate::sim::emulator::Sim;
 use crate::sim::logs::{LogQuery, v1_day, v1_file};
@@ -144,13 +144,14 @@ async fn query_v2(
         let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
             .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
         let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
-        let world = sim.world();
-        Ok(json(
-            StatusCode::OK,
-            &query.execute(pull_zone_id, world.pull_zone_logs(pull_zone_id)),
-        ))
+        Ok((query, pull_zone_id, sim.world().pull_zone_logs(pull_zone_id)))
     })();
-    result.unwrap_or_else(|response: Response| response)
+    match result {
+        Ok((query, pull_zone_id, logs)) => {
+            off_the_runtime(move || json(StatusCode::OK, &query.execute(pull_zone_id, &logs))).await
+        }
+        Err(response) => response,
+    }
 }
 
 async fn day_file_v1(
@@ -172,12 +173,19 @@ async fn day_file_v1(
         let now = sim.clock.now();
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, pull_zone_id)?;
-        let world = sim.world();
-        Ok((
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            v1_file(world.pull_zone_logs(pull_zone_id), day, now),
-        )
-            .into_response())
+        Ok((day, now, sim.world().pull_zone_logs(pull_zone_id)))
     })();
-    result.unwrap_or_else(|response: Response| response)
+    match result {
+        Ok((day, now, logs)) => {
+            off_the_runtime(move || {
+                (
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    v1_file(&logs, day, now),
+                )
+                    .into_response()
+            })
+            .await
+        }
+        Err(response) => response,
+    }
 }

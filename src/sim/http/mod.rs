@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use super::emulator::Sim;
 use super::state::SimDocument;
+use admin::AdminAccess;
 use respond::problem;
 
 /// The largest request body of the platform and logging APIs (answered with 413).
@@ -29,7 +30,7 @@ pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 pub const MAX_ADMIN_REQUEST_BYTES: usize = 256 << 20;
 
 /// The whole HTTP surface: platform API, logging API, admin API.
-pub fn router(sim: &Arc<Sim>) -> Router {
+pub fn router(sim: &Arc<Sim>, admin: AdminAccess) -> Router {
     let observed = Router::new()
         .merge(platform::router(sim))
         .merge(logging::router())
@@ -45,7 +46,7 @@ pub fn router(sim: &Arc<Sim>) -> Router {
     Router::new()
         .nest(
             "/_sim",
-            admin::router().layer(DefaultBodyLimit::max(MAX_ADMIN_REQUEST_BYTES)),
+            admin::router(Arc::new(admin)).layer(DefaultBodyLimit::max(MAX_ADMIN_REQUEST_BYTES)),
         )
         .merge(observed)
         .with_state(sim.clone())
@@ -95,9 +96,10 @@ impl Drop for RunningSim {
 pub async fn serve(
     listener: TcpListener,
     sim: Arc<Sim>,
+    admin: AdminAccess,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(&sim))
+    axum::serve(listener, router(&sim, admin))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -107,14 +109,19 @@ pub async fn spawn(document: SimDocument) -> std::io::Result<RunningSim> {
     spawn_sim(Sim::new(document)).await
 }
 
-/// Starts an existing emulator on a free port of 127.0.0.1.
+/// Starts an existing emulator on a free port of 127.0.0.1, its admin API open.
 pub async fn spawn_sim(sim: Arc<Sim>) -> std::io::Result<RunningSim> {
+    spawn_sim_with(sim, AdminAccess::Open).await
+}
+
+/// Starts an existing emulator on a free port of 127.0.0.1.
+pub async fn spawn_sim_with(sim: Arc<Sim>, admin: AdminAccess) -> std::io::Result<RunningSim> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = oneshot::channel();
     let served = sim.clone();
     tokio::spawn(async move {
-        if let Err(error) = serve(listener, served, async {
+        if let Err(error) = serve(listener, served, admin, async {
             let _ = rx.await;
         })
         .await

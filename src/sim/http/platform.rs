@@ -14,7 +14,7 @@ use axum::routing::{get, patch, post};
 use crate::sim::events::{execute, validate};
 
 use super::middleware::{RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
-use super::respond::{bad_request, empty, json, parse_json, problem};
+use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, problem};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
@@ -77,22 +77,14 @@ async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, bo
         Ok(search) => search,
         Err(error) => return bad_request(error.to_string(), Some(&error.member)),
     };
-    let sim = sim.clone();
-    let answer = tokio::task::spawn_blocking(move || {
+    let store = {
         let world = sim.world();
         if world.shield_zone(zone).is_none() {
-            return Err(zone_not_found(zone));
+            return zone_not_found(zone);
         }
-        let empty_store = crate::sim::events::EventStore::default();
-        let store = world.events.get(&zone).unwrap_or(&empty_store);
-        Ok(execute(&search, store))
-    })
-    .await;
-    match answer {
-        Ok(Ok(response)) => json(StatusCode::OK, &response),
-        Ok(Err(response)) => response,
-        Err(_) => empty(StatusCode::INTERNAL_SERVER_ERROR),
-    }
+        world.shield_zone_events(zone)
+    };
+    off_the_runtime(move || json(StatusCode::OK, &execute(&search, &store))).await
 }
 
 /// A world error as the platform's answer of a Shield route.

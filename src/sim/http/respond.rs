@@ -74,3 +74,11 @@ pub fn empty(status: StatusCode) -> Response {
         .body(Body::empty())
         .unwrap_or_else(|_| status.into_response())
 }
+
+/// Runs `work` (a search, a bulk insert) on the blocking pool, off the async workers;
+/// 500 when it panics.
+pub async fn off_the_runtime(work: impl FnOnce() -> Response + Send + 'static) -> Response {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR))
+}
