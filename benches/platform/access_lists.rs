@@ -9,12 +9,15 @@ use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
 use edge_operator::controller::access_list::{converged_status, plan, resolve};
 use edge_operator::controller::status::rfc3339;
+use edge_operator::crd::SecretKeyRef;
 use edge_operator::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
 };
 use edge_operator::sim::state::{ShieldZone, SimAccessList};
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
@@ -23,6 +26,9 @@ use crate::harness::{ACCESS_KEY, Cluster, OperatorProcess, ready_waiter};
 use crate::report::Report;
 
 const SUITE: &str = "operator";
+const KIND: &str = "AccessListConfig";
+/// The Secret every object reads its access key from.
+const KEY_SECRET: &str = "bench-key";
 const ZONES: i64 = 20;
 /// Creates, PATCHes and status writes in flight at once, for the floor and the creates.
 const CLIENT_CONCURRENCY: usize = 32;
@@ -32,6 +38,9 @@ const CALLS_PER_OBJECT_TARGET: f64 = 1.05;
 const STATUS_WRITES_PER_OBJECT_TARGET: f64 = 1.1;
 /// The objects of a zone re-read together: one read per zone and resync.
 const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 1.0;
+/// Reconciles at idle ask the apiserver nothing (their Secret is cached per
+/// resourceVersion); only a watch that ends and starts again makes a request.
+const IDLE_APISERVER_REQUESTS_PER_RECONCILE_TARGET: f64 = 0.02;
 const MEMORY_TARGET_MB: f64 = 40.0;
 const LARGE_MEMORY_TARGET_MB: f64 = 120.0;
 /// Objects created and written before a floor is measured, so it does not pay for a
@@ -66,7 +75,10 @@ fn spec(index: usize) -> AccessListConfigSpec {
         action: None,
         management_policy: ManagementPolicy::Manage,
         deletion_policy: DeletionPolicy::Orphan,
-        access_key_secret_ref: None,
+        access_key_secret_ref: Some(SecretKeyRef {
+            name: KEY_SECRET.to_string(),
+            key: "accessKey".to_string(),
+        }),
     }
 }
 
@@ -79,6 +91,24 @@ fn is_in_sync(object: &AccessListConfig) -> bool {
         .status
         .as_ref()
         .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready" && c.reason == "InSync"))
+}
+
+/// A namespace of this run holding the Secret of the objects' access key.
+async fn namespace_with_key(cluster: &Cluster, purpose: &str) -> anyhow::Result<(String, Api<AccessListConfig>)> {
+    let (namespace, api) = cluster.namespace::<AccessListConfig>(purpose).await?;
+    let secret = KubeSecret {
+        metadata: ObjectMeta {
+            name: Some(KEY_SECRET.to_string()),
+            ..ObjectMeta::default()
+        },
+        string_data: Some([("accessKey".to_string(), ACCESS_KEY.to_string())].into()),
+        ..KubeSecret::default()
+    };
+    Api::<KubeSecret>::namespaced(cluster.client.clone(), &namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .context("creating the key Secret")?;
+    Ok((namespace, api))
 }
 
 async fn create_all(api: &Api<AccessListConfig>, objects: usize) -> anyhow::Result<()> {
@@ -119,9 +149,7 @@ async fn bare_client_work(
     );
     config.retry = RetryPolicy::none();
     let platform = EdgeClient::new(config)?;
-    let (_, api) = cluster
-        .namespace::<AccessListConfig>(&format!("{purpose}-{objects}"))
-        .await?;
+    let (_, api) = namespace_with_key(cluster, &format!("{purpose}-{objects}")).await?;
     let waiter = ready_waiter(api.clone(), objects, is_in_sync);
     let started = Instant::now();
     create_all(&api, objects).await?;
@@ -179,7 +207,7 @@ async fn converge(
     purpose: &str,
     objects: usize,
 ) -> anyhow::Result<(OperatorProcess, String, Duration)> {
-    let (namespace, api) = cluster.namespace::<AccessListConfig>(purpose).await?;
+    let (namespace, api) = namespace_with_key(cluster, purpose).await?;
     let resync = humantime::format_duration(settings.resync).to_string();
     let mut operator = cluster.start_operator(
         &sim.base_url(),
@@ -271,7 +299,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         writes <= STATUS_WRITES_PER_OBJECT_TARGET,
     );
 
-    idle(cluster, &sim, settings, &namespace, status_writes, report).await?;
+    idle(cluster, &sim, settings, (&namespace, &operator), status_writes, report).await?;
     operator.ensure_running()?;
     let memory = operator.peak_rss_mb()?;
     report.check_at_scale(
@@ -305,26 +333,6 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
     Ok(())
 }
 
-/// A free port of 127.0.0.1 for an operator's metrics.
-fn free_port() -> anyhow::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
-}
-
-/// AccessListConfig reconciles the operator listening on `port` has finished.
-async fn reconciles(port: u16) -> Option<f64> {
-    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find(|l| l.starts_with("edge_operator_reconciles_total{") && l.contains("kind=\"AccessListConfig\""))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 /// A new operator, with the default resync, on `objects` converged objects (the
 /// previous one stopped): the time until each has been reconciled once, platform
 /// calls, status writes and memory.
@@ -335,24 +343,16 @@ async fn start_up(
     objects: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let port = free_port()?;
     let status_writes_before = cluster.status_writes(namespace)?;
     sim.sim.clear_journal();
     let started = Instant::now();
     let mut operator = cluster.start_operator(
         &sim.base_url(),
         namespace,
-        &[
-            "--platform-rate",
-            "0",
-            "--concurrency",
-            "32",
-            "--metrics-addr",
-            &format!("127.0.0.1:{port}"),
-        ],
+        &["--platform-rate", "0", "--concurrency", "32"],
     )?;
     let deadline = started + Duration::from_secs(30) + Duration::from_millis(10 * objects as u64);
-    while reconciles(port).await.unwrap_or(0.0) < objects as f64 {
+    while operator.reconciles(KIND).await.unwrap_or(0.0) < objects as f64 {
         operator.ensure_running()?;
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -387,18 +387,21 @@ async fn start_up(
     Ok(())
 }
 
-/// Converged objects left alone for `settings.idle`: nothing may be written, and the
-/// platform is read only on the resync schedule.
+/// Converged objects left alone for `settings.idle`: nothing may be written, the
+/// platform is read only on the resync schedule, and the apiserver is not asked again
+/// for what the watches already said (the Secret above all).
 async fn idle(
     cluster: &Cluster,
     sim: &RunningSim,
     settings: &Settings,
-    namespace: &str,
+    (namespace, operator): (&str, &OperatorProcess),
     status_writes_before: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     sim.sim.clear_journal();
+    let (from, reconciles_before) = (chrono::Utc::now(), operator.reconciles(KIND).await);
     tokio::time::sleep(settings.idle).await;
+    let (to, reconciles_after) = (chrono::Utc::now(), operator.reconciles(KIND).await);
     let journal = sim.sim.journal();
     let status_writes = cluster.status_writes(namespace)?.saturating_sub(status_writes_before);
     let platform_writes = journal.iter().filter(|e| e.method != "GET").count();
@@ -419,6 +422,27 @@ async fn idle(
         format!("{reads_per_zone:.2} ({reads} reads)"),
         &format!("<= {IDLE_READS_PER_ZONE_AND_RESYNC_TARGET}"),
         reads > 0 && reads_per_zone <= IDLE_READS_PER_ZONE_AND_RESYNC_TARGET,
+    );
+    let reconciles = reconciles_after.zip(reconciles_before).map_or(0.0, |(a, b)| a - b);
+    let requests = cluster.operator_requests(from, to)?;
+    let per_reconcile = requests.len() as f64 / reconciles.max(1.0);
+    let mut kinds: Vec<String> = requests.clone();
+    kinds.sort_unstable();
+    kinds.dedup();
+    report.check(
+        SUITE,
+        &format!(
+            "{label}: apiserver requests per reconcile ({} requests: {}; {reconciles:.0} reconciles)",
+            requests.len(),
+            if kinds.is_empty() {
+                "none".to_string()
+            } else {
+                kinds.join(", ")
+            }
+        ),
+        format!("{per_reconcile:.3}"),
+        &format!("<= {IDLE_APISERVER_REQUESTS_PER_RECONCILE_TARGET}"),
+        reconciles > 0.0 && per_reconcile <= IDLE_APISERVER_REQUESTS_PER_RECONCILE_TARGET,
     );
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! What the operator scenarios share: the operator as a process, namespaces, readiness
-//! by watch, status writes from the apiserver's audit log.
+//! by watch, status writes and the operator's requests from the apiserver's audit log.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use edge_operator::controller::metrics::proc_status_kb;
+use edge_operator::controller::runtime::KUBE_USER_AGENT;
 use edge_operator::sim::state::PullZone;
 use edge_operator::sim::{Sim, SimDocument};
 use serde_json::json;
@@ -119,22 +120,30 @@ impl Cluster {
         Ok(self.status_write_times(namespace)?.values().map(Vec::len).sum())
     }
 
+    /// Completed requests of the audit log whose line contains `marker`.
+    fn completed_requests(&self, marker: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+        let log = std::fs::read_to_string(&self.audit_log)
+            .with_context(|| format!("reading the audit log {}", self.audit_log.display()))?;
+        Ok(log
+            .lines()
+            .filter(|line| line.contains(marker))
+            // The apiserver may be writing the last line as it is read.
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|event| event["stage"] == "ResponseComplete")
+            .collect())
+    }
+
     /// When the apiserver completed each status write to an object of `namespace`, by
     /// object name, in order.
     pub fn status_write_times(
         &self,
         namespace: &str,
     ) -> anyhow::Result<std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>>> {
-        let log = std::fs::read_to_string(&self.audit_log)
-            .with_context(|| format!("reading the audit log {}", self.audit_log.display()))?;
         let mut writes: std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>> = Default::default();
-        for line in log.lines().filter(|l| l.contains("\"subresource\":\"status\"")) {
-            // The apiserver may be writing the last line as it is read.
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
+        for event in self.completed_requests("\"subresource\":\"status\"")? {
             let object = &event["objectRef"];
-            if event["stage"] != "ResponseComplete" || object["namespace"] != namespace {
+            let is_write = matches!(event["verb"].as_str(), Some("patch" | "update"));
+            if !is_write || object["namespace"] != namespace {
                 continue;
             }
             let (Some(name), Some(at)) = (object["name"].as_str(), event["stageTimestamp"].as_str()) else {
@@ -147,17 +156,44 @@ impl Cluster {
         Ok(writes)
     }
 
-    /// Starts the operator on `namespace` against the emulator at `api_url`.
+    /// The operator's requests to the apiserver received within `[from, to)`, as
+    /// `verb resource` (watches included: a re-established watch is a request).
+    pub fn operator_requests(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut requests = Vec::new();
+        for event in self.completed_requests(KUBE_USER_AGENT)? {
+            if event["userAgent"] != KUBE_USER_AGENT {
+                continue;
+            }
+            let Some(received) = event["requestReceivedTimestamp"].as_str() else {
+                continue;
+            };
+            let received: chrono::DateTime<chrono::Utc> =
+                received.parse().with_context(|| format!("audit time {received}"))?;
+            if received >= from && received < to {
+                let object = &event["objectRef"];
+                let resource = match object["subresource"].as_str() {
+                    Some(sub) => format!("{}/{sub}", object["resource"].as_str().unwrap_or("?")),
+                    None => object["resource"].as_str().unwrap_or("?").to_string(),
+                };
+                requests.push(format!("{} {resource}", event["verb"].as_str().unwrap_or("?")));
+            }
+        }
+        Ok(requests)
+    }
+
+    /// Starts the operator on `namespace` against the emulator at `api_url`, its
+    /// metrics on a free port of 127.0.0.1.
     pub fn start_operator(&self, api_url: &str, namespace: &str, extra: &[&str]) -> anyhow::Result<OperatorProcess> {
         let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));
         std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
+        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let child = Command::new(&self.operator_bin)
             .args(["run", "--api-url", api_url, "--namespace", namespace])
-            .args(if extra.contains(&"--metrics-addr") {
-                &[][..]
-            } else {
-                &["--metrics-addr", "127.0.0.1:0"][..]
-            })
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
             .arg("--access-key-file")
             .arg(&key_file)
             .args(["--default-key-namespaces", namespace])
@@ -166,7 +202,11 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("starting {}", self.operator_bin.display()))?;
-        Ok(OperatorProcess { child, key_file })
+        Ok(OperatorProcess {
+            child,
+            key_file,
+            metrics_port,
+        })
     }
 }
 
@@ -174,9 +214,25 @@ impl Cluster {
 pub struct OperatorProcess {
     child: Child,
     key_file: PathBuf,
+    metrics_port: u16,
 }
 
 impl OperatorProcess {
+    /// Reconciles of `kind` the operator has finished (none when its metrics do not answer).
+    pub async fn reconciles(&self, kind: &str) -> Option<f64> {
+        let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        let label = format!("kind=\"{kind}\"");
+        text.lines()
+            .find(|l| l.starts_with("edge_operator_reconciles_total{") && l.contains(&label))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
     /// Peak resident memory so far (VmHWM), in MB.
     pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
         proc_status_kb(&self.child.id().to_string(), "VmHWM")

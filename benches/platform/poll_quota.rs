@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use edge_operator::crd::AccessListConfig;
 use edge_operator::crd::ContainerAppWatch;
-use edge_operator::sim::state::ShieldZone;
-use edge_operator::sim::{SimDocument, spawn};
+use edge_operator::sim::state::{ShieldZone, SimAccessList};
+use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::api::PostParams;
 use serde_json::json;
@@ -23,6 +24,12 @@ const SHIELD_ZONE: i64 = 1001;
 /// Requests per poll: the app, the rate-limit rules, two event searches.
 const REQUESTS_PER_POLL: f64 = 4.0;
 const ON_TIME_P99: Duration = Duration::from_secs(5);
+/// The access list changed while the polls saturate the quota.
+const CONFIGURATION: i64 = 9101;
+/// Spec changes whose PATCH is timed.
+const CHANGES: usize = 5;
+/// A change waits for the changes before it and at most one poll, never the poll queue.
+const PATCH_LATENCY_TARGET: Duration = Duration::from_secs(1);
 
 fn document(watches: usize) -> SimDocument {
     SimDocument {
@@ -30,7 +37,7 @@ fn document(watches: usize) -> SimDocument {
         shield_zones: vec![ShieldZone {
             id: SHIELD_ZONE,
             pull_zone_id: None,
-            access_lists: Vec::new(),
+            access_lists: vec![SimAccessList::new(CONFIGURATION, "bench-list", false, 0)],
             rate_limits: Vec::new(),
         }],
         apps: (0..watches)
@@ -84,11 +91,75 @@ struct Polls {
     /// for the time a reconcile takes) after the start-up, whose polls may still turn
     /// late and on time again.
     most_writes_per_refresh: usize,
+    /// From each access-list spec change to its PATCH reaching the platform, sorted.
+    patch_latencies: Vec<Duration>,
+}
+
+/// When each ContainerAppWatch's status was written (the timed access list left out).
+fn watch_status_writes(
+    cluster: &Cluster,
+    namespace: &str,
+) -> anyhow::Result<HashMap<String, Vec<chrono::DateTime<chrono::Utc>>>> {
+    let mut writes = cluster.status_write_times(namespace)?;
+    writes.retain(|name, _| name.starts_with("poll-"));
+    Ok(writes)
+}
+
+/// PATCHes of the timed configuration the platform answered so far, with their times.
+fn patch_times(sim: &RunningSim) -> Vec<i64> {
+    let path = format!("/configurations/{CONFIGURATION}");
+    sim.sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == "PATCH" && e.path.ends_with(&path))
+        .map(|e| e.time_ms)
+        .collect()
+}
+
+/// Changes an AccessListConfig [`CHANGES`] times (created enabled, then toggled) and
+/// answers how long each took to reach the platform as a PATCH.
+async fn time_patches(cluster: &Cluster, namespace: &str, sim: &RunningSim) -> anyhow::Result<Vec<Duration>> {
+    let api: kube::Api<AccessListConfig> = kube::Api::namespaced(cluster.client.clone(), namespace);
+    let mut latencies = Vec::new();
+    for change in 0..CHANGES {
+        let object: AccessListConfig = serde_json::from_value(json!({
+            "apiVersion": "edgeplatform.io/v1alpha1",
+            "kind": "AccessListConfig",
+            "metadata": {"name": "patch-latency"},
+            "spec": {"shieldZoneId": SHIELD_ZONE, "configurationId": CONFIGURATION, "enabled": change % 2 == 0},
+        }))?;
+        let seen = patch_times(sim).len();
+        let changed_at = chrono::Utc::now().timestamp_millis();
+        api.patch(
+            "patch-latency",
+            &kube::api::PatchParams::apply("edge-bench").force(),
+            &kube::api::Patch::Apply(&object),
+        )
+        .await
+        .context("changing the AccessListConfig")?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let patched_at = loop {
+            if let Some(at) = patch_times(sim).get(seen) {
+                break *at;
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "change {change} did not reach the platform within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        latencies.push(Duration::from_millis(
+            u64::try_from(patched_at - changed_at).unwrap_or_default(),
+        ));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    latencies.sort_unstable();
+    Ok(latencies)
 }
 
 /// Runs `watches` watches every `interval` under `quota` requests/s, their status
 /// refreshed every `status_refresh`: through the start-up burst, then for `measured`
-/// more.
+/// more, in which an access list is changed and its PATCHes timed.
 async fn run_with_quota(
     cluster: &Cluster,
     watches: usize,
@@ -125,15 +196,24 @@ async fn run_with_quota(
         .await?;
     let start_up = start_up(watches, interval, quota);
     tokio::time::sleep(start_up).await;
-    let writes_at_start_up = cluster.status_writes(&namespace)?;
-    tokio::time::sleep(measured).await;
+    let writes_at_start_up = watch_status_writes(cluster, &namespace)?
+        .values()
+        .map(Vec::len)
+        .sum::<usize>();
+    let measured_until = tokio::time::Instant::now() + measured;
+    let patch_latencies = time_patches(cluster, &namespace, &sim).await?;
+    tokio::time::sleep_until(measured_until).await;
     operator.ensure_running()?;
-    let status_writes = cluster.status_writes(&namespace)?.saturating_sub(writes_at_start_up);
+    let status_writes_by_watch = watch_status_writes(cluster, &namespace)?;
+    let status_writes = status_writes_by_watch
+        .values()
+        .map(Vec::len)
+        .sum::<usize>()
+        .saturating_sub(writes_at_start_up);
     let window = chrono::Duration::from_std(status_refresh.saturating_sub(Duration::from_secs(1)))?;
     let measured_from_time =
         chrono::DateTime::from_timestamp_millis(started).unwrap_or_default() + chrono::Duration::from_std(start_up)?;
-    let most_writes_per_refresh = cluster
-        .status_write_times(&namespace)?
+    let most_writes_per_refresh = status_writes_by_watch
         .values()
         .flat_map(|times| {
             let measured: Vec<chrono::DateTime<chrono::Utc>> =
@@ -196,6 +276,7 @@ async fn run_with_quota(
         late_in_status,
         status_writes,
         most_writes_per_refresh,
+        patch_latencies,
     })
 }
 
@@ -231,6 +312,15 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         format!("{:.1} s", p99.as_secs_f64()),
         &format!("<= {} s", ON_TIME_P99.as_secs()),
         !polls.lags.is_empty() && p99 <= ON_TIME_P99,
+    );
+    report.info(
+        SUITE,
+        &format!("{label}, quota {sufficient}/s: PATCH latency, median / max of {CHANGES} changes"),
+        format!(
+            "{:.2} s / {:.2} s",
+            quantile(&polls.patch_latencies, 0.5).as_secs_f64(),
+            polls.patch_latencies.last().copied().unwrap_or_default().as_secs_f64()
+        ),
     );
     report.info(
         SUITE,
@@ -278,6 +368,20 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         polls.starved.to_string(),
         "0",
         polls.starved == 0,
+    );
+    report.check(
+        SUITE,
+        &format!(
+            "{label}, quota {short}/s: PATCH latency while the polls saturate the quota, median / max of {CHANGES} changes"
+        ),
+        format!(
+            "{:.2} s / {:.2} s",
+            quantile(&polls.patch_latencies, 0.5).as_secs_f64(),
+            polls.patch_latencies.last().copied().unwrap_or_default().as_secs_f64()
+        ),
+        &format!("max <= {} s", PATCH_LATENCY_TARGET.as_secs()),
+        polls.patch_latencies.len() == CHANGES
+            && polls.patch_latencies.last().is_some_and(|max| *max <= PATCH_LATENCY_TARGET),
     );
     report.check(
         SUITE,

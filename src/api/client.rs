@@ -45,6 +45,19 @@ impl Operation {
     pub fn is_write(self) -> bool {
         matches!(self, Operation::UpdateAccessList | Operation::CompleteCertificate)
     }
+
+    /// The quota line of the operation: the access-list reads that precede a PATCH or
+    /// a restore go with the writes, ahead of the observe-only polls.
+    pub fn lane(self) -> Lane {
+        match self {
+            Operation::ListAccessLists | Operation::UpdateAccessList | Operation::CompleteCertificate => Lane::Change,
+            Operation::SearchEvents
+            | Operation::ListRateLimits
+            | Operation::GetApp
+            | Operation::QueryLogs
+            | Operation::GetLogFile => Lane::Poll,
+        }
+    }
 }
 
 /// Outcome class of one HTTP exchange: `2xx`..`5xx`, or `error` when no answer came.
@@ -203,9 +216,8 @@ impl EdgeClient {
     }
 
     async fn attempt(&self, operation: Operation, api: Api, request: RequestBuilder) -> Result<Response, ApiError> {
-        let lane = if operation.is_write() { Lane::Write } else { Lane::Read };
         if let Some(global) = &self.shared.global_limiter {
-            global.until_ready(lane).await;
+            global.until_ready(operation.lane()).await;
         }
         if let Api::Logging { pull_zone_id } = api {
             self.shared.logging_limiter.until_ready(pull_zone_id).await;

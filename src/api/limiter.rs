@@ -88,19 +88,20 @@ impl KeyedLimiter {
 /// Which line a request waits in for the shared quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
-    /// Changes to the platform: served before any read that has not started waiting.
-    Write,
-    /// Observe-only reads and polls, first come first served among themselves.
-    Read,
+    /// The reads and writes of work that changes the platform (access lists, restores,
+    /// certificates): served before any poll that has not started waiting.
+    Change,
+    /// Observe-only polls, first come first served among themselves.
+    Poll,
 }
 
-/// One limiter for everything. Writes go before reads: reads first wait in a line of
-/// their own, so at most one read is ever queued for the quota, and a write waits for
-/// the writes before it and that one read, however many reads are waiting.
+/// One limiter for everything. Changes go before polls: polls first wait in a line of
+/// their own, so at most one poll is ever queued for the quota, and a change waits for
+/// the changes before it and that one poll, however many polls are waiting.
 pub struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
-    reads: Mutex<()>,
+    polls: Mutex<()>,
 }
 
 impl DirectLimiter {
@@ -108,16 +109,16 @@ impl DirectLimiter {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
-            reads: Mutex::default(),
+            polls: Mutex::default(),
         }
     }
 
     /// Waits until one more request may go in `lane`; returns how long it waited.
     pub async fn until_ready(&self, lane: Lane) -> Duration {
         let started = tokio::time::Instant::now();
-        let _read_line = match lane {
-            Lane::Read => Some(self.reads.lock().await),
-            Lane::Write => None,
+        let _poll_line = match lane {
+            Lane::Poll => Some(self.polls.lock().await),
+            Lane::Change => None,
         };
         in_turn(&self.turn, || self.gcra.check()).await;
         started.elapsed()
@@ -158,24 +159,24 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_write_overtakes_every_waiting_read() {
+    async fn a_change_overtakes_every_waiting_poll() {
         let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
             std::num::NonZeroU32::new(10).expect("non-zero"),
         )));
-        let reads: Vec<_> = (0..1_000)
+        let polls: Vec<_> = (0..1_000)
             .map(|_| {
                 let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(Lane::Read).await })
+                tokio::spawn(async move { limiter.until_ready(Lane::Poll).await })
             })
             .collect();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let waited = limiter.until_ready(Lane::Write).await;
+        let waited = limiter.until_ready(Lane::Change).await;
         assert!(
             waited <= Duration::from_millis(200),
-            "a write behind 1,000 reads at 10/s waited {waited:?}"
+            "a change behind 1,000 polls at 10/s waited {waited:?}"
         );
-        for read in reads {
-            read.abort();
+        for poll in polls {
+            poll.abort();
         }
     }
 

@@ -93,6 +93,9 @@ pub struct LeaderElection {
     pub lease_duration: Duration,
 }
 
+/// The `User-Agent` of the operator's requests to the apiserver.
+pub const KUBE_USER_AGENT: &str = concat!("edge-operator/", env!("CARGO_PKG_VERSION"));
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("Kubernetes client: {0}")]
@@ -381,7 +384,13 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         .map(DefaultKey::file)
         .transpose()
         .map_err(RunError::AccessKey)?;
-    let kube_client = kube::Client::try_default().await?;
+    let mut kube_config = kube::Config::infer().await?;
+    // Names the operator in the apiserver's audit log and metrics.
+    kube_config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(KUBE_USER_AGENT),
+    ));
+    let kube_client = kube::Client::try_from(kube_config)?;
     let metrics = Arc::new(Metrics::default());
     let mut platform_config = ClientConfig::new(
         config.api_url.clone(),
