@@ -421,15 +421,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     assert!(ok, "the finalizer is removed with the granted verbs: {err}");
 
     let as_operator = format!("--as={service_account}");
-    let can_i = |verb: &str, resource: &str, scope: &str| {
-        let mut args = vec!["auth", "can-i", verb, resource, &as_operator];
-        match scope {
-            "*" => args.push("--all-namespaces"),
-            namespace => args.extend(["-n", namespace]),
-        }
-        let (_, answer, _) = cluster().kubectl(&args, None);
-        answer.trim() == "yes"
-    };
+    let can_i = |verb: &str, resource: &str, scope: &str| cluster().can_i(&service_account, verb, resource, scope);
     let served = namespace.name.as_str();
     for (verb, resource, scope, granted) in [
         ("get", "secrets", served, true),

@@ -161,6 +161,19 @@ impl Cluster {
     }
 
     /// Runs kubectl against this cluster, returning (success, stdout, stderr).
+    /// Whether `user` may `verb` `resource` in `scope` (a namespace, or `*` for all),
+    /// as the apiserver's RBAC answers `kubectl auth can-i`.
+    pub fn can_i(&self, user: &str, verb: &str, resource: &str, scope: &str) -> bool {
+        let as_user = format!("--as={user}");
+        let mut args = vec!["auth", "can-i", verb, resource, as_user.as_str()];
+        match scope {
+            "*" => args.push("--all-namespaces"),
+            namespace => args.extend(["-n", namespace]),
+        }
+        let (_, answer, _) = self.kubectl(&args, None);
+        answer.trim() == "yes"
+    }
+
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
         use std::io::Write;
         let mut child = Command::new(k8s_bin_dir().join("kubectl"))
