@@ -218,7 +218,8 @@ pub struct OperatorProcess {
 }
 
 impl OperatorProcess {
-    /// Reconciles of `kind` the operator has finished (none when its metrics do not answer).
+    /// Reconciles of `kind` the operator has finished, whatever their result (none when
+    /// its metrics do not answer).
     pub async fn reconciles(&self, kind: &str) -> Option<f64> {
         let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
             .await
@@ -228,9 +229,9 @@ impl OperatorProcess {
             .ok()?;
         let label = format!("kind=\"{kind}\"");
         text.lines()
-            .find(|l| l.starts_with("edge_operator_reconciles_total{") && l.contains(&label))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
+            .filter(|l| l.starts_with("edge_operator_reconciles_total{") && l.contains(&label))
+            .map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum()
     }
 
     /// Peak resident memory so far (VmHWM), in MB.

@@ -2,7 +2,7 @@
 # Builds the local control-plane binaries from Go modules into a cache outside the
 # clone, keyed by version, only when missing:
 #   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
-#   helm (go install)
+#   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict, for the tests)
 # With --node, also the node's binaries: kubelet, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
@@ -77,11 +77,18 @@ if [ "${1:-}" = "--node" ]; then
   build_tool kube-proxy k8s.io/kubernetes/cmd/kube-proxy
 fi
 
-if [ ! -x "$K8S_BIN_DIR/helm" ]; then
+# The flags of helm's own release build: its version, and the Kubernetes version that
+# `helm template` and `helm lint` assume without a cluster (that of its client-go,
+# v0.37 -> 1.37); without them it assumes 1.20 and refuses charts with a kubeVersion.
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
+for package in pkg/lint/rules pkg/chartutil; do
+  helm_ldflags+=" -X helm.sh/helm/v3/$package.k8sVersionMajor=1 -X helm.sh/helm/v3/$package.k8sVersionMinor=${HELM_K8S_MINOR}"
+done
+if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/null)" != "$helm_ldflags" ]; then
   log "building helm ${HELM_VERSION} ..."
   start=$SECONDS
-  GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
-    "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+  GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+  printf '%s' "$helm_ldflags" >"$K8S_BIN_DIR/helm.ldflags"
   log "built helm in $((SECONDS - start))s"
 fi
 
@@ -95,6 +102,16 @@ if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null)" != "$kstatus_sum" ]; then
   (cd "$kstatus_src" && go build -trimpath -ldflags "-s -w" -o "$K8S_BIN_DIR/kstatus" .)
   echo "$kstatus_sum" >"$K8S_BIN_DIR/kstatus.sum"
   log "built kstatus in $((SECONDS - start))s"
+fi
+
+# promtool: checks and unit-tests the chart's alerting rules.
+if [ ! -x "$K8S_BIN_DIR/promtool" ] || [ "$(cat "$K8S_BIN_DIR/promtool.version" 2>/dev/null)" != "$PROMETHEUS_MODULE_VERSION" ]; then
+  log "building promtool (github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}) ..."
+  start=$SECONDS
+  GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "-s -w" \
+    "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_MODULE_VERSION}"
+  echo "$PROMETHEUS_MODULE_VERSION" >"$K8S_BIN_DIR/promtool.version"
+  log "built promtool in $((SECONDS - start))s"
 fi
 
 echo "$K8S_BIN_DIR"

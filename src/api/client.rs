@@ -74,7 +74,35 @@ pub fn status_class(status: Option<u16>) -> &'static str {
 
 /// Sees every HTTP exchange (retries included): the metrics hook.
 pub trait RequestObserver: Send + Sync {
+    /// One exchange, timed from sending to the answer's headers.
     fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
+
+    /// A request starts (`true`) or stops (`false`) waiting for the shared quota.
+    fn quota_wait(&self, _lane: Lane, _waiting: bool) {}
+}
+
+/// Reports a request waiting for the shared quota until dropped, so a request
+/// cancelled while it waits stops counting too.
+struct QuotaWait<'a> {
+    observer: Option<&'a dyn RequestObserver>,
+    lane: Lane,
+}
+
+impl<'a> QuotaWait<'a> {
+    fn start(observer: Option<&'a dyn RequestObserver>, lane: Lane) -> Self {
+        if let Some(observer) = observer {
+            observer.quota_wait(lane, true);
+        }
+        Self { observer, lane }
+    }
+}
+
+impl Drop for QuotaWait<'_> {
+    fn drop(&mut self) {
+        if let Some(observer) = self.observer {
+            observer.quota_wait(self.lane, false);
+        }
+    }
 }
 
 /// Decides, immediately before each write is sent, whether this process may still
@@ -217,7 +245,9 @@ impl EdgeClient {
 
     async fn attempt(&self, operation: Operation, api: Api, request: RequestBuilder) -> Result<Response, ApiError> {
         if let Some(global) = &self.shared.global_limiter {
-            global.until_ready(operation.lane()).await;
+            let lane = operation.lane();
+            let _waiting = QuotaWait::start(self.shared.hooks.observer.as_deref(), lane);
+            global.until_ready(lane).await;
         }
         if let Api::Logging { pull_zone_id } = api {
             self.shared.logging_limiter.until_ready(pull_zone_id).await;

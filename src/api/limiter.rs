@@ -95,6 +95,15 @@ pub enum Lane {
     Poll,
 }
 
+impl Lane {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Change => "change",
+            Lane::Poll => "poll",
+        }
+    }
+}
+
 /// One limiter for everything. Changes go before polls: polls first wait in a line of
 /// their own, so at most one poll is ever queued for the quota, and a change waits for
 /// the changes before it and that one poll, however many polls are waiting.

@@ -1,5 +1,7 @@
-//! Prometheus metrics of the operator: reconciles by kind, errors by reason, durations,
-//! outbound platform requests by operation and status class, per-object conditions.
+//! Prometheus metrics of the operator: reconciles by kind and result, errors by reason,
+//! durations, platform requests and their latency by operation and status class,
+//! requests waiting for the quota, per-object conditions, leadership, build and the
+//! standard process metrics.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,12 +15,30 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::conditions::{ConditionType, Reason};
+use super::process_metrics::ProcessCollector;
+use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    kind: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LaneLabels {
+    lane: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,10 +53,12 @@ struct RequestLabels {
     status_class: &'static str,
 }
 
+/// The object's namespace is `object_namespace`, so that it never clashes with the
+/// `namespace` label a scrape gives the operator's own Pod.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ConditionLabels {
     kind: &'static str,
-    namespace: String,
+    object_namespace: String,
     name: String,
     #[prometheus(flatten)]
     state: ConditionState,
@@ -51,14 +73,16 @@ struct ConditionState {
 
 pub struct Metrics {
     registry: Registry,
-    reconciles: Family<KindLabels, Counter>,
+    reconciles: Family<ReconcileLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     durations: Family<KindLabels, Histogram>,
     requests: Family<RequestLabels, Counter>,
+    request_durations: Family<RequestLabels, Histogram>,
+    quota_waiting: Family<LaneLabels, Gauge>,
     conditions: Family<ConditionLabels, Gauge>,
     status_writes: Family<KindLabels, Counter>,
     poll_lag: Family<KindLabels, Histogram>,
-    resident_memory: Gauge,
+    leader: Gauge,
     published: Mutex<HashMap<ConditionKey, ConditionState>>,
 }
 
@@ -67,19 +91,36 @@ type ConditionKey = (&'static str, String, String, String);
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("edge_operator");
-        let reconciles = Family::<KindLabels, Counter>::default();
+        let mut root = Registry::default();
+        root.register_collector(Box::new(ProcessCollector));
+        let registry = root.sub_registry_with_prefix("edge_operator");
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
         let durations = Family::<KindLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.001, 2.0, 16))
         });
         let requests = Family::<RequestLabels, Counter>::default();
+        let request_durations = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.005, 2.0, 14))
+        });
+        let quota_waiting = Family::<LaneLabels, Gauge>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
         let status_writes = Family::<KindLabels, Counter>::default();
         let poll_lag = Family::<KindLabels, Histogram>::new_with_constructor(|| {
             Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
         });
-        registry.register("reconciles", "Reconciles by kind", reconciles.clone());
+        let leader = Gauge::default();
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(
+            "reconciles",
+            "Reconciles by kind and result (success or error)",
+            reconciles.clone(),
+        );
         registry.register(
             "reconcile_errors",
             "Failed reconciles by kind and reason",
@@ -96,6 +137,16 @@ impl Default for Metrics {
             requests.clone(),
         );
         registry.register(
+            "platform_request_duration_seconds",
+            "Time from sending a request to the Edge Platform API to its answer's headers, by operation and status class",
+            request_durations.clone(),
+        );
+        registry.register(
+            "platform_quota_waiting",
+            "Requests waiting for the shared platform quota (--platform-rate), by lane",
+            quota_waiting.clone(),
+        );
+        registry.register(
             "condition",
             "1 for each object's current condition status and reason",
             conditions.clone(),
@@ -110,22 +161,24 @@ impl Default for Metrics {
             "How long after its due time each poll of an observe-only object started",
             poll_lag.clone(),
         );
-        let resident_memory = Gauge::default();
         registry.register(
-            "resident_memory_bytes",
-            "Resident set size of the operator process (VmRSS), read at each scrape",
-            resident_memory.clone(),
+            "leader",
+            "1 while this process may act (it holds the leader Lease, or runs without election)",
+            leader.clone(),
         );
+        registry.register("build_info", "The operator's version; always 1", build);
         Self {
-            registry,
+            registry: root,
             reconciles,
             errors,
             durations,
             requests,
+            request_durations,
+            quota_waiting,
             conditions,
             status_writes,
             poll_lag,
-            resident_memory,
+            leader,
             published: Mutex::default(),
         }
     }
@@ -133,9 +186,16 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<Reason>) {
-        let labels = KindLabels { kind: kind.to_string() };
-        self.reconciles.get_or_create(&labels).inc();
-        self.durations.get_or_create(&labels).observe(elapsed.as_secs_f64());
+        let result = if error_reason.is_some() { "error" } else { "success" };
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                kind: kind.to_string(),
+                result,
+            })
+            .inc();
+        self.durations
+            .get_or_create(&KindLabels { kind: kind.to_string() })
+            .observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
             let kind = kind.to_string();
             let reason = reason.as_str();
@@ -147,6 +207,11 @@ impl Metrics {
         self.status_writes
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .inc();
+    }
+
+    /// Whether this process may act now (read at each scrape).
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
     }
 
     pub fn polled(&self, kind: &str, late: Duration) {
@@ -172,7 +237,7 @@ impl Metrics {
             if let Some(state) = published.remove(&key) {
                 self.conditions.remove(&ConditionLabels {
                     kind,
-                    namespace: namespace.to_string(),
+                    object_namespace: namespace.to_string(),
                     name: name.to_string(),
                     state,
                 });
@@ -192,7 +257,7 @@ impl Metrics {
             };
             let labels = |state: ConditionState| ConditionLabels {
                 kind,
-                namespace: namespace.to_string(),
+                object_namespace: namespace.to_string(),
                 name: name.to_string(),
                 state,
             };
@@ -213,7 +278,7 @@ impl Metrics {
             if gone {
                 self.conditions.remove(&ConditionLabels {
                     kind,
-                    namespace: namespace.to_string(),
+                    object_namespace: namespace.to_string(),
                     name: name.to_string(),
                     state: state.clone(),
                 });
@@ -224,9 +289,6 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
-        if let Some(bytes) = proc_status_kb("self", "VmRSS").and_then(|kb| i64::try_from(kb * 1024).ok()) {
-            self.resident_memory.set(bytes);
-        }
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::error!(%error, "cannot encode metrics");
@@ -248,13 +310,24 @@ fn status_field_kb(status: &str, field: &str) -> Option<u64> {
 }
 
 impl RequestObserver for Metrics {
-    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
-        self.requests
-            .get_or_create(&RequestLabels {
-                operation: operation.as_str(),
-                status_class,
-            })
-            .inc();
+    fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration) {
+        let labels = RequestLabels {
+            operation: operation.as_str(),
+            status_class,
+        };
+        self.requests.get_or_create(&labels).inc();
+        self.request_durations
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    fn quota_wait(&self, lane: Lane, waiting: bool) {
+        let gauge = self.quota_waiting.get_or_create(&LaneLabels { lane: lane.as_str() });
+        if waiting {
+            gauge.inc();
+        } else {
+            gauge.dec();
+        }
     }
 }
 
@@ -264,18 +337,82 @@ mod tests {
     use crate::controller::conditions::{ConditionType, Decided, merge};
 
     #[test]
-    fn resident_memory_is_read_from_the_status_file_and_exposed() {
+    fn a_status_file_field_is_read_in_kilobytes() {
         let status = "Name:\tedge-operator\nVmHWM:\t   16000 kB\nVmRSS:\t   15316 kB\nThreads:\t4\n";
         assert_eq!(status_field_kb(status, "VmRSS"), Some(15316));
         assert_eq!(status_field_kb(status, "VmHWM"), Some(16000));
         assert_eq!(status_field_kb("VmRSS: lots\n", "VmRSS"), None);
         assert_eq!(status_field_kb("Name: x\n", "VmRSS"), None);
-        let text = Metrics::default().encode();
-        let exposed = text
-            .lines()
-            .find_map(|l| l.strip_prefix("edge_operator_resident_memory_bytes "))
-            .and_then(|v| v.parse::<i64>().ok());
-        assert!(exposed.is_some_and(|bytes| bytes > 0), "{text}");
+    }
+
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[test]
+    fn the_standard_process_metrics_build_and_leadership_are_exposed() {
+        let metrics = Metrics::default();
+        metrics.set_leader(true);
+        let text = metrics.encode();
+        for series in [
+            "process_resident_memory_bytes",
+            "process_virtual_memory_bytes",
+            "process_start_time_seconds",
+            "process_open_fds",
+            "process_max_fds",
+        ] {
+            assert!(sample(&text, series).is_some_and(|v| v > 0.0), "{series}: {text}");
+        }
+        assert!(sample(&text, "process_cpu_seconds_total").is_some(), "{text}");
+        assert_eq!(
+            sample(
+                &text,
+                &format!("edge_operator_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"))
+            ),
+            Some(1.0)
+        );
+        assert_eq!(sample(&text, "edge_operator_leader"), Some(1.0));
+        metrics.set_leader(false);
+        assert_eq!(sample(&metrics.encode(), "edge_operator_leader"), Some(0.0));
+    }
+
+    #[test]
+    fn reconciles_count_by_result_and_requests_by_latency_and_quota_wait() {
+        let metrics = Metrics::default();
+        metrics.reconciled("AccessListConfig", Duration::from_millis(2), None);
+        metrics.reconciled("AccessListConfig", Duration::from_millis(2), Some(Reason::RateLimited));
+        metrics.observe(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
+        metrics.quota_wait(Lane::Poll, true);
+        metrics.quota_wait(Lane::Poll, true);
+        metrics.quota_wait(Lane::Poll, false);
+        let text = metrics.encode();
+        for (series, value) in [
+            (
+                r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#,
+                1.0,
+            ),
+            (
+                r#"edge_operator_reconciles_total{kind="AccessListConfig",result="error"}"#,
+                1.0,
+            ),
+            (
+                r#"edge_operator_platform_request_duration_seconds_count{operation="update_access_list",status_class="2xx"}"#,
+                1.0,
+            ),
+            (
+                r#"edge_operator_platform_request_duration_seconds_bucket{le="0.04",operation="update_access_list",status_class="2xx"}"#,
+                1.0,
+            ),
+            (
+                r#"edge_operator_platform_request_duration_seconds_bucket{le="0.02",operation="update_access_list",status_class="2xx"}"#,
+                0.0,
+            ),
+            (r#"edge_operator_platform_quota_waiting{lane="poll"}"#, 1.0),
+        ] {
+            assert_eq!(sample(&text, series), Some(value), "{series}: {text}");
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod health;
 pub mod leader;
 pub mod metrics;
 pub mod poll_schedule;
+mod process_metrics;
 pub mod reads;
 pub mod runtime;
 pub mod shared_reads;

@@ -116,12 +116,16 @@ pub enum RunError {
 
 struct Health {
     metrics: Arc<Metrics>,
+    leader: Arc<LeaderGate>,
     ready: AtomicBool,
     /// Controllers whose watch is failing now (RBAC forbidden, CRD missing...).
     failing_watches: std::sync::atomic::AtomicUsize,
     /// Since when some watch has been failing without a pause.
     failing_since: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
+
+/// The media type of the metrics exposition.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// A watch failing this long makes /healthz fail, so the kubelet restarts the Pod.
 const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
@@ -157,7 +161,10 @@ async fn serve_health(addr: SocketAddr, health: Arc<Health>) -> Result<(), RunEr
     let app = Router::new()
         .route(
             "/metrics",
-            get(|State(h): State<Arc<Health>>| async move { h.metrics.encode() }),
+            get(|State(h): State<Arc<Health>>| async move {
+                h.metrics.set_leader(h.leader.may_act());
+                ([(http::header::CONTENT_TYPE, OPENMETRICS)], h.metrics.encode())
+            }),
         )
         .route(
             "/healthz",
@@ -438,6 +445,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     });
     let health = Arc::new(Health {
         metrics,
+        leader: ctx.leader.clone(),
         ready: AtomicBool::new(false),
         failing_watches: Default::default(),
         failing_since: Default::default(),
@@ -585,6 +593,7 @@ mod tests {
     async fn a_failing_watch_fails_readiness_at_once_and_liveness_after_five_minutes() {
         let health = Health {
             metrics: Arc::new(Metrics::default()),
+            leader: Arc::new(LeaderGate::sole()),
             ready: AtomicBool::new(true),
             failing_watches: Default::default(),
             failing_since: Default::default(),

@@ -71,22 +71,136 @@ fn an_install_without_a_platform_url_fails_saying_which_value_is_missing() {
 }
 
 #[test]
-fn values_schema_rejects_bad_values() {
-    for bad in [
-        vec![],
-        vec!["--set=platform.apiUrl=ftp://nope"],
-        vec![API_URL, "--set=replicas=0"],
-        vec![API_URL, "--set=logFormat=xml"],
-        vec![API_URL, "--set=resync=soon"],
-        vec![API_URL, "--set=metrics.port=70000"],
+fn values_schema_rejects_bad_values_and_typos_at_every_level() {
+    for (bad, named) in [
+        (vec![], "apiUrl"),
+        (vec!["--set=platform.apiUrl=ftp://nope"], "apiUrl"),
+        (vec![API_URL, "--set=replicas=0"], "replicas"),
+        (vec![API_URL, "--set=logFormat=xml"], "logFormat"),
+        (vec![API_URL, "--set=resync=soon"], "resync"),
+        (vec![API_URL, "--set=metrics.port=70000"], "port"),
+        (vec![API_URL, "--set=replica=2"], "replica"),
+        (vec![API_URL, "--set=leaderElection.enable=false"], "enable"),
+        (vec![API_URL, "--set=emulator.networkPolicy.enable=false"], "enable"),
+        (vec![API_URL, "--set=metrics.serviceMonitor.enable=true"], "enable"),
+        (vec![API_URL, "--set=image.digest=latest"], "digest"),
+        (vec![API_URL, "--set=extraArgs={status-refresh=30m}"], "extraArgs"),
+        (vec![API_URL, "--set=imagePullSecrets[0].nam=reg"], "imagePullSecrets"),
     ] {
         let chart = chart();
         let mut args = vec!["template", "bad", &chart];
         args.extend(bad.iter().copied());
         let (ok, _, err) = helm(&args);
         assert!(!ok, "{bad:?} should fail");
-        assert!(!err.is_empty());
+        assert!(err.contains(named), "{bad:?}: the error names {named}: {err}");
     }
+}
+
+#[test]
+fn the_production_knobs_reach_the_pods() {
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let digest_value = format!("--set=image.digest={digest}");
+    let chart = chart();
+    let (ok, manifests, err) = helm(&[
+        "template",
+        "knobs",
+        &chart,
+        API_URL,
+        &digest_value,
+        "--set=emulator.enabled=true",
+        "--set=emulator.image.tag=9.9.9",
+        "--set=imagePullSecrets[0].name=registry",
+        "--set=priorityClassName=edge-critical",
+        "--set=topologySpreadConstraints[0].maxSkew=1",
+        "--set=topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+        "--set=topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+        "--set=podLabels.team=edge",
+        "--set=podAnnotations.owner=platform",
+        "--set=extraArgs={--status-refresh=30m}",
+        "--set=extraEnv[0].name=RUST_LOG",
+        "--set=extraEnv[0].value=debug",
+    ]);
+    assert!(ok, "{err}");
+    let deployments = objects_of_kind(&manifests, "Deployment");
+    let pod_of = |name: &str| {
+        deployments
+            .iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .map(|d| d["spec"]["template"].clone())
+            .unwrap_or_else(|| panic!("Deployment {name}"))
+    };
+    let operator = pod_of("knobs-edge-operator");
+    let container = &operator["spec"]["containers"][0];
+    assert_eq!(
+        container["image"].as_str(),
+        Some(format!("ghcr.io/edge-operator/edge-operator@{digest}").as_str()),
+        "a digest wins over the tag"
+    );
+    assert_eq!(operator["spec"]["imagePullSecrets"][0]["name"], "registry");
+    assert_eq!(operator["spec"]["priorityClassName"], "edge-critical");
+    assert_eq!(operator["spec"]["topologySpreadConstraints"][0]["maxSkew"], 1);
+    assert_eq!(operator["metadata"]["labels"]["team"], "edge");
+    assert_eq!(
+        operator["metadata"]["labels"]["app.kubernetes.io/instance"], "knobs",
+        "the selector labels stay"
+    );
+    assert_eq!(operator["metadata"]["annotations"]["owner"], "platform");
+    let args = container["args"].as_sequence().expect("args");
+    assert!(args.iter().any(|a| a == "--status-refresh=30m"), "{args:?}");
+    assert!(
+        container["env"]
+            .as_sequence()
+            .expect("env")
+            .iter()
+            .any(|e| e["name"] == "RUST_LOG" && e["value"] == "debug")
+    );
+    let emulator = pod_of("knobs-edge-operator-emulator");
+    assert_eq!(
+        emulator["spec"]["containers"][0]["image"],
+        "ghcr.io/edge-operator/edge-sim:9.9.9"
+    );
+    assert_eq!(emulator["spec"]["imagePullSecrets"][0]["name"], "registry");
+
+    let (ok, _, err) = helm(&["template", "old", &chart, API_URL, "--kube-version=1.28.0"]);
+    assert!(
+        !ok && err.contains("kubeVersion"),
+        "clusters older than 1.29 are refused: {err}"
+    );
+}
+
+#[test]
+fn the_notes_say_how_to_check_the_release_and_who_may_use_which_credentials() {
+    let chart = chart();
+    let (ok, out, err) = helm(&[
+        "install",
+        "notes",
+        &chart,
+        "--dry-run=client",
+        "--namespace=edge",
+        "--set=emulator.enabled=true",
+        "--set=credentials.defaultKeyNamespaces={edge}",
+        "--set=watchNamespace=edge",
+    ]);
+    assert!(ok, "{err}");
+    let notes = out.split("NOTES:").nth(1).expect("NOTES");
+    for expected in [
+        "rollout status deployment/notes-edge-operator",
+        "It reconciles the objects of namespace edge.",
+        "Objects in edge may use the operator's default key.",
+        "The operator reads Secrets of: edge.",
+        "get secret notes-edge-operator-emulator-admin",
+        "get lease notes-edge-operator",
+    ] {
+        assert!(notes.contains(expected), "NOTES lack {expected:?}:\n{notes}");
+    }
+    let (ok, out, err) = helm(&["install", "plain", &chart, "--dry-run=client", API_URL]);
+    assert!(ok, "{err}");
+    let notes = out.split("NOTES:").nth(1).expect("NOTES");
+    assert!(
+        notes.contains("No namespace may use the operator's default key"),
+        "{notes}"
+    );
+    assert!(!notes.contains("emulator"), "{notes}");
 }
 
 /// The Secret rules of each rendered Role or ClusterRole, by kind and namespace.

@@ -10,6 +10,7 @@ mod control_plane;
 mod crd_validation;
 mod gitops_health;
 mod hostile;
+mod monitoring;
 mod operator_access_list;
 mod operator_app_watch;
 mod operator_certificate;

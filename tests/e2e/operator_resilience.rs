@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::operator::{Operator, eventually, free_port, wait_for_condition};
 use crate::support::sim::{add_fault, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
@@ -22,13 +22,6 @@ fn apply_alc(namespace: &str, name: &str, configuration: i64, enabled: bool) {
 
 async fn ready(api: &Api<AccessListConfig>, name: &str) {
     wait_for_condition(api, name, "Ready", None, "InSync", WAIT).await;
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,7 +208,7 @@ async fn metrics_and_health_endpoints() {
         .await
         .expect("text");
     for series in [
-        r#"edge_operator_reconciles_total{kind="AccessListConfig"}"#,
+        r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#,
         r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"} 1"#,
         r#"edge_operator_reconcile_duration_seconds_count{kind="AccessListConfig"}"#,
         r#"name="measured""#,

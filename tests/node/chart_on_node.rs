@@ -118,7 +118,7 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
     let metrics = release.service_get(&format!("{}-metrics", release.fullname()), "metrics", "/metrics");
     let rss: f64 = metrics
         .lines()
-        .find_map(|l| l.strip_prefix("edge_operator_resident_memory_bytes "))
+        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
         .and_then(|v| v.parse().ok())
         .expect("the operator's RSS in its metrics");
     println!("operator RSS in its Pod: {:.1} MiB", rss / 1048576.0);

@@ -90,6 +90,14 @@ impl Drop for Operator {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
+/// A free port of 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,

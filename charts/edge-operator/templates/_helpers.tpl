@@ -108,3 +108,12 @@ this needs no cluster DNS.
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}
+
+{{- /* An image reference: by digest when one is given, else by tag (the chart's appVersion by default). Call with (dict "image" .Values.image "appVersion" .Chart.AppVersion). */}}
+{{- define "edge-operator.image" -}}
+{{- if .image.digest -}}
+{{ .image.repository }}@{{ .image.digest }}
+{{- else -}}
+{{ .image.repository }}:{{ default .appVersion .image.tag }}
+{{- end -}}
+{{- end -}}
