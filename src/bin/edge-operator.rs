@@ -21,6 +21,19 @@ struct Cli {
 enum Command {
     /// Run the controllers against the cluster of the current kubeconfig or service account.
     Run(Box<RunArgs>),
+    /// Check a running installation (the chart's `helm test`): the operator answers
+    /// ready, and every kind round-trips through the apiserver's schema (dry runs only).
+    Check {
+        /// Base URL of the operator's health endpoints (its metrics Service).
+        #[arg(long)]
+        health_url: String,
+        /// How long the operator may take to answer ready.
+        #[arg(long, default_value = "60s")]
+        ready_within: humantime::Duration,
+        /// Namespace of the dry-run objects.
+        #[arg(long, env = "POD_NAMESPACE")]
+        namespace: String,
+    },
     /// Print the CustomResourceDefinitions as YAML, or write one file per CRD.
     Crds {
         /// Write `<crd name>.yaml` files into this directory instead of printing
@@ -170,6 +183,25 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Run(args) => run_operator(*args).await?,
+        Command::Check {
+            health_url,
+            ready_within,
+            namespace,
+        } => {
+            let client = kube::Client::try_default()
+                .await
+                .context("no Kubernetes configuration")?;
+            let passed = edge_operator::controller::check::check_installation(
+                client,
+                &health_url,
+                ready_within.into(),
+                &namespace,
+            )
+            .await?;
+            for passed in passed {
+                println!("ok: {passed}");
+            }
+        }
         Command::Crds { dir } => {
             for crd in edge_operator::crd::all() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;

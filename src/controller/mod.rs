@@ -11,6 +11,7 @@ pub mod app_watch;
 pub mod backoff;
 pub mod cdn_tail;
 pub mod certificate;
+pub mod check;
 pub mod conditions;
 pub mod context;
 pub mod credentials;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster, repo_root};
 use crate::support::helm::{chart, helm};
-use crate::support::operator::{Operator, eventually};
+use crate::support::operator::{Operator, eventually, free_port};
 use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
@@ -599,4 +599,62 @@ fn the_flux_example_installs_the_chart_with_valid_values() {
     let (ok, manifests, err) = helm(&["template", "edge-operator", &chart(), "-f", &values]);
     assert!(ok, "the HelmRelease's values fit the chart: {err}");
     assert!(manifests.contains("kind: Deployment"));
+}
+
+/// Runs `edge-operator check` (the chart's `helm test`) against the test cluster.
+fn installation_check(health_url: &str, namespace: &str, ready_within: &str) -> (bool, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_edge-operator"))
+        .args([
+            "check",
+            "--health-url",
+            health_url,
+            "--namespace",
+            namespace,
+            "--ready-within",
+            ready_within,
+        ])
+        .env("KUBECONFIG", &cluster().kubeconfig)
+        .output()
+        .expect("edge-operator check runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installation_check_passes_on_a_ready_operator_and_says_what_is_wrong_otherwise() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("check");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--metrics-addr", &addr]);
+    // The examples exist already: the dry runs must not collide with them.
+    for file in [
+        "access-list-config.yaml",
+        "pull-zone-certificate.yaml",
+        "container-app-watch.yaml",
+    ] {
+        let path = repo_root().join("examples").join(file).display().to_string();
+        let (ok, _, err) = cluster().kubectl(&["apply", "-n", &namespace.name, "-f", &path], None);
+        assert!(ok, "{file}: {err}");
+    }
+    let health_url = format!("http://{addr}");
+    let (ok, out, err) = tokio::task::spawn_blocking(move || installation_check(&health_url, &namespace.name, "60s"))
+        .await
+        .expect("check");
+    assert!(ok, "{out}{err}");
+    for passed in [
+        "the operator is ready",
+        "AccessListConfig edge-operator-check-",
+        "PullZoneCertificate edge-operator-check-",
+        "ContainerAppWatch edge-operator-check-",
+        "naming both a configurationId and a listName is refused",
+    ] {
+        assert!(out.contains(passed), "{passed:?} in:\n{out}");
+    }
+
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let (ok, _, err) = installation_check(&nowhere, "default", "1s");
+    assert!(!ok && err.contains("did not answer ready"), "{err}");
 }

@@ -89,6 +89,10 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
         "the admin API refuses a client without the token: {refusal}"
     );
     release.kubectl(&["get", "networkpolicy", &emulator]);
+    // A passing test Pod is deleted at once (hook-succeeded); a failing one stays for
+    // `kubectl logs`.
+    let (ok, out, err) = tokio::task::block_in_place(|| release.helm("test", &["--timeout=120s"]));
+    assert!(ok && out.contains("Phase:          Succeeded"), "helm test: {out}{err}");
     let operator = format!("system:serviceaccount:{namespace}:{}", release.fullname());
     for (verb, scope, granted) in [
         ("get", namespace.as_str(), true),

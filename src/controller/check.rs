@@ -1,0 +1,180 @@
+//! `edge-operator check`, the chart's `helm test`: the operator answers ready, and every
+//! custom resource kind round-trips through the apiserver's schema (a server-side dry
+//! run of each documented example keeps every field; a spec the CRD forbids is refused).
+
+use std::time::Duration;
+
+use kube::api::{Api, PostParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("the operator did not answer ready at {url} within {seconds} s: {last}")]
+    NotReady { url: String, seconds: u64, last: String },
+    #[error("the example {kind} is not valid: {source}")]
+    Example { kind: String, source: serde_yaml::Error },
+    #[error("the apiserver refused the example {kind}: {source}")]
+    Refused { kind: String, source: kube::Error },
+    #[error(
+        "the apiserver dropped or changed {kind} spec.{field}: the installed CRD does not match this operator; apply its CRDs"
+    )]
+    Pruned { kind: String, field: String },
+    #[error(
+        "the apiserver accepted an AccessListConfig with both spec.configurationId and spec.listName: the installed CRD lacks this operator's validation rules; apply its CRDs"
+    )]
+    NotValidated,
+    #[error("the validation check failed unexpectedly: {0}")]
+    Unexpected(kube::Error),
+}
+
+/// Checks a running installation, waiting up to `ready_within` for the operator to be
+/// ready; answers a line per check passed.
+pub async fn check_installation(
+    client: kube::Client,
+    health_url: &str,
+    ready_within: Duration,
+    namespace: &str,
+) -> Result<Vec<String>, CheckError> {
+    let mut passed = vec![operator_ready(health_url, ready_within).await?];
+    passed.push(
+        round_trip::<AccessListConfig>(
+            &client,
+            namespace,
+            include_str!("../../examples/access-list-config.yaml"),
+        )
+        .await?,
+    );
+    passed.push(
+        round_trip::<PullZoneCertificate>(
+            &client,
+            namespace,
+            include_str!("../../examples/pull-zone-certificate.yaml"),
+        )
+        .await?,
+    );
+    passed.push(
+        round_trip::<ContainerAppWatch>(
+            &client,
+            namespace,
+            include_str!("../../examples/container-app-watch.yaml"),
+        )
+        .await?,
+    );
+    passed.push(forbidden_spec_refused(&client, namespace).await?);
+    Ok(passed)
+}
+
+async fn operator_ready(health_url: &str, within: Duration) -> Result<String, CheckError> {
+    let url = format!("{}/readyz", health_url.trim_end_matches('/'));
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| not_ready(&url, within, e.to_string()))?;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let last = match http.get(&url).send().await {
+            Ok(response) if response.status().is_success() => return Ok(format!("the operator is ready ({url})")),
+            Ok(response) => format!(
+                "{} {}",
+                response.status(),
+                response.text().await.unwrap_or_default().trim()
+            ),
+            Err(error) => error.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(not_ready(&url, within, last));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+fn not_ready(url: &str, within: Duration, last: String) -> CheckError {
+    CheckError::NotReady {
+        url: url.to_string(),
+        seconds: within.as_secs(),
+        last,
+    }
+}
+
+fn dry_run() -> PostParams {
+    PostParams {
+        dry_run: true,
+        field_manager: Some("edge-operator-check".to_string()),
+    }
+}
+
+/// A server-side dry run of the example; every field of its spec must come back as sent.
+async fn round_trip<K>(client: &kube::Client, namespace: &str, example: &str) -> Result<String, CheckError>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    let kind = K::kind(&()).to_string();
+    let mut object: K = serde_yaml::from_str(example).map_err(|source| CheckError::Example {
+        kind: kind.clone(),
+        source,
+    })?;
+    dry_run_identity(object.meta_mut(), namespace);
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let returned = api
+        .create(&dry_run(), &object)
+        .await
+        .map_err(|source| CheckError::Refused {
+            kind: kind.clone(),
+            source,
+        })?;
+    let sent = spec_of(&object);
+    let kept = spec_of(&returned);
+    if let Some(field) = sent
+        .as_object()
+        .into_iter()
+        .flatten()
+        .find(|(field, value)| kept.get(field.as_str()) != Some(value))
+        .map(|(field, _)| field.clone())
+    {
+        return Err(CheckError::Pruned { kind, field });
+    }
+    Ok(format!(
+        "{kind} {} round-trips through the apiserver",
+        returned.name_any()
+    ))
+}
+
+/// A name the apiserver generates, so the dry runs never collide with real objects.
+fn dry_run_identity(meta: &mut kube::core::ObjectMeta, namespace: &str) {
+    meta.name = None;
+    meta.generate_name = Some("edge-operator-check-".to_string());
+    meta.namespace = Some(namespace.to_string());
+}
+
+fn spec_of<K: Serialize>(object: &K) -> serde_json::Value {
+    serde_json::to_value(object)
+        .map(|value| value["spec"].clone())
+        .unwrap_or_default()
+}
+
+/// The CRD's validation rules are installed: a spec they forbid is refused.
+async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Result<String, CheckError> {
+    let mut object: AccessListConfig = serde_yaml::from_str(include_str!("../../examples/access-list-config.yaml"))
+        .map_err(|source| CheckError::Example {
+            kind: "AccessListConfig".to_string(),
+            source,
+        })?;
+    object.spec.configuration_id = Some(1);
+    dry_run_identity(&mut object.metadata, namespace);
+    let api: Api<AccessListConfig> = Api::namespaced(client.clone(), namespace);
+    match api.create(&dry_run(), &object).await {
+        Err(kube::Error::Api(status)) if status.code == 422 => {
+            Ok("an AccessListConfig naming both a configurationId and a listName is refused".to_string())
+        }
+        Ok(_) => Err(CheckError::NotValidated),
+        Err(error) => Err(CheckError::Unexpected(error)),
+    }
+}
