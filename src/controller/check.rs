@@ -178,3 +178,94 @@ async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Resul
         Err(error) => Err(CheckError::Unexpected(error)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// A mock apiserver that answers each create with `answer(body)`: (status, object).
+    fn apiserver(answer: fn(Value) -> (u16, Value)) -> kube::Client {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        tokio::spawn(async move {
+            while let Some((request, respond)) = handle.next_request().await {
+                assert!(
+                    request.uri().query().is_some_and(|q| q.contains("dryRun=All")),
+                    "only dry runs: {}",
+                    request.uri()
+                );
+                let body = request.into_body().collect_bytes().await.unwrap_or_default();
+                let (status, object) = answer(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                let response = Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Body::from(serde_json::to_vec(&object).unwrap_or_default()));
+                match response {
+                    Ok(response) => respond.send_response(response),
+                    Err(error) => panic!("mock answer: {error}"),
+                }
+            }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    fn named(mut object: Value) -> Value {
+        object["metadata"]["name"] = json!("edge-operator-check-x1");
+        object
+    }
+
+    #[tokio::test]
+    async fn a_field_the_apiserver_drops_is_named() {
+        let client = apiserver(|mut object| {
+            if let Some(spec) = object["spec"].as_object_mut() {
+                spec.remove("deletionPolicy");
+            }
+            (201, named(object))
+        });
+        let error =
+            round_trip::<AccessListConfig>(&client, "ns", include_str!("../../examples/access-list-config.yaml"))
+                .await
+                .expect_err("a pruned field fails the check");
+        assert!(
+            matches!(&error, CheckError::Pruned { kind, field } if kind == "AccessListConfig" && field == "deletionPolicy"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_example_that_comes_back_whole_passes_under_a_generated_name() {
+        let client = apiserver(|object| {
+            assert_eq!(object["metadata"]["generateName"], "edge-operator-check-");
+            assert!(object["metadata"]["name"].is_null(), "never the example's own name");
+            (201, named(object))
+        });
+        let passed =
+            round_trip::<ContainerAppWatch>(&client, "ns", include_str!("../../examples/container-app-watch.yaml"))
+                .await
+                .expect("the example round-trips");
+        assert_eq!(
+            passed,
+            "ContainerAppWatch edge-operator-check-x1 round-trips through the apiserver"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_crd_without_the_validation_rules_is_reported() {
+        let accepted = apiserver(|object| (201, named(object)));
+        let error = forbidden_spec_refused(&accepted, "ns").await.expect_err("accepted");
+        assert!(matches!(error, CheckError::NotValidated), "{error}");
+
+        let refused = apiserver(|_| {
+            (
+                422,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422}),
+            )
+        });
+        forbidden_spec_refused(&refused, "ns")
+            .await
+            .expect("refused as it should be");
+    }
+}
