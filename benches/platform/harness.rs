@@ -15,8 +15,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use edge_operator::controller::metrics::proc_status_kb;
-use edge_operator::controller::runtime::KUBE_USER_AGENT;
+use edge_operator::api::USER_AGENT;
 use edge_operator::sim::state::PullZone;
 use edge_operator::sim::{Sim, SimDocument};
 use serde_json::json;
@@ -164,8 +163,8 @@ impl Cluster {
         to: chrono::DateTime<chrono::Utc>,
     ) -> anyhow::Result<Vec<String>> {
         let mut requests = Vec::new();
-        for event in self.completed_requests(KUBE_USER_AGENT)? {
-            if event["userAgent"] != KUBE_USER_AGENT {
+        for event in self.completed_requests(USER_AGENT)? {
+            if event["userAgent"] != USER_AGENT {
                 continue;
             }
             let Some(received) = event["requestReceivedTimestamp"].as_str() else {
@@ -236,7 +235,11 @@ impl OperatorProcess {
 
     /// Peak resident memory so far (VmHWM), in MB.
     pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
-        proc_status_kb(&self.child.id().to_string(), "VmHWM")
+        let pid = i32::try_from(self.child.id()).context("a process id")?;
+        procfs::process::Process::new(pid)
+            .and_then(|process| process.status())
+            .ok()
+            .and_then(|status| status.vmhwm)
             .map(|kb| kb as f64 / 1024.0)
             .context("no VmHWM in the operator's /proc/<pid>/status")
     }

@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use crate::Settings;
 use crate::report::Report;
-use edge_operator::controller::metrics::proc_status_kb;
 
 const SUITE: &str = "search";
 const GROUPED_TARGET_MS: f64 = 40.0;
@@ -24,7 +23,11 @@ const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
 
 fn rss_bytes() -> u64 {
-    proc_status_kb("self", "VmRSS").map_or(0, |kb| kb * 1024)
+    procfs::process::Process::myself()
+        .and_then(|process| process.status())
+        .ok()
+        .and_then(|status| status.vmrss)
+        .map_or(0, |kb| kb * 1024)
 }
 
 fn median_ms(mut samples: Vec<f64>) -> f64 {

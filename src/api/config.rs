@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -55,10 +55,6 @@ impl SecretFile {
         };
         file.current()?;
         Ok(file)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The credential as the file holds it now; the file is read only when its
@@ -188,6 +184,8 @@ pub struct ClientConfig {
 
 /// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+/// The `User-Agent` of the product's requests, to the platform and to the apiserver.
+pub const USER_AGENT: &str = concat!("edge-operator/", env!("CARGO_PKG_VERSION"));
 
 impl ClientConfig {
     pub fn new(base_url: impl Into<String>, logging_url: impl Into<String>, credentials: Credentials) -> Self {
@@ -197,7 +195,7 @@ impl ClientConfig {
             credentials,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
-            user_agent: concat!("edge-operator/", env!("CARGO_PKG_VERSION")).to_string(),
+            user_agent: USER_AGENT.to_string(),
             retry: RetryPolicy::default(),
             global_quota: None,
             logging_quota: default_logging_quota(),

@@ -297,18 +297,6 @@ impl Metrics {
     }
 }
 
-/// A `kB` field of `/proc/<pid>/status` (`pid` may be `self`), such as VmRSS or VmHWM.
-pub fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
-    status_field_kb(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?, field)
-}
-
-fn status_field_kb(status: &str, field: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 impl RequestObserver for Metrics {
     fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration) {
         let labels = RequestLabels {
@@ -335,15 +323,6 @@ impl RequestObserver for Metrics {
 mod tests {
     use super::*;
     use crate::controller::conditions::{ConditionType, Decided, merge};
-
-    #[test]
-    fn a_status_file_field_is_read_in_kilobytes() {
-        let status = "Name:\tedge-operator\nVmHWM:\t   16000 kB\nVmRSS:\t   15316 kB\nThreads:\t4\n";
-        assert_eq!(status_field_kb(status, "VmRSS"), Some(15316));
-        assert_eq!(status_field_kb(status, "VmHWM"), Some(16000));
-        assert_eq!(status_field_kb("VmRSS: lots\n", "VmRSS"), None);
-        assert_eq!(status_field_kb("Name: x\n", "VmRSS"), None);
-    }
 
     fn sample(text: &str, series: &str) -> Option<f64> {
         text.lines()

@@ -29,7 +29,8 @@ use super::metrics::Metrics;
 use super::reads::Reads;
 use super::shutdown::{self, Shutdown};
 use super::status::{MANAGER, object_key};
-use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret};
+use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret, USER_AGENT};
+use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 /// The metadata of Secrets as the watches of the allowed namespaces deliver it.
 type SecretEvents =
@@ -48,7 +49,6 @@ fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEven
         NamespaceSet::None => futures::stream::empty().boxed(),
     }
 }
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 /// Settings of `edge-operator run`.
 #[derive(Debug, Clone)]
@@ -92,9 +92,6 @@ pub struct LeaderElection {
     pub identity: String,
     pub lease_duration: Duration,
 }
-
-/// The `User-Agent` of the operator's requests to the apiserver.
-pub const KUBE_USER_AGENT: &str = concat!("edge-operator/", env!("CARGO_PKG_VERSION"));
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -393,10 +390,9 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         .map_err(RunError::AccessKey)?;
     let mut kube_config = kube::Config::infer().await?;
     // Names the operator in the apiserver's audit log and metrics.
-    kube_config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(KUBE_USER_AGENT),
-    ));
+    kube_config
+        .headers
+        .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
     let kube_client = kube::Client::try_from(kube_config)?;
     let metrics = Arc::new(Metrics::default());
     let mut platform_config = ClientConfig::new(

@@ -201,50 +201,31 @@ impl Sim {
     /// Pull Zones with logging enabled), deterministic for a given seed.
     pub fn generate(&self, events: usize, logs: usize, seed: u64) -> Result<Generated, GenerateError> {
         let now = self.clock.now();
-        let (zones, pull_zones) = {
-            let world = self.world();
-            let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();
-            let pull_zones: Vec<i64> = world
-                .document
-                .pull_zones
-                .iter()
-                .filter(|z| z.logging_enabled)
-                .map(|z| z.id)
-                .collect();
-            (zones, pull_zones)
-        };
+        let mut world = self.world_mut();
+        let zones: Vec<i64> = world.document.shield_zones.iter().map(|z| z.id).collect();
         if events > 0 && zones.is_empty() {
             return Err(GenerateError::NoShieldZone);
         }
+        let pull_zones: Vec<i64> = world
+            .document
+            .pull_zones
+            .iter()
+            .filter(|z| z.logging_enabled)
+            .map(|z| z.id)
+            .collect();
         if logs > 0 && pull_zones.is_empty() {
             return Err(GenerateError::NoLoggingPullZone);
         }
-        let event_batches: Vec<_> = zones
-            .iter()
-            .enumerate()
-            .map(|(i, zone)| {
-                let share = share_of(events, zones.len(), i);
-                (
-                    *zone,
-                    super::generator::events(share, seed.wrapping_add(*zone as u64), now),
-                )
-            })
-            .collect();
-        let day = (now - chrono::Duration::hours(24), now);
-        let log_batches: Vec<_> = pull_zones
-            .iter()
-            .enumerate()
-            .map(|(i, zone)| {
-                let share = share_of(logs, pull_zones.len(), i);
-                (*zone, super::generator::logs(share, seed, *zone, day))
-            })
-            .collect();
-        let mut world = self.world_mut();
-        for (zone, batch) in event_batches {
-            world.shield_zone_events_mut(zone).insert(batch);
+        for (i, zone) in zones.iter().enumerate() {
+            let share = share_of(events, zones.len(), i);
+            let batch = super::generator::events(share, seed.wrapping_add(*zone as u64), now);
+            world.shield_zone_events_mut(*zone).insert(batch);
         }
-        for (zone, batch) in log_batches {
-            world.pull_zone_logs_mut(zone).insert(batch);
+        for (i, zone) in pull_zones.iter().enumerate() {
+            let share = share_of(logs, pull_zones.len(), i);
+            let day = (now - chrono::Duration::hours(24), now);
+            let batch = super::generator::logs(share, seed, *zone, day);
+            world.pull_zone_logs_mut(*zone).insert(batch);
         }
         Ok(Generated { events, logs })
     }

@@ -230,12 +230,11 @@ async fn random_requests_never_cause_a_server_error() {
 }
 
 fn rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    procfs::process::Process::myself()
+        .and_then(|process| process.status())
+        .ok()
+        .and_then(|status| status.vmrss)
+        .map_or(0.0, |kb| kb as f64 / 1024.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
