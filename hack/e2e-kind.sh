@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make e2e-kind`: the node suite (tests/node) on a kind cluster, for machines with
+# `make e2e-kind`: the upgrade and node suites (tests/upgrade, tests/node) on a kind cluster, for machines with
 # Docker and kind. Creates the cluster (EDGE_KIND_CLUSTER, default edge-operator-e2e),
 # loads the image archives of hack/image/build.sh, runs the suite, and deletes the
 # cluster unless EDGE_KIND_KEEP=1. Where Docker is absent, `make test` runs the same
@@ -20,7 +20,7 @@ done
 # kubectl and helm of the pinned versions.
 hack/k8s/build.sh >/dev/null
 
-built="$(hack/image/build.sh)"
+built="$(hack/image/build.sh)"$'\n'"$(hack/image/build.sh previous)"
 mapfile -t images <<<"$built"
 if ! kind get clusters 2>/dev/null | grep -qx "$cluster"; then
   kind create cluster --name "$cluster" --wait 120s
@@ -31,4 +31,6 @@ for image in "${images[@]}"; do
 done
 kubeconfig="$(mktemp)"
 kind get kubeconfig --name "$cluster" >"$kubeconfig"
+# The upgrade test replaces the CRDs with the previous release's: it runs first, alone.
+EDGE_TEST_KUBECONFIG="$kubeconfig" PATH="$K8S_BIN_DIR:$PATH" cargo test --locked --test upgrade -- --nocapture
 EDGE_TEST_KUBECONFIG="$kubeconfig" PATH="$K8S_BIN_DIR:$PATH" cargo test --locked --test node -- --nocapture

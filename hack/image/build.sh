@@ -4,6 +4,9 @@
 #   edge-operator-<version>.oci.tar  ghcr.io/edge-operator/edge-operator:<version>
 #   edge-sim-<version>.oci.tar       ghcr.io/edge-operator/edge-sim:<version>
 #   pause.oci.tar                    edge-operator.local/pause:static (the node's sandbox image)
+#   edge-operator-git-<commit>.oci.tar  ghcr.io/edge-operator/edge-operator:git-<commit>
+#     (`previous` only: the operator of PREVIOUS_RELEASE_COMMIT, built from git history
+#     for the upgrade test; kept in the cache, as it never changes)
 # Both product images hold the three release binaries, the shared libraries they load,
 # a CA bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
 # their entrypoint. Load them with `hack/cluster.sh load-image FILE` (the local node),
@@ -11,6 +14,7 @@
 #
 #   hack/image/build.sh          all three
 #   hack/image/build.sh pause    the sandbox image only
+#   hack/image/build.sh previous the operator image of the previous release
 # Prints the archives' paths, one per line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -44,20 +48,27 @@ copy_libraries() {
   done
 }
 
-product() {
-  log "building the release binaries"
-  cargo build --release --locked --bins >&2
-  local rootfs="$work/rootfs" bin
+# A root file system in $1 holding the release binaries of $2 (a target directory),
+# their shared libraries, a CA bundle and the non-root user.
+rootfs_of() {
+  local rootfs="$1" release="$2" bin
   mkdir -p "$rootfs/usr/local/bin" "$rootfs/etc/ssl/certs" "$rootfs/tmp" "$rootfs/home/nonroot"
   chmod 1777 "$rootfs/tmp"
-  for bin in edge-operator edge-sim edgectl; do
-    install -s -m 0755 "$CARGO_TARGET_DIR/release/$bin" "$rootfs/usr/local/bin/$bin"
+  for bin in "${@:3}"; do
+    install -s -m 0755 "$release/$bin" "$rootfs/usr/local/bin/$bin"
     copy_libraries "$rootfs/usr/local/bin/$bin" "$rootfs"
   done
   cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
   chown 65532:65532 "$rootfs/home/nonroot"
+}
+
+product() {
+  log "building the release binaries"
+  cargo build --release --locked --bins >&2
+  local rootfs="$work/rootfs"
+  rootfs_of "$rootfs" "$CARGO_TARGET_DIR/release" edge-operator edge-sim edgectl
   local labels=(--label "org.opencontainers.image.version=$version"
     --label "org.opencontainers.image.source=https://github.com/edge-operator/edge-operator")
   python3 hack/image/oci.py --rootfs "$rootfs" --name "ghcr.io/edge-operator/edge-operator:$version" \
@@ -70,8 +81,30 @@ product() {
   echo "$out/edge-sim-$version.oci.tar"
 }
 
+previous() {
+  local commit="$PREVIOUS_RELEASE_COMMIT"
+  local archive="$out/edge-operator-git-$commit.oci.tar"
+  if [[ ! -f "$archive" ]]; then
+    if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+      echo "commit $commit (the previous release) is not in this clone's history; clone without --depth" >&2
+      exit 1
+    fi
+    log "building the operator of the previous release ($commit)"
+    mkdir -p "$work/source"
+    git archive "$commit" | tar -x -C "$work/source"
+    (cd "$work/source" && CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" cargo build --release --locked --bin edge-operator >&2)
+    rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/release" edge-operator
+    python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:git-$commit" \
+      --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 \
+      --label "org.opencontainers.image.revision=$commit" --output "$archive.part" >&2
+    mv "$archive.part" "$archive"
+  fi
+  echo "$archive"
+}
+
 case "${1:-all}" in
   pause) pause ;;
   all) pause; product ;;
-  *) echo "usage: $0 [all|pause]" >&2; exit 2 ;;
+  previous) previous ;;
+  *) echo "usage: $0 [all|pause|previous]" >&2; exit 2 ;;
 esac

@@ -47,10 +47,18 @@ pub fn decide(
     now: DateTime<Utc>,
 ) -> Decision {
     let new_request = requested.is_some() && requested != status.last_handled_reconcile_at.as_deref();
-    if status.attempted_generation != generation || new_request {
+    let ready = find(&status.conditions, ConditionType::Ready);
+    // Statuses without attemptedGeneration (written by 0.1.0) record a success only as
+    // an Issued condition of the generation issued.
+    let attempted = status.attempted_generation.or_else(|| {
+        ready
+            .filter(|c| c.reason == Reason::Issued.as_str())
+            .and_then(|c| c.observed_generation)
+    });
+    if attempted != generation || new_request {
         return Decision::Complete;
     }
-    let reason = find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str());
+    let reason = ready.map(|c| c.reason.as_str());
     match reason {
         Some(r) if r == Reason::Issued.as_str() => {
             let renewal = spec
@@ -338,18 +346,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn issued_is_not_called_again_for_the_generation_unless_renewal_is_due() {
-        let now = at("2026-11-20T12:00:00Z");
-        let (issued, wait) = after_attempt(
-            &spec(None),
+    /// The status after generation 1's first attempt succeeded at `now`.
+    fn first_success(renew: Option<&str>, now: DateTime<Utc>) -> (PullZoneCertificateStatus, Option<Duration>) {
+        after_attempt(
+            &spec(renew),
             &PullZoneCertificateStatus::default(),
             Some(1),
             None,
             Ok(()),
             &no_jitter(),
             &moment(now),
-        );
+        )
+    }
+
+    #[test]
+    fn issued_is_not_called_again_for_the_generation_unless_renewal_is_due() {
+        let now = at("2026-11-20T12:00:00Z");
+        let (issued, wait) = first_success(None, now);
         assert_eq!(wait, None);
         assert_eq!(issued.issued_time.as_deref(), Some("2026-11-20T12:00:00Z"));
         assert_eq!(decide(&spec(None), &issued, Some(1), None, now), Decision::Idle);
@@ -378,15 +391,7 @@ mod tests {
             "handled once, also after a restart"
         );
 
-        let (renewing, wait) = after_attempt(
-            &spec(Some("720h")),
-            &PullZoneCertificateStatus::default(),
-            Some(1),
-            None,
-            Ok(()),
-            &no_jitter(),
-            &moment(now),
-        );
+        let (renewing, wait) = first_success(Some("720h"), now);
         assert_eq!(wait, Some(Duration::from_secs(720 * 3600)));
         let due = at("2026-12-20T12:00:00Z");
         assert_eq!(
@@ -395,6 +400,42 @@ mod tests {
         );
         assert_eq!(
             decide(&spec(Some("720h")), &renewing, Some(1), None, due),
+            Decision::Complete
+        );
+    }
+
+    #[test]
+    fn an_issued_status_without_attempted_generation_is_not_issued_again() {
+        let now = at("2026-11-20T12:00:00Z");
+        let (issued, _) = first_success(Some("720h"), now);
+        let previous_release = PullZoneCertificateStatus {
+            attempted_generation: None,
+            ..issued
+        };
+        assert_eq!(
+            decide(&spec(Some("720h")), &previous_release, Some(1), None, now),
+            Decision::WaitUntil(at("2026-12-20T12:00:00Z"))
+        );
+        assert_eq!(
+            decide(&spec(Some("720h")), &previous_release, Some(2), None, now),
+            Decision::Complete,
+            "a new generation"
+        );
+        let paused_before_any_attempt = PullZoneCertificateStatus {
+            observed_generation: Some(1),
+            conditions: previous_release
+                .conditions
+                .iter()
+                .map(|c| crate::crd::Condition {
+                    reason: Reason::Paused.as_str().to_string(),
+                    status: crate::crd::ConditionStatus::False,
+                    ..c.clone()
+                })
+                .collect(),
+            ..PullZoneCertificateStatus::default()
+        };
+        assert_eq!(
+            decide(&spec(None), &paused_before_any_attempt, Some(1), None, now),
             Decision::Complete
         );
     }

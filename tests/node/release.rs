@@ -30,18 +30,7 @@ impl Release {
             "the node suite needs a cluster with a node and the images loaded, in EDGE_TEST_KUBECONFIG \
              (hack/cluster.sh up --node; hack/cluster.sh load-image, or make e2e-kind)"
         );
-        let namespace = TestNamespace::create(prefix);
-        let (ok, _, err) = cluster().kubectl(
-            &[
-                "label",
-                "namespace",
-                &namespace.name,
-                "pod-security.kubernetes.io/enforce=restricted",
-            ],
-            None,
-        );
-        assert!(ok, "{err}");
-        let name = format!("r{}", &namespace.name[namespace.name.len() - 6..]);
+        let (namespace, name) = Self::namespace_and_name(prefix);
         let values = repo_root().join(format!("charts/edge-operator/ci/{mode}-values.yaml"));
         let fixtures = repo_root().join("examples/edge-sim-fixtures.yaml");
         let watch = format!("--set=watchNamespace={}", namespace.name);
@@ -72,6 +61,29 @@ impl Release {
             let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", &namespace.name], None);
             panic!("helm install failed: {err}\n{pods}");
         }
+        Self::installed(name, namespace, ready_after)
+    }
+
+    /// A namespace of its own under the `restricted` Pod Security Standard, and the name
+    /// of a release in it.
+    pub fn namespace_and_name(prefix: &str) -> (TestNamespace, String) {
+        let namespace = TestNamespace::create(prefix);
+        let (ok, _, err) = cluster().kubectl(
+            &[
+                "label",
+                "namespace",
+                &namespace.name,
+                "pod-security.kubernetes.io/enforce=restricted",
+            ],
+            None,
+        );
+        assert!(ok, "{err}");
+        let name = format!("r{}", &namespace.name[namespace.name.len() - 6..]);
+        (namespace, name)
+    }
+
+    /// A release the caller installed (`name` in `namespace`), uninstalled when dropped.
+    pub fn installed(name: String, namespace: TestNamespace, ready_after: Duration) -> Self {
         Self {
             name,
             namespace,

@@ -142,11 +142,16 @@ pub fn k8s_bin_dir() -> PathBuf {
 
 /// The pinned Kubernetes version (`vX.Y.Z`).
 pub fn pinned_version() -> String {
+    pinned("K8S_VERSION")
+}
+
+/// A value `hack/k8s/versions.sh` pins (`NAME=value`).
+pub fn pinned(name: &str) -> String {
     let versions = std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
     versions
         .lines()
-        .find_map(|l| l.strip_prefix("K8S_VERSION="))
-        .expect("K8S_VERSION is pinned")
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("{name} is pinned in hack/k8s/versions.sh"))
         .trim()
         .to_string()
 }

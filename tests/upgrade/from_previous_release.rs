@@ -1,0 +1,475 @@
+//! The previous release with live objects, upgraded to the working tree.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::ListParams;
+use serde_json::Value;
+
+use crate::release::{Release, is_running};
+use crate::support::cluster::{cluster, pinned, repo_root};
+use crate::support::gitops::judge;
+use crate::support::helm::{chart, helm};
+use crate::support::operator::eventually;
+
+const WAIT: Duration = Duration::from_secs(90);
+/// The chart's default `leaderElection.leaseDuration`.
+const LEASE: Duration = Duration::from_secs(15);
+const KINDS: &str =
+    "accesslistconfigs.edgeplatform.io,pullzonecertificates.edgeplatform.io,containerappwatches.edgeplatform.io";
+/// The previous release's examples, one object of each kind, and the condition that
+/// release set True when it served one (it had no Ready for ContainerAppWatch).
+const EXAMPLES: [(&str, &str, &str); 3] = [
+    (
+        "access-list-config.yaml",
+        "accesslistconfig/block-known-bad-actors",
+        "Ready",
+    ),
+    (
+        "pull-zone-certificate.yaml",
+        "pullzonecertificate/shop-example-com",
+        "Ready",
+    ),
+    (
+        "container-app-watch.yaml",
+        "containerappwatch/shop-frontend",
+        "AppReady",
+    ),
+];
+
+/// The previous release's chart and examples, from git history, in a directory of their
+/// own; removed when dropped.
+struct PreviousSources {
+    dir: PathBuf,
+}
+
+impl PreviousSources {
+    fn extract(commit: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("edge-operator-previous-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let status = Command::new("bash")
+            .arg("-c")
+            .arg(r#"set -o pipefail; git -C "$1" archive "$2" charts/edge-operator examples | tar -x -C "$3""#)
+            .args([
+                "extract",
+                &repo_root().display().to_string(),
+                commit,
+                &dir.display().to_string(),
+            ])
+            .status()
+            .expect("git and tar run");
+        assert!(
+            status.success(),
+            "the previous release {commit} is not in this clone's history (clone without --depth)"
+        );
+        Self { dir }
+    }
+
+    fn chart(&self) -> String {
+        self.dir.join("charts/edge-operator").display().to_string()
+    }
+
+    /// The example fixtures without the access lists' `category` and `requiredPlan`: the
+    /// previous release decodes them as text where the platform's schemas make them
+    /// integers, so it served only lists without them.
+    fn fixtures(&self) -> PathBuf {
+        let current = std::fs::read_to_string(repo_root().join("examples/edge-sim-fixtures.yaml")).expect("fixtures");
+        let mut document: serde_yaml::Value = serde_yaml::from_str(&current).expect("YAML fixtures");
+        let zones = document["shieldZones"].as_sequence_mut().expect("Shield Zones");
+        for list in zones
+            .iter_mut()
+            .filter_map(|zone| zone.get_mut("accessLists")?.as_sequence_mut())
+            .flatten()
+        {
+            let list = list.as_mapping_mut().expect("an access list");
+            list.remove("category");
+            list.remove("requiredPlan");
+        }
+        let file = self.dir.join("fixtures.yaml");
+        std::fs::write(&file, serde_yaml::to_string(&document).expect("YAML")).expect("fixtures written");
+        file
+    }
+
+    fn example(&self, file: &str) -> String {
+        std::fs::read_to_string(self.dir.join("examples").join(file)).expect("the previous release's example")
+    }
+}
+
+impl Drop for PreviousSources {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
+    let (ok, out, err) = cluster().kubectl(args, stdin);
+    assert!(ok, "kubectl {args:?}: {err}");
+    out
+}
+
+/// Replaces the current CRDs with none, so that the previous chart's `helm install`
+/// creates its own, as it did for its users. Refuses when objects of them exist.
+fn remove_current_crds() {
+    let objects = kubectl(&["get", KINDS, "--all-namespaces", "-o", "name"], None);
+    assert!(
+        objects.trim().is_empty(),
+        "the upgrade test replaces the edgeplatform.io CRDs and needs a cluster without objects of them: {objects}"
+    );
+    kubectl(
+        &[
+            "delete",
+            "-f",
+            &repo_root().join("crds").display().to_string(),
+            "--ignore-not-found",
+            "--wait",
+        ],
+        None,
+    );
+}
+
+/// The working tree's emulator, rendered by its chart for release `name` (so the
+/// emulator's NetworkPolicy admits the release's Pods) and applied with kubectl: the
+/// previous chart has none, and it outlives the upgrade. Returns its Service's URL.
+fn deploy_emulator(name: &str, namespace: &str, fixtures: &Path) -> String {
+    let chart = chart();
+    let (ok, manifest, err) = helm(&[
+        "template",
+        name,
+        &chart,
+        "--namespace",
+        namespace,
+        "--show-only=templates/emulator.yaml",
+        "--set=emulator.enabled=true",
+        "--set=emulator.image.pullPolicy=Never",
+        &format!("--set-file=emulator.fixtures={}", fixtures.display()),
+    ]);
+    assert!(ok, "helm template: {err}");
+    kubectl(&["apply", "-n", namespace, "-f", "-"], Some(&manifest));
+    let emulator = format!("{name}-edge-operator-emulator");
+    let deployment = format!("deployment/{emulator}");
+    let (ok, _, err) = cluster().kubectl(
+        &["rollout", "status", "-n", namespace, &deployment, "--timeout=120s"],
+        None,
+    );
+    if !ok {
+        let (_, log, _) = cluster().kubectl(&["logs", "-n", namespace, &deployment], None);
+        let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", namespace], None);
+        panic!("the emulator did not start: {err}\nlog:\n{log}\n{pods}");
+    }
+    let address = kubectl(
+        &[
+            "get",
+            "service",
+            "-n",
+            namespace,
+            &emulator,
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ],
+        None,
+    );
+    format!("http://{}:8080", address.trim())
+}
+
+/// The previous release's values: the emulator as the platform, a key Secret the chart
+/// creates, one watched namespace.
+fn previous_values(api_url: &str, namespace: &str) -> Vec<String> {
+    vec![
+        format!("--set=platform.apiUrl={api_url}"),
+        "--set=credentials.create=true".into(),
+        "--set=credentials.accessKey=demo-access-key".into(),
+        format!("--set=watchNamespace={namespace}"),
+        "--set=image.pullPolicy=Never".into(),
+    ]
+}
+
+/// The platform writes the emulator journaled: every request but a GET or an event
+/// search (a query sent by POST).
+async fn platform_writes(release: &Release) -> Vec<String> {
+    let journal: Value =
+        serde_json::from_str(&release.emulator_admin_get("/_sim/requests").await).expect("the journal is JSON");
+    journal
+        .as_array()
+        .expect("the journal is a list")
+        .iter()
+        .filter(|entry| entry["method"] != "GET" && !entry["path"].as_str().is_some_and(|p| p.ends_with("/search")))
+        .map(|entry| {
+            let text = |field: &str| entry[field].as_str().unwrap_or_default().to_string();
+            format!("{} {}", text("method"), text("path"))
+        })
+        .collect()
+}
+
+/// The access list 9101 of Shield Zone 1001 as the emulator holds it: (enabled, action).
+async fn platform_list(release: &Release) -> (bool, i64) {
+    let state: Value =
+        serde_json::from_str(&release.emulator_admin_get("/_sim/state").await).expect("the state is JSON");
+    let lists = state["shieldZones"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|zone| zone["id"] == 1001)
+        .flat_map(|zone| zone["accessLists"].as_array().cloned().unwrap_or_default());
+    let list = lists
+        .into_iter()
+        .find(|list| list["configurationId"] == 9101)
+        .expect("configuration 9101");
+    (
+        list["isEnabled"].as_bool().expect("isEnabled"),
+        list["action"].as_i64().expect("action"),
+    )
+}
+
+/// Whether every object is healthy by kstatus, Argo CD and `kubectl wait`, with a
+/// Ready condition of its current generation.
+fn all_healthy(namespace: &str) -> bool {
+    EXAMPLES.iter().all(|(_, resource, _)| {
+        let verdict = judge(namespace, resource, "1s");
+        let object = crate::support::gitops::get_json(namespace, resource);
+        let generation = &object["metadata"]["generation"];
+        let ready_now = object["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True" && &c["observedGeneration"] == generation);
+        verdict.kstatus == "Current" && verdict.argocd == "Healthy" && verdict.kubectl_wait && ready_now
+    })
+}
+
+/// What a sampler saw of the operator Pods and the Lease during the upgrade.
+#[derive(Debug, Default)]
+struct Rollout {
+    samples: usize,
+    most_running: usize,
+    last_old_running: Option<Instant>,
+    first_new_leader: Option<Instant>,
+}
+
+fn sample_rollout(release: &Release, old_pod: String, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Rollout> {
+    let selector = format!(
+        "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
+        release.name
+    );
+    let namespace = release.namespace.name.clone();
+    let lease_name = release.fullname();
+    tokio::spawn(async move {
+        let client = cluster().client().await;
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &namespace);
+        let leases: Api<Lease> = Api::namespaced(client, &namespace);
+        let mut rollout = Rollout::default();
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(list) = pods.list(&ListParams::default().labels(&selector)).await {
+                let running: Vec<_> = list.items.iter().filter(|p| is_running(p)).collect();
+                rollout.most_running = rollout.most_running.max(running.len());
+                if running
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(old_pod.as_str()))
+                {
+                    rollout.last_old_running = Some(Instant::now());
+                }
+                rollout.samples += 1;
+            }
+            if rollout.first_new_leader.is_none() {
+                let holder = leases
+                    .get_opt(&lease_name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|l| l.spec?.holder_identity);
+                if holder.is_some_and(|holder| holder != old_pod) {
+                    rollout.first_new_leader = Some(Instant::now());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        rollout
+    })
+}
+
+/// The objects and the operator's log, for a failure's message.
+fn diagnosis(namespace: &str) -> String {
+    let (_, objects, _) = cluster().kubectl(&["get", "-n", namespace, KINDS, "-o", "yaml"], None);
+    let (_, log, _) = cluster().kubectl(
+        &[
+            "logs",
+            "-n",
+            namespace,
+            "-l",
+            "app.kubernetes.io/name=edge-operator",
+            "--tail=40",
+        ],
+        None,
+    );
+    format!("{objects}\noperator log:\n{log}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no_duplicate_platform_write() {
+    assert!(
+        std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
+        "the upgrade test needs a cluster with a node and the images loaded (hack/image/build.sh previous), \
+         in EDGE_TEST_KUBECONFIG"
+    );
+    let commit = pinned("PREVIOUS_RELEASE_COMMIT");
+    let previous = PreviousSources::extract(&commit);
+    remove_current_crds();
+    let (namespace, name) = Release::namespace_and_name("upgrade");
+    let ns = namespace.name.clone();
+    let api_url = deploy_emulator(&name, &ns, &previous.fixtures());
+
+    // The previous release, as its users installed it: its chart creates its CRDs.
+    let values = previous_values(&api_url, &ns);
+    let previous_chart = previous.chart();
+    let tag = format!("--set=image.tag=git-{commit}");
+    let mut args: Vec<&str> = vec!["install", &name, &previous_chart, "--namespace", &ns, &tag];
+    args.extend(values.iter().map(String::as_str));
+    args.extend(["--wait", "--timeout=120s"]);
+    let started = Instant::now();
+    let (ok, _, err) = helm(&args);
+    assert!(ok, "helm install of the previous release: {err}");
+    let release = Release::installed(name, namespace, started.elapsed());
+    for (file, _, _) in EXAMPLES {
+        kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&previous.example(file)));
+    }
+    for (_, resource, condition) in EXAMPLES {
+        let (ok, _, err) = cluster().kubectl(
+            &[
+                "wait",
+                "-n",
+                &ns,
+                resource,
+                &format!("--for=condition={condition}"),
+                "--timeout=90s",
+            ],
+            None,
+        );
+        assert!(ok, "the previous release served {resource}: {err}\n{}", diagnosis(&ns));
+    }
+    assert_eq!(
+        platform_list(&release).await,
+        (true, 2),
+        "the previous release enabled the list, with action Block"
+    );
+    let old_pods = release.operator_pods().await;
+    assert_eq!(old_pods.len(), 1);
+    let old_pod = old_pods[0].metadata.name.clone().expect("a Pod name");
+    let writes_before = platform_writes(&release).await;
+
+    // The README's upgrade step: the new CRDs first, applied server-side.
+    let (ok, crds, err) = helm(&["show", "crds", &chart()]);
+    assert!(ok, "helm show crds: {err}");
+    kubectl(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&crds));
+    kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "-f",
+            &repo_root().join("crds").display().to_string(),
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let (refused, _, err) = cluster().kubectl(
+        &[
+            "patch",
+            "-n",
+            &ns,
+            EXAMPLES[0].1,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"shieldZoneId":1002}}"#,
+        ],
+        None,
+    );
+    assert!(
+        !refused && err.contains("immutable"),
+        "the new CRD's validation rules hold for the objects already there: {err}"
+    );
+
+    // The README's `helm upgrade --reset-then-reuse-values` while a change arrives, with
+    // the image of the working tree instead of the previous release's tag; objects using
+    // the operator's key need their namespace listed (the default key is denied
+    // elsewhere since the previous release).
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = sample_rollout(&release, old_pod.clone(), stop.clone());
+    let change = tokio::task::spawn_blocking({
+        let yaml = previous
+            .example(EXAMPLES[0].0)
+            .replace("action: Block", "action: Challenge");
+        let ns = ns.clone();
+        move || kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&yaml))
+    });
+    let default_key = format!("--set=credentials.defaultKeyNamespaces={{{ns}}}");
+    let current_chart = chart();
+    let args = [
+        "upgrade",
+        &release.name,
+        &current_chart,
+        "--namespace",
+        &ns,
+        "--reset-then-reuse-values",
+        "--set=image.tag=",
+        &default_key,
+        "--wait",
+        "--timeout=120s",
+    ];
+    let upgrade_started = Instant::now();
+    let (ok, _, err) = tokio::task::block_in_place(|| helm(&args));
+    assert!(ok, "helm upgrade to the working tree: {err}");
+    change.await.expect("the change is applied");
+    eventually(
+        "every object healthy again, for its current generation",
+        WAIT,
+        || async { tokio::task::block_in_place(|| all_healthy(&ns)).then_some(()) },
+    )
+    .await;
+    let converged_after = upgrade_started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let rollout = sampler.await.expect("the sampler");
+    println!("upgrade: {rollout:?}; every object healthy {converged_after:?} after helm upgrade started");
+
+    let new_pods = release.operator_pods().await;
+    assert!(
+        new_pods.len() == 1 && new_pods[0].metadata.name.as_deref() != Some(old_pod.as_str()),
+        "the upgrade replaced the operator Pod"
+    );
+    assert!(rollout.samples > 10, "{rollout:?}");
+    assert_eq!(rollout.most_running, 1, "never two operators at once: {rollout:?}");
+    let (stopped, leads) = (
+        rollout.last_old_running.expect("the old operator was seen running"),
+        rollout.first_new_leader.expect("the new operator took the Lease"),
+    );
+    let gap = leads.saturating_duration_since(stopped);
+    println!("no operator leading for {gap:?}");
+    assert!(
+        gap <= LEASE,
+        "the new operator leads {gap:?} after the old one stopped (Lease {LEASE:?})"
+    );
+
+    assert_eq!(
+        platform_list(&release).await,
+        (true, 3),
+        "the change (Challenge) is applied"
+    );
+    let writes_after = platform_writes(&release).await;
+    let new_writes = &writes_after[writes_before.len()..];
+    assert_eq!(
+        new_writes,
+        ["PATCH /shield/shield-zone/1001/access-lists/configurations/9101".to_string()],
+        "one PATCH for the change and nothing written again: {new_writes:?}"
+    );
+
+    // The restore point the previous release recorded survives the upgrade.
+    kubectl(&["delete", "-n", &ns, EXAMPLES[0].1, "--timeout=60s"], None);
+    assert_eq!(
+        platform_list(&release).await,
+        (false, 2),
+        "deleting the object restores what the previous release found"
+    );
+    kubectl(&["delete", "-n", &ns, KINDS, "--all", "--timeout=60s"], None);
+}
