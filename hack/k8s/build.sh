@@ -4,6 +4,7 @@
 #   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict, for the tests)
+#   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
 # With --node, also the node's binaries: kubelet, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
@@ -112,6 +113,21 @@ if [ ! -x "$K8S_BIN_DIR/promtool" ] || [ "$(cat "$K8S_BIN_DIR/promtool.version" 
     "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_MODULE_VERSION}"
   echo "$PROMETHEUS_MODULE_VERSION" >"$K8S_BIN_DIR/promtool.version"
   log "built promtool in $((SECONDS - start))s"
+fi
+
+# The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, which the chart's
+# monitoring objects are validated against (from its Go module, as published).
+monitoring_crds="$K8S_BIN_DIR/../monitoring-crds"
+if [ "$(cat "$monitoring_crds/version" 2>/dev/null)" != "$PROMETHEUS_OPERATOR_VERSION" ]; then
+  log "fetching the Prometheus Operator CRDs ${PROMETHEUS_OPERATOR_VERSION} ..."
+  module="$(cd "$here" && GOFLAGS= go mod download -json "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  mkdir -p "$monitoring_crds"
+  for kind in servicemonitors prometheusrules; do
+    cp "$module/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$monitoring_crds/"
+  done
+  chmod 0644 "$monitoring_crds"/*.yaml
+  echo "$PROMETHEUS_OPERATOR_VERSION" >"$monitoring_crds/version"
 fi
 
 echo "$K8S_BIN_DIR"

@@ -5,6 +5,8 @@ HELM_VERSION=v3.22.0
 HELM_K8S_MINOR=37
 # promtool's Go module (Prometheus 3.x modules are tagged v0.3xx).
 PROMETHEUS_MODULE_VERSION=v0.316.0
+# The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 # The first commit that shipped the Helm chart (0.1.0): the release the upgrade test
 # (tests/upgrade) installs before upgrading to the working tree.
 PREVIOUS_RELEASE_COMMIT=38cd4b3e633715b86a752e033959292ca3c94d7e

@@ -29,6 +29,7 @@ fn ci_value_files() -> Vec<String> {
 fn lint_passes_on_the_defaults_and_every_mode_renders_and_validates_server_side() {
     let (ok, out, err) = helm(&["lint", &chart()]);
     assert!(ok, "the chart as shipped lints: {out}{err}");
+    cluster().apply_monitoring_crds();
     let namespace = TestNamespace::create("chart-dry");
     let namespaced_mode = format!("--set=watchNamespace={}", namespace.name);
     let files = ci_value_files();

@@ -10,18 +10,18 @@ use crate::support::helm::{chart, helm};
 use crate::support::operator::{Operator, free_port};
 use crate::support::sim::{example_fixtures, start};
 
-/// The chart rendered for release `alerts` in namespace `monitoring`, with the alerts
-/// and the dashboard.
+/// The chart rendered for release `alerts` in namespace `monitoring`, in the monitoring
+/// mode (`ci/monitoring-values.yaml`: the alerts and the dashboard).
 fn monitoring_manifests() -> Vec<serde_yaml::Value> {
     let chart = chart();
+    let values = repo_root().join("charts/edge-operator/ci/monitoring-values.yaml");
     let (ok, manifests, err) = helm(&[
         "template",
         "alerts",
         &chart,
         "--namespace=monitoring",
-        "--set=platform.apiUrl=https://api.example.net",
-        "--set=monitoring.prometheusRule.enabled=true",
-        "--set=monitoring.dashboard.enabled=true",
+        "-f",
+        &values.display().to_string(),
     ]);
     assert!(ok, "{err}");
     serde_yaml::Deserializer::from_str(&manifests)

@@ -240,6 +240,24 @@ impl Cluster {
         );
     }
 
+    /// Applies the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs (fetched
+    /// by `hack/k8s/build.sh`), so the chart's monitoring objects validate server-side.
+    pub fn apply_monitoring_crds(&self) {
+        let dir = k8s_bin_dir().join("../monitoring-crds");
+        self.apply_dir(&dir);
+        let (ok, _, stderr) = self.kubectl(
+            &[
+                "wait",
+                "--for=condition=Established",
+                "-f",
+                &dir.display().to_string(),
+                "--timeout=60s",
+            ],
+            None,
+        );
+        assert!(ok, "monitoring CRDs not Established: {stderr}");
+    }
+
     /// Applies the committed CRDs, if any, and waits until they are Established.
     pub fn apply_crds(&self) {
         let dir = repo_root().join("crds");
