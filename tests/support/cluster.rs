@@ -243,35 +243,17 @@ impl Cluster {
     /// Applies the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs (fetched
     /// by `hack/k8s/build.sh`), so the chart's monitoring objects validate server-side.
     pub fn apply_monitoring_crds(&self) {
-        let dir = k8s_bin_dir().join("../monitoring-crds");
-        self.apply_dir(&dir);
-        let (ok, _, stderr) = self.kubectl(
-            &[
-                "wait",
-                "--for=condition=Established",
-                "-f",
-                &dir.display().to_string(),
-                "--timeout=60s",
-            ],
-            None,
-        );
-        assert!(ok, "monitoring CRDs not Established: {stderr}");
+        self.apply_crds_of(&k8s_bin_dir().join("../monitoring-crds"));
     }
 
-    /// Applies the committed CRDs, if any, and waits until they are Established.
+    /// Applies the committed CRDs (`crds/`).
     pub fn apply_crds(&self) {
-        let dir = repo_root().join("crds");
-        let has_crds = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .any(|e| e.path().extension().is_some_and(|x| x == "yaml"))
-            })
-            .unwrap_or(false);
-        if !has_crds {
-            return;
-        }
-        self.apply_dir(&dir);
+        self.apply_crds_of(&repo_root().join("crds"));
+    }
+
+    /// Applies the CRDs in `dir` and waits until they are Established.
+    fn apply_crds_of(&self, dir: &Path) {
+        self.apply_dir(dir);
         let (ok, _, stderr) = self.kubectl(
             &[
                 "wait",
@@ -282,7 +264,7 @@ impl Cluster {
             ],
             None,
         );
-        assert!(ok, "CRDs not Established: {stderr}");
+        assert!(ok, "CRDs of {} not Established: {stderr}", dir.display());
     }
 }
 
