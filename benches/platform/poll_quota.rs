@@ -64,6 +64,13 @@ fn watch(index: usize, interval: &str) -> anyhow::Result<ContainerAppWatch> {
 }
 
 /// The q-quantile of sorted values.
+/// "median s / max s" of sorted durations, with `decimals` digits.
+fn median_and_max(sorted: &[Duration], decimals: usize) -> String {
+    let median = quantile(sorted, 0.5).as_secs_f64();
+    let max = sorted.last().copied().unwrap_or_default().as_secs_f64();
+    format!("{median:.decimals$} s / {max:.decimals$} s")
+}
+
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -297,11 +304,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
     report.info(
         SUITE,
         &format!("{label}, quota {sufficient}/s: poll lag median / max"),
-        format!(
-            "{:.1} s / {:.1} s",
-            quantile(&polls.lags, 0.5).as_secs_f64(),
-            polls.lags.last().copied().unwrap_or_default().as_secs_f64()
-        ),
+        median_and_max(&polls.lags, 1),
     );
     report.check(
         SUITE,
@@ -316,11 +319,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
     report.info(
         SUITE,
         &format!("{label}, quota {sufficient}/s: PATCH latency, median / max of {CHANGES} changes"),
-        format!(
-            "{:.2} s / {:.2} s",
-            quantile(&polls.patch_latencies, 0.5).as_secs_f64(),
-            polls.patch_latencies.last().copied().unwrap_or_default().as_secs_f64()
-        ),
+        median_and_max(&polls.patch_latencies, 2),
     );
     report.info(
         SUITE,
@@ -374,11 +373,7 @@ pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) ->
         &format!(
             "{label}, quota {short}/s: PATCH latency while the polls saturate the quota, median / max of {CHANGES} changes"
         ),
-        format!(
-            "{:.2} s / {:.2} s",
-            quantile(&polls.patch_latencies, 0.5).as_secs_f64(),
-            polls.patch_latencies.last().copied().unwrap_or_default().as_secs_f64()
-        ),
+        median_and_max(&polls.patch_latencies, 2),
         &format!("max <= {} s", PATCH_LATENCY_TARGET.as_secs()),
         polls.patch_latencies.len() == CHANGES
             && polls.patch_latencies.last().is_some_and(|max| *max <= PATCH_LATENCY_TARGET),

@@ -181,35 +181,20 @@ async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use http::{Request, Response};
-    use kube::client::Body;
     use serde_json::{Value, json};
 
     use super::*;
 
     /// A mock apiserver that answers each create with `answer(body)`: (status, object).
     fn apiserver(answer: fn(Value) -> (u16, Value)) -> kube::Client {
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        tokio::spawn(async move {
-            while let Some((request, respond)) = handle.next_request().await {
-                assert!(
-                    request.uri().query().is_some_and(|q| q.contains("dryRun=All")),
-                    "only dry runs: {}",
-                    request.uri()
-                );
-                let body = request.into_body().collect_bytes().await.unwrap_or_default();
-                let (status, object) = answer(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                let response = Response::builder()
-                    .status(status)
-                    .header("content-type", "application/json")
-                    .body(Body::from(serde_json::to_vec(&object).unwrap_or_default()));
-                match response {
-                    Ok(response) => respond.send_response(response),
-                    Err(error) => panic!("mock answer: {error}"),
-                }
-            }
-        });
-        kube::Client::new(service, "default")
+        crate::controller::mock_apiserver::client(move |request, body| {
+            assert!(
+                request.uri.query().is_some_and(|q| q.contains("dryRun=All")),
+                "only dry runs: {}",
+                request.uri
+            );
+            answer(body)
+        })
     }
 
     fn named(mut object: Value) -> Value {

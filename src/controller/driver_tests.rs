@@ -6,8 +6,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Request, Response};
-use kube::client::Body;
 use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
@@ -73,43 +71,28 @@ fn status_written(patch: Value) -> Value {
 /// A mock apiserver that answers every write with `object` (or the request body for
 /// Events), every Secret read with 404, and logs each call.
 fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    tokio::spawn(async move {
-        while let Some((request, respond)) = handle.next_request().await {
-            let method = request.method().to_string();
-            let path = request.uri().path().to_string();
-            let call = format!("kube {method} {path}");
-            log.push(call.clone());
-            let body = request.into_body().collect_bytes().await.unwrap_or_default();
-            let mut body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            if path.ends_with("/status") {
-                body = status_written(body);
-            }
-            bodies
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((call, body.clone()));
-            let (status, answer) = if path.contains("/secrets/") {
-                (
-                    404,
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
-                )
-            } else if path.contains("/events") {
-                (201, body)
-            } else {
-                (200, object.clone())
-            };
-            let response = Response::builder()
-                .status(status)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&answer).unwrap_or_default()));
-            match response {
-                Ok(response) => respond.send_response(response),
-                Err(error) => panic!("mock answer: {error}"),
-            }
+    crate::controller::mock_apiserver::client(move |request, mut body| {
+        let path = request.uri.path().to_string();
+        let call = format!("kube {} {path}", request.method);
+        log.push(call.clone());
+        if path.ends_with("/status") {
+            body = status_written(body);
         }
-    });
-    kube::Client::new(service, "default")
+        bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((call, body.clone()));
+        if path.contains("/secrets/") {
+            (
+                404,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
+            )
+        } else if path.contains("/events") {
+            (201, body)
+        } else {
+            (200, object.clone())
+        }
+    })
 }
 
 struct Harness {

@@ -20,6 +20,8 @@ pub mod error;
 pub mod health;
 pub mod leader;
 pub mod metrics;
+#[cfg(test)]
+mod mock_apiserver;
 pub mod poll_schedule;
 mod process_metrics;
 pub mod reads;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use edge_operator::crd::AccessListConfig;
 use kube::Api;
 
-use super::release::{Release, is_ready, is_running};
+use super::release::{Release, is_ready};
 use crate::support::cluster::{cluster, repo_root};
 use crate::support::operator::{eventually, wait_for_condition};
 
@@ -144,29 +144,10 @@ async fn without_leader_election_an_upgrade_replaces_the_single_operator_without
     let release = Release::install("node-upgrade", "emulator", &["--set=leaderElection.enabled=false"]);
     let before = release.operator_pods().await;
     assert_eq!(before.len(), 1);
-    let old_name = before[0].metadata.name.clone();
+    let old_name = before[0].metadata.name.clone().expect("a Pod name");
 
-    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let sampler = {
-        let sampling = sampling.clone();
-        let pods = release.pods().await;
-        let selector = format!(
-            "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
-            release.name
-        );
-        tokio::spawn(async move {
-            let mut most = 0;
-            let mut samples = 0;
-            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Ok(list) = pods.list(&kube::api::ListParams::default().labels(&selector)).await {
-                    most = most.max(list.items.iter().filter(|p| is_running(p)).count());
-                    samples += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            (most, samples)
-        })
-    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = release.sample_rollout(old_name.clone(), stop.clone());
     let (ok, _, err) = tokio::task::block_in_place(|| {
         release.helm(
             "upgrade",
@@ -174,15 +155,18 @@ async fn without_leader_election_an_upgrade_replaces_the_single_operator_without
         )
     });
     assert!(ok, "{err}");
-    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
-    let (most, samples) = sampler.await.expect("sampler");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rollout = sampler.await.expect("sampler");
     let after = release.operator_pods().await;
     assert!(
-        after.len() == 1 && after[0].metadata.name != old_name,
+        after.len() == 1 && after[0].metadata.name.as_deref() != Some(old_name.as_str()),
         "the upgrade replaced the Pod"
     );
-    assert!(samples > 10, "{samples} samples");
-    assert_eq!(most, 1, "never two operators running at once ({samples} samples)");
+    assert!(rollout.samples > 10, "{rollout:?}");
+    assert_eq!(
+        rollout.most_running, 1,
+        "never two operators running at once: {rollout:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! A Helm release of the chart in a namespace of its own, under the `restricted` Pod
 //! Security Standard, with the in-cluster emulator; and what the tests read of it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use edge_operator::sim::ADMIN_TOKEN_HEADER;
@@ -125,15 +127,19 @@ impl Release {
         Api::namespaced(cluster().client().await, &self.namespace.name)
     }
 
-    /// The operator's Pods (not the emulator's).
-    pub async fn operator_pods(&self) -> Vec<Pod> {
-        let selector = format!(
+    /// The label selector of the operator's Pods (not the emulator's).
+    pub fn operator_selector(&self) -> String {
+        format!(
             "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
             self.name
-        );
+        )
+    }
+
+    /// The operator's Pods (not the emulator's).
+    pub async fn operator_pods(&self) -> Vec<Pod> {
         self.pods()
             .await
-            .list(&ListParams::default().labels(&selector))
+            .list(&ListParams::default().labels(&self.operator_selector()))
             .await
             .map(|list| list.items)
             .unwrap_or_default()
@@ -186,16 +192,76 @@ impl Release {
         client.request_text(request).await.expect("the admin API answers")
     }
 
-    /// Requests the emulator journaled with `method` on a path containing `path_part`.
-    pub async fn journal_count(&self, method: &str, path_part: &str) -> usize {
+    /// The requests the emulator journaled, oldest first.
+    pub async fn journal(&self) -> Vec<serde_json::Value> {
         let journal: serde_json::Value =
             serde_json::from_str(&self.emulator_admin_get("/_sim/requests").await).expect("the journal is JSON");
-        journal
-            .as_array()
-            .expect("the journal is a list")
+        match journal {
+            serde_json::Value::Array(entries) => entries,
+            other => panic!("the journal is a list: {other}"),
+        }
+    }
+
+    /// Requests the emulator journaled with `method` on a path containing `path_part`.
+    pub async fn journal_count(&self, method: &str, path_part: &str) -> usize {
+        self.journal()
+            .await
             .iter()
             .filter(|entry| entry["method"] == method && entry["path"].as_str().is_some_and(|p| p.contains(path_part)))
             .count()
+    }
+}
+
+/// What [`Release::sample_rollout`] saw of the operator Pods and the Lease.
+#[derive(Debug, Default)]
+pub struct Rollout {
+    pub samples: usize,
+    /// The most operator Pods running at once.
+    pub most_running: usize,
+    /// When `old_pod` was last seen running.
+    pub last_old_running: Option<Instant>,
+    /// When the Lease was first seen held by another than `old_pod`.
+    pub first_new_leader: Option<Instant>,
+}
+
+impl Release {
+    /// Samples the operator Pods and the leader Lease every 50 ms until `stop`.
+    pub fn sample_rollout(&self, old_pod: String, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Rollout> {
+        let selector = self.operator_selector();
+        let namespace = self.namespace.name.clone();
+        let lease_name = self.fullname();
+        tokio::spawn(async move {
+            let client = cluster().client().await;
+            let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+            let leases: Api<Lease> = Api::namespaced(client, &namespace);
+            let mut rollout = Rollout::default();
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(list) = pods.list(&ListParams::default().labels(&selector)).await {
+                    let running: Vec<_> = list.items.iter().filter(|p| is_running(p)).collect();
+                    rollout.most_running = rollout.most_running.max(running.len());
+                    if running
+                        .iter()
+                        .any(|p| p.metadata.name.as_deref() == Some(old_pod.as_str()))
+                    {
+                        rollout.last_old_running = Some(Instant::now());
+                    }
+                    rollout.samples += 1;
+                }
+                if rollout.first_new_leader.is_none() {
+                    let holder = leases
+                        .get_opt(&lease_name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .and_then(|l| l.spec?.holder_identity);
+                    if holder.is_some_and(|holder| holder != old_pod) {
+                        rollout.first_new_leader = Some(Instant::now());
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            rollout
+        })
     }
 }
 
@@ -208,7 +274,7 @@ impl Drop for Release {
 }
 
 /// Whether a Pod's containers are all running (whatever its readiness).
-pub fn is_running(pod: &Pod) -> bool {
+fn is_running(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())

@@ -6,12 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
-use kube::api::ListParams;
 use serde_json::Value;
 
-use crate::release::{Release, is_running};
+use crate::release::Release;
 use crate::support::cluster::{cluster, pinned, repo_root};
 use crate::support::gitops::{get_json, judge};
 use crate::support::helm::{chart, helm};
@@ -191,11 +188,9 @@ fn previous_values(api_url: &str, namespace: &str) -> Vec<String> {
 /// The platform writes the emulator journaled: every request but a GET or an event
 /// search (a query sent by POST).
 async fn platform_writes(release: &Release) -> Vec<String> {
-    let journal: Value =
-        serde_json::from_str(&release.emulator_admin_get("/_sim/requests").await).expect("the journal is JSON");
-    journal
-        .as_array()
-        .expect("the journal is a list")
+    release
+        .journal()
+        .await
         .iter()
         .filter(|entry| entry["method"] != "GET" && !entry["path"].as_str().is_some_and(|p| p.ends_with("/search")))
         .map(|entry| {
@@ -260,56 +255,6 @@ async fn settled_restore_point(namespace: &str) -> Option<(bool, i64)> {
         last = now;
     }
     panic!("the previous release kept changing the restore point");
-}
-
-/// What a sampler saw of the operator Pods and the Lease during the upgrade.
-#[derive(Debug, Default)]
-struct Rollout {
-    samples: usize,
-    most_running: usize,
-    last_old_running: Option<Instant>,
-    first_new_leader: Option<Instant>,
-}
-
-fn sample_rollout(release: &Release, old_pod: String, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Rollout> {
-    let selector = format!(
-        "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
-        release.name
-    );
-    let namespace = release.namespace.name.clone();
-    let lease_name = release.fullname();
-    tokio::spawn(async move {
-        let client = cluster().client().await;
-        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &namespace);
-        let leases: Api<Lease> = Api::namespaced(client, &namespace);
-        let mut rollout = Rollout::default();
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok(list) = pods.list(&ListParams::default().labels(&selector)).await {
-                let running: Vec<_> = list.items.iter().filter(|p| is_running(p)).collect();
-                rollout.most_running = rollout.most_running.max(running.len());
-                if running
-                    .iter()
-                    .any(|p| p.metadata.name.as_deref() == Some(old_pod.as_str()))
-                {
-                    rollout.last_old_running = Some(Instant::now());
-                }
-                rollout.samples += 1;
-            }
-            if rollout.first_new_leader.is_none() {
-                let holder = leases
-                    .get_opt(&lease_name)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|l| l.spec?.holder_identity);
-                if holder.is_some_and(|holder| holder != old_pod) {
-                    rollout.first_new_leader = Some(Instant::now());
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        rollout
-    })
 }
 
 /// The objects and the operator's log, for a failure's message.
@@ -379,11 +324,11 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     let old_pods = release.operator_pods().await;
     assert_eq!(old_pods.len(), 1);
     let old_pod = old_pods[0].metadata.name.clone().expect("a Pod name");
-    let writes_before = platform_writes(&release).await;
     let recorded = settled_restore_point(&ns).await;
     println!("restore point recorded by the previous release: {recorded:?}");
     // Without one, the new operator records the values before its own first write.
     let restore_point = recorded.unwrap_or((true, 2));
+    let writes_before = platform_writes(&release).await;
 
     // The README's upgrade step: the new CRDs first, applied server-side.
     let (ok, crds, err) = helm(&["show", "crds", &chart()]);
@@ -421,7 +366,7 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     // the operator's key need their namespace listed (the default key is denied
     // elsewhere since the previous release).
     let stop = Arc::new(AtomicBool::new(false));
-    let sampler = sample_rollout(&release, old_pod.clone(), stop.clone());
+    let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
     let change = tokio::task::spawn_blocking({
         let yaml = previous
             .example(EXAMPLES[0].0)
