@@ -32,7 +32,7 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 
 pause() {
   mkdir -p "$work/pause"
-  gcc -static -Os -o "$work/pause/pause" hack/image/pause.c
+  gcc -static -Os -o "$work/pause/pause" hack/kind/pause.c
   strip "$work/pause/pause"
   python3 hack/image/oci.py --rootfs "$work/pause" --name edge-operator.local/pause:static \
     --entrypoint /pause --output "$out/pause.oci.tar" >&2

@@ -5,7 +5,7 @@
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict, for the tests)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
-# With --node, also the node's binaries: kubelet, kube-scheduler, kube-proxy.
+# With --node, also the node's binaries: kubelet, kubeadm, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -74,6 +74,7 @@ build_tool kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_tool kubectl k8s.io/kubernetes/cmd/kubectl
 if [ "${1:-}" = "--node" ]; then
   build_tool kubelet k8s.io/kubernetes/cmd/kubelet
+  build_tool kubeadm k8s.io/kubernetes/cmd/kubeadm
   build_tool kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
   build_tool kube-proxy k8s.io/kubernetes/cmd/kube-proxy
 fi

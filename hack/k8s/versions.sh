@@ -11,5 +11,19 @@ PROMETHEUS_OPERATOR_VERSION=v0.85.0
 # (tests/upgrade) installs before upgrading to the working tree.
 PREVIOUS_RELEASE_COMMIT=38cd4b3e633715b86a752e033959292ca3c94d7e
 GO_MIN_VERSION=1.26.0
+# kind and what its node image holds (hack/kind/build.sh). The node runtime follows the
+# base image of that kind release; CoreDNS is the version kubeadm of K8S_VERSION deploys;
+# local-path-provisioner is the newest release on the Go module proxy; Debian is the
+# machine's own release.
+KIND_VERSION=v0.33.0
+CONTAINERD_VERSION=v2.3.4
+RUNC_VERSION=v1.4.3
+CRICTL_VERSION=v1.36.0
+CNI_PLUGINS_VERSION=v1.9.1
+COREDNS_VERSION=v1.14.2
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
+DEBIAN_SUITE=bookworm
 EDGE_CACHE_DIR="${EDGE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/edge-operator}"
 K8S_BIN_DIR="${EDGE_CACHE_DIR}/k8s-${K8S_VERSION}/bin"
+KIND_DIR="${EDGE_CACHE_DIR}/kind-${KIND_VERSION}"
+KIND_NODE_IMAGE="edge-operator.local/kind-node:${K8S_VERSION}"

@@ -20,8 +20,12 @@ pub struct Cluster {
 
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
+/// The package root: cargo's at run time, so that a test binary reused from another
+/// checkout of the same sources (a shared target directory) reads this checkout.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 extern "C" fn stop_owned_cluster() {

@@ -1,7 +1,5 @@
 //! Starting `edge-sim` in-process for tests, on a free port of 127.0.0.1.
 
-use std::path::PathBuf;
-
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 
 pub const ACCESS_KEY: &str = "demo-access-key";
@@ -17,7 +15,7 @@ pub fn now_ms() -> i64 {
 
 /// The example fixtures document of `examples/`.
 pub fn example_fixtures() -> SimDocument {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/edge-sim-fixtures.yaml");
+    let path = super::cluster::repo_root().join("examples/edge-sim-fixtures.yaml");
     let text = std::fs::read_to_string(path).expect("example fixtures");
     SimDocument::from_yaml(&text).expect("valid example fixtures")
 }
