@@ -3,10 +3,11 @@
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
 #   make bench   the benchmark table (event search, operator at scale, rate discipline)
 #   make images  the operator and edge-sim images as OCI archives (no container engine)
-#   make e2e-kind  the node suite on a kind cluster (needs Docker and kind)
+#   make e2e-kind  the Pod-level suites and the README's kind recipe on kind (root: starts
+#                  a Docker engine when none runs, builds kind and its node image)
 SHELL := /bin/bash
 
-.PHONY: demo down test bench crds cluster-up cluster-down node-up node-down images e2e-kind k8s-binaries
+.PHONY: demo down test bench crds cluster-up cluster-down images e2e-kind k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -33,13 +34,6 @@ cluster-up:
 
 cluster-down:
 	hack/cluster.sh down
-
-# A control plane with a kubelet node (root; see hack/k8s/node.sh for the host changes).
-node-up:
-	hack/cluster.sh up --node
-
-node-down:
-	hack/cluster.sh down --node
 
 images:
 	hack/image/build.sh

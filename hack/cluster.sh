@@ -1,33 +1,24 @@
 #!/usr/bin/env bash
 # A real local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
-# on 127.0.0.1, built from Go modules by hack/k8s/build.sh; with --node, also a kubelet
-# node that runs Pods (needs root; see hack/k8s/node.sh for what it changes on the host).
+# on 127.0.0.1, built from Go modules by hack/k8s/build.sh. It has no node: Pods run on
+# kind (make e2e-kind).
 #
-#   hack/cluster.sh up [--node]        build what is missing, start, wait until ready, print the env
-#   hack/cluster.sh down [--node]      stop the processes this script started, undo, remove state
+#   hack/cluster.sh up                 build what is missing, start, wait until ready, print the env
+#   hack/cluster.sh down               stop the processes this script started, remove state
 #   hack/cluster.sh status             show whether the cluster answers
 #   hack/cluster.sh env                print `export KUBECONFIG=...` (and PATH for kubectl/helm)
-#   hack/cluster.sh load-image FILE    import an image archive into the node (as `kind load`)
 #   hack/cluster.sh restart-apiserver  SIGKILL kube-apiserver and start it again (a fault)
 #
-# EDGE_CLUSTER_NAME (default "dev", or "node" with --node, for any command) names the cluster: clusters
-# with different names run side by side on free ports (one node per machine). State
-# lives in ${TMPDIR:-/tmp}/edge-operator-<name>.
+# EDGE_CLUSTER_NAME (default "dev", for any command) names the cluster: clusters with
+# different names run side by side on free ports. State lives in
+# ${TMPDIR:-/tmp}/edge-operator-<name>.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/k8s/versions.sh
 source "$here/k8s/versions.sh"
-# shellcheck source=hack/k8s/node.sh
-source "$here/k8s/node.sh"
 
-node_mode=false
-for argument in "$@"; do
-  [ "$argument" = "--node" ] && node_mode=true
-done
-default_name=dev
-$node_mode && default_name=node
-name="${EDGE_CLUSTER_NAME:-$default_name}"
+name="${EDGE_CLUSTER_NAME:-dev}"
 state="${EDGE_CLUSTER_STATE:-${TMPDIR:-/tmp}/edge-operator-${name}}"
 kubeconfig="$state/kubeconfig"
 
@@ -60,7 +51,7 @@ generate_pki() {
       openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
         ${3:+-extfile "$3"} -out "$1.crt" 2>/dev/null
     }
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >serving.ext
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >serving.ext
     sign apiserver "/CN=kube-apiserver" serving.ext
     printf 'extendedKeyUsage=clientAuth\n' >client.ext
     sign admin "/O=system:masters/CN=admin" client.ext
@@ -78,7 +69,7 @@ kind: Config
 clusters:
 - name: $name
   cluster:
-    server: https://$(cat "$state/api.host"):$3
+    server: https://127.0.0.1:$3
     certificate-authority: $pki/ca.crt
 users:
 - name: $2
@@ -103,26 +94,16 @@ print_env() {
 start_apiserver() {
   local pki="$state/pki" etcd_port api_port
   etcd_port=$(cat "$state/etcd.port"); api_port=$(cat "$state/api.port")
-  local host; host=$(cat "$state/api.host")
-  local mode_flags=(--authorization-mode RBAC --service-account-issuer "https://127.0.0.1:$api_port"
-    --disable-admission-plugins ServiceAccount)
-  if [ -d "$state/host" ]; then
-    # Pods reach it through the kubernetes Service and authenticate with their
-    # ServiceAccount tokens; the kubelet authenticates as a node.
-    mode_flags=(--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction
-      --service-account-issuer https://kubernetes.default.svc
-      --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt"
-      --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP)
-  fi
-  log "starting kube-apiserver on https://$host:$api_port"
+  log "starting kube-apiserver on https://127.0.0.1:$api_port"
   start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address "$host" --advertise-address "$host" --secure-port "$api_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \
-    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --service-cluster-ip-range 10.0.0.0/24 \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    "${mode_flags[@]}" \
+    --authorization-mode RBAC --service-account-issuer "https://127.0.0.1:$api_port" \
+    --disable-admission-plugins ServiceAccount \
     --audit-log-path "$state/audit.log" --audit-policy-file "$here/k8s/audit-policy.yaml" \
     --audit-log-maxsize 200
 }
@@ -161,19 +142,12 @@ up() {
     print_env
     return
   fi
-  down_node_if_any
   rm -rf "$state"
   mkdir -p "$state/etcd"
   generate_pki
   local etcd_port peer_port api_port
   etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
   echo "$api_port" >"$state/api.port"
-  echo 127.0.0.1 >"$state/api.host"
-  if $node_mode; then
-    node_require_root
-    node_prepare
-    echo "$NODE_IP" >"$state/api.host"
-  fi
 
   log "starting etcd on 127.0.0.1:$etcd_port"
   start etcd "$K8S_BIN_DIR/etcd" --name "$name" --data-dir "$state/etcd" \
@@ -189,20 +163,15 @@ up() {
 
   wait_ready
 
-  local controllers=(--controllers namespace-controller,garbage-collector-controller)
-  if $node_mode; then
-    controllers=(--controllers '*' --use-service-account-credentials --service-cluster-ip-range "$SERVICE_CIDR")
-  fi
-  log "starting kube-controller-manager (${controllers[1]})"
+  log "starting kube-controller-manager (namespace and garbage-collector controllers)"
   start kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
     --kubeconfig "$state/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$state/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
     --service-account-private-key-file "$state/pki/sa.key" --root-ca-file "$state/pki/ca.crt" \
-    "${controllers[@]}" \
+    --controllers namespace-controller,garbage-collector-controller \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
 
-  $node_mode && node_up
   log "ready in $((SECONDS - started))s"
   print_env
 }
@@ -229,16 +198,7 @@ stop_components() {
   done
 }
 
-# A node left by an earlier run of this cluster (its host changes are undone first).
-down_node_if_any() {
-  if [ -d "$state/host" ]; then
-    node_require_root
-    node_down
-  fi
-}
-
 down() {
-  down_node_if_any
   stop_components kube-controller-manager kube-apiserver etcd
   rm -rf "$state"
   log "stopped"
@@ -246,9 +206,7 @@ down() {
 
 status() {
   local component ok=0
-  local components=(etcd kube-apiserver kube-controller-manager)
-  [ -d "$state/host" ] && components+=(kube-scheduler containerd kubelet kube-proxy)
-  for component in "${components[@]}"; do
+  for component in etcd kube-apiserver kube-controller-manager; do
     if is_running "$component"; then
       log "$component running (pid $(cat "$state/$component.pid"))"
     else
@@ -267,6 +225,5 @@ case "${1:-}" in
   status) status ;;
   env) print_env ;;
   restart-apiserver) restart_apiserver ;;
-  load-image) load_image "${2:?usage: $0 load-image FILE}" ;;
-  *) echo "usage: $0 up [--node]|down|status|env|load-image FILE|restart-apiserver" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|env|restart-apiserver" >&2; exit 2 ;;
 esac

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, emulator, client and e2e tests on a
-# real local control plane started for this run and stopped afterwards; the upgrade
-# test and the node suite (the chart's Pods from the locally assembled images) on a
-# control plane with a kubelet node, which needs root; then a smoke run of the benchmark.
+# real local control plane started for this run and stopped afterwards; `make e2e-kind`
+# (the upgrade test, the node suite and the README's kind recipe on kind, with a Docker
+# engine it starts and stops, as root); then a smoke run of the benchmark.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=hack/k8s/versions.sh
@@ -34,23 +34,9 @@ step "cargo test"
 cargo test --locked --no-fail-fast --lib --bins --tests
 hack/cluster.sh down >/dev/null
 
-step "images (hack/image/build.sh: OCI archives of the release binaries, and the previous release's operator)"
-built="$(hack/image/build.sh)"$'\n'"$(hack/image/build.sh previous)"
-mapfile -t images <<<"$built"
-ls -l "${images[@]}"
-
-step "upgrade and node suites: a kubelet node, the images loaded, the chart installed (root)"
-export EDGE_CLUSTER_NAME="node-$$"
-trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
-eval "$(hack/cluster.sh up --node)"
-for image in "${images[@]}"; do
-  [[ "$image" == */pause.oci.tar ]] || hack/cluster.sh load-image "$image"
-done
-# The upgrade test replaces the CRDs with the previous release's: it runs first, alone.
-EDGE_TEST_KUBECONFIG="$KUBECONFIG" cargo test --locked --test upgrade -- --nocapture
-EDGE_TEST_KUBECONFIG="$KUBECONFIG" cargo test --locked --test node -- --nocapture
-hack/cluster.sh down >/dev/null
+step "make e2e-kind (hack/e2e-kind.sh)"
 trap - EXIT
+hack/e2e-kind.sh
 
 step "benchmark smoke (small sizes, count targets gated; the full run is make bench)"
 hack/bench/run.sh --smoke

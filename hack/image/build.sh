@@ -3,17 +3,14 @@
 # registry, into ${EDGE_CACHE_DIR}/images:
 #   edge-operator-<version>.oci.tar  ghcr.io/edge-operator/edge-operator:<version>
 #   edge-sim-<version>.oci.tar       ghcr.io/edge-operator/edge-sim:<version>
-#   pause.oci.tar                    edge-operator.local/pause:static (the node's sandbox image)
 #   edge-operator-git-<commit>.oci.tar  ghcr.io/edge-operator/edge-operator:git-<commit>
 #     (`previous` only: the operator of PREVIOUS_RELEASE_COMMIT, built from git history
 #     for the upgrade test; kept in the cache, as it never changes)
 # Both product images hold the three release binaries, the shared libraries they load,
 # a CA bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
-# their entrypoint. Load them with `hack/cluster.sh load-image FILE` (the local node),
-# `kind load image-archive FILE` or `docker load -i FILE`.
+# their entrypoint. Load them with `kind load image-archive FILE` or `docker load -i FILE`.
 #
-#   hack/image/build.sh          all three
-#   hack/image/build.sh pause    the sandbox image only
+#   hack/image/build.sh          the operator and edge-sim images
 #   hack/image/build.sh previous the operator image of the previous release
 # Prints the archives' paths, one per line.
 set -euo pipefail
@@ -29,15 +26,6 @@ trap 'rm -rf "$work"' EXIT
 log() { printf '[image] %s\n' "$*" >&2; }
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
-
-pause() {
-  mkdir -p "$work/pause"
-  gcc -static -Os -o "$work/pause/pause" hack/kind/pause.c
-  strip "$work/pause/pause"
-  python3 hack/image/oci.py --rootfs "$work/pause" --name edge-operator.local/pause:static \
-    --entrypoint /pause --output "$out/pause.oci.tar" >&2
-  echo "$out/pause.oci.tar"
-}
 
 # Copies a binary's shared libraries (and the dynamic loader) into the root file system.
 copy_libraries() {
@@ -103,8 +91,7 @@ previous() {
 }
 
 case "${1:-all}" in
-  pause) pause ;;
-  all) pause; product ;;
+  all) product ;;
   previous) previous ;;
-  *) echo "usage: $0 [all|pause|previous]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|previous]" >&2; exit 2 ;;
 esac

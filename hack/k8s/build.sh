@@ -5,7 +5,8 @@
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict, for the tests)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
-# With --node, also the node's binaries: kubelet, kubeadm, kube-scheduler, kube-proxy.
+# With --node, also what the kind node image (hack/kind/build.sh) holds besides those:
+# kubelet, kubeadm, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 

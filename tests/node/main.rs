@@ -4,10 +4,9 @@
 //! failover, SIGTERM, uninstall).
 //!
 //! Any cluster works whose kubeconfig is in `EDGE_TEST_KUBECONFIG` and whose nodes hold
-//! the images of `hack/image/build.sh` (they are never pulled): `hack/cluster.sh up
-//! --node` with `hack/cluster.sh load-image` (as `make test` does), or kind with `kind
-//! load image-archive` (`make e2e-kind`). Not run by a bare `cargo test`:
-//! `cargo test --test node`.
+//! the images of `hack/image/build.sh` (they are never pulled): `make e2e-kind` (as
+//! `make test` does) creates a kind cluster and loads them with `kind load
+//! image-archive`. Not run by a bare `cargo test`: `cargo test --test node`.
 
 #[path = "../support/mod.rs"]
 mod support;

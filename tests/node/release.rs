@@ -30,7 +30,7 @@ impl Release {
         assert!(
             std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
             "the node suite needs a cluster with a node and the images loaded, in EDGE_TEST_KUBECONFIG \
-             (hack/cluster.sh up --node; hack/cluster.sh load-image, or make e2e-kind)"
+             (make e2e-kind, or kind create cluster and kind load image-archive)"
         );
         let (namespace, name) = Self::namespace_and_name(prefix);
         let values = repo_root().join(format!("charts/edge-operator/ci/{mode}-values.yaml"));
