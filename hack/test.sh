@@ -12,11 +12,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
 step() { printf '\n==> %s\n' "$*"; }
 
 # Argo CD runs its health checks in a Lua 5.1 interpreter; the tests run ours in one.
-if ! command -v lua5.1 >/dev/null; then
-  step "installing lua5.1 (Debian)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lua5.1 >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lua5.1 >/dev/null; }
-fi
+command -v lua5.1 >/dev/null || hack/install-packages.sh lua5.1
 
 step "cargo fmt --check"
 cargo fmt --check

@@ -47,7 +47,7 @@ go_install containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
   "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
 if [ ! -x "$bin/runc" ]; then
-  [ -f /usr/include/seccomp.h ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev >/dev/null
+  "$here/../install-packages.sh" libseccomp-dev
   CGO_ENABLED=1 go_install runc -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
 fi
 go_install portmap \
@@ -94,7 +94,7 @@ trap cleanup EXIT
 start=$SECONDS
 mirror="$(sed -n 's/^URIs: \(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)"
 mirror="${mirror:-http://deb.debian.org/debian}"
-command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+"$here/../install-packages.sh" debootstrap
 
 debootstrap_into() {
   local dir="$1" packages="$2"

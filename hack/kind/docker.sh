@@ -30,11 +30,7 @@ up() {
     log "error: no Docker engine answers, and starting one needs root"
     exit 1
   fi
-  if ! command -v dockerd >/dev/null; then
-    log "installing docker.io (Debian)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null; }
-  fi
+  command -v dockerd >/dev/null || "$here/../install-packages.sh" docker.io
   mkdir -p "$state" "$EDGE_CACHE_DIR/docker"
   iptables-save >"$state/iptables"
   ip6tables-save >"$state/ip6tables"
