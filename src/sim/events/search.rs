@@ -1,7 +1,7 @@
 //! Event-log search: validation of a request against the rules of the spec, and its
 //! execution over an [`EventStore`]. No HTTP here.
 //!
-//! Semantics (see README, "Event-log search semantics"):
+//! Semantics (see docs/emulator.md, "Event-log search semantics"):
 //! - window `[from, to)`; `to > from`, `to <= now + 5 min`, `to >= now - 72 h`;
 //! - `query`: whitespace-separated terms, each a case-insensitive substring of at least
 //!   one of ip, ruleId, url, ua, ruleName;
