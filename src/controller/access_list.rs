@@ -24,7 +24,6 @@ use crate::crd::access_list_config::{
 
 pub mod claims;
 
-pub const KIND: &str = "AccessListConfig";
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
 

@@ -260,7 +260,7 @@ pub fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
     let summary = &tail.summary;
     let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
     if tail.complete {
-        return Decided::new(ConditionType::CdnLogsSynced, true, Reason::Synchronized, counts);
+        return Decided::new(ConditionType::CdnLogsSynced, true, Reason::Synced, counts);
     }
     let why = if tail.behind {
         format!(
@@ -310,7 +310,7 @@ pub fn poll_status(
             decided.push(Decided::new(
                 ConditionType::RateLimitsSynced,
                 true,
-                Reason::Synchronized,
+                Reason::Synced,
                 format!("{} rules", rules.len()),
             ));
             status.rate_limits = Some(rate_limit_summaries(&rules));
@@ -631,7 +631,7 @@ mod tests {
         let synced = cdn_condition(&tail(true, false), 20);
         assert_eq!(
             (synced.reason, synced.message.as_str()),
-            (Reason::Synchronized, "5000 requests, hit ratio 0.870")
+            (Reason::Synced, "5000 requests, hit ratio 0.870")
         );
         let backfilling = cdn_condition(&tail(false, false), 20);
         assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);

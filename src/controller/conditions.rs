@@ -86,7 +86,7 @@ pub enum Reason {
     // ContainerAppWatch
     Polled,
     PolledLate,
-    Synchronized,
+    Synced,
     Quiet,
     Elevated,
     NoPullZone,
@@ -110,7 +110,8 @@ pub enum Reason {
     InvalidInput,
     KubernetesError,
     CredentialsUnavailable,
-    InvalidSpec,
+    /// The operator failed to encode one of its own requests.
+    EncodingError,
     NotLeader,
 }
 
@@ -140,7 +141,7 @@ impl Reason {
             Reason::HostnameNotFound => "HostnameNotFound",
             Reason::Polled => "Polled",
             Reason::PolledLate => "PolledLate",
-            Reason::Synchronized => "Synced",
+            Reason::Synced => "Synced",
             Reason::Quiet => "Quiet",
             Reason::Elevated => "Elevated",
             Reason::NoPullZone => "NoPullZone",
@@ -162,7 +163,7 @@ impl Reason {
             Reason::InvalidInput => "InvalidInput",
             Reason::KubernetesError => "KubernetesError",
             Reason::CredentialsUnavailable => "CredentialsUnavailable",
-            Reason::InvalidSpec => "InvalidSpec",
+            Reason::EncodingError => "EncodingError",
             Reason::NotLeader => "NotLeader",
         }
     }
@@ -201,7 +202,7 @@ impl Reason {
 }
 
 /// The reasons that wait for a person (see [`Reason::is_terminal`]).
-const TERMINAL: [Reason; 19] = [
+const TERMINAL: [Reason; 18] = [
     Reason::Paused,
     Reason::Drifted,
     Reason::AccessListNotFound,
@@ -217,7 +218,6 @@ const TERMINAL: [Reason; 19] = [
     Reason::DecodeError,
     Reason::InvalidInput,
     Reason::CredentialsUnavailable,
-    Reason::InvalidSpec,
     // Application states a person ends: a crash loop, a stop, a suspension.
     Reason::App("Failing"),
     Reason::App("Inactive"),
@@ -291,11 +291,6 @@ pub fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 
-/// Whether a condition of `type_` has `reason`.
-pub fn has_reason(conditions: &[Condition], type_: ConditionType, reason: Reason) -> bool {
-    find(conditions, type_).is_some_and(|c| c.reason == reason.as_str())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,7 +306,7 @@ mod tests {
         let flipped = merge(&same, &[ready(false, Reason::Drifted, "x")], Some(2), "t3");
         assert_eq!(flipped[0].last_transition_time, "t3");
         assert!(!is_true(&flipped, ConditionType::Ready));
-        assert!(has_reason(&flipped, ConditionType::Ready, Reason::Drifted));
+        assert_eq!(flipped[0].reason, Reason::Drifted.as_str());
     }
 
     #[test]

@@ -527,7 +527,7 @@ async fn remove_finalizer<K: Reconciled>(
         { "op": "test", "path": path, "value": finalizer },
         { "op": "remove", "path": path },
     ]))
-    .map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
+    .map_err(|e| ReconcileError::Encoding(e.to_string()))?;
     match api
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await

@@ -26,8 +26,8 @@ pub enum ReconcileError {
     AccessListNotFound { zone: i64, what: String },
     #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
     AmbiguousListName { zone: i64, name: String, count: usize },
-    #[error("invalid spec: {0}")]
-    InvalidSpec(String),
+    #[error("the operator could not encode its request: {0}")]
+    Encoding(String),
     #[error("the reconcile took longer than {0:?}")]
     TimedOut(std::time::Duration),
     #[error("leadership is not confirmed: another operator may be acting")]
@@ -73,7 +73,7 @@ impl ReconcileError {
             | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable,
             ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
             ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
-            ReconcileError::InvalidSpec(_) => Reason::InvalidSpec,
+            ReconcileError::Encoding(_) => Reason::EncodingError,
             ReconcileError::TimedOut(_) => Reason::Timeout,
             ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
             ReconcileError::NotLeader => Reason::NotLeader,

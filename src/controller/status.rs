@@ -56,7 +56,7 @@ where
     let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
         { "op": "add", "path": "/status", "value": status },
     ]))
-    .map_err(|e| ReconcileError::InvalidSpec(e.to_string()))?;
+    .map_err(|e| ReconcileError::Encoding(e.to_string()))?;
     api.patch_status(
         &object.name_any(),
         &PatchParams {
