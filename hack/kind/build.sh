@@ -41,7 +41,28 @@ go_install() {
   log "built $name in $((SECONDS - start))s"
 }
 
+# The source directory of a module version, downloaded when missing.
+module_dir() {
+  go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+
 go_install kind "sigs.k8s.io/kind@$KIND_VERSION"
+key="$(cat "$here/build.sh" "$here/default-cni.yaml" "$here/pause.c" "$here/../k8s/versions.sh" | sha256sum | cut -c1-16)"
+archive="$KIND_DIR/node-$K8S_VERSION-$key.tar"
+label=io.edge-operator.build
+
+if [ "$(docker image inspect -f "{{ index .Config.Labels \"$label\" }}" "$KIND_NODE_IMAGE" 2>/dev/null)" = "$key" ]; then
+  echo "$KIND_NODE_IMAGE"
+  exit 0
+fi
+if [ -f "$archive" ]; then
+  log "loading the cached node image $archive"
+  docker load -q -i "$archive" >&2
+  echo "$KIND_NODE_IMAGE"
+  exit 0
+fi
+
+# 1. The binaries (kind itself is built above: the cache checks need none of the rest).
 go_install containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
   "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
@@ -58,30 +79,14 @@ go_install portmap \
 if [ ! -x "$bin/crictl" ]; then
   # cri-tools declares the path sigs.k8s.io/cri-tools, which the proxy does not serve:
   # build it in its own module.
-  source_dir="$(go mod download -json "github.com/kubernetes-sigs/cri-tools@$CRICTL_VERSION" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  source_dir="$(module_dir "github.com/kubernetes-sigs/cri-tools@$CRICTL_VERSION")"
   log "building crictl ..."
   (cd "$source_dir" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin/crictl" ./cmd/crictl)
 fi
 go_install local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
 go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION"
 k8s_bin="$("$here/../k8s/build.sh" --node | tail -n1)"
-
-kind_source="$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-key="$(cat "$here/build.sh" "$here/default-cni.yaml" "$here/pause.c" "$here/../k8s/versions.sh" | sha256sum | cut -c1-16)"
-archive="$KIND_DIR/node-$K8S_VERSION-$key.tar"
-label=io.edge-operator.build
-
-if [ "$(docker image inspect -f "{{ index .Config.Labels \"$label\" }}" "$KIND_NODE_IMAGE" 2>/dev/null)" = "$key" ]; then
-  echo "$KIND_NODE_IMAGE"
-  exit 0
-fi
-if [ -f "$archive" ]; then
-  log "loading the cached node image $archive"
-  docker load -q -i "$archive" >&2
-  echo "$KIND_NODE_IMAGE"
-  exit 0
-fi
+kind_source="$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 
 work="$(mktemp -d)"
 # The images this build makes on the way (the node image holds them).
