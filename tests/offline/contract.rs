@@ -46,7 +46,7 @@ fn assert_valid(document: Document, name: &str, body: &Value, what: &str) {
 
 #[test]
 fn the_embedded_schemas_are_the_published_ones() {
-    let published = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/platform-schemas");
+    let published = crate::support::cluster::repo_root().join("../shared/spec/platform-schemas");
     if !published.is_dir() {
         eprintln!("{} is not here; nothing to compare", published.display());
         return;

@@ -1,10 +1,10 @@
 //! The committed CRDs (`crds/`) are exactly what the Rust types generate.
 
-use std::path::PathBuf;
+use crate::support::cluster::repo_root;
 
 #[test]
 fn committed_crds_match_the_rust_types() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let dir = repo_root().join("crds");
     let crds = edge_operator::crd::all();
     for crd in &crds {
         let path = dir.join(edge_operator::crd::file_name(crd));
