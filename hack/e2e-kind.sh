@@ -60,5 +60,13 @@ step "README: Test your manifests on kind"
 awk '/^<!-- recipe: kind -->$/ { found = 1; next } found && /^```sh$/ { block = 1; next } block && /^```$/ { exit } block' \
   README.md >"$work/recipe.sh"
 [ -s "$work/recipe.sh" ] || { echo "README.md has no block after <!-- recipe: kind -->" >&2; exit 1; }
-bash -euxo pipefail "$work/recipe.sh"
+# On failure the recipe's cluster is still there (its last line deletes it): show why.
+recipe_diagnosis() {
+  kubectl get -n edge deployments,pods,leases,accesslistconfigs,pullzonecertificates,containerappwatches -o wide || true
+  kubectl get -n edge accesslistconfigs,pullzonecertificates,containerappwatches -o yaml || true
+  kubectl logs -n edge deployment/edge-edge-operator --tail=200 || true
+  kubectl logs -n edge deployment/edge-edge-operator-emulator --tail=50 || true
+  kubectl get events -n edge --sort-by=.lastTimestamp || true
+}
+bash -euxo pipefail "$work/recipe.sh" || { recipe_diagnosis; exit 1; }
 took "README recipe"
