@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
+use super::backoff::failure_delay;
 use super::cdn_tail::TailSummary;
 use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::Settings;
@@ -153,8 +154,12 @@ fn failed(type_: ConditionType, error: &ApiError) -> Decided {
 pub enum Observed {
     /// The status' data is fresh: the next poll is due at this time (Unix ms).
     NotDue { due_ms: i64 },
-    /// A poll, `late` after its due time.
-    Polled { reads: Box<Reads>, late: Duration },
+    /// A poll, `late` after its due time; the next is due at `due_ms` (Unix ms).
+    Polled {
+        reads: Box<Reads>,
+        late: Duration,
+        due_ms: i64,
+    },
 }
 
 /// What the status becomes and when the next reconcile comes (Unix ms).
@@ -172,6 +177,37 @@ pub struct Reads {
     pub security_events: Option<Result<(EventLogsSearchResponse, i64), ApiError>>,
     /// `None` when no CDN summary is asked for; `Some(None)` when no Pull Zone is known.
     pub cdn: Option<Option<Result<TailSummary, ApiError>>>,
+}
+
+impl Reads {
+    fn errors(&self) -> impl Iterator<Item = &ApiError> {
+        [
+            self.app.as_ref().err(),
+            self.rate_limits.as_ref().and_then(|r| r.as_ref().err()),
+            self.security_events.as_ref().and_then(|r| r.as_ref().err()),
+            self.cdn
+                .as_ref()
+                .and_then(|c| c.as_ref())
+                .and_then(|r| r.as_ref().err()),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// The poll that follows one started at `at_ms`: on the schedule's phase, or sooner
+/// after failed reads, with the error backoff counted over the polls in a row that
+/// failed (`failed_before` before this one). Counted from the poll's start: reads that
+/// waited for the quota do not push the next poll back.
+pub fn next_poll(schedule: &PollSchedule, at_ms: i64, reads: &Reads, failed_before: u32, jitter: f64) -> (u32, i64) {
+    let mut errors = reads.errors().peekable();
+    if errors.peek().is_none() {
+        return (0, schedule.next_due(at_ms, None));
+    }
+    let transient = errors.any(ApiError::is_retryable);
+    let failed_in_row = failed_before.saturating_add(1);
+    let retry = failure_delay(failed_in_row, transient, jitter);
+    (failed_in_row, schedule.next_due(at_ms, Some(retry)))
 }
 
 async fn security_events(
@@ -215,7 +251,8 @@ pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &No
     let schedule = schedule_of(watch);
     let generation = watch.metadata.generation;
     if let Some(last) = last {
-        return schedule.decide(Some(last.at_ms), last.generation != generation, now.millis());
+        let due_ms = (last.generation == generation).then_some(last.due_ms);
+        return PollSchedule::decide_due(due_ms, now.millis());
     }
     let status = watch.status.as_ref();
     let observed_ms = status
@@ -447,19 +484,13 @@ impl Reconciled for ContainerAppWatch {
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
         let key = object_key(self);
-        let late = match poll_decision(self, io.ctx.polls.last(&key), now) {
+        let last = io.ctx.polls.last(&key);
+        let late = match poll_decision(self, last, now) {
             PollDecision::Wait { due_ms } => return Ok(Observed::NotDue { due_ms }),
             PollDecision::Poll { late } => late,
         };
         let client = io.client().await?;
         io.ctx.metrics.polled(Self::KIND, late);
-        io.ctx.polls.record(
-            key,
-            LastPoll {
-                at_ms: now.millis(),
-                generation: self.metadata.generation,
-            },
-        );
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
         let zone = spec.shield_zone_id;
@@ -501,9 +532,23 @@ impl Reconciled for ContainerAppWatch {
             security_events,
             cdn,
         };
+        let failed_before = last
+            .filter(|l| l.generation == self.metadata.generation)
+            .map_or(0, |l| l.failed_in_row);
+        let (failed_in_row, due_ms) = next_poll(&schedule_of(self), now.millis(), &reads, failed_before, now.jitter);
+        io.ctx.polls.record(
+            key,
+            LastPoll {
+                at_ms: now.millis(),
+                generation: self.metadata.generation,
+                failed_in_row,
+                due_ms,
+            },
+        );
         Ok(Observed::Polled {
             reads: Box::new(reads),
             late,
+            due_ms,
         })
     }
 
@@ -513,11 +558,9 @@ impl Reconciled for ContainerAppWatch {
                 status: previous.clone(),
                 next_ms: due_ms,
             },
-            // From the poll's start, as the due check counts: reads that waited for
-            // the quota do not push the next poll back.
-            Observed::Polled { reads, late } => Plan {
+            Observed::Polled { reads, late, due_ms } => Plan {
                 status: poll_status(self, *reads, (late, now), previous, settings),
-                next_ms: schedule_of(self).next_after(now.millis()),
+                next_ms: due_ms,
             },
         }
     }
@@ -931,6 +974,45 @@ mod tests {
     }
 
     #[test]
+    fn a_poll_with_a_failed_read_is_retried_with_backoff_well_before_its_phase() {
+        let schedule = PollSchedule::new(Duration::from_secs(600), "edge/shop");
+        let at = polled_at("2026-11-20T12:00:00Z").millis();
+        let on_phase = schedule.next_after(at);
+        let unreachable = || ApiError::Transport("connection refused".into());
+
+        assert_eq!(
+            next_poll(&schedule, at, &reads(AppStatus::Active, Ok(vec![])), 0, 1.0),
+            (0, on_phase)
+        );
+        let failing = reads(AppStatus::Active, Err(unreachable()));
+        assert_eq!(next_poll(&schedule, at, &failing, 0, 1.0), (1, at + 5_000));
+        assert_eq!(next_poll(&schedule, at, &failing, 1, 1.0), (2, at + 10_000));
+        assert_eq!(
+            next_poll(&schedule, at, &failing, 30, 1.0),
+            (31, at + 300_000),
+            "capped"
+        );
+        let every_minute = PollSchedule::new(Duration::from_secs(60), "edge/shop");
+        assert_eq!(
+            next_poll(&every_minute, at, &failing, 30, 1.0),
+            (31, every_minute.next_after(at)),
+            "never later than the phase"
+        );
+        let mut missing = reads(AppStatus::Active, Ok(vec![]));
+        missing.app = Err(ApiError::from_response(404, None, b""));
+        assert_eq!(
+            next_poll(&schedule, at, &missing, 0, 1.0),
+            (1, at + 30_000),
+            "an error only the user can fix backs off from 30 s"
+        );
+        assert_eq!(
+            next_poll(&schedule, at, &reads(AppStatus::Active, Ok(vec![])), 4, 1.0),
+            (0, on_phase),
+            "a poll that reads everything returns to the phase"
+        );
+    }
+
+    #[test]
     fn lateness_counts_from_this_process_polls_only() {
         let mut watch = active_watch();
         watch.status = Some(ContainerAppWatchStatus {
@@ -949,18 +1031,18 @@ mod tests {
             PollDecision::Poll { late: Duration::ZERO },
             "an old observedAt after a restart polls, on no known schedule"
         );
-        let last = LastPoll {
-            at_ms: now.millis() - 600_000,
+        let schedule = schedule_of(&watch);
+        let polled = |at_ms: i64| LastPoll {
+            at_ms,
             generation: Some(1),
+            failed_in_row: 0,
+            due_ms: schedule.next_after(at_ms),
         };
-        let PollDecision::Poll { late } = poll_decision(&watch, Some(last), &now) else {
+        let PollDecision::Poll { late } = poll_decision(&watch, Some(polled(now.millis() - 600_000)), &now) else {
             panic!("a poll ten minutes ago is due");
         };
         assert!(late >= Duration::from_secs(480), "{late:?}");
-        let just_now = LastPoll {
-            at_ms: now.millis() - 1_000,
-            ..last
-        };
+        let just_now = polled(now.millis() - 1_000);
         assert!(matches!(
             poll_decision(&watch, Some(just_now), &now),
             PollDecision::Wait { .. }

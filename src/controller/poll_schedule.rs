@@ -48,13 +48,30 @@ impl PollSchedule {
         earliest.saturating_add(offset)
     }
 
+    /// When the poll that started at `at_ms` is followed: on the object's phase, or
+    /// after `retry` (the backoff after failed reads) when that comes sooner.
+    pub fn next_due(&self, at_ms: i64, retry: Option<Duration>) -> i64 {
+        let on_phase = self.next_after(at_ms);
+        match retry {
+            Some(retry) => on_phase.min(at_ms.saturating_add(i64::try_from(retry.as_millis()).unwrap_or(i64::MAX))),
+            None => on_phase,
+        }
+    }
+
     /// Whether to poll at `now_ms`, given when the status' data was read (`None`: never)
     /// and whether the spec changed since (a changed spec polls at once).
     pub fn decide(&self, observed_ms: Option<i64>, spec_changed: bool, now_ms: i64) -> PollDecision {
-        let Some(observed_ms) = observed_ms.filter(|_| !spec_changed) else {
+        let due_ms = observed_ms
+            .filter(|_| !spec_changed)
+            .map(|observed_ms| self.next_after(observed_ms));
+        Self::decide_due(due_ms, now_ms)
+    }
+
+    /// Whether to poll at `now_ms` when the next poll is due at `due_ms` (`None`: now).
+    pub fn decide_due(due_ms: Option<i64>, now_ms: i64) -> PollDecision {
+        let Some(due_ms) = due_ms else {
             return PollDecision::Poll { late: Duration::ZERO };
         };
-        let due_ms = self.next_after(observed_ms);
         if now_ms < due_ms - EARLY_TOLERANCE_MS {
             return PollDecision::Wait { due_ms };
         }
@@ -71,11 +88,14 @@ impl PollSchedule {
     }
 }
 
-/// A poll this process made: when it started (Unix ms) and for which generation.
+/// A poll this process made: when it started (Unix ms), for which generation, how many
+/// polls in a row had a failed read (this one included) and when the next is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastPoll {
     pub at_ms: i64,
     pub generation: Option<i64>,
+    pub failed_in_row: u32,
+    pub due_ms: i64,
 }
 
 /// The last poll of each object in this process, by object key. The status does not
@@ -157,6 +177,26 @@ mod tests {
         assert!(schedule.is_late(Duration::from_secs(34)));
         assert!(!schedule.is_late(Duration::from_secs(5)));
         assert!(!PollSchedule::new(Duration::from_secs(600), "x").is_late(Duration::from_secs(50)));
+    }
+
+    #[test]
+    fn a_retry_after_failed_reads_comes_before_the_phase_and_never_after_it() {
+        let schedule = PollSchedule::new(MINUTE, "edge/shop");
+        let at = 1_000_000;
+        assert_eq!(schedule.next_due(at, None), schedule.next_after(at));
+        assert_eq!(schedule.next_due(at, Some(Duration::from_secs(5))), at + 5_000);
+        assert_eq!(
+            schedule.next_due(at, Some(Duration::from_secs(3_600))),
+            schedule.next_after(at)
+        );
+        assert_eq!(
+            PollSchedule::decide_due(Some(at + 5_000), at + 4_500),
+            PollDecision::Poll { late: Duration::ZERO }
+        );
+        assert_eq!(
+            PollSchedule::decide_due(Some(at + 5_000), at + 1_000),
+            PollDecision::Wait { due_ms: at + 5_000 }
+        );
     }
 
     proptest! {

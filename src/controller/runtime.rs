@@ -24,7 +24,7 @@ use super::context::{Context, Settings};
 use super::credentials::{Credentials, DefaultKey, NamespaceSet};
 use super::driver::{self, Reconciled};
 use super::error::ReconcileError;
-use super::leader::LeaderGate;
+use super::leader::{self, LeaderGate, Standing};
 use super::metrics::Metrics;
 use super::reads::Reads;
 use super::shutdown::{self, Shutdown};
@@ -328,20 +328,14 @@ async fn run_controller<K: Reconciled>(
         .await;
 }
 
-/// Seconds before expiry at which the Lease is renewed: past the gate's margin.
-fn renewal_grace(lease_duration: Duration) -> u64 {
-    let margin = LeaderGate::margin(lease_duration).as_secs_f64().ceil() as u64;
-    (margin + 1).min(lease_duration.as_secs().saturating_sub(1)).max(1)
-}
-
 /// Confirms leadership while the Lease shows this process as its holder with a recent
 /// renewal; revokes it otherwise. Returns when another process holds the Lease.
 async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
     use k8s_openapi::api::coordination::v1::Lease;
     let leases: Api<Lease> = Api::namespaced(client, &election.lease_namespace);
-    let every = (election.lease_duration / 4).max(Duration::from_secs(1));
+    let mut wait = leader::next_check(election.lease_duration, &Standing::Lapsed { renewed: None });
     loop {
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(wait).await;
         let lease = match leases.get(&election.lease_name).await {
             Ok(lease) => lease,
             Err(error) => {
@@ -350,33 +344,20 @@ async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Co
             }
         };
         let spec = lease.spec.unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(election.identity.as_str()) {
-            ctx.leader.revoke();
-            tracing::error!(holder = ?spec.holder_identity, "another operator holds the leader Lease; stopping");
-            return;
-        }
-        let renewed = spec
-            .renew_time
-            .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-        // Acting is allowed until the recorded renewal expires, less the margin: a
-        // renewal that keeps failing stops action before the Lease can pass to another.
-        let usable = election
-            .lease_duration
-            .saturating_sub(LeaderGate::margin(election.lease_duration));
-        let remaining = renewed.and_then(|at| {
-            let age = chrono::Utc::now()
-                .signed_duration_since(at)
-                .to_std()
-                .unwrap_or_default();
-            usable.checked_sub(age)
-        });
-        match remaining {
-            Some(remaining) => ctx.leader.confirm_for(remaining),
-            None => {
+        let standing = leader::standing(&spec, &election.identity, election.lease_duration, chrono::Utc::now());
+        match &standing {
+            Standing::Held { remaining } => ctx.leader.confirm_for(*remaining),
+            Standing::Lapsed { renewed } => {
                 ctx.leader.revoke();
                 tracing::warn!(?renewed, "the leader Lease is not being renewed; acting has stopped");
             }
+            Standing::Lost { holder } => {
+                ctx.leader.revoke();
+                tracing::error!(?holder, "another operator holds the leader Lease; stopping");
+                return;
+            }
         }
+        wait = leader::next_check(election.lease_duration, &standing);
     }
 }
 
@@ -455,9 +436,8 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
             .with_namespace(&election.lease_namespace)
             .with_identity(&election.identity)
             .with_duration(election.lease_duration.as_secs().max(2))
-            // Renew before the leader gate's margin starts, so a healthy leader never
-            // pauses between renewals.
-            .with_grace(renewal_grace(election.lease_duration))
+            // Renew every half of the gate's usable time (see `leader`).
+            .with_grace(leader::renewal_grace(election.lease_duration))
             .build()
             .await?;
         let (mut is_leader, task) = manager.watch().await;
@@ -571,19 +551,6 @@ async fn release_lease(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn renewals_come_before_the_gate_closes() {
-        for seconds in [3, 4, 6, 15, 60] {
-            let duration = Duration::from_secs(seconds);
-            let renew_every = seconds - renewal_grace(duration);
-            let usable = duration - LeaderGate::margin(duration);
-            assert!(
-                Duration::from_secs(renew_every) < usable,
-                "{seconds}s lease: renew every {renew_every}s, usable {usable:?}"
-            );
-        }
-    }
 
     #[tokio::test(start_paused = true)]
     async fn a_failing_watch_fails_readiness_at_once_and_liveness_after_five_minutes() {

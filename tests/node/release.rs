@@ -267,8 +267,51 @@ impl Release {
 
 impl Drop for Release {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.report();
+        }
         if !self.uninstalled {
             let _ = self.helm("uninstall", &["--wait=false"]);
+        }
+    }
+}
+
+impl Release {
+    /// Prints what explains a failed test: the Pods, the Lease, the objects, the Events
+    /// and every container's log, current and previous.
+    fn report(&self) {
+        let namespace = self.namespace.name.as_str();
+        let objects = "accesslistconfigs,pullzonecertificates,containerappwatches";
+        for args in [
+            vec!["get", "pods,leases", "-o", "wide", "-n", namespace],
+            vec!["get", "leases", "-o", "yaml", "-n", namespace],
+            vec!["get", objects, "-o", "yaml", "-n", namespace],
+            vec!["get", "events", "--sort-by=.lastTimestamp", "-n", namespace],
+            vec![
+                "logs",
+                "--all-containers",
+                "--prefix",
+                "--timestamps",
+                "--tail=300",
+                "-l",
+                "app.kubernetes.io/instance",
+                "-n",
+                namespace,
+            ],
+            vec![
+                "logs",
+                "--all-containers",
+                "--prefix",
+                "--previous",
+                "--tail=100",
+                "-l",
+                "app.kubernetes.io/instance",
+                "-n",
+                namespace,
+            ],
+        ] {
+            let (_, out, err) = cluster().kubectl(&args, None);
+            eprintln!("--- kubectl {}\n{out}{err}", args.join(" "));
         }
     }
 }

@@ -89,7 +89,6 @@ impl Drop for Operator {
     }
 }
 
-/// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
 /// A free port of 127.0.0.1.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -98,7 +97,20 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+/// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    match within(timeout, check).await {
+        Some(value) => value,
+        None => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`; `None` after `timeout`.
+pub async fn within<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -106,9 +118,11 @@ where
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(value) = check().await {
-            return value;
+            return Some(value);
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -144,11 +158,18 @@ pub async fn wait_for_condition<K: HasConditions>(
     reason: &str,
     timeout: Duration,
 ) -> K {
-    eventually(&format!("{name} {type_}={status:?} {reason}"), timeout, || async {
+    let found = within(timeout, || async {
         let object = api.get_opt(name).await.ok().flatten()?;
         let condition = object.conditions().into_iter().find(|c| c.type_ == type_)?;
         let status_matches = status.is_none_or(|s| format!("{:?}", condition.status) == s);
         (status_matches && condition.reason == reason).then_some(object)
     })
-    .await
+    .await;
+    match found {
+        Some(object) => object,
+        None => {
+            let last_seen = api.get_opt(name).await.ok().flatten().map(|o| o.conditions());
+            panic!("timed out waiting for {name} {type_}={status:?} {reason}; its conditions: {last_seen:#?}")
+        }
+    }
 }
