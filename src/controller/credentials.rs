@@ -299,9 +299,8 @@ mod tests {
 
     #[test]
     fn the_key_file_is_read_again_when_it_changes_or_is_rejected() {
-        let dir = std::env::temp_dir().join(format!("edge-operator-key-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("accessKey");
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("accessKey");
         std::fs::write(&path, "first-key\n").expect("write");
         let key = DefaultKey::file(path.clone()).expect("readable");
         assert_eq!(key.current().expect("key").expose(), "first-key");
@@ -312,7 +311,6 @@ mod tests {
         assert_eq!(key.current().expect("key").expose(), "third-key-longer!");
         std::fs::write(&path, "  \n").expect("empty");
         assert!(key.current().expect_err("empty").contains("is empty"));
-        std::fs::remove_dir_all(&dir).expect("cleanup");
         assert!(DefaultKey::file(path).is_err(), "a missing file fails at start");
     }
 }

@@ -503,7 +503,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
             "--lease-name",
             &fullname,
         ],
-        &kubeconfig,
+        kubeconfig.path(),
     );
     let yaml = format!(
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rbac\n  namespace: {}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  deletionPolicy: Restore\n",
@@ -590,13 +590,16 @@ fn the_flux_example_installs_the_chart_with_valid_values() {
         serde_yaml::from_str(&std::fs::read_to_string(dir.join("operator/helmrelease.yaml")).expect("HelmRelease"))
             .expect("YAML");
     assert_eq!(release["spec"]["chart"]["spec"]["chart"], "./charts/edge-operator");
-    let values = std::env::temp_dir().join(format!("flux-values-{}.yaml", std::process::id()));
+    let values_file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("a values file");
     std::fs::write(
-        &values,
+        values_file.path(),
         serde_yaml::to_string(&release["spec"]["values"]).expect("values"),
     )
     .expect("write");
-    let values = values.display().to_string();
+    let values = values_file.path().display().to_string();
     let (ok, manifests, err) = helm(&["template", "edge-operator", &chart(), "-f", &values]);
     assert!(ok, "the HelmRelease's values fit the chart: {err}");
     assert!(manifests.contains("kind: Deployment"));

@@ -56,8 +56,8 @@ fn promtool(args: &[&str], dir: &std::path::Path) -> (bool, String) {
 fn the_alerts_pass_promtool_and_fire_as_their_unit_tests_say() {
     let manifests = monitoring_manifests();
     let rule = of_kind(&manifests, "PrometheusRule");
-    let dir = std::env::temp_dir().join(format!("edge-operator-alerts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a directory for promtool");
+    let temporary = tempfile::tempdir().expect("a directory for promtool");
+    let dir = temporary.path();
     let mut groups = serde_yaml::Mapping::new();
     groups.insert("groups".into(), rule["spec"]["groups"].clone());
     std::fs::write(dir.join("rules.yaml"), serde_yaml::to_string(&groups).expect("rules")).expect("rules.yaml");
@@ -67,11 +67,10 @@ fn the_alerts_pass_promtool_and_fire_as_their_unit_tests_say() {
     )
     .expect("the unit tests of the alerts");
 
-    let (ok, out) = promtool(&["check", "rules", "rules.yaml"], &dir);
+    let (ok, out) = promtool(&["check", "rules", "rules.yaml"], dir);
     assert!(ok && out.contains("5 rules found"), "{out}");
-    let (ok, out) = promtool(&["test", "rules", "alerts-test.yaml"], &dir);
+    let (ok, out) = promtool(&["test", "rules", "alerts-test.yaml"], dir);
     assert!(ok, "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Names of the metrics a PromQL expression reads: those of the operator and the

@@ -147,11 +147,12 @@ async fn readiness_comes_back_when_forbidden_watches_are_allowed_even_with_no_ob
     assert!(ok, "{err}");
     let user = format!("system:serviceaccount:{}:operator", namespace.name);
     let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = cluster().kubeconfig_as(&user);
     let _operator = Operator::start_with_kubeconfig(
         &namespace.name,
         &sim.base_url(),
         &["--metrics-addr", &addr],
-        &cluster().kubeconfig_as(&user),
+        kubeconfig.path(),
     );
     let http = reqwest::Client::new();
     let readyz = |expected: reqwest::StatusCode| {

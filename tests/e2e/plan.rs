@@ -19,11 +19,14 @@ async fn the_plan_is_what_the_operator_does() {
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: bad-actors, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, listName: Known bad actors, enabled: true, action: Challenge}}\n---\napiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: tor, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, configurationId: 9102, enabled: true, action: Challenge}}\n---\napiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: office, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, configurationId: 9201, enabled: false}}\n",
         ns = namespace.name
     );
-    let file = std::env::temp_dir().join(format!("plan-{}.yaml", namespace.name));
-    std::fs::write(&file, &manifests).expect("manifests");
+    let file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("a manifest file");
+    std::fs::write(file.path(), &manifests).expect("manifests");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_edgectl"))
         .args(["plan", "-o", "json", "-f"])
-        .arg(&file)
+        .arg(file.path())
         .env("EDGE_API_URL", sim.base_url())
         .env("EDGE_ACCESS_KEY", ACCESS_KEY)
         .output()
@@ -48,7 +51,7 @@ async fn the_plan_is_what_the_operator_does() {
     assert_eq!(planned_patches.len(), 2, "{planned:?}");
 
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", &file.display().to_string()], None);
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", &file.path().display().to_string()], None);
     assert!(ok, "{stderr}");
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     for name in ["bad-actors", "tor", "office"] {

@@ -110,19 +110,22 @@ async fn plan_exits_0_without_changes_and_1_on_errors() {
         "secret",
         "  shieldZoneId: 1001\n  configurationId: 9102\n  enabled: true\n  accessKeySecretRef: {name: absent, key: accessKey}\n",
     );
-    let run = edgectl(&base, &["plan", "-f", "-", "--secrets-from", &secrets], Some(&stream)).await;
+    let secrets_path = secrets.path().display().to_string();
+    let run = edgectl(
+        &base,
+        &["plan", "-f", "-", "--secrets-from", &secrets_path],
+        Some(&stream),
+    )
+    .await;
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(!run.stdout.contains(ACCESS_KEY) && !run.stderr.contains(ACCESS_KEY));
 }
 
-fn tempfile_with(text: &str) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "edgectl-plan-{}-{:?}.yaml",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::write(&path, text).expect("write");
-    path.display().to_string()
+/// A file holding `text`, removed when dropped.
+fn tempfile_with(text: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::Builder::new().suffix(".yaml").tempfile().expect("a file");
+    std::fs::write(file.path(), text).expect("write");
+    file
 }
 
 #[tokio::test]
@@ -194,13 +197,11 @@ async fn export_then_plan_shows_no_change() {
     assert_eq!(plan.code, 0, "managed exports also plan no change: {}", plan.stdout);
 }
 
-/// A folder of its own holding `manifests`, named for `purpose`.
-fn folder_with(purpose: &str, manifests: &[(&str, &str)]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("edgectl-plan-{purpose}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a folder");
+/// A folder of its own holding `manifests`, removed when dropped.
+fn folder_with(manifests: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a folder");
     for (name, text) in manifests {
-        std::fs::write(dir.join(name), text).expect("write");
+        std::fs::write(dir.path().join(name), text).expect("write");
     }
     dir
 }
@@ -211,8 +212,8 @@ const MALFORMED: &str = "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListC
 async fn usage_and_load_errors_exit_1_never_2() {
     let sim = start(fixtures_at()).await;
     let base = sim.base_url();
-    let malformed = folder_with("malformed", &[("list.yaml", MALFORMED)]);
-    let malformed = malformed.display().to_string();
+    let malformed_folder = folder_with(&[("list.yaml", MALFORMED)]);
+    let malformed = malformed_folder.path().display().to_string();
     for args in [
         &["plan", "-f", "/nonexistent/edge-manifests"][..],
         &["plan", "-f", &malformed],
@@ -240,12 +241,12 @@ async fn the_ci_example_propagates_the_plan_exit_code() {
         "known-bad",
         "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
     );
-    let changes = folder_with("ci-change", &[("list.yaml", &change)]);
-    let malformed = folder_with("ci-malformed", &[("list.yaml", MALFORMED)]);
+    let changes = folder_with(&[("list.yaml", &change)]);
+    let malformed = folder_with(&[("list.yaml", MALFORMED)]);
     for (manifests, expected) in [
-        (changes.display().to_string(), 2),
+        (changes.path().display().to_string(), 2),
         ("/nonexistent/edge-manifests".to_string(), 1),
-        (malformed.display().to_string(), 1),
+        (malformed.path().display().to_string(), 1),
     ] {
         let output = Command::new("bash")
             .arg(repo_root().join("examples/ci/plan-on-pull-request.sh"))

@@ -318,7 +318,8 @@ async fn faults_answer_the_next_matching_requests_and_the_journal_records_them()
 
 #[tokio::test]
 async fn a_guarded_admin_api_needs_the_token_and_follows_its_file() {
-    let file = std::env::temp_dir().join(format!("edge-sim-admin-token-{}", std::process::id()));
+    let dir = tempfile::tempdir().expect("a directory for the token");
+    let file = dir.path().join("token");
     std::fs::write(&file, "first-token\n").expect("token file");
     let access = AdminAccess::Token(SecretFile::open(file.clone(), "admin token").expect("token file"));
     let sim = spawn_sim_with(Sim::new(fixtures_at()), access)

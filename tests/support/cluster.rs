@@ -212,15 +212,16 @@ impl Cluster {
 
     /// A kubeconfig of this cluster's admin that impersonates `user` (for example
     /// `system:serviceaccount:ns:name`): what that identity may do, and no more.
-    pub fn kubeconfig_as(&self, user: &str) -> PathBuf {
+    /// Removed when the returned file is dropped.
+    pub fn kubeconfig_as(&self, user: &str) -> tempfile::NamedTempFile {
         let admin = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
         let impersonating = admin.replace("    client-key:", &format!("    as: {user}\n    client-key:"));
-        let file = std::env::temp_dir().join(format!(
-            "edge-operator-as-{}-{}.kubeconfig",
-            user.replace(':', "-"),
-            std::process::id()
-        ));
-        std::fs::write(&file, impersonating).expect("kubeconfig");
+        let mut file = tempfile::Builder::new()
+            .prefix("edge-operator-as-")
+            .suffix(".kubeconfig")
+            .tempfile()
+            .expect("a kubeconfig file");
+        std::io::Write::write_all(&mut file, impersonating.as_bytes()).expect("kubeconfig");
         file
     }
 

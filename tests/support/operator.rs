@@ -1,17 +1,18 @@
 //! Running `edge-operator` as a process against the test cluster and an emulator.
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::cluster::cluster;
 use super::sim::ACCESS_KEY;
 
-static STARTED: AtomicU32 = AtomicU32::new(0);
+const LOG: &str = "operator.log";
 
-/// An operator process, killed when dropped.
+/// An operator process, killed when dropped; its key file and log live in a directory
+/// of their own, removed with it (the log printed first when the test failed).
 pub struct Operator {
     child: Child,
+    files: tempfile::TempDir,
 }
 
 impl Operator {
@@ -22,11 +23,13 @@ impl Operator {
 
     /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
     pub fn start_with_kubeconfig(namespace: &str, api_url: &str, extra: &[&str], kubeconfig: &std::path::Path) -> Self {
-        let n = STARTED.fetch_add(1, Ordering::Relaxed);
-        let key_file = std::env::temp_dir().join(format!("edge-operator-key-{}-{n}", std::process::id()));
+        let files = tempfile::Builder::new()
+            .prefix(&format!("edge-operator-{namespace}-"))
+            .tempdir()
+            .expect("a directory for the operator's files");
+        let key_file = files.path().join("accessKey");
         std::fs::write(&key_file, ACCESS_KEY).expect("write the key file");
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("edge-operator-{namespace}-{n}.log")))
-            .expect("log file");
+        let log = std::fs::File::create(files.path().join(LOG)).expect("log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_edge-operator"));
         command
             .arg("run")
@@ -47,7 +50,7 @@ impl Operator {
             .stderr(log)
             .spawn()
             .expect("edge-operator starts");
-        Self { child }
+        Self { child, files }
     }
 
     pub fn pid(&self) -> u32 {
@@ -86,6 +89,12 @@ impl Operator {
 impl Drop for Operator {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.files.path().join(LOG)).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+            eprintln!("--- the last lines of operator {}'s log\n{tail}", self.child.id());
+        }
     }
 }
 
