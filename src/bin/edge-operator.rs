@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use edge_operator::controller::credentials::NamespaceSet;
+use edge_operator::controller::framework::backoff::certificate_policy;
+use edge_operator::controller::framework::context::Settings;
+use edge_operator::controller::framework::credentials::NamespaceSet;
 use edge_operator::controller::runtime::{LeaderElection, RunConfig, run};
 
 /// Kubernetes operator for the Edge Platform: AccessListConfig, PullZoneCertificate and
@@ -156,17 +158,19 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             (true, Some(watched)) => NamespaceSet::parse(std::slice::from_ref(watched)),
             _ => NamespaceSet::parse(&args.secret_namespaces),
         },
-        protect_secrets: args.protect_secrets,
         namespace: args.namespace,
-        resync: args.resync.into(),
         concurrency: args.concurrency.max(1),
         poll_concurrency: args.poll_concurrency.max(1),
         metrics_addr: args.metrics_addr,
         platform_rate: args.platform_rate,
-        certificate_backoff: args.certificate_backoff.into(),
-        cdn_pages_per_poll: args.cdn_pages_per_poll,
-        cdn_log_delay: args.cdn_log_delay.into(),
-        status_refresh: args.status_refresh.into(),
+        settings: Settings {
+            resync: args.resync.into(),
+            certificate_backoff: certificate_policy(args.certificate_backoff.into()),
+            cdn_pages_per_poll: args.cdn_pages_per_poll,
+            cdn_log_delay: args.cdn_log_delay.into(),
+            status_refresh: args.status_refresh.into(),
+            protect_secrets: args.protect_secrets,
+        },
         default_key_namespaces: NamespaceSet::parse(&args.default_key_namespaces),
         leader_election: args.leader_elect.then_some(LeaderElection {
             lease_name: args.lease_name,
@@ -191,7 +195,7 @@ async fn main() -> anyhow::Result<()> {
             let client = kube::Client::try_default()
                 .await
                 .context("no Kubernetes configuration")?;
-            let passed = edge_operator::controller::check::check_installation(
+            let passed = edge_operator::controller::runtime::check::check_installation(
                 client,
                 &health_url,
                 ready_within.into(),

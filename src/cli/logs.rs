@@ -1,8 +1,17 @@
-//! The filters of `edgectl logs` applied to a legacy v1 day file, which the platform
-//! serves whole: status codes or classes, cache statuses and free-text search, with
-//! the v2 API's meaning.
+//! `edgectl logs`: the v2 log query, with `--follow`, and the legacy v1 day file, which
+//! the platform serves whole and which the same filters (status codes or classes,
+//! cache statuses, free-text search) are applied to here, with the v2 API's meaning.
 
-use crate::api::models::logging::{LogEntry, StatusMatch, parse_cache_status};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::{StreamExt, TryStreamExt};
+
+use super::args::{LogsArgs, Output};
+use super::parse::parse_day;
+use super::{Failure, print_json, render};
+use crate::api::models::logging::{LogEntry, SortOrder, StatusMatch, parse_cache_status};
+use crate::api::{EdgeClient, LogQuery};
 
 /// Filters of a v1 day file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,6 +47,74 @@ impl DayFilter {
                     .iter()
                     .any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
             && entry.matches_search(&self.search)
+    }
+}
+
+fn split_list(list: &Option<String>) -> Vec<String> {
+    list.iter()
+        .flat_map(|l| l.split(','))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+fn print_entries(entries: &[LogEntry], output: Output, with_header: bool) {
+    match output {
+        Output::Json => entries.iter().for_each(print_json),
+        Output::Table => print!("{}", render::logs(entries, with_header)),
+    }
+}
+async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Output) -> Result<(), Failure> {
+    let day = parse_day(day).map_err(Failure::usage)?;
+    let filter = DayFilter::new(
+        &split_list(&args.status),
+        &split_list(&args.cache_status),
+        args.search.as_deref(),
+    )
+    .map_err(Failure::usage)?;
+    let entries: Vec<LogEntry> = client
+        .log_file(args.pull_zone, day)
+        .await?
+        .into_iter()
+        .filter(|e| filter.matches(e))
+        .take(args.limit)
+        .collect();
+    print_entries(&entries, output, true);
+    Ok(())
+}
+/// `edgectl logs`: the newest entries, a v1 day file, or (`--follow`) new entries as
+/// they come, until interrupted.
+pub async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
+    if let Some(day) = &args.day {
+        return day_file(client, args, day, output).await;
+    }
+    let since = |duration: Duration| -> Result<DateTime<Utc>, Failure> {
+        Ok(Utc::now() - chrono::Duration::from_std(duration).map_err(|_| Failure::usage("--since is too long"))?)
+    };
+    let mut query = LogQuery {
+        from: args.since.map(|s| since(s.into())).transpose()?,
+        status: split_list(&args.status),
+        cache_status: split_list(&args.cache_status),
+        search: args.search.clone(),
+        limit: Some(args.limit.clamp(1, 1000) as u64),
+        order: Some(if args.follow { SortOrder::Asc } else { SortOrder::Desc }),
+        ..LogQuery::default()
+    };
+    let mut first = true;
+    loop {
+        let entries: Vec<LogEntry> = client
+            .logs(args.pull_zone, query.clone())
+            .take(args.limit)
+            .try_collect()
+            .await?;
+        print_entries(&entries, output, first);
+        if !args.follow {
+            return Ok(());
+        }
+        first = false;
+        if let Some(last) = entries.last() {
+            query.from = Some(last.timestamp + chrono::Duration::milliseconds(1));
+        }
+        tokio::time::sleep(args.interval.into()).await;
     }
 }
 

@@ -3,7 +3,9 @@
 //! arguments and dispatches here.
 
 pub mod access_lists;
+pub mod args;
 pub mod certificates;
+pub mod commands;
 pub mod logs;
 pub mod parse;
 pub mod plan;
@@ -37,5 +39,19 @@ impl From<ApiError> for Failure {
             ApiError::InvalidInput(message) => Failure::Usage(message),
             other => Failure::Api(other),
         }
+    }
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure::Usage(message.into())
+    }
+}
+
+/// Prints `value` as pretty JSON on standard output.
+pub fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(error) => eprintln!("edgectl: cannot encode the answer: {error}"),
     }
 }

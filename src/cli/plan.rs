@@ -13,7 +13,7 @@ use super::Failure;
 use crate::api::contract::{BodyValidator, openapi_to_json_schema};
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::access_list::{plan as plan_access_list, resolve};
+use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
 use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy};
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
@@ -371,7 +371,7 @@ pub async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: 
 }
 
 fn client_id(client: &EdgeClient) -> String {
-    crate::controller::credentials::credential_id(client)
+    crate::controller::framework::credentials::credential_id(client)
 }
 
 /// The reconciler's own decision for a new object of `spec`.
@@ -386,7 +386,7 @@ pub fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessListsRespo
     };
     let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item);
     let target = format!("configuration {} ({:?})", item.configuration_id, item.name);
-    let differences = crate::controller::access_list::diff(spec, item);
+    let differences = crate::controller::kinds::access_list::diff(spec, item);
     let changes = |patch: &crate::api::models::shield::AccessListConfigurationPatch| {
         let mut changes = Vec::new();
         if let Some(enabled) = patch.is_enabled {

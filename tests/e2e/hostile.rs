@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use edge_operator::controller::access_list::{FINALIZER, SECRET_IN_USE_FINALIZER};
+use edge_operator::controller::kinds::access_list::{FINALIZER, SECRET_IN_USE_FINALIZER};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::crd::{ContainerAppWatch, PullZoneCertificate};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -501,7 +501,7 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
     assert_eq!(summary.requests, exact(&summary));
     let start: chrono::DateTime<chrono::Utc> = summary.from.parse().expect("from");
     let end: chrono::DateTime<chrono::Utc> = summary.to.parse().expect("to");
-    let longest = edge_operator::controller::cdn_tail::LONGEST_WINDOW;
+    let longest = edge_operator::controller::kinds::app_watch::cdn_tail::LONGEST_WINDOW;
     let asked = end - chrono::Duration::from_std(longest).expect("a duration");
     assert!(
         start <= asked && asked - start <= chrono::Duration::from_std(longest / 360).expect("a duration"),
@@ -661,8 +661,8 @@ async fn one_sigterm_stops_the_leader_within_seconds_even_with_the_apiserver_gon
     let (took, status) = tokio::task::block_in_place(|| operator.terminate(Duration::from_secs(20)))
         .expect("the operator exits on one SIGTERM");
     assert!(status.success(), "a requested stop is a clean exit: {status}");
-    let bound = edge_operator::controller::shutdown::GRACE
-        + edge_operator::controller::shutdown::LEASE_RELEASE_GRACE
+    let bound = edge_operator::controller::runtime::shutdown::GRACE
+        + edge_operator::controller::runtime::shutdown::LEASE_RELEASE_GRACE
         + Duration::from_secs(1);
     assert!(took <= bound, "stopped in {took:?}, more than {bound:?}");
     println!("SIGTERM to exit with the apiserver gone: {took:?}");

@@ -1,18 +1,16 @@
-//! What the reconcilers share, each part in its own module: credentials, shared
-//! platform reads, failure counts, metrics, Events and settings.
+//! What the reconcilers of every kind share, each part in its own module: credentials,
+//! failure counts, metrics, Events, leadership and settings. What one kind keeps is
+//! its `Reconciled::State`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::events::Recorder;
 
-use super::access_list::claims::Claims;
 use super::backoff::Failures;
 use super::credentials::Credentials;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
-use super::poll_schedule::PollLedger;
-use super::reads::Reads;
 use crate::api::RetryPolicy;
 
 /// Settings of `edge-operator run` that reconcilers read.
@@ -38,15 +36,10 @@ pub struct Settings {
 pub struct Context {
     pub kube: kube::Client,
     pub credentials: Credentials,
-    pub reads: Reads,
     pub failures: Failures,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
     /// Whether this process may act; also asked by the platform client before each write.
     pub leader: Arc<LeaderGate>,
-    /// Which AccessListConfigs claim which access list, from their watch.
-    pub access_list_claims: Claims,
-    /// When this process last polled each ContainerAppWatch.
-    pub polls: PollLedger,
 }

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -103,9 +104,26 @@ pub struct Outcome<S> {
     pub requeue: Requeue,
 }
 
+/// What the reconciles of one kind share: the operator's context and the kind's own
+/// state (indexes and reads kept between reconciles).
+pub struct KindContext<K: Reconciled> {
+    pub shared: Arc<Context>,
+    pub state: K::State,
+}
+
+impl<K: Reconciled> KindContext<K> {
+    pub fn new(shared: Arc<Context>) -> Self {
+        Self {
+            shared,
+            state: K::State::default(),
+        }
+    }
+}
+
 /// What a kind's I/O steps may use.
-pub struct Io<'a, K> {
+pub struct Io<'a, K: Reconciled> {
     pub ctx: &'a Context,
+    pub state: &'a K::State,
     pub object: &'a K,
     pub api: Api<K>,
     pub namespace: String,
@@ -113,10 +131,11 @@ pub struct Io<'a, K> {
 }
 
 impl<'a, K: Reconciled> Io<'a, K> {
-    pub fn new(ctx: &'a Context, object: &'a K) -> Self {
+    pub fn new(ctx: &'a Context, state: &'a K::State, object: &'a K) -> Self {
         let namespace = object.namespace().unwrap_or_default();
         Self {
             ctx,
+            state,
             object,
             api: Api::namespaced(ctx.kube.clone(), &namespace),
             namespace,
@@ -153,6 +172,8 @@ pub trait Reconciled:
     const FINALIZER: Option<&'static str> = None;
 
     type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    /// What the kind keeps between reconciles.
+    type State: Default + Send + Sync + 'static;
     type Observed: Send;
     type Plan: Send;
     type Acted: Send;
@@ -162,6 +183,12 @@ pub trait Reconciled:
     fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>);
     fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>);
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
+
+    /// Follows the kind's watch (an index of all objects of the kind).
+    fn follow(_state: &Self::State, _event: &watcher::Event<Self>) {}
+
+    /// Forgets what the state keeps of a deleted object (by its key).
+    fn forget(_state: &Self::State, _key: &str) {}
 
     /// Reads what the plan needs.
     fn observe(
@@ -348,9 +375,11 @@ pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<No
 }
 
 /// The controller's entry point for every kind.
-pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+pub async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindContext<K>>) -> Result<Action, ReconcileError> {
+    let ctx = &kind.shared;
     let started = std::time::Instant::now();
-    let result = match tokio::time::timeout(RECONCILE_TIMEOUT, run(object.as_ref(), &ctx, Now::current())).await {
+    let run = run(object.as_ref(), ctx, &kind.state, Now::current());
+    let result = match tokio::time::timeout(RECONCILE_TIMEOUT, run).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::TimedOut(RECONCILE_TIMEOUT)),
     };
@@ -365,11 +394,11 @@ pub async fn reconcile<K: Reconciled>(object: Arc<K>, ctx: Arc<Context>) -> Resu
     result
 }
 
-async fn run<K: Reconciled>(object: &K, ctx: &Context, now: Now) -> Result<Action, ReconcileError> {
+async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: Now) -> Result<Action, ReconcileError> {
     if !ctx.leader.may_act() {
         return Err(ReconcileError::NotLeader);
     }
-    let io = Io::new(ctx, object);
+    let io = Io::new(ctx, state, object);
     object.maintain(&io).await?;
     if object.meta().deletion_timestamp.is_some() {
         return delete(object, &io, &now).await;

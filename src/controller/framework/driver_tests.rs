@@ -3,19 +3,20 @@
 //! assert the order of calls: the finalizer and restore point before the first platform
 //! write, one status write, none when nothing changed, a precise finalizer removal.
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
-use super::reconcile;
+use super::{KindContext, Reconciled, reconcile};
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
-use crate::controller::backoff::{Failures, certificate_policy};
-use crate::controller::context::{Context, Settings};
-use crate::controller::credentials::{Credentials, DefaultKey, NamespaceSet};
-use crate::controller::metrics::Metrics;
-use crate::controller::reads::Reads;
+use crate::controller::framework::backoff::{Failures, certificate_policy};
+use crate::controller::framework::context::{Context, Settings};
+use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
+use crate::controller::framework::metrics::Metrics;
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 use crate::sim::{RunningSim, SimDocument};
 
@@ -71,7 +72,7 @@ fn status_written(patch: Value) -> Value {
 /// A mock apiserver that answers every write with `object` (or the request body for
 /// Events), every Secret read with 404, and logs each call.
 fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
-    crate::controller::mock_apiserver::client(move |request, mut body| {
+    crate::controller::framework::mock_apiserver::client(move |request, mut body| {
         let path = request.uri.path().to_string();
         let call = format!("kube {} {path}", request.method);
         log.push(call.clone());
@@ -98,8 +99,26 @@ fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
 struct Harness {
     log: CallLog,
     bodies: Bodies,
-    ctx: Arc<Context>,
+    shared: Arc<Context>,
+    kinds: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
     _sim: RunningSim,
+}
+
+impl Harness {
+    /// The context of kind `K`, one for the harness's life. Its watch has listed (the
+    /// mock apiserver's list holds just the object under test, which claims nothing
+    /// another holds).
+    fn ctx<K: Reconciled>(&self) -> Arc<KindContext<K>> {
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        let kind = kinds.entry(K::KIND).or_insert_with(|| {
+            let kind = KindContext::<K>::new(self.shared.clone());
+            K::follow(&kind.state, &kube::runtime::watcher::Event::InitDone);
+            Arc::new(kind)
+        });
+        kind.clone()
+            .downcast::<KindContext<K>>()
+            .unwrap_or_else(|_| panic!("one context per kind"))
+    }
 }
 
 async fn harness(object: &Value, document: SimDocument) -> Harness {
@@ -127,7 +146,6 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
         credentials: Credentials::new(kube.clone(), platform, Some(DefaultKey::Fixed(Secret::new(ACCESS_KEY))))
             .with_default_key_namespaces(NamespaceSet::All)
             .with_secret_namespaces(NamespaceSet::All),
-        reads: Reads::default(),
         failures: Failures::default(),
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
@@ -139,23 +157,19 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
             status_refresh: Duration::from_secs(3600),
             protect_secrets: true,
         },
-        access_list_claims: Default::default(),
-        polls: Default::default(),
-        leader: Arc::new(crate::controller::leader::LeaderGate::sole()),
+        leader: Arc::new(crate::controller::framework::leader::LeaderGate::sole()),
     };
-    // The mock apiserver's watch would list just this object, which claims nothing
-    // another holds.
-    ctx.access_list_claims.observe(&kube::runtime::watcher::Event::InitDone);
     Harness {
         log,
         bodies,
-        ctx: Arc::new(ctx),
+        shared: Arc::new(ctx),
+        kinds: Mutex::default(),
         _sim: sim,
     }
 }
 
 fn document() -> SimDocument {
-    let text = include_str!("../../examples/edge-sim-fixtures.yaml");
+    let text = include_str!("../../../examples/edge-sim-fixtures.yaml");
     let mut document = SimDocument::from_yaml(text).unwrap_or_else(|e| panic!("fixtures: {e}"));
     document.access_keys = vec![ACCESS_KEY.to_string()];
     document
@@ -182,7 +196,7 @@ fn access_list(extra_metadata: Value, status: Value) -> Value {
 async fn access_list_records_the_restore_point_in_status_before_its_one_write() {
     let value = access_list(json!({}), Value::Null);
     let h = harness(&value, document()).await;
-    let action = reconcile(object::<AccessListConfig>(&value), h.ctx.clone()).await;
+    let action = reconcile(object::<AccessListConfig>(&value), h.ctx()).await;
     assert!(action.is_ok(), "{action:?}");
     let object_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors";
     let status_path = format!("{object_path}/status");
@@ -224,11 +238,7 @@ async fn access_list_records_the_restore_point_in_status_before_its_one_write() 
 async fn a_converged_access_list_is_neither_written_nor_patched() {
     let first = access_list(json!({}), Value::Null);
     let h = harness(&first, document()).await;
-    assert!(
-        reconcile(object::<AccessListConfig>(&first), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<AccessListConfig>(&first), h.ctx()).await.is_ok());
     let written = h
         .bodies
         .lock()
@@ -240,11 +250,7 @@ async fn a_converged_access_list_is_neither_written_nor_patched() {
         .expect("status");
     let converged = access_list(json!({"finalizers": ["edgeplatform.io/restore-access-list"]}), written);
     let before = h.log.calls().len();
-    assert!(
-        reconcile(object::<AccessListConfig>(&converged), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<AccessListConfig>(&converged), h.ctx()).await.is_ok());
     let after: Vec<String> = h.log.calls()[before..].to_vec();
     assert!(
         after
@@ -262,11 +268,7 @@ async fn deleting_restores_then_removes_exactly_our_finalizer() {
     let mut fixtures = document();
     fixtures.shield_zones[0].access_lists[0].set_enabled(true);
     let h = harness(&value, fixtures).await;
-    assert!(
-        reconcile(object::<AccessListConfig>(&value), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
     let restore = h.log.position("platform update_access_list");
     let event = h
         .log
@@ -295,11 +297,7 @@ async fn deleting_restores_then_removes_exactly_our_finalizer() {
 async fn paused_objects_get_one_status_write_and_no_platform_call() {
     let value = access_list(json!({"annotations": {"edgeplatform.io/paused": "true"}}), Value::Null);
     let h = harness(&value, document()).await;
-    assert!(
-        reconcile(object::<AccessListConfig>(&value), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
     assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
     assert_eq!(h.log.count("kube PATCH"), 1);
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -340,11 +338,7 @@ fn certificate(hostname: &str, secret: Option<&str>) -> Value {
 async fn a_certificate_is_completed_then_reported_once_with_an_event() {
     let value = certificate("shop.example.com", None);
     let h = harness(&value, document()).await;
-    assert!(
-        reconcile(object::<PullZoneCertificate>(&value), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await.is_ok());
     let calls = h.log.calls();
     let kinds: Vec<&str> = calls
         .iter()
@@ -367,9 +361,9 @@ async fn a_missing_secret_is_one_outcome_for_every_kind() {
         let h = harness(&value, document()).await;
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let result = match kind.as_str() {
-            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx.clone()).await,
-            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx.clone()).await,
-            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx.clone()).await,
+            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx()).await,
+            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await,
+            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await,
         };
         assert!(result.is_err(), "{kind}");
         assert_eq!(h.log.count("platform"), 0, "{kind}");
@@ -418,11 +412,7 @@ async fn an_app_watch_reads_then_writes_status_once() {
         "spec": {"appId": "app-shop", "shieldZoneId": 1001, "rateLimits": {"enabled": true}},
     });
     let h = harness(&value, document()).await;
-    assert!(
-        reconcile(object::<ContainerAppWatch>(&value), h.ctx.clone())
-            .await
-            .is_ok()
-    );
+    assert!(reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await.is_ok());
     let calls = h.log.calls();
     assert_eq!(
         calls

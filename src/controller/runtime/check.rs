@@ -44,7 +44,7 @@ pub async fn check_installation(
         round_trip::<AccessListConfig>(
             &client,
             namespace,
-            include_str!("../../examples/access-list-config.yaml"),
+            include_str!("../../../examples/access-list-config.yaml"),
         )
         .await?,
     );
@@ -52,7 +52,7 @@ pub async fn check_installation(
         round_trip::<PullZoneCertificate>(
             &client,
             namespace,
-            include_str!("../../examples/pull-zone-certificate.yaml"),
+            include_str!("../../../examples/pull-zone-certificate.yaml"),
         )
         .await?,
     );
@@ -60,7 +60,7 @@ pub async fn check_installation(
         round_trip::<ContainerAppWatch>(
             &client,
             namespace,
-            include_str!("../../examples/container-app-watch.yaml"),
+            include_str!("../../../examples/container-app-watch.yaml"),
         )
         .await?,
     );
@@ -162,7 +162,7 @@ fn spec_of<K: Serialize>(object: &K) -> serde_json::Value {
 
 /// The CRD's validation rules are installed: a spec they forbid is refused.
 async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Result<String, CheckError> {
-    let mut object: AccessListConfig = serde_yaml::from_str(include_str!("../../examples/access-list-config.yaml"))
+    let mut object: AccessListConfig = serde_yaml::from_str(include_str!("../../../examples/access-list-config.yaml"))
         .map_err(|source| CheckError::Example {
             kind: "AccessListConfig".to_string(),
             source,
@@ -187,7 +187,7 @@ mod tests {
 
     /// A mock apiserver that answers each create with `answer(body)`: (status, object).
     fn apiserver(answer: fn(Value) -> (u16, Value)) -> kube::Client {
-        crate::controller::mock_apiserver::client(move |request, body| {
+        crate::controller::framework::mock_apiserver::client(move |request, body| {
             assert!(
                 request.uri.query().is_some_and(|q| q.contains("dryRun=All")),
                 "only dry runs: {}",
@@ -211,7 +211,7 @@ mod tests {
             (201, named(object))
         });
         let error =
-            round_trip::<AccessListConfig>(&client, "ns", include_str!("../../examples/access-list-config.yaml"))
+            round_trip::<AccessListConfig>(&client, "ns", include_str!("../../../examples/access-list-config.yaml"))
                 .await
                 .expect_err("a pruned field fails the check");
         assert!(
@@ -227,10 +227,13 @@ mod tests {
             assert!(object["metadata"]["name"].is_null(), "never the example's own name");
             (201, named(object))
         });
-        let passed =
-            round_trip::<ContainerAppWatch>(&client, "ns", include_str!("../../examples/container-app-watch.yaml"))
-                .await
-                .expect("the example round-trips");
+        let passed = round_trip::<ContainerAppWatch>(
+            &client,
+            "ns",
+            include_str!("../../../examples/container-app-watch.yaml"),
+        )
+        .await
+        .expect("the example round-trips");
         assert_eq!(
             passed,
             "ContainerAppWatch edge-operator-check-x1 round-trips through the apiserver"

@@ -1,229 +1,33 @@
 //! AccessListConfig: observe the zone's lists → plan the PATCH (pure) → record the
 //! restore point, PATCH → status, drift Events, zone-aligned requeue.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Patch, PatchParams};
 
-use super::conditions::{ConditionType, Decided, Reason, find, merge};
-use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, is_ready, kind_accessors};
-use super::error::ReconcileError;
-use super::reads::ListsFreshness;
-use super::status::{is_paused, poll_interval};
-use crate::api::models::shield::{
-    AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
-    access_list_type_name,
-};
-use crate::crd::access_list_config::{
-    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
-    ManagementPolicy, RestorePoint,
-};
+use self::claims::Claims;
+use self::zone_lists::{ListsFreshness, ZoneLists};
+use crate::api::models::shield::AccessListItem;
+use crate::controller::framework::conditions::Reason;
+use crate::controller::framework::context::Settings;
+use crate::controller::framework::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::status::poll_interval;
+use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
 pub mod claims;
+pub mod plan;
+pub mod restore;
+pub mod secret_protection;
+pub mod zone_lists;
 
-/// Finalizer of objects with `deletionPolicy: Restore`.
-pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
-
-/// Finds the spec's access list among the zone's lists; `true` when platform-managed.
-pub fn resolve<'a>(
-    spec: &AccessListConfigSpec,
-    lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), ReconcileError> {
-    let selector = match spec.configuration_id {
-        Some(id) => ListSelector::Configuration(id),
-        None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
-    };
-    let zone = spec.shield_zone_id;
-    lists.find(&selector).map_err(|error| match error {
-        ListLookupError::NoConfiguration(id) => ReconcileError::AccessListNotFound {
-            zone,
-            what: format!("with configurationId {id}"),
-        },
-        ListLookupError::NoName(name) => ReconcileError::AccessListNotFound {
-            zone,
-            what: format!("named {name:?}"),
-        },
-        ListLookupError::AmbiguousName { name, count } => ReconcileError::AmbiguousListName { zone, name, count },
-    })
-}
-
-/// The members of the platform's configuration that differ from the spec.
-pub fn diff(spec: &AccessListConfigSpec, observed: &AccessListItem) -> AccessListConfigurationPatch {
-    AccessListConfigurationPatch {
-        is_enabled: (observed.is_enabled != spec.enabled).then_some(spec.enabled),
-        action: spec
-            .action
-            .map(AccessListAction::code)
-            .filter(|&a| a != observed.action),
-    }
-}
-
-/// What to do for one object, decided without I/O.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// The PATCH to send, if any.
-    pub patch: Option<AccessListConfigurationPatch>,
-    /// The platform changed behind a converged object's back.
-    pub drift: bool,
-    /// Values to keep for Restore, recorded before the first write.
-    pub restore_point: Option<RestorePoint>,
-}
-
-/// Whether the status says the spec of `generation` was applied and is in sync.
-pub fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
-    is_ready::<AccessListConfig>(status, generation)
-}
-
-pub fn plan(
-    spec: &AccessListConfigSpec,
-    status: &AccessListConfigStatus,
-    generation: Option<i64>,
-    observed: &AccessListItem,
-) -> Plan {
-    let recorded = status.restore_point;
-    let difference = diff(spec, observed);
-    let drift = !difference.is_empty() && is_converged(status, generation);
-    if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
-        return Plan {
-            patch: None,
-            drift,
-            restore_point: recorded,
-        };
-    }
-    let restore_point = recorded.or(Some(RestorePoint {
-        shield_zone_id: Some(spec.shield_zone_id),
-        configuration_id: observed.configuration_id,
-        is_enabled: observed.is_enabled,
-        action: observed.action,
-    }));
-    Plan {
-        patch: Some(difference),
-        drift,
-        restore_point,
-    }
-}
-
-fn observation(item: &AccessListItem, managed: bool) -> AccessListObservation {
-    AccessListObservation {
-        configuration_id: item.configuration_id,
-        list_id: item.list_id,
-        name: item.name.clone(),
-        is_enabled: item.is_enabled,
-        action: AccessListAction::describe(item.action),
-        list_type: access_list_type_name(item.list_type),
-        managed,
-    }
-}
-
-/// "isEnabled should be true, action should be Block".
-fn describe_difference(patch: &AccessListConfigurationPatch) -> String {
-    let mut parts = Vec::new();
-    if let Some(enabled) = patch.is_enabled {
-        parts.push(format!("isEnabled should be {enabled}"));
-    }
-    if let Some(action) = patch.action {
-        parts.push(format!("action should be {}", AccessListAction::describe(action)));
-    }
-    parts.join(", ")
-}
-
-/// The status after a successful reconcile: `observed` is the platform state now.
-pub fn converged_status(
-    spec: &AccessListConfigSpec,
-    previous: &AccessListConfigStatus,
-    generation: Option<i64>,
-    plan: &Plan,
-    observed: &AccessListItem,
-    managed: bool,
-    now: &str,
-) -> AccessListConfigStatus {
-    let remaining = diff(spec, observed);
-    let (ready, synced) = if remaining.is_empty() {
-        let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
-            c.reason == Reason::Applied.as_str()
-                && c.status == crate::crd::ConditionStatus::True
-                && c.observed_generation == generation
-        });
-        // A resync that finds nothing to change keeps the reason of this generation's
-        // change, so the status of an idle object is never rewritten.
-        let synced_reason = if plan.patch.is_some() || applied_earlier {
-            Reason::Applied
-        } else {
-            Reason::UpToDate
-        };
-        (
-            Decided::new(
-                ConditionType::Ready,
-                true,
-                Reason::InSync,
-                "the access list matches the spec",
-            ),
-            Decided::new(ConditionType::Synced, true, synced_reason, ""),
-        )
-    } else {
-        (
-            Decided::new(
-                ConditionType::Ready,
-                false,
-                Reason::Drifted,
-                describe_difference(&remaining),
-            ),
-            Decided::new(
-                ConditionType::Synced,
-                true,
-                Reason::Observed,
-                "managementPolicy is Observe: the platform is not changed",
-            ),
-        )
-    };
-    let corrected = plan.drift && plan.patch.is_some();
-    AccessListConfigStatus {
-        observed_generation: generation,
-        conditions: merge(&previous.conditions, &[ready, synced], generation, now),
-        at_provider: Some(observation(observed, managed)),
-        drift_corrections: previous.drift_corrections + i64::from(corrected),
-        restore_point: plan.restore_point,
-    }
-}
-
-/// The Event of a drift: corrected (Manage) or only detected (Observe).
-pub fn drift_note(plan: &Plan) -> Option<Note> {
-    match (&plan.patch, plan.drift) {
-        (Some(patch), true) => Some(Note::normal(
-            Reason::DriftCorrected,
-            format!("changed outside this object; corrected: {}", describe_difference(patch)),
-        )),
-        (None, true) => Some(Note::warning(
-            Reason::DriftDetected,
-            "differs from the spec; managementPolicy is Observe, so it is left as it is",
-        )),
-        _ => None,
-    }
-}
-
-/// Time until the zone's next re-read: every `interval`, at an offset fixed by the zone
-/// id. All objects of a zone re-read at the same instants, so they share one read however
-/// far apart they converged, and zones are spread over the interval. At least half an
-/// interval away, so a fresh object is not re-read at once.
-pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
-    let period = interval.as_millis().max(2);
-    let mut wait = period - since_zone_resync(interval, zone, since_epoch).as_millis();
-    if wait < period / 2 {
-        wait += period;
-    }
-    Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
-}
-
-/// Time since the zone's latest resync instant (see [`until_zone_resync`]).
-pub fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
-    let period = interval.as_millis().max(2);
-    let offset = u128::from((zone as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % period;
-    let since = (since_epoch.as_millis() + period - offset) % period;
-    Duration::from_millis(u64::try_from(since).unwrap_or(u64::MAX))
-}
+pub use self::plan::{
+    Plan, converged_status, diff, drift_note, is_converged, plan, resolve, since_zone_resync, until_zone_resync,
+};
+pub use self::restore::{FINALIZER, RESTORE_DEADLINE, Verdict, restore_verdict};
+use self::restore::{record_restore_point, restore, wants_finalizer};
+pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
+use self::secret_protection::{Stage, sync_secret_protection};
 
 /// What a reconcile observed and decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,16 +39,30 @@ pub struct Planned {
     pub requeue: Duration,
 }
 
+/// What the reconciles of AccessListConfigs keep between them.
+#[derive(Default)]
+pub struct State {
+    /// Which objects claim which access list, from the kind's watch.
+    pub claims: Claims,
+    /// The zones' access lists, read once for all objects of a zone.
+    pub zone_lists: ZoneLists,
+}
+
 impl Reconciled for AccessListConfig {
     const KIND: &'static str = "AccessListConfig";
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
     type Status = AccessListConfigStatus;
+    type State = State;
     type Observed = (AccessListItem, bool);
     type Plan = Planned;
     type Acted = Planned;
 
     kind_accessors!();
+
+    fn follow(state: &State, event: &kube::runtime::watcher::Event<Self>) {
+        state.claims.observe(event);
+    }
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Self::Observed, ReconcileError> {
         let client = io.client().await?;
@@ -261,11 +79,11 @@ impl Reconciled for AccessListConfig {
         };
         let (item, managed) = {
             // Released before any wait: a write to the zone copies the lists it shares.
-            let lists = io.ctx.reads.zone_access_lists(client, zone, freshness).await?;
+            let lists = io.state.zone_lists.read(client, zone, freshness).await?;
             let (item, managed) = resolve(&self.spec, &lists)?;
             (item.clone(), managed)
         };
-        if let Some(owner) = io.ctx.access_list_claims.owner(self, item.configuration_id).await {
+        if let Some(owner) = io.state.claims.owner(self, item.configuration_id).await {
             return Err(ReconcileError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
                 configuration: item.configuration_id,
@@ -301,9 +119,9 @@ impl Reconciled for AccessListConfig {
         let observed = &mut planned.observed;
         observed.is_enabled = written.is_enabled.unwrap_or(observed.is_enabled);
         observed.action = written.action.unwrap_or(observed.action);
-        io.ctx
-            .reads
-            .note_access_list_write(
+        io.state
+            .zone_lists
+            .note_write(
                 client,
                 self.spec.shield_zone_id,
                 configuration_id,
@@ -379,230 +197,14 @@ impl Reconciled for AccessListConfig {
     }
 }
 
-/// How long after the deletion request a failing restore is retried.
-pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
-
-/// What to do after a restore attempt.
-#[derive(Debug)]
-pub enum Verdict {
-    /// Release the object, with this Event.
-    Done(Note),
-    /// Keep the finalizer and retry; the error shows in status until then.
-    Retry(ReconcileError),
-}
-
-/// Decides, without I/O, what a restore attempt means for the finalizer:
-/// - restored, or the configuration is gone from the platform: release;
-/// - a failure waiting may fix, or credentials a person may fix (missing, rejected,
-///   forbidden): keep the finalizer and retry until [`RESTORE_DEADLINE`] after the
-///   deletion request, the latter showing as Stalled with the two ways out;
-/// - any other failure, or the deadline passed: release without restoring, with a
-///   Warning Event (and an error-level log line, written by the caller).
-pub fn restore_verdict(
-    spec_zone: i64,
-    point: &RestorePoint,
-    restored: Result<(), ReconcileError>,
-    deleted_at: Option<chrono::DateTime<chrono::Utc>>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Verdict {
-    let zone = point.shield_zone_id.unwrap_or(spec_zone);
-    let configuration = point.configuration_id;
-    let error = match restored {
-        Ok(()) => {
-            return Verdict::Done(Note::normal(
-                Reason::Restored,
-                format!(
-                    "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
-                    point.is_enabled,
-                    AccessListAction::describe(point.action),
-                ),
-            ));
-        }
-        Err(error) => error,
-    };
-    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
-        return Verdict::Done(Note::normal(
-            Reason::NothingToRestore,
-            format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
-        ));
-    }
-    let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
-    let overdue = deadline.is_none_or(|deadline| now >= deadline);
-    let fixable_credentials = matches!(
-        error.reason(),
-        Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable
-    );
-    match (overdue, deadline) {
-        (false, Some(deadline)) if fixable_credentials => Verdict::Retry(ReconcileError::RestoreBlocked {
-            zone,
-            configuration,
-            deadline: super::status::rfc3339(deadline),
-            cause: Box::new(error),
-        }),
-        (false, _) if error.is_transient() => Verdict::Retry(error),
-        _ => Verdict::Done(Note::warning(
-            Reason::RestoreFailed,
-            format!(
-                "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
-                 released without restoring",
-                error.reason()
-            ),
-        )),
-    }
-}
-
-async fn restore(
-    object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
-    point: RestorePoint,
-) -> Result<(), ReconcileError> {
-    let client = io.client().await?;
-    let patch = AccessListConfigurationPatch {
-        is_enabled: Some(point.is_enabled),
-        action: Some(point.action),
-    };
-    let zone = point.shield_zone_id.unwrap_or(object.spec.shield_zone_id);
-    client.update_access_list(zone, point.configuration_id, &patch).await?;
-    io.ctx
-        .reads
-        .note_access_list_write(client, zone, point.configuration_id, point.is_enabled, point.action)
-        .await;
-    Ok(())
-}
-
-/// Finalizer the operator puts on a Secret that objects needing a Restore use: a
-/// namespace deletion then removes the Secret only after those objects are gone, as
-/// pvc-protection does for volumes.
-pub const SECRET_IN_USE_FINALIZER: &str = "edgeplatform.io/credentials-in-use";
-
-/// Whose need a protection pass counts for the object being reconciled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
-    /// As the object is now.
-    Current,
-    /// Its restore is over: it needs nothing any more.
-    Released,
-}
-
-/// The Secret `object` needs protected while it may still have to restore: it manages,
-/// restores on delete, is not paused, and (when deleting) still holds the finalizer.
-pub fn protected_secret(object: &AccessListConfig) -> Option<&str> {
-    let deleting = object.metadata.deletion_timestamp.is_some();
-    let holds = object.finalizers().iter().any(|f| f == FINALIZER);
-    let needs = wants_finalizer(object) && !is_paused(object) && (!deleting || holds);
-    object
-        .spec
-        .access_key_secret_ref
-        .as_ref()
-        .filter(|_| needs)
-        .map(|r| r.name.as_str())
-}
-
-/// Which Secrets of a namespace to add the in-use finalizer to and remove it from.
-pub fn protection_changes(needed: &BTreeSet<String>, protected: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
-    let add = needed.difference(protected).cloned().collect();
-    let remove = protected.difference(needed).cloned().collect();
-    (add, remove)
-}
-
-async fn sync_secret_protection(
-    object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
-    stage: Stage,
-) -> Result<(), ReconcileError> {
-    if !io.ctx.settings.protect_secrets {
-        return Ok(());
-    }
-    let uid = object.uid().unwrap_or_default();
-    let mut needed = io.ctx.access_list_claims.secrets_needed(&io.namespace, &uid);
-    if let Some(secret) = protected_secret(object).filter(|_| stage == Stage::Current) {
-        needed.insert(secret.to_string());
-    }
-    let protected: BTreeSet<String> = io
-        .ctx
-        .credentials
-        .secrets
-        .with_finalizer(&io.namespace, SECRET_IN_USE_FINALIZER)
-        .into_iter()
-        .collect();
-    let (add, remove) = protection_changes(&needed, &protected);
-    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
-    for (names, patch) in [
-        (
-            add,
-            serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } }),
-        ),
-        (
-            remove,
-            serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } }),
-        ),
-    ] {
-        for name in names {
-            match secrets
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await
-            {
-                Err(kube::Error::Api(response)) if response.code == 404 => {}
-                other => drop(other?),
-            }
-        }
-    }
-    Ok(())
-}
-
-fn wants_finalizer(object: &AccessListConfig) -> bool {
-    object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
-}
-
-/// Adds the finalizer (with `Restore`) or removes it (otherwise), and records the
-/// restore point in status before the platform is first changed. Status is the only
-/// record trusted: only the operator writes it. The finalizer write carries the
-/// resourceVersion it was computed from, so it never overwrites a finalizer list that
-/// changed meanwhile.
-async fn record_restore_point(
-    object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
-    restore_point: Option<RestorePoint>,
-) -> Result<(), ReconcileError> {
-    let has = object.finalizers().iter().any(|f| f == FINALIZER);
-    let wants = wants_finalizer(object);
-    if has != wants {
-        let mut finalizers: Vec<String> = object
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        if wants {
-            finalizers.push(FINALIZER.to_string());
-        }
-        let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
-        io.api
-            .patch(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
-            )
-            .await?;
-    }
-    let recorded = object.status.as_ref().and_then(|s| s.restore_point);
-    if let Some(point) = restore_point.filter(|_| wants && recorded.is_none()) {
-        io.api
-            .patch_status(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "status": { "restorePoint": point } })),
-            )
-            .await?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::conditions::{is_true, merge};
+    use std::collections::BTreeSet;
+
+    use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch, AccessListsResponse};
+    use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
+    use crate::crd::access_list_config::{AccessListConfigSpec, DeletionPolicy, ManagementPolicy, RestorePoint};
 
     fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
         AccessListConfigSpec {

@@ -6,12 +6,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
-use super::conditions::{ConditionType, Decided, Reason, find, merge};
-use super::context::Settings;
-use super::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use super::error::ReconcileError;
-use super::status::{parse_go_duration, rfc3339};
 use crate::api::{ApiError, RetryPolicy};
+use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::context::Settings;
+use crate::controller::framework::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::status::{parse_go_duration, rfc3339};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
@@ -224,6 +224,7 @@ impl Reconciled for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
     type Status = PullZoneCertificateStatus;
+    type State = ();
     /// The platform has no read of a certificate's state.
     type Observed = ();
     type Plan = Attempt;

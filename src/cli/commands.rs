@@ -1,0 +1,209 @@
+//! `edgectl`'s commands: each parsed command line becomes platform calls and printed
+//! answers.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::access_lists::{self, SetRequest};
+use super::args::{
+    AccessListsCommand, AppCommand, CertCommand, Cli, Command, Connection, EventsCommand, ExportCommand, Output,
+    PlanArgs, SearchArgs, SetArgs, ZoneListCommand,
+};
+use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
+use super::{Failure, certificates, logs, plan, print_json, render};
+use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
+use crate::api::{ClientConfig, Credentials, EdgeClient, Secret};
+
+/// A client for `edgectl plan`: the access key is optional (Secrets may come from
+/// `--secrets-from`).
+fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
+    let api_url = connection
+        .api_url
+        .clone()
+        .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+    let key = connection.access_key.clone();
+    let has_key = key.is_some();
+    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
+    let mut config = ClientConfig::new(
+        api_url,
+        logging_url,
+        Credentials::AccessKey(Secret::new(key.unwrap_or_default())),
+    );
+    config.timeout = connection.timeout.into();
+    Ok((EdgeClient::new(config)?, has_key))
+}
+
+async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, Failure> {
+    let manifests = plan::load(&args.filenames, || std::io::read_to_string(std::io::stdin()))?;
+    let problems: Vec<plan::Problem> = manifests.iter().flat_map(plan::validate).collect();
+    if !problems.is_empty() {
+        match output {
+            Output::Json => print_json(&serde_json::json!({ "problems": problems })),
+            Output::Table => print!("{}", render::problems(&problems)),
+        }
+        return Ok(1);
+    }
+    let secrets = match &args.secrets_from {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::usage(format!("--secrets-from {}: {e}", path.display())))?;
+            plan::secrets_from(&text, &args.namespace)?
+        }
+        None => Default::default(),
+    };
+    let (base, has_default_key) = plan_client(connection)?;
+    let clients = plan::Clients {
+        base,
+        has_default_key,
+        secrets,
+    };
+    let planned = plan::plan(&manifests, &clients, &args.namespace).await;
+    match output {
+        Output::Json => print_json(&planned),
+        Output::Table => print!("{}", render::plan(&planned)),
+    }
+    Ok(plan::exit_code(&planned))
+}
+
+/// The logging API takes a bearer token where given; everything else the access key.
+fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
+    let api_url = connection
+        .api_url
+        .clone()
+        .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+    let bearer = connection.bearer_token.clone().filter(|_| logging);
+    let credentials = match (bearer, connection.access_key.clone()) {
+        (Some(token), _) => Credentials::Bearer(Secret::new(token)),
+        (None, Some(key)) => Credentials::AccessKey(Secret::new(key)),
+        (None, None) if logging => {
+            return Err(Failure::usage(
+                "credentials are missing: pass --access-key or --bearer-token (or set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN)",
+            ));
+        }
+        (None, None) => {
+            return Err(Failure::usage(
+                "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
+            ));
+        }
+    };
+    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
+    let mut config = ClientConfig::new(api_url, logging_url, credentials);
+    config.timeout = connection.timeout.into();
+    Ok(EdgeClient::new(config)?)
+}
+
+fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> {
+    let (from, to) = match (&args.from, &args.to) {
+        (Some(from), Some(to)) => (
+            parse_time(from).map_err(Failure::usage)?,
+            parse_time(to).map_err(Failure::usage)?,
+        ),
+        _ => {
+            let since: Duration = args.since.map_or(Duration::from_secs(3600), Into::into);
+            let now = Utc::now();
+            let since = chrono::Duration::from_std(since).map_err(|_| Failure::usage("--since is too long"))?;
+            (now - since, now)
+        }
+    };
+    let mut request = EventLogsSearchRequest::window(from.timestamp_millis(), to.timestamp_millis())
+        .page(args.page)
+        .page_size(args.page_size);
+    if let Some(query) = &args.query {
+        request = request.query(query.clone());
+    }
+    for spec in &args.filters {
+        request = request.filter(parse_filter(spec).map_err(Failure::usage)?);
+    }
+    if let Some(group_by) = &args.group_by {
+        request = request.group_by(parse_dimensions(group_by).map_err(Failure::usage)?);
+    }
+    if let Some(buckets) = args.buckets {
+        request = request.buckets(buckets);
+    }
+    Ok(request)
+}
+
+fn set_request(args: &SetArgs) -> Result<SetRequest, Failure> {
+    let selector = match (&args.configuration, &args.name) {
+        (Some(id), _) => ListSelector::Configuration(*id),
+        (None, Some(name)) => ListSelector::Name(name.clone()),
+        (None, None) => return Err(Failure::usage("pass --configuration or --name")),
+    };
+    Ok(SetRequest {
+        zone: args.zone,
+        selector,
+        enabled: args.enabled,
+        action: args
+            .action
+            .as_deref()
+            .map(parse_action)
+            .transpose()
+            .map_err(Failure::usage)?,
+        dry_run: args.dry_run,
+    })
+}
+
+/// Prints an answer as JSON, or as the table `render` makes of it.
+fn show<T: serde::Serialize>(json: bool, answer: &T, render: impl FnOnce(&T) -> String) {
+    if json {
+        print_json(answer);
+    } else {
+        print!("{}", render(answer));
+    }
+}
+
+/// Runs a parsed command line; the exit code on success.
+pub async fn run(cli: Cli) -> Result<u8, Failure> {
+    let platform = || client(&cli.connection, false);
+    let json = cli.output == Output::Json;
+    match &cli.command {
+        Command::Plan(args) => return run_plan(args, &cli.connection, cli.output).await,
+        Command::Events(EventsCommand::Search(args)) => {
+            let request = search_request(args)?;
+            let response = platform()?.search_events(args.zone, &request).await?;
+            show(json, &response, |response| render::search(response, &request));
+        }
+        Command::RateLimits(ZoneListCommand::List { zone }) => {
+            let rules = platform()?.all_rate_limits(*zone).await?;
+            show(json, &rules, |rules| render::rate_limits(rules));
+        }
+        Command::AccessLists(AccessListsCommand::List { zone }) => {
+            let lists = platform()?.access_lists(*zone).await?;
+            show(json, &lists, render::access_lists);
+        }
+        Command::AccessLists(AccessListsCommand::Set(args)) => {
+            let change = access_lists::set(&platform()?, &set_request(args)?).await?;
+            show(json, &change, render::access_list_change);
+        }
+        Command::Cert(CertCommand::Complete { hostname }) => {
+            let result = platform()?.complete_external_http_certificate(hostname).await;
+            let outcome = certificates::outcome(hostname, &result);
+            if json {
+                print_json(&outcome);
+            } else if outcome.issued {
+                print!("{}", render::certificate(&outcome));
+            }
+            if !outcome.issued {
+                return Err(Failure::Refused(render::certificate(&outcome).trim_end().to_string()));
+            }
+        }
+        Command::App(AppCommand::Get { id }) => {
+            let app = platform()?.get_app(id).await?;
+            show(json, &app, render::app);
+        }
+        Command::Logs(args) => logs::logs(&client(&cli.connection, true)?, args, cli.output).await?,
+        Command::Export(ExportCommand::AccessLists {
+            zone,
+            manage,
+            namespace,
+        }) => {
+            let lists = platform()?.access_lists(*zone).await?;
+            let objects = plan::export_access_lists(*zone, &lists, *manage, namespace.as_deref());
+            let yaml = plan::to_yaml_stream(*zone, &objects)
+                .map_err(|e| Failure::Refused(format!("cannot write YAML: {e}")))?;
+            print!("{yaml}");
+        }
+    }
+    Ok(0)
+}

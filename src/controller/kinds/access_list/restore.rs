@@ -1,0 +1,155 @@
+//! Deletion with `deletionPolicy: Restore`: the finalizer and the restore point recorded
+//! before the first write, the verdict after a restore attempt, and the restore call.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
+
+use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
+use crate::controller::framework::conditions::Reason;
+use crate::controller::framework::driver::{Io, Note};
+use crate::controller::framework::error::ReconcileError;
+use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy, RestorePoint};
+
+/// Finalizer of objects with `deletionPolicy: Restore`.
+pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
+
+/// How long after the deletion request a failing restore is retried.
+pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
+
+/// What to do after a restore attempt.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Release the object, with this Event.
+    Done(Note),
+    /// Keep the finalizer and retry; the error shows in status until then.
+    Retry(ReconcileError),
+}
+
+/// Decides, without I/O, what a restore attempt means for the finalizer:
+/// - restored, or the configuration is gone from the platform: release;
+/// - a failure waiting may fix, or credentials a person may fix (missing, rejected,
+///   forbidden): keep the finalizer and retry until [`RESTORE_DEADLINE`] after the
+///   deletion request, the latter showing as Stalled with the two ways out;
+/// - any other failure, or the deadline passed: release without restoring, with a
+///   Warning Event (and an error-level log line, written by the caller).
+pub fn restore_verdict(
+    spec_zone: i64,
+    point: &RestorePoint,
+    restored: Result<(), ReconcileError>,
+    deleted_at: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Verdict {
+    let zone = point.shield_zone_id.unwrap_or(spec_zone);
+    let configuration = point.configuration_id;
+    let error = match restored {
+        Ok(()) => {
+            return Verdict::Done(Note::normal(
+                Reason::Restored,
+                format!(
+                    "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
+                    point.is_enabled,
+                    AccessListAction::describe(point.action),
+                ),
+            ));
+        }
+        Err(error) => error,
+    };
+    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
+        return Verdict::Done(Note::normal(
+            Reason::NothingToRestore,
+            format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
+        ));
+    }
+    let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
+    let overdue = deadline.is_none_or(|deadline| now >= deadline);
+    let fixable_credentials = matches!(
+        error.reason(),
+        Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable
+    );
+    match (overdue, deadline) {
+        (false, Some(deadline)) if fixable_credentials => Verdict::Retry(ReconcileError::RestoreBlocked {
+            zone,
+            configuration,
+            deadline: crate::controller::framework::status::rfc3339(deadline),
+            cause: Box::new(error),
+        }),
+        (false, _) if error.is_transient() => Verdict::Retry(error),
+        _ => Verdict::Done(Note::warning(
+            Reason::RestoreFailed,
+            format!(
+                "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
+                 released without restoring",
+                error.reason()
+            ),
+        )),
+    }
+}
+
+pub(super) async fn restore(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+    point: RestorePoint,
+) -> Result<(), ReconcileError> {
+    let client = io.client().await?;
+    let patch = AccessListConfigurationPatch {
+        is_enabled: Some(point.is_enabled),
+        action: Some(point.action),
+    };
+    let zone = point.shield_zone_id.unwrap_or(object.spec.shield_zone_id);
+    client.update_access_list(zone, point.configuration_id, &patch).await?;
+    io.state
+        .zone_lists
+        .note_write(client, zone, point.configuration_id, point.is_enabled, point.action)
+        .await;
+    Ok(())
+}
+
+pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
+    object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
+}
+
+/// Adds the finalizer (with `Restore`) or removes it (otherwise), and records the
+/// restore point in status before the platform is first changed. Status is the only
+/// record trusted: only the operator writes it. The finalizer write carries the
+/// resourceVersion it was computed from, so it never overwrites a finalizer list that
+/// changed meanwhile.
+pub(super) async fn record_restore_point(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+    restore_point: Option<RestorePoint>,
+) -> Result<(), ReconcileError> {
+    let has = object.finalizers().iter().any(|f| f == FINALIZER);
+    let wants = wants_finalizer(object);
+    if has != wants {
+        let mut finalizers: Vec<String> = object
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        if wants {
+            finalizers.push(FINALIZER.to_string());
+        }
+        let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
+        io.api
+            .patch(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
+            )
+            .await?;
+    }
+    let recorded = object.status.as_ref().and_then(|s| s.restore_point);
+    if let Some(point) = restore_point.filter(|_| wants && recorded.is_none()) {
+        io.api
+            .patch_status(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": { "restorePoint": point } })),
+            )
+            .await?;
+    }
+    Ok(())
+}

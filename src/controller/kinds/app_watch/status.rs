@@ -1,0 +1,326 @@
+//! The pure summaries of a ContainerAppWatch poll: what each read becomes in status
+//! and conditions, the Ready verdict, and the Events of transitions.
+
+use std::time::Duration;
+
+use super::cdn_tail::TailSummary;
+use super::poll_schedule::PollSchedule;
+use super::{Reads, schedule_of};
+use crate::api::ApiError;
+use crate::api::models::apps::{AppStatus, Application};
+use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
+use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::context::Settings;
+use crate::controller::framework::driver::{Note, Now};
+use crate::crd::container_app_watch::{
+    AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
+    RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
+};
+
+pub fn app_summary(app: &Application) -> AppSummary {
+    AppSummary {
+        name: app.name.clone(),
+        status: app.status.as_str().to_string(),
+        runtime_type: app.runtime_type_name(),
+        instances: app.container_instances.len() as i64,
+        regions: app.region_settings.allowed_region_ids.clone(),
+        endpoints: app.public_hosts(),
+        images: app
+            .container_templates
+            .iter()
+            .map(|t| ImageSummary {
+                template: t.name.clone(),
+                image: t.image.clone(),
+                tag: t.image_tag.clone(),
+                digest: t.image_digest.clone(),
+            })
+            .collect(),
+        autoscaling_min: app.auto_scaling.min,
+        autoscaling_max: app.auto_scaling.max,
+    }
+}
+
+pub fn app_condition(app: &Application) -> Decided {
+    Decided::new(
+        ConditionType::AppReady,
+        app.status == AppStatus::Active,
+        Reason::App(app.status.reason()),
+        format!("application {} is {}", app.name, app.status),
+    )
+}
+
+pub fn rate_limit_summaries(rules: &[RateLimitRule]) -> Vec<RateLimitSummary> {
+    rules
+        .iter()
+        .map(|r| RateLimitSummary {
+            id: r.id,
+            name: r.rule_name.clone(),
+            action: rate_limit_action_name(r.rule_configuration.action_type),
+            request_count: r.rule_configuration.request_count,
+            timeframe: r.rule_configuration.timeframe,
+            block_time: r.rule_configuration.block_time,
+        })
+        .collect()
+}
+
+/// Summary and condition of a search: `total` is the number of events in the window.
+pub fn security_summary(
+    watch: &SecurityEventsWatch,
+    grouped: &EventLogsSearchResponse,
+    total: i64,
+) -> (SecurityEventsSummary, Decided) {
+    let top: Vec<EventGroupSummary> = grouped
+        .groups
+        .iter()
+        .flatten()
+        .take(watch.top as usize)
+        .map(|g| {
+            let context = g.context.clone().unwrap_or_default();
+            EventGroupSummary {
+                key: g.key.clone().unwrap_or_default(),
+                count: g.count,
+                blocked: context.blocked,
+                challenged: context.challenged,
+                logged: context.logged,
+            }
+        })
+        .collect();
+    let leaders: Vec<String> = top
+        .iter()
+        .take(3)
+        .map(|g| {
+            let key: Vec<String> = g.key.iter().map(|(d, v)| format!("{d}={v}")).collect();
+            format!("{} ({})", key.join(" "), g.count)
+        })
+        .collect();
+    let elevated = total >= watch.warn_threshold;
+    let message = if total == 0 {
+        format!("no security events in the last {}", watch.window)
+    } else {
+        format!(
+            "{total} security events in the last {}; top: {}",
+            watch.window,
+            leaders.join(", ")
+        )
+    };
+    let condition = Decided::new(
+        ConditionType::SecurityEvents,
+        true,
+        if elevated { Reason::Elevated } else { Reason::Quiet },
+        message,
+    );
+    let summary = SecurityEventsSummary {
+        window: watch.window.clone(),
+        total,
+        top,
+    };
+    (summary, condition)
+}
+
+fn failed(type_: ConditionType, error: &ApiError) -> Decided {
+    Decided::new(type_, false, Reason::of(error), error.to_string())
+}
+
+/// The Synced condition of a poll: on time, or how late (the quota is short).
+fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Decided {
+    // The message names no lateness: it would change at every poll, and so would the
+    // status.
+    if schedule.is_late(late) {
+        Decided::new(
+            ConditionType::Synced,
+            true,
+            Reason::PolledLate,
+            format!(
+                "polls start after they are due: the platform request quota (--platform-rate) cannot serve every watch every {interval}; edge_operator_poll_lag_seconds says by how much"
+            ),
+        )
+    } else {
+        Decided::new(
+            ConditionType::Synced,
+            true,
+            Reason::Polled,
+            format!("polled every {interval}"),
+        )
+    }
+}
+
+/// CdnLogsSynced: True when the summary covers its whole window; Partial, with the
+/// share it covers and why, when the page budget has not read all of it yet.
+pub fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
+    let summary = &tail.summary;
+    let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
+    if tail.complete {
+        return Decided::new(ConditionType::CdnLogsSynced, true, Reason::Synced, counts);
+    }
+    let why = if tail.behind {
+        format!(
+            "the newest logs are not read yet: {pages_per_poll} requests of 1000 entries per poll (--cdn-pages-per-poll) do not keep up with this Pull Zone's traffic"
+        )
+    } else {
+        format!("older logs are read over the next polls, {pages_per_poll} requests of 1000 entries each")
+    };
+    Decided::new(
+        ConditionType::CdnLogsSynced,
+        false,
+        Reason::Partial,
+        format!(
+            "covers {:.1}% of the last {} ({} to {}): {counts}; {why}",
+            tail.coverage * 100.0,
+            summary.window,
+            summary.from,
+            summary.to
+        ),
+    )
+}
+
+/// The status and conditions a poll's reads make.
+pub fn poll_status(
+    watch: &ContainerAppWatch,
+    reads: Reads,
+    (late, now): (Duration, &Now),
+    previous: &ContainerAppWatchStatus,
+    settings: &Settings,
+) -> ContainerAppWatchStatus {
+    let spec = &watch.spec;
+    let generation = watch.metadata.generation;
+    let mut status = ContainerAppWatchStatus {
+        observed_generation: generation,
+        ..previous.clone()
+    };
+    let mut decided = vec![poll_condition(&spec.interval, late, &schedule_of(watch))];
+    match &reads.app {
+        Ok(app) => {
+            status.app = Some(app_summary(app));
+            decided.push(app_condition(app));
+        }
+        Err(error) => decided.push(failed(ConditionType::AppReady, error)),
+    }
+    match reads.rate_limits {
+        Some(Ok(rules)) => {
+            decided.push(Decided::new(
+                ConditionType::RateLimitsSynced,
+                true,
+                Reason::Synced,
+                format!("{} rules", rules.len()),
+            ));
+            status.rate_limits = Some(rate_limit_summaries(&rules));
+        }
+        Some(Err(error)) => decided.push(failed(ConditionType::RateLimitsSynced, &error)),
+        None => {}
+    }
+    if let (Some(watch), Some(searched)) = (&spec.security_events, reads.security_events) {
+        match searched {
+            Ok((grouped, total)) => {
+                let (summary, condition) = security_summary(watch, &grouped, total);
+                status.security_events = Some(summary);
+                decided.push(condition);
+            }
+            Err(error) => decided.push(failed(ConditionType::SecurityEvents, &error)),
+        }
+    }
+    match reads.cdn {
+        Some(Some(Ok(tail))) => {
+            decided.push(cdn_condition(&tail, settings.cdn_pages_per_poll));
+            status.cdn = Some(unless_only_slid(previous.cdn.as_ref(), tail.summary));
+        }
+        Some(Some(Err(error))) => decided.push(failed(ConditionType::CdnLogsSynced, &error)),
+        Some(None) => decided.push(Decided::new(
+            ConditionType::CdnLogsSynced,
+            false,
+            Reason::NoPullZone,
+            "set spec.cdn.pullZoneId: the app has no endpoint with a Pull Zone",
+        )),
+        None => {}
+    }
+    decided.push(ready_condition(&decided));
+    status.conditions = merge(&previous.conditions, &decided, generation, &now.rfc3339());
+    status.observed_at = observed_at(previous, &status, now, settings.status_refresh);
+    status
+}
+
+/// Ready: the app is active and every summary asked for is synced; otherwise the
+/// first detail condition that is not True, with its reason.
+pub fn ready_condition(details: &[Decided]) -> Decided {
+    use crate::crd::ConditionStatus;
+    let pending = details
+        .iter()
+        .filter(|d| d.type_ != ConditionType::Synced)
+        .find(|d| d.status != ConditionStatus::True);
+    match pending {
+        Some(detail) => Decided::new(
+            ConditionType::Ready,
+            false,
+            detail.reason,
+            format!("{}: {}", detail.type_.as_str(), detail.message),
+        ),
+        None => Decided::new(
+            ConditionType::Ready,
+            true,
+            Reason::AppActive,
+            "the application is active and every summary is synced",
+        ),
+    }
+}
+
+/// A poll's summary of the CDN logs, or the previous one when only its span slid with
+/// time: the counts are those of the previous span too, and a status that changes at
+/// every poll would be rewritten at every poll.
+pub(super) fn unless_only_slid(previous: Option<&CdnSummary>, summary: CdnSummary) -> CdnSummary {
+    match previous {
+        Some(previous)
+            if *previous
+                == (CdnSummary {
+                    from: previous.from.clone(),
+                    to: previous.to.clone(),
+                    ..summary.clone()
+                }) =>
+        {
+            previous.clone()
+        }
+        _ => summary,
+    }
+}
+
+/// `observedAt` after a poll: now when the status changed or its `observedAt` is older
+/// than `refresh`; otherwise unchanged, so a poll that finds the same data writes
+/// nothing. Staleness still shows at once: a failed read turns its condition False.
+fn observed_at(
+    previous: &ContainerAppWatchStatus,
+    polled: &ContainerAppWatchStatus,
+    now: &Now,
+    refresh: Duration,
+) -> Option<String> {
+    let kept = previous.observed_at.as_deref().filter(|at| {
+        chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|at| {
+            let age = now.time.signed_duration_since(at);
+            age >= chrono::Duration::zero() && age.to_std().is_ok_and(|age| age < refresh)
+        })
+    });
+    // `polled` carries the previous observedAt until this decides.
+    match kept {
+        Some(at) if polled == previous => Some(at.to_string()),
+        _ => Some(now.rfc3339()),
+    }
+}
+
+/// Warning Events when the app stops being ready or security events turn Elevated.
+pub fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
+    use crate::crd::ConditionStatus;
+    let mut notes = Vec::new();
+    let before = find(&previous.conditions, ConditionType::AppReady);
+    if let Some(after) = find(&status.conditions, ConditionType::AppReady)
+        && after.status != ConditionStatus::True
+        && before.is_none_or(|b| b.status == ConditionStatus::True)
+    {
+        notes.push(Note::warning(Reason::AppNotReady, after.message.clone()));
+    }
+    let elevated = Reason::Elevated.as_str();
+    let before = find(&previous.conditions, ConditionType::SecurityEvents);
+    if let Some(after) = find(&status.conditions, ConditionType::SecurityEvents)
+        && after.reason == elevated
+        && before.is_none_or(|b| b.reason != elevated)
+    {
+        notes.push(Note::warning(Reason::SecurityEventsElevated, after.message.clone()));
+    }
+    notes
+}

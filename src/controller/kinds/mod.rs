@@ -1,0 +1,5 @@
+//! One folder per custom resource kind, each holding its whole pipeline.
+
+pub mod access_list;
+pub mod app_watch;
+pub mod certificate;

@@ -1,0 +1,170 @@
+//! One controller per kind: its watch, the Secret metadata watches that requeue the
+//! objects referencing a Secret, the error backoff, and what a deleted object leaves.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+use kube::{Api, Resource, ResourceExt};
+
+use super::server::Health;
+use super::shutdown::Shutdown;
+use crate::controller::framework::backoff::failure_delay;
+use crate::controller::framework::context::Context;
+use crate::controller::framework::credentials::NamespaceSet;
+use crate::controller::framework::driver::{self, KindContext, Reconciled};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::status::object_key;
+
+/// The metadata of Secrets as the watches of the allowed namespaces deliver it.
+pub(super) type SecretEvents =
+    futures::stream::BoxStream<'static, Result<watcher::Event<PartialObjectMeta<KubeSecret>>, watcher::Error>>;
+
+/// One metadata watch per namespace whose Secrets the operator may read (one
+/// cluster-wide watch for every namespace, none for none).
+pub(super) fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEvents {
+    let watch =
+        |api: Api<PartialObjectMeta<KubeSecret>>| watcher(api, watcher::Config::default()).default_backoff().boxed();
+    match namespaces {
+        NamespaceSet::All => watch(Api::all(client.clone())),
+        NamespaceSet::Only(names) => {
+            futures::stream::select_all(names.iter().map(|ns| watch(Api::namespaced(client.clone(), ns)))).boxed()
+        }
+        NamespaceSet::None => futures::stream::empty().boxed(),
+    }
+}
+
+pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Logs what the controller reports: a failing watch (RBAC forbidden, CRD missing) at
+/// error level, and counted so that /readyz fails until the watch answers again or a
+/// reconcile succeeds.
+fn report_controller_event<K: Reconciled>(
+    result: Result<(ObjectRef<K>, Action), controller::Error<ReconcileError, watcher::Error>>,
+    health: &Health,
+    failing: &AtomicBool,
+) {
+    match result {
+        Err(controller::Error::QueueError(error)) => {
+            health.watch_failed(failing);
+            tracing::error!(kind = K::KIND, %error, "the watch of this kind fails; /readyz reports it");
+        }
+        Err(error) => tracing::debug!(%error, "controller event"),
+        Ok(_) => health.watch_recovered(failing),
+    }
+}
+
+/// Forgets the metrics, failure counts and kind state of a deleted object (objects
+/// without a finalizer are never reconciled once deleted).
+fn forget_deleted<K: Reconciled>(kind: &KindContext<K>, event: &Result<watcher::Event<K>, watcher::Error>) {
+    if let Ok(watcher::Event::Delete(object)) = event {
+        let ctx = &kind.shared;
+        ctx.metrics
+            .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
+        let key = object_key(object);
+        ctx.failures.forget(&key);
+        K::forget(&kind.state, &key);
+    }
+}
+
+/// Objects of a kind whose credentials come from `secret` (only its metadata is
+/// watched: Secret data is never cached).
+fn referencing<K: Reconciled>(
+    store: &kube::runtime::reflector::Store<K>,
+    secret: &PartialObjectMeta<KubeSecret>,
+) -> Vec<ObjectRef<K>> {
+    store
+        .state()
+        .iter()
+        .filter(|o| {
+            o.namespace() == secret.namespace()
+                && o.secret_ref()
+                    .is_some_and(|r| Some(&r.name) == secret.metadata.name.as_ref())
+        })
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
+fn error_policy<K: Reconciled>(object: Arc<K>, error: &ReconcileError, kind: Arc<KindContext<K>>) -> Action {
+    let failures = kind.shared.failures.failed(object_key(object.as_ref()));
+    let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
+        .max(error.retry_after().unwrap_or_default());
+    tracing::warn!(name = %object.name_any(), reason = error.reason().as_str(), %error, ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+pub(super) async fn run_controller<K: Reconciled>(
+    api: Api<K>,
+    secrets: SecretEvents,
+    ctx: Arc<Context>,
+    health: Arc<Health>,
+    concurrency: u16,
+    shutdown: Shutdown,
+) {
+    let kind = Arc::new(KindContext::<K>::new(ctx));
+    // Only changes of generation (spec, deletion), annotations (paused, requests) and
+    // finalizers trigger a reconcile; the operator's own status writes do not.
+    let (reader, writer) = kube::runtime::reflector::store();
+    let failing = Arc::new(AtomicBool::new(false));
+    let stream = watcher::watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+        .reflect(writer)
+        .inspect({
+            let (kind, health, failing) = (kind.clone(), health.clone(), failing.clone());
+            move |event| {
+                // A watch that answers again is healthy, whether or not an object of
+                // this kind exists to reconcile.
+                if let Ok(event) = event {
+                    health.watch_recovered(&failing);
+                    K::follow(&kind.state, event);
+                }
+                forget_deleted(&kind, event);
+            }
+        })
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers),
+            Default::default(),
+        );
+    let controller = Controller::for_stream(stream, reader);
+    let store = controller.store();
+    controller
+        .watches_stream(
+            secrets
+                .inspect({
+                    let ctx = kind.shared.clone();
+                    move |event| {
+                        if let Ok(event) = event {
+                            ctx.credentials.secrets.observe(event);
+                        }
+                    }
+                })
+                .touched_objects(),
+            move |secret| referencing(&store, &secret),
+        )
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(shutdown.requested())
+        .run(driver::reconcile::<K>, error_policy, kind)
+        .for_each(|result| {
+            let health = health.clone();
+            let failing = failing.clone();
+            async move { report_controller_event::<K>(result, &health, &failing) }
+        })
+        .await;
+}
