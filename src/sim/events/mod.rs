@@ -1,10 +1,13 @@
 //! Security events of Shield Zones: compact storage and the search engine.
 
+mod group;
 pub mod search;
 pub mod store;
+pub mod validate;
 
-pub use search::{SearchError, ValidSearch, execute, validate};
+pub use search::execute;
 pub use store::{EventInput, EventStore};
+pub use validate::{SearchError, ValidSearch, validate};
 
 #[cfg(test)]
 mod tests;
