@@ -2,7 +2,7 @@
 //! the runtime around them.
 //!
 //! Dependencies point one way: `runtime` wires the `kinds` to the watches; each kind
-//! implements the `framework`'s [`framework::driver::Reconciled`] pipeline; the
+//! implements the `framework`'s [`framework::pipeline::Reconciled`] pipeline; the
 //! framework knows no kind.
 
 pub mod framework;

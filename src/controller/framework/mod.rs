@@ -1,5 +1,5 @@
-//! What every kind's reconcile shares: the driver that runs a pipeline and writes its
-//! outcome, the vocabulary (`conditions`, `error`), the status contract (`health`,
+//! What every kind's reconcile shares: the pipeline a kind implements, the driver that
+//! runs it and writes its outcome, the vocabulary (`conditions`, `error`), the status contract (`health`,
 //! `status`), and the context parts (`credentials`, `backoff`, `leader`, `metrics`,
 //! `shared_reads`).
 
@@ -14,6 +14,7 @@ pub mod leader;
 pub mod metrics;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
+pub mod pipeline;
 mod process_metrics;
 pub mod shared_reads;
 pub mod status;

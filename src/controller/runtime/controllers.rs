@@ -17,8 +17,9 @@ use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::NamespaceSet;
-use crate::controller::framework::driver::{self, KindContext, Reconciled};
+use crate::controller::framework::driver;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::{KindContext, Reconciled};
 use crate::controller::framework::status::object_key;
 
 /// The metadata of Secrets as the watches of the allowed namespaces deliver it.

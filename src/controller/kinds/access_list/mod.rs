@@ -10,8 +10,8 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::AccessListItem;
 use crate::controller::framework::conditions::Reason;
 use crate::controller::framework::context::Settings;
-use crate::controller::framework::driver::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use crate::controller::framework::status::poll_interval;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 

@@ -8,8 +8,8 @@ use crate::api::models::shield::{
     access_list_type_name,
 };
 use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
-use crate::controller::framework::driver::{Note, is_ready};
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::{Note, is_ready};
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy,
     RestorePoint,

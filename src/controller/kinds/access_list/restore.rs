@@ -8,8 +8,8 @@ use kube::api::{Patch, PatchParams};
 
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::conditions::Reason;
-use crate::controller::framework::driver::{Io, Note};
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::{Io, Note};
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy, RestorePoint};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.

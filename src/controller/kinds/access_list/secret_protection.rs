@@ -8,8 +8,8 @@ use kube::api::{Patch, PatchParams};
 
 use super::FINALIZER;
 use super::restore::wants_finalizer;
-use crate::controller::framework::driver::Io;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::Io;
 use crate::controller::framework::status::is_paused;
 use crate::crd::access_list_config::AccessListConfig;
 

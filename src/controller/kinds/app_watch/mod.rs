@@ -27,8 +27,8 @@ use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::conditions::{ConditionType, find};
 use crate::controller::framework::context::Settings;
-use crate::controller::framework::driver::{Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::pipeline::{Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use crate::controller::framework::status::{MIN_POLL_INTERVAL, object_key, parse_go_duration};
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 

@@ -11,7 +11,7 @@ use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
 use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::controller::framework::context::Settings;
-use crate::controller::framework::driver::{Note, Now};
+use crate::controller::framework::pipeline::{Note, Now};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,

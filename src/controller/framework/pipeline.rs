@@ -1,0 +1,359 @@
+//! What a kind implements ([`Reconciled`]: observe → plan → act → outcome, and its
+//! state) and what its steps see ([`Io`], [`Now`]); the status helpers every kind's
+//! outcome shares (Ready, failures, notes).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+
+use super::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::context::{Context, Settings};
+use super::error::ReconcileError;
+use super::health;
+use super::status::rfc3339;
+use crate::api::EdgeClient;
+use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
+
+/// The time of a reconcile and a random draw in [0, 1) for jitter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Now {
+    pub time: DateTime<Utc>,
+    pub jitter: f64,
+}
+
+impl Now {
+    pub fn current() -> Self {
+        Self {
+            time: Utc::now(),
+            jitter: rand::random::<f64>(),
+        }
+    }
+
+    pub fn rfc3339(&self) -> String {
+        rfc3339(self.time)
+    }
+
+    pub fn millis(&self) -> i64 {
+        self.time.timestamp_millis()
+    }
+
+    pub fn since_epoch(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.millis()).unwrap_or_default())
+    }
+}
+
+/// An Event to publish about the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Note {
+    pub fn normal(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            warning: false,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            warning: true,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// When to reconcile again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requeue {
+    After(Duration),
+    /// At this time (Unix ms), however long the reconcile took.
+    At(i64),
+    /// Only when the object (or a Secret it references) changes.
+    OnChange,
+}
+
+/// What a reconcile reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome<S> {
+    pub status: S,
+    pub events: Vec<Note>,
+    pub requeue: Requeue,
+}
+
+/// What the reconciles of one kind share: the operator's context and the kind's own
+/// state (indexes and reads kept between reconciles).
+pub struct KindContext<K: Reconciled> {
+    pub shared: Arc<Context>,
+    pub state: K::State,
+}
+
+impl<K: Reconciled> KindContext<K> {
+    pub fn new(shared: Arc<Context>) -> Self {
+        Self {
+            shared,
+            state: K::State::default(),
+        }
+    }
+}
+
+/// What a kind's I/O steps may use.
+pub struct Io<'a, K: Reconciled> {
+    pub ctx: &'a Context,
+    pub state: &'a K::State,
+    pub object: &'a K,
+    pub api: Api<K>,
+    pub namespace: String,
+    client: OnceCell<EdgeClient>,
+}
+
+impl<'a, K: Reconciled> Io<'a, K> {
+    pub fn new(ctx: &'a Context, state: &'a K::State, object: &'a K) -> Self {
+        let namespace = object.namespace().unwrap_or_default();
+        Self {
+            ctx,
+            state,
+            object,
+            api: Api::namespaced(ctx.kube.clone(), &namespace),
+            namespace,
+            client: OnceCell::new(),
+        }
+    }
+
+    /// The object's platform client (resolved once per reconcile).
+    pub async fn client(&self) -> Result<&EdgeClient, ReconcileError> {
+        self.client
+            .get_or_try_init(|| {
+                self.ctx
+                    .credentials
+                    .client_for(&self.namespace, self.object.secret_ref())
+            })
+            .await
+    }
+}
+
+/// A kind the driver reconciles.
+pub trait Reconciled:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + ResourceExt
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The kind's name: metric label and bookkeeping key.
+    const KIND: &'static str;
+    /// The finalizer of objects that must clean up the platform when deleted.
+    const FINALIZER: Option<&'static str> = None;
+
+    type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    /// What the kind keeps between reconciles.
+    type State: Default + Send + Sync + 'static;
+    type Observed: Send;
+    type Plan: Send;
+    type Acted: Send;
+
+    fn status(&self) -> Option<&Self::Status>;
+    fn conditions(status: &Self::Status) -> &[Condition];
+    fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>);
+    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>);
+    fn secret_ref(&self) -> Option<&SecretKeyRef>;
+
+    /// Follows the kind's watch (an index of all objects of the kind).
+    fn follow(_state: &Self::State, _event: &watcher::Event<Self>) {}
+
+    /// Forgets what the state keeps of a deleted object (by its key).
+    fn forget(_state: &Self::State, _key: &str) {}
+
+    /// Reads what the plan needs.
+    fn observe(
+        &self,
+        io: &Io<'_, Self>,
+        now: &Now,
+    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send;
+
+    /// Decides, without I/O.
+    fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan;
+
+    /// Carries the plan out.
+    fn act(
+        &self,
+        plan: Self::Plan,
+        io: &Io<'_, Self>,
+    ) -> impl Future<Output = Result<Self::Acted, ReconcileError>> + Send;
+
+    /// Reports, without I/O.
+    fn outcome(
+        &self,
+        acted: Self::Acted,
+        previous: &Self::Status,
+        now: &Now,
+        settings: &Settings,
+    ) -> Outcome<Self::Status>;
+
+    /// The status after a failed reconcile: Synced=False with the error's reason, and
+    /// Ready=False too unless the error is transient and the current generation was
+    /// already Ready (a failed re-read of an applied object).
+    fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
+        let generation = self.meta().generation;
+        let message = failure_message(error, now);
+        let mut decided = vec![Decided::new(
+            ConditionType::Synced,
+            false,
+            error.reason(),
+            message.clone(),
+        )];
+        if !error.is_transient() || !is_ready::<Self>(previous, generation) {
+            decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
+        }
+        with_decided::<Self>(previous, &decided, generation, now)
+    }
+
+    /// Keeps what the kind maintains outside the object in step with it; runs first on
+    /// every pass, paused and deleting included.
+    fn maintain(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
+    /// An error keeps the finalizer and retries with backoff; the kind decides when to
+    /// give up (a deletion must never stay stuck).
+    fn finalize(
+        &self,
+        _io: &Io<'_, Self>,
+        _now: &Now,
+    ) -> impl Future<Output = Result<Vec<Note>, ReconcileError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// The accessors every kind implements alike: `status`, the conditions of its status
+/// and `spec.accessKeySecretRef`.
+macro_rules! kind_accessors {
+    () => {
+        fn status(&self) -> Option<&Self::Status> {
+            self.status.as_ref()
+        }
+
+        fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
+            &status.conditions
+        }
+
+        fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
+            status.conditions = conditions;
+        }
+
+        fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>) {
+            status.observed_generation = generation;
+        }
+
+        fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
+            self.spec.access_key_secret_ref.as_ref()
+        }
+    };
+}
+pub(crate) use kind_accessors;
+
+/// Whether `status` is Ready for `generation`.
+pub fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64>) -> bool {
+    find(K::conditions(status), ConditionType::Ready)
+        .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
+}
+
+/// `status` as the driver writes it: under the status contract of [`health`].
+pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+    let mut next = status.clone();
+    K::set_conditions(
+        &mut next,
+        health::settle(K::conditions(status), generation, &now.rfc3339()),
+    );
+    K::set_observed_generation(&mut next, generation);
+    next
+}
+
+/// `status` with `decided` merged into its conditions.
+pub fn with_decided<K: Reconciled>(
+    status: &K::Status,
+    decided: &[Decided],
+    generation: Option<i64>,
+    now: &Now,
+) -> K::Status {
+    let mut next = status.clone();
+    K::set_conditions(
+        &mut next,
+        merge(K::conditions(status), decided, generation, &now.rfc3339()),
+    );
+    next
+}
+
+/// A successful reconcile leaves no Synced=False behind: one left from a pause turns
+/// into `Resumed`, one left from a failure into `Reconciled`.
+pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+    let Some(synced) = find(K::conditions(&status), ConditionType::Synced) else {
+        return status;
+    };
+    if synced.status == ConditionStatus::True {
+        return status;
+    }
+    let reason = if synced.reason == Reason::Paused.as_str() {
+        Reason::Resumed
+    } else {
+        Reason::Reconciled
+    };
+    with_decided::<K>(
+        &status,
+        &[Decided::new(ConditionType::Synced, true, reason, "")],
+        generation,
+        now,
+    )
+}
+
+/// An error as a condition message; a rate limit says when the next attempt is due.
+pub fn failure_message(error: &ReconcileError, now: &Now) -> String {
+    match error.retry_after() {
+        Some(wait) => {
+            let at = chrono::Duration::from_std(wait)
+                .ok()
+                .and_then(|wait| now.time.checked_add_signed(wait))
+                .unwrap_or(now.time);
+            format!("{error}; next attempt at {}", rfc3339(at))
+        }
+        None => error.to_string(),
+    }
+}
+
+/// The longest Event note the apiserver accepts.
+const MAX_NOTE_BYTES: usize = 1024;
+
+/// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
+pub fn shortened(note: &str) -> String {
+    if note.len() <= MAX_NOTE_BYTES {
+        return note.to_string();
+    }
+    let mut end = MAX_NOTE_BYTES - '…'.len_utf8();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &note[..end])
+}
+
+/// The Warning Event for a failure whose reason the object did not already show.
+pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
+    let reason = error.reason();
+    let shown = find(previous, ConditionType::Synced)
+        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason.as_str());
+    (!shown).then(|| Note::warning(reason, error.to_string()))
+}
