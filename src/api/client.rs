@@ -75,7 +75,7 @@ pub fn status_class(status: Option<u16>) -> &'static str {
 /// Sees every HTTP exchange (retries included): the metrics hook.
 pub trait RequestObserver: Send + Sync {
     /// One exchange, timed from sending to the answer's headers.
-    fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
+    fn record(&self, operation: Operation, status_class: &'static str, elapsed: Duration);
 
     /// A request starts (`true`) or stops (`false`) waiting for the shared quota.
     fn quota_wait(&self, _lane: Lane, _waiting: bool) {}
@@ -260,7 +260,7 @@ impl EdgeClient {
         let result = request.send().await;
         let status = result.as_ref().ok().map(|r| r.status().as_u16());
         if let Some(observer) = &self.shared.hooks.observer {
-            observer.observe(operation, status_class(status), started.elapsed());
+            observer.record(operation, status_class(status), started.elapsed());
         }
         let response = result.map_err(ApiError::from_transport)?;
         if response.status().is_success() {

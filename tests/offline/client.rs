@@ -274,7 +274,7 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
 struct Recorder(Mutex<Vec<(Operation, &'static str)>>);
 
 impl RequestObserver for Recorder {
-    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
+    fn record(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
         self.0.lock().expect("lock").push((operation, status_class));
     }
 }

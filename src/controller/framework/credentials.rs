@@ -73,7 +73,7 @@ pub struct SecretMeta {
 
 impl SecretIndex {
     /// Follows one Secret metadata watch.
-    pub fn observe(&self, event: &Event<PartialObjectMeta<KubeSecret>>) {
+    pub fn follow(&self, event: &Event<PartialObjectMeta<KubeSecret>>) {
         let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
             Event::Apply(secret) | Event::InitApply(secret) => {

@@ -48,7 +48,7 @@ impl CallLog {
 }
 
 impl RequestObserver for CallLog {
-    fn observe(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
+    fn record(&self, operation: Operation, status_class: &'static str, _elapsed: Duration) {
         self.push(format!("platform {} {status_class}", operation.as_str()));
     }
 }

@@ -298,7 +298,7 @@ impl Metrics {
 }
 
 impl RequestObserver for Metrics {
-    fn observe(&self, operation: Operation, status_class: &'static str, elapsed: Duration) {
+    fn record(&self, operation: Operation, status_class: &'static str, elapsed: Duration) {
         let labels = RequestLabels {
             operation: operation.as_str(),
             status_class,
@@ -362,7 +362,7 @@ mod tests {
         let metrics = Metrics::default();
         metrics.reconciled("AccessListConfig", Duration::from_millis(2), None);
         metrics.reconciled("AccessListConfig", Duration::from_millis(2), Some(Reason::RateLimited));
-        metrics.observe(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
+        metrics.record(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
         metrics.quota_wait(Lane::Poll, true);
         metrics.quota_wait(Lane::Poll, true);
         metrics.quota_wait(Lane::Poll, false);
@@ -416,7 +416,7 @@ mod tests {
             "t2",
         );
         metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
-        metrics.observe(Operation::CompleteCertificate, "2xx", Duration::ZERO);
+        metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
         metrics.reconciled(
             "PullZoneCertificate",
             Duration::from_millis(3),

@@ -152,7 +152,7 @@ pub(super) async fn run_controller<K: Reconciled>(
                     let ctx = kind.shared.clone();
                     move |event| {
                         if let Ok(event) = event {
-                            ctx.credentials.secrets.observe(event);
+                            ctx.credentials.secrets.follow(event);
                         }
                     }
                 })

@@ -148,7 +148,7 @@ impl Default for Claims {
 
 impl Claims {
     /// Follows the AccessListConfig watch.
-    pub fn observe(&self, event: &Event<AccessListConfig>) {
+    pub fn follow(&self, event: &Event<AccessListConfig>) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
             Event::Apply(object) => state.current.apply(object),
@@ -237,11 +237,11 @@ mod tests {
 
     fn listed(objects: &[&AccessListConfig]) -> Claims {
         let claims = Claims::default();
-        claims.observe(&Event::Init);
+        claims.follow(&Event::Init);
         for object in objects {
-            claims.observe(&Event::InitApply((*object).clone()));
+            claims.follow(&Event::InitApply((*object).clone()));
         }
-        claims.observe(&Event::InitDone);
+        claims.follow(&Event::InitDone);
         claims
     }
 
@@ -270,7 +270,7 @@ mod tests {
         let mut restoring = old.clone();
         restoring.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
         restoring.metadata.finalizers = Some(vec![FINALIZER.into()]);
-        claims.observe(&Event::Apply(restoring.clone()));
+        claims.follow(&Event::Apply(restoring.clone()));
         assert_eq!(
             owner(&claims, &new, 9101).as_deref(),
             Some("team/old"),
@@ -278,9 +278,9 @@ mod tests {
         );
         let mut leaving = restoring;
         leaving.metadata.finalizers = None;
-        claims.observe(&Event::Apply(leaving));
+        claims.follow(&Event::Apply(leaving));
         assert_eq!(owner(&claims, &new, 9101).as_deref(), Some("team/by-name"));
-        claims.observe(&Event::Delete(by_name.clone()));
+        claims.follow(&Event::Delete(by_name.clone()));
         assert_eq!(owner(&claims, &new, 9101), None, "the only claim left");
     }
 
@@ -290,12 +290,12 @@ mod tests {
         let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
         let claims = listed(&[&old, &new]);
         let moved = resolved(old.clone(), 9102);
-        claims.observe(&Event::Apply(moved.clone()));
+        claims.follow(&Event::Apply(moved.clone()));
         assert_eq!(owner(&claims, &new, 9101), None);
         assert_eq!(owner(&claims, &new, 9102).as_deref(), Some("team/old"));
         let mut observing = moved;
         observing.spec.management_policy = ManagementPolicy::Observe;
-        claims.observe(&Event::Apply(observing));
+        claims.follow(&Event::Apply(observing));
         let late = object("late", "2026-11-20T13:00:00Z", Some(9102));
         assert_eq!(owner(&claims, &late, 9102), None, "an observer claims nothing");
     }
@@ -305,14 +305,14 @@ mod tests {
         let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
         let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
         let claims = listed(&[&old, &new]);
-        claims.observe(&Event::Init);
+        claims.follow(&Event::Init);
         assert_eq!(
             owner(&claims, &new, 9101).as_deref(),
             Some("team/old"),
             "the previous listing holds until the new one is done"
         );
-        claims.observe(&Event::InitApply(new.clone()));
-        claims.observe(&Event::InitDone);
+        claims.follow(&Event::InitApply(new.clone()));
+        claims.follow(&Event::InitDone);
         assert_eq!(owner(&claims, &new, 9101), None);
     }
 
@@ -343,15 +343,15 @@ mod tests {
         let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
         let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
         let claims = std::sync::Arc::new(Claims::default());
-        claims.observe(&Event::Init);
-        claims.observe(&Event::InitApply(old.clone()));
+        claims.follow(&Event::Init);
+        claims.follow(&Event::InitApply(old.clone()));
         let judging = tokio::spawn({
             let (claims, new) = (claims.clone(), new.clone());
             async move { claims.owner(&new, 9101).await }
         });
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!judging.is_finished(), "the listing is not done");
-        claims.observe(&Event::InitDone);
+        claims.follow(&Event::InitDone);
         assert_eq!(judging.await.expect("task").as_deref(), Some("team/old"));
 
         let unlisted = Claims::default();

@@ -24,7 +24,7 @@ pub mod zone_lists;
 pub use self::plan::{
     Plan, converged_status, diff, drift_note, is_converged, plan, resolve, since_zone_resync, until_zone_resync,
 };
-pub use self::restore::{FINALIZER, RESTORE_DEADLINE, Verdict, restore_verdict};
+pub use self::restore::{FINALIZER, RESTORE_DEADLINE, AfterRestore, after_restore};
 use self::restore::{record_restore_point, restore, wants_finalizer};
 pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
 use self::secret_protection::{Stage, sync_secret_protection};
@@ -61,7 +61,7 @@ impl Reconciled for AccessListConfig {
     kind_accessors!();
 
     fn follow(state: &State, event: &kube::runtime::watcher::Event<Self>) {
-        state.claims.observe(event);
+        state.claims.follow(event);
     }
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Self::Observed, ReconcileError> {
@@ -158,7 +158,7 @@ impl Reconciled for AccessListConfig {
     /// With Restore: put back the values recorded in `status.restorePoint` before the
     /// first write, on the zone and configuration they were read from. What the object
     /// says now decides (a `deletionPolicy` switched to Orphan restores nothing). See
-    /// [`restore_verdict`] for when the object is released without a restore.
+    /// [`after_restore`] for when the object is released without a restore.
     async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
         let point = self.status.as_ref().and_then(|s| s.restore_point);
         let notes = match point.filter(|_| wants_finalizer(self)) {
@@ -170,8 +170,8 @@ impl Reconciled for AccessListConfig {
                     .deletion_timestamp
                     .as_ref()
                     .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-                match restore_verdict(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
-                    Verdict::Done(note) => {
+                match after_restore(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
+                    AfterRestore::Done(note) => {
                         if note.reason == Reason::RestoreFailed {
                             tracing::error!(
                                 namespace = %io.namespace,
@@ -182,7 +182,7 @@ impl Reconciled for AccessListConfig {
                         }
                         vec![note]
                     }
-                    Verdict::Retry(error) => return Err(error),
+                    AfterRestore::Retry(error) => return Err(error),
                 }
             }
         };
@@ -429,14 +429,14 @@ mod tests {
             })
         };
         let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
-        let verdict = |restored, now| match restore_verdict(1, &point, restored, Some(deleted), now) {
-            Verdict::Done(note) => format!(
+        let verdict = |restored, now| match after_restore(1, &point, restored, Some(deleted), now) {
+            AfterRestore::Done(note) => format!(
                 "{}:{}:{}",
                 if note.warning { "warning" } else { "normal" },
                 note.reason,
                 note.message
             ),
-            Verdict::Retry(error) => format!("retry:{}:{error}", error.reason()),
+            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason()),
         };
         let restored = verdict(Ok(()), soon);
         assert!(
@@ -468,9 +468,9 @@ mod tests {
             shield_zone_id: None,
             ..point
         };
-        match restore_verdict(1, &old_point, Ok(()), Some(deleted), soon) {
-            Verdict::Done(note) => assert!(note.message.contains("Shield Zone 1"), "{}", note.message),
-            Verdict::Retry(error) => panic!("{error}"),
+        match after_restore(1, &old_point, Ok(()), Some(deleted), soon) {
+            AfterRestore::Done(note) => assert!(note.message.contains("Shield Zone 1"), "{}", note.message),
+            AfterRestore::Retry(error) => panic!("{error}"),
         }
     }
 

@@ -20,7 +20,7 @@ pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
 
 /// What to do after a restore attempt.
 #[derive(Debug)]
-pub enum Verdict {
+pub enum AfterRestore {
     /// Release the object, with this Event.
     Done(Note),
     /// Keep the finalizer and retry; the error shows in status until then.
@@ -34,18 +34,18 @@ pub enum Verdict {
 ///   deletion request, the latter showing as Stalled with the two ways out;
 /// - any other failure, or the deadline passed: release without restoring, with a
 ///   Warning Event (and an error-level log line, written by the caller).
-pub fn restore_verdict(
+pub fn after_restore(
     spec_zone: i64,
     point: &RestorePoint,
     restored: Result<(), ReconcileError>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
-) -> Verdict {
+) -> AfterRestore {
     let zone = point.shield_zone_id.unwrap_or(spec_zone);
     let configuration = point.configuration_id;
     let error = match restored {
         Ok(()) => {
-            return Verdict::Done(Note::normal(
+            return AfterRestore::Done(Note::normal(
                 Reason::Restored,
                 format!(
                     "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
@@ -57,7 +57,7 @@ pub fn restore_verdict(
         Err(error) => error,
     };
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
-        return Verdict::Done(Note::normal(
+        return AfterRestore::Done(Note::normal(
             Reason::NothingToRestore,
             format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
         ));
@@ -69,14 +69,14 @@ pub fn restore_verdict(
         Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable
     );
     match (overdue, deadline) {
-        (false, Some(deadline)) if fixable_credentials => Verdict::Retry(ReconcileError::RestoreBlocked {
+        (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(ReconcileError::RestoreBlocked {
             zone,
             configuration,
             deadline: crate::controller::framework::status::rfc3339(deadline),
             cause: Box::new(error),
         }),
-        (false, _) if error.is_transient() => Verdict::Retry(error),
-        _ => Verdict::Done(Note::warning(
+        (false, _) if error.is_transient() => AfterRestore::Retry(error),
+        _ => AfterRestore::Done(Note::warning(
             Reason::RestoreFailed,
             format!(
                 "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
