@@ -23,12 +23,12 @@ use crate::controller::framework::pipeline::{KindContext, Reconciled};
 use crate::controller::framework::status::object_key;
 
 /// The metadata of Secrets as the watches of the allowed namespaces deliver it.
-pub(super) type SecretEvents =
+type SecretEvents =
     futures::stream::BoxStream<'static, Result<watcher::Event<PartialObjectMeta<KubeSecret>>, watcher::Error>>;
 
 /// One metadata watch per namespace whose Secrets the operator may read (one
 /// cluster-wide watch for every namespace, none for none).
-pub(super) fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEvents {
+fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEvents {
     let watch =
         |api: Api<PartialObjectMeta<KubeSecret>>| watcher(api, watcher::Config::default()).default_backoff().boxed();
     match namespaces {
@@ -40,7 +40,7 @@ pub(super) fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) ->
     }
 }
 
-pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
+fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
 {
@@ -107,7 +107,7 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &ReconcileError, kind: Arc
     Action::requeue(delay)
 }
 
-pub(super) async fn run_controller<K: Reconciled>(
+async fn run_controller<K: Reconciled>(
     api: Api<K>,
     secrets: SecretEvents,
     ctx: Arc<Context>,
@@ -168,4 +168,30 @@ pub(super) async fn run_controller<K: Reconciled>(
             async move { report_controller_event::<K>(result, &health, &failing) }
         })
         .await;
+}
+
+/// What every kind's controller starts with.
+pub(super) struct Wiring<'a> {
+    pub client: &'a kube::Client,
+    /// The namespace watched (all when `None`).
+    pub namespace: &'a Option<String>,
+    pub secret_namespaces: &'a NamespaceSet,
+    pub ctx: &'a Arc<Context>,
+    pub health: &'a Arc<Health>,
+    pub shutdown: &'a Shutdown,
+}
+
+impl Wiring<'_> {
+    /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
+    pub(super) async fn run<K: Reconciled>(&self, concurrency: u16) {
+        run_controller(
+            api::<K>(self.client, self.namespace),
+            secret_events(self.client, self.secret_namespaces),
+            self.ctx.clone(),
+            self.health.clone(),
+            concurrency,
+            self.shutdown.clone(),
+        )
+        .await;
+    }
 }

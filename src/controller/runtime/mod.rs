@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
 
-use self::controllers::{api, run_controller, secret_events};
+use self::controllers::Wiring;
 use self::lease::{release_lease, watch_lease};
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
@@ -176,33 +176,19 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     }
     health.ready.store(true, Ordering::Relaxed);
 
-    let secrets = || secret_events(&kube_client, &config.secret_namespaces);
+    let wiring = Wiring {
+        client: &kube_client,
+        namespace: &config.namespace,
+        secret_namespaces: &config.secret_namespaces,
+        ctx: &ctx,
+        health: &health,
+        shutdown: &shutdown,
+    };
     let controllers = async {
         tokio::join!(
-            run_controller(
-                api::<AccessListConfig>(&kube_client, &config.namespace),
-                secrets(),
-                ctx.clone(),
-                health.clone(),
-                config.concurrency,
-                shutdown.clone(),
-            ),
-            run_controller(
-                api::<PullZoneCertificate>(&kube_client, &config.namespace),
-                secrets(),
-                ctx.clone(),
-                health.clone(),
-                config.concurrency,
-                shutdown.clone(),
-            ),
-            run_controller(
-                api::<ContainerAppWatch>(&kube_client, &config.namespace),
-                secrets(),
-                ctx.clone(),
-                health.clone(),
-                config.poll_concurrency,
-                shutdown.clone(),
-            ),
+            wiring.run::<AccessListConfig>(config.concurrency),
+            wiring.run::<PullZoneCertificate>(config.concurrency),
+            wiring.run::<ContainerAppWatch>(config.poll_concurrency),
         );
     };
     let controllers = async {
