@@ -287,6 +287,7 @@ pub fn find(conditions: &[Condition], type_: ConditionType) -> Option<&Condition
 }
 
 /// Whether a condition of `type_` is True.
+#[cfg(test)]
 pub fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }

@@ -4,17 +4,17 @@
 //! `shared_reads`).
 
 pub mod backoff;
-pub mod conditions;
+pub(crate) mod conditions;
 pub mod context;
 pub mod credentials;
-pub mod driver;
-pub mod error;
-pub mod health;
-pub mod leader;
-pub mod metrics;
+pub(crate) mod driver;
+pub(crate) mod error;
+pub(crate) mod health;
+pub(crate) mod leader;
+pub(crate) mod metrics;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
-pub mod pipeline;
+pub(crate) mod pipeline;
 mod process_metrics;
-pub mod shared_reads;
+pub(crate) mod shared_reads;
 pub mod status;

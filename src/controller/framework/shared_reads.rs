@@ -121,6 +121,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
     }
 
     /// How many keys have a slot.
+    #[cfg(test)]
     pub async fn keys(&self) -> usize {
         self.slots.lock().await.len()
     }

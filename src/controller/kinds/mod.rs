@@ -2,4 +2,4 @@
 
 pub mod access_list;
 pub mod app_watch;
-pub mod certificate;
+pub(crate) mod certificate;

@@ -15,11 +15,11 @@ use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled,
 use crate::controller::framework::status::poll_interval;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
-pub mod claims;
-pub mod plan;
-pub mod restore;
-pub mod secret_protection;
-pub mod zone_lists;
+mod claims;
+mod plan;
+mod restore;
+mod secret_protection;
+mod zone_lists;
 
 pub use self::plan::{
     Plan, converged_status, diff, drift_note, is_converged, plan, resolve, since_zone_resync, until_zone_resync,

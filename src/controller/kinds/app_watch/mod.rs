@@ -2,10 +2,10 @@
 //! search and the CDN logs; summarise them (pure) into status and conditions. Never
 //! writes to the platform.
 
-pub mod cdn_summaries;
+mod cdn_summaries;
 pub mod cdn_tail;
-pub mod poll_schedule;
-pub mod status;
+mod poll_schedule;
+mod status;
 
 pub use self::status::{
     app_condition, app_summary, cdn_condition, poll_status, rate_limit_summaries, ready_condition, security_summary,
