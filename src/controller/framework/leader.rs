@@ -37,7 +37,7 @@ impl LeaderGate {
     /// quarter of it (at least one second).
     pub fn elected(lease_duration: Duration) -> Self {
         Self {
-            validity: Some(lease_duration.saturating_sub(Self::margin(lease_duration))),
+            validity: Some(usable(lease_duration)),
             until: Mutex::new(None),
         }
     }
@@ -125,10 +125,16 @@ pub fn standing(spec: &LeaseSpec, identity: &str, lease_duration: Duration, now:
     }
 }
 
-/// When to read the Lease again: every quarter of the lease, and no later than the
-/// moment a confirmation for `remaining` lapses.
+/// How often the Lease is read when nothing calls for sooner: every quarter of the
+/// lease, at least every second.
+pub fn check_every(lease_duration: Duration) -> Duration {
+    (lease_duration / 4).max(Duration::from_secs(1))
+}
+
+/// When to read the Lease again: [`check_every`], and no later than the moment a
+/// confirmation for `remaining` lapses.
 pub fn next_check(lease_duration: Duration, standing: &Standing) -> Duration {
-    let every = (lease_duration / 4).max(Duration::from_secs(1));
+    let every = check_every(lease_duration);
     match standing {
         Standing::Held { remaining } => every.min(*remaining).max(MIN_CHECK),
         Standing::Lapsed { .. } | Standing::Lost { .. } => every,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kube::Api;
 
 use super::LeaderElection;
-use super::shutdown::{self};
+use super::shutdown;
 use crate::controller::framework::context::Context;
 use crate::controller::framework::leader::{self, Standing};
 
@@ -15,13 +15,15 @@ use crate::controller::framework::leader::{self, Standing};
 pub(super) async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
     use k8s_openapi::api::coordination::v1::Lease;
     let leases: Api<Lease> = Api::namespaced(client, &election.lease_namespace);
-    let mut wait = leader::next_check(election.lease_duration, &Standing::Lapsed { renewed: None });
+    let every = leader::check_every(election.lease_duration);
+    let mut wait = every;
     loop {
         tokio::time::sleep(wait).await;
         let lease = match leases.get(&election.lease_name).await {
             Ok(lease) => lease,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the leader Lease");
+                wait = every;
                 continue;
             }
         };

@@ -152,12 +152,12 @@ fn schedule_of(watch: &ContainerAppWatch) -> PollSchedule {
 /// AppReady, which only a poll decides, for the spec; a poll is then never called late,
 /// as the schedule it would be late for is not known.
 pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &Now) -> PollDecision {
-    let schedule = schedule_of(watch);
     let generation = watch.metadata.generation;
     if let Some(last) = last {
         let due_ms = (last.generation == generation).then_some(last.due_ms);
         return PollSchedule::decide_due(due_ms, now.millis());
     }
+    let schedule = schedule_of(watch);
     let status = watch.status.as_ref();
     let observed_ms = status
         .and_then(|s| s.observed_at.as_deref())
