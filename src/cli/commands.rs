@@ -11,7 +11,7 @@ use super::args::{
     PlanArgs, SearchArgs, SetArgs, ZoneListCommand,
 };
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
-use super::{Failure, certificates, logs, plan, print_json, render};
+use super::{Failure, certificates, logs, plan, print_json, render, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, Secret};
 
@@ -100,10 +100,9 @@ fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> 
             parse_time(to).map_err(Failure::usage)?,
         ),
         _ => {
-            let since: Duration = args.since.map_or(Duration::from_secs(3600), Into::into);
             let now = Utc::now();
-            let since = chrono::Duration::from_std(since).map_err(|_| Failure::usage("--since is too long"))?;
-            (now - since, now)
+            let window = args.since.map_or(Duration::from_secs(3600), Into::into);
+            (since(now, window)?, now)
         }
     };
     let mut request = EventLogsSearchRequest::window(from.timestamp_millis(), to.timestamp_millis())

@@ -2,14 +2,12 @@
 //! the platform serves whole and which the same filters (status codes or classes,
 //! cache statuses, free-text search) are applied to here, with the v2 API's meaning.
 
-use std::time::Duration;
-
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::{StreamExt, TryStreamExt};
 
 use super::args::{LogsArgs, Output};
 use super::parse::parse_day;
-use super::{Failure, print_json, render};
+use super::{Failure, print_json, render, since};
 use crate::api::models::logging::{LogEntry, SortOrder, StatusMatch, parse_cache_status};
 use crate::api::{EdgeClient, LogQuery};
 
@@ -57,12 +55,14 @@ fn split_list(list: &Option<String>) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .collect()
 }
+
 fn print_entries(entries: &[LogEntry], output: Output, with_header: bool) {
     match output {
         Output::Json => entries.iter().for_each(print_json),
         Output::Table => print!("{}", render::logs(entries, with_header)),
     }
 }
+
 async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Output) -> Result<(), Failure> {
     let day = parse_day(day).map_err(Failure::usage)?;
     let filter = DayFilter::new(
@@ -81,17 +81,15 @@ async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Outpu
     print_entries(&entries, output, true);
     Ok(())
 }
+
 /// `edgectl logs`: the newest entries, a v1 day file, or (`--follow`) new entries as
 /// they come, until interrupted.
 pub async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
     if let Some(day) = &args.day {
         return day_file(client, args, day, output).await;
     }
-    let since = |duration: Duration| -> Result<DateTime<Utc>, Failure> {
-        Ok(Utc::now() - chrono::Duration::from_std(duration).map_err(|_| Failure::usage("--since is too long"))?)
-    };
     let mut query = LogQuery {
-        from: args.since.map(|s| since(s.into())).transpose()?,
+        from: args.since.map(|s| since(Utc::now(), s.into())).transpose()?,
         status: split_list(&args.status),
         cache_status: split_list(&args.cache_status),
         search: args.search.clone(),

@@ -11,6 +11,10 @@ pub mod parse;
 pub mod plan;
 pub mod render;
 
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
 use crate::api::ApiError;
 
 /// Why a command failed; each exits 1.
@@ -53,5 +57,29 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         Err(error) => eprintln!("edgectl: cannot encode the answer: {error}"),
+    }
+}
+
+/// The time `--since` (`duration`) before `now`; a usage error when that is before
+/// any time the calendar holds.
+pub fn since(now: DateTime<Utc>, duration: Duration) -> Result<DateTime<Utc>, Failure> {
+    chrono::Duration::from_std(duration)
+        .ok()
+        .and_then(|duration| now.checked_sub_signed(duration))
+        .ok_or_else(|| Failure::usage("--since is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_counts_back_from_now_and_refuses_what_no_calendar_holds() {
+        let now = Utc::now();
+        let hour = Duration::from_secs(3600);
+        assert_eq!(since(now, hour).ok(), Some(now - chrono::Duration::hours(1)));
+        let ages = Duration::from_secs(300_000 * 365 * 24 * 3600);
+        assert!(matches!(since(now, ages), Err(Failure::Usage(m)) if m == "--since is too long"));
+        assert!(matches!(since(now, Duration::MAX), Err(Failure::Usage(_))));
     }
 }
