@@ -82,12 +82,12 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
     let settings = &ctx.settings;
     let pipeline = async {
         let observed = object.observe(&io, &now).await?;
-        let plan = object.plan(observed, &previous, &now, settings);
+        let mut plan = object.plan(observed, &previous, &now, settings);
         if !ctx.leader.may_act() {
             return Err(ReconcileError::NotLeader);
         }
-        let acted = object.act(plan, &io).await?;
-        Ok::<_, ReconcileError>(object.outcome(acted, &previous, &now, settings))
+        object.act(&mut plan, &io).await?;
+        Ok::<_, ReconcileError>(object.outcome(plan, &previous, &now, settings))
     }
     .await;
     match pipeline {

@@ -162,9 +162,11 @@ pub trait Reconciled:
     type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
     /// What the kind keeps between reconciles.
     type State: Default + Send + Sync + 'static;
-    type Observed: Send;
+    /// What `observe` read. A kind that reads nothing leaves `observe` out and
+    /// observes `Default::default()`.
+    type Observed: Default + Send;
+    /// What `plan` decided; `act` records in it what the platform answered.
     type Plan: Send;
-    type Acted: Send;
 
     fn status(&self) -> Option<&Self::Status>;
     fn conditions(status: &Self::Status) -> &[Condition];
@@ -181,24 +183,29 @@ pub trait Reconciled:
     /// Reads what the plan needs.
     fn observe(
         &self,
-        io: &Io<'_, Self>,
-        now: &Now,
-    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send;
+        _io: &Io<'_, Self>,
+        _now: &Now,
+    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send {
+        async { Ok(Self::Observed::default()) }
+    }
 
     /// Decides, without I/O.
     fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan;
 
-    /// Carries the plan out.
+    /// Carries the plan out and records the platform's answers in it. A kind that
+    /// never writes leaves it out.
     fn act(
         &self,
-        plan: Self::Plan,
-        io: &Io<'_, Self>,
-    ) -> impl Future<Output = Result<Self::Acted, ReconcileError>> + Send;
+        _plan: &mut Self::Plan,
+        _io: &Io<'_, Self>,
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+        async { Ok(()) }
+    }
 
     /// Reports, without I/O.
     fn outcome(
         &self,
-        acted: Self::Acted,
+        plan: Self::Plan,
         previous: &Self::Status,
         now: &Now,
         settings: &Settings,

@@ -29,7 +29,15 @@ use self::restore::{record_restore_point, restore, wants_finalizer};
 pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
 use self::secret_protection::{Stage, sync_secret_protection};
 
-/// What a reconcile observed and decided.
+/// The access list an object names, as the platform holds it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    pub list: AccessListItem,
+    /// Whether the list is one the platform manages rather than a custom one.
+    pub managed: bool,
+}
+
+/// What a reconcile decided, and the list it read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
     pub plan: Plan,
@@ -54,9 +62,8 @@ impl Reconciled for AccessListConfig {
 
     type Status = AccessListConfigStatus;
     type State = State;
-    type Observed = (AccessListItem, bool);
+    type Observed = Observed;
     type Plan = Planned;
-    type Acted = Planned;
 
     kind_accessors!();
 
@@ -64,7 +71,7 @@ impl Reconciled for AccessListConfig {
         state.claims.follow(event);
     }
 
-    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Self::Observed, ReconcileError> {
+    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
         let client = io.client().await?;
         let zone = self.spec.shield_zone_id;
         let converged = self
@@ -77,38 +84,40 @@ impl Reconciled for AccessListConfig {
         } else {
             ListsFreshness::Recent
         };
-        let (item, managed) = {
+        let observed = {
             // Released before any wait: a write to the zone copies the lists it shares.
             let lists = io.state.zone_lists.read(client, zone, freshness).await?;
-            let (item, managed) = resolve(&self.spec, &lists)?;
-            (item.clone(), managed)
+            let (list, managed) = resolve(&self.spec, &lists)?;
+            Observed {
+                list: list.clone(),
+                managed,
+            }
         };
-        if let Some(owner) = io.state.claims.owner(self, item.configuration_id).await {
+        if let Some(owner) = io.state.claims.owner(self, observed.list.configuration_id).await {
             return Err(ReconcileError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
-                configuration: item.configuration_id,
+                configuration: observed.list.configuration_id,
                 owner,
             });
         }
-        Ok((item, managed))
+        Ok(observed)
     }
 
-    fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Planned {
-        let (item, managed) = observed;
+    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Planned {
         let interval = poll_interval(self, settings.resync);
         Planned {
-            plan: plan(&self.spec, previous, self.metadata.generation, &item),
-            observed: item,
-            managed,
+            plan: plan(&self.spec, previous, self.metadata.generation, &observed.list),
+            observed: observed.list,
+            managed: observed.managed,
             requeue: until_zone_resync(interval, self.spec.shield_zone_id, now.since_epoch()),
         }
     }
 
-    async fn act(&self, mut planned: Planned, io: &Io<'_, Self>) -> Result<Planned, ReconcileError> {
+    async fn act(&self, planned: &mut Planned, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
         let plan = &planned.plan;
         record_restore_point(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
         let Some(patch) = &plan.patch else {
-            return Ok(planned);
+            return Ok(());
         };
         let client = io.client().await?;
         let configuration_id = planned.observed.configuration_id;
@@ -129,12 +138,12 @@ impl Reconciled for AccessListConfig {
                 observed.action,
             )
             .await;
-        Ok(planned)
+        Ok(())
     }
 
     fn outcome(
         &self,
-        acted: Planned,
+        planned: Planned,
         previous: &Self::Status,
         now: &Now,
         _settings: &Settings,
@@ -143,15 +152,15 @@ impl Reconciled for AccessListConfig {
             &self.spec,
             previous,
             self.metadata.generation,
-            &acted.plan,
-            &acted.observed,
-            acted.managed,
+            &planned.plan,
+            &planned.observed,
+            planned.managed,
             &now.rfc3339(),
         );
         Outcome {
             status,
-            events: drift_note(&acted.plan).into_iter().collect(),
-            requeue: Requeue::After(acted.requeue),
+            events: drift_note(&planned.plan).into_iter().collect(),
+            requeue: Requeue::After(planned.requeue),
         }
     }
 

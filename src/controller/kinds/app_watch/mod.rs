@@ -53,17 +53,19 @@ pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i6
     request
 }
 
-/// Whether the reconcile polled, and what.
+/// What a reconcile read: the poll, when one was due, and when the next is due.
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub poll: Option<Poll>,
+    /// When the next poll is due (Unix ms).
+    pub due_ms: i64,
+}
+
+/// A poll's reads, `late` after its due time.
 #[derive(Debug)]
-pub enum Observed {
-    /// The status' data is fresh: the next poll is due at this time (Unix ms).
-    NotDue { due_ms: i64 },
-    /// A poll, `late` after its due time; the next is due at `due_ms` (Unix ms).
-    Polled {
-        reads: Box<Reads>,
-        late: Duration,
-        due_ms: i64,
-    },
+pub struct Poll {
+    pub reads: Box<Reads>,
+    pub late: Duration,
 }
 
 /// What the status becomes and when the next reconcile comes (Unix ms).
@@ -187,8 +189,8 @@ impl Reconciled for ContainerAppWatch {
     type Status = ContainerAppWatchStatus;
     type State = State;
     type Observed = Observed;
+    /// Never writes to the platform: `act` is left out.
     type Plan = Plan;
-    type Acted = Plan;
 
     kind_accessors!();
 
@@ -200,7 +202,7 @@ impl Reconciled for ContainerAppWatch {
         let key = object_key(self);
         let last = io.state.polls.last(&key);
         let late = match poll_decision(self, last, now) {
-            PollDecision::Wait { due_ms } => return Ok(Observed::NotDue { due_ms }),
+            PollDecision::Wait { due_ms } => return Ok(Observed { poll: None, due_ms }),
             PollDecision::Poll { late } => late,
         };
         let client = io.client().await?;
@@ -259,38 +261,27 @@ impl Reconciled for ContainerAppWatch {
                 due_ms,
             },
         );
-        Ok(Observed::Polled {
-            reads: Box::new(reads),
-            late,
+        Ok(Observed {
+            poll: Some(Poll {
+                reads: Box::new(reads),
+                late,
+            }),
             due_ms,
         })
     }
 
     fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan {
-        match observed {
-            Observed::NotDue { due_ms } => Plan {
-                status: previous.clone(),
-                next_ms: due_ms,
-            },
-            Observed::Polled { reads, late, due_ms } => Plan {
-                status: poll_status(self, *reads, (late, now), previous, settings),
-                next_ms: due_ms,
-            },
+        let status = match observed.poll {
+            None => previous.clone(),
+            Some(Poll { reads, late }) => poll_status(self, *reads, (late, now), previous, settings),
+        };
+        Plan {
+            status,
+            next_ms: observed.due_ms,
         }
     }
 
-    /// Never writes to the platform.
-    async fn act(&self, plan: Self::Plan, _io: &Io<'_, Self>) -> Result<Self::Acted, ReconcileError> {
-        Ok(plan)
-    }
-
-    fn outcome(
-        &self,
-        plan: Self::Acted,
-        previous: &Self::Status,
-        _now: &Now,
-        _settings: &Settings,
-    ) -> Outcome<Self::Status> {
+    fn outcome(&self, plan: Plan, previous: &Self::Status, _now: &Now, _settings: &Settings) -> Outcome<Self::Status> {
         Outcome {
             events: transition_notes(previous, &plan.status),
             status: plan.status,

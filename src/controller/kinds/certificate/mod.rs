@@ -203,21 +203,13 @@ fn certificate_reason(error: &ApiError) -> Reason {
     }
 }
 
-/// A decision, with the reconcile-requested-at annotation it was made for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A decision, with the reconcile-requested-at annotation it was made for, and the
+/// platform's answer once `act` made the call.
+#[derive(Debug)]
 pub struct Attempt {
     pub decision: Decision,
     pub requested: Option<String>,
-}
-
-/// An attempt carried out, or not.
-#[derive(Debug)]
-pub enum Attempted {
-    Called {
-        requested: Option<String>,
-        result: Result<(), ApiError>,
-    },
-    Skipped(Decision),
+    pub result: Option<Result<(), ApiError>>,
 }
 
 impl Reconciled for PullZoneCertificate {
@@ -228,13 +220,8 @@ impl Reconciled for PullZoneCertificate {
     /// The platform has no read of a certificate's state.
     type Observed = ();
     type Plan = Attempt;
-    type Acted = Attempted;
 
     kind_accessors!();
-
-    async fn observe(&self, _io: &Io<'_, Self>, _now: &Now) -> Result<(), ReconcileError> {
-        Ok(())
-    }
 
     fn plan(&self, _observed: (), previous: &Self::Status, now: &Now, _settings: &Settings) -> Attempt {
         let requested = self.annotations().get(ANNOTATION_RECONCILE_REQUESTED_AT).cloned();
@@ -247,52 +234,46 @@ impl Reconciled for PullZoneCertificate {
                 now.time,
             ),
             requested,
+            result: None,
         }
     }
 
-    async fn act(&self, attempt: Attempt, io: &Io<'_, Self>) -> Result<Attempted, ReconcileError> {
-        if attempt.decision != Decision::Complete {
-            return Ok(Attempted::Skipped(attempt.decision));
+    async fn act(&self, attempt: &mut Attempt, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
+        if attempt.decision == Decision::Complete {
+            let client = io.client().await?;
+            attempt.result = Some(client.complete_external_http_certificate(&self.spec.hostname).await);
         }
-        let client = io.client().await?;
-        let result = client.complete_external_http_certificate(&self.spec.hostname).await;
-        Ok(Attempted::Called {
-            requested: attempt.requested,
-            result,
-        })
+        Ok(())
     }
 
     fn outcome(
         &self,
-        acted: Attempted,
+        attempt: Attempt,
         previous: &Self::Status,
         now: &Now,
         settings: &Settings,
     ) -> Outcome<Self::Status> {
-        let (requested, result) = match acted {
-            Attempted::Skipped(decision) => {
-                let requeue = match decision {
-                    Decision::WaitUntil(when) => Requeue::After(
-                        (when - now.time)
-                            .to_std()
-                            .unwrap_or_default()
-                            .max(Duration::from_secs(1)),
-                    ),
-                    Decision::Idle | Decision::Complete => Requeue::OnChange,
-                };
-                return Outcome {
-                    status: previous.clone(),
-                    events: Vec::new(),
-                    requeue,
-                };
-            }
-            Attempted::Called { requested, result } => (requested, result),
+        let Some(result) = attempt.result else {
+            let requeue = match attempt.decision {
+                Decision::WaitUntil(when) => Requeue::After(
+                    (when - now.time)
+                        .to_std()
+                        .unwrap_or_default()
+                        .max(Duration::from_secs(1)),
+                ),
+                Decision::Idle | Decision::Complete => Requeue::OnChange,
+            };
+            return Outcome {
+                status: previous.clone(),
+                events: Vec::new(),
+                requeue,
+            };
         };
         let (status, wait) = after_attempt(
             &self.spec,
             previous,
             self.metadata.generation,
-            requested.as_deref(),
+            attempt.requested.as_deref(),
             result.as_ref().map(|_| ()),
             &settings.certificate_backoff,
             now,
