@@ -8,6 +8,7 @@ mod server;
 pub mod shutdown;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -20,45 +21,102 @@ use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret, USER_AGENT};
 use crate::controller::framework::backoff::Failures;
-use crate::controller::framework::context::{Context, Settings};
+use crate::controller::framework::context::{Context, Settings, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
 use crate::controller::framework::leader::{self, LeaderGate};
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::status::MANAGER;
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::telemetry::LogFormat;
 
-/// Settings of `edge-operator run`.
-#[derive(Debug, Clone)]
+/// The flags of `edge-operator run`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunConfig {
+    /// Base URL of the platform API.
+    #[arg(long, env = "EDGE_API_URL")]
     pub api_url: String,
-    pub logging_url: String,
-    /// File holding the operator's own key, read again when it changes.
-    pub access_key_file: Option<std::path::PathBuf>,
-    /// Watch only this namespace (all when `None`).
+    /// Base URL of the logging API [default: the API URL].
+    #[arg(long, env = "EDGE_LOGGING_URL")]
+    pub logging_url: Option<String>,
+    /// File holding the operator's default access key (objects without
+    /// spec.accessKeySecretRef use it), read again when it changes.
+    #[arg(long, env = "EDGE_ACCESS_KEY_FILE")]
+    pub access_key_file: Option<PathBuf>,
+    /// Watch only this namespace [default: all namespaces].
+    #[arg(long, env = "EDGE_WATCH_NAMESPACE")]
     pub namespace: Option<String>,
+    /// Reconciles running at once per kind (AccessListConfig, PullZoneCertificate).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
-    /// ContainerAppWatch reconciles at once: high, because the controller's queue picks
-    /// among due objects in no fair order once this is reached, while the platform
-    /// quota serves waiting polls first come, first served.
+    /// ContainerAppWatch polls running at once. They mostly wait for the platform quota,
+    /// which serves them in the order they fall due; beyond this many, the due ones wait
+    /// in no particular order.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
     pub poll_concurrency: u16,
-    pub metrics_addr: SocketAddr,
     /// Requests per second to the platform, all objects together (0: unlimited).
+    #[arg(long, default_value_t = 50)]
     pub platform_rate: u32,
-    pub leader_election: Option<LeaderElection>,
-    /// Namespaces whose objects may use the default key.
-    pub default_key_namespaces: NamespaceSet,
-    /// Namespaces whose Secrets objects may reference (and the operator may read).
-    pub secret_namespaces: NamespaceSet,
-    /// What the reconcilers read.
+    #[command(flatten)]
     pub settings: Settings,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Namespaces whose objects may use the operator's own key, comma-separated, or `*`
+    /// for every namespace [default: none]; objects elsewhere must reference a Secret.
+    #[arg(long, value_delimiter = ',')]
+    pub default_key_namespaces: Vec<String>,
+    /// Namespaces whose Secrets objects may reference, comma-separated, or `*` for every
+    /// namespace [default: the --namespace watched, else none]. The operator watches
+    /// Secret metadata and reads referenced Secrets there only; grant it that much.
+    #[arg(long, value_delimiter = ',')]
+    pub secret_namespaces: Vec<String>,
+    #[command(flatten)]
+    pub leader_election: LeaderElection,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
 }
 
-#[derive(Debug, Clone)]
+impl RunConfig {
+    fn logging_url(&self) -> &str {
+        self.logging_url.as_deref().unwrap_or(&self.api_url)
+    }
+
+    fn secret_namespaces(&self) -> NamespaceSet {
+        match (self.secret_namespaces.is_empty(), &self.namespace) {
+            (true, Some(watched)) => NamespaceSet::parse(std::slice::from_ref(watched)),
+            _ => NamespaceSet::parse(&self.secret_namespaces),
+        }
+    }
+
+    fn election(&self) -> Option<&LeaderElection> {
+        self.leader_election.enabled.then_some(&self.leader_election)
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct LeaderElection {
+    /// Elect a leader through a Lease: only the leader reconciles.
+    #[arg(long = "leader-elect")]
+    pub enabled: bool,
+    /// Name of the Lease.
+    #[arg(long, default_value = "edge-operator")]
     pub lease_name: String,
+    /// Namespace of the Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub lease_namespace: String,
+    /// Identity in the Lease (the host name and process id by default).
+    #[arg(long, env = "POD_NAME", default_value_t = host_and_process())]
     pub identity: String,
+    /// How long a leader's Lease lasts without renewal; a standby takes over after it
+    /// (at least 3s, or there is no time to renew before the leader must stop acting).
+    #[arg(long, default_value = "15s", value_parser = duration_of_at_least::<3>)]
     pub lease_duration: Duration,
+}
+
+fn host_and_process() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    format!("{}-{}", host.trim(), std::process::id())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +145,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         .map(DefaultKey::file)
         .transpose()
         .map_err(RunError::AccessKey)?;
+    let secret_namespaces = config.secret_namespaces();
     let mut kube_config = kube::Config::infer().await?;
     // Names the operator in the apiserver's audit log and metrics.
     kube_config
@@ -96,7 +155,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let metrics = Arc::new(Metrics::default());
     let mut platform_config = ClientConfig::new(
         config.api_url.clone(),
-        config.logging_url.clone(),
+        config.logging_url().to_string(),
         ApiCredentials::AccessKey(Secret::new("")),
     );
     platform_config.retry = RetryPolicy {
@@ -104,7 +163,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         ..RetryPolicy::default()
     };
     platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
-    let leader = Arc::new(match &config.leader_election {
+    let leader = Arc::new(match config.election() {
         Some(election) => LeaderGate::elected(election.lease_duration),
         None => LeaderGate::sole(),
     });
@@ -115,13 +174,13 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let platform = EdgeClient::with_hooks(platform_config, hooks)?;
     let reporter = Reporter {
         controller: MANAGER.to_string(),
-        instance: config.leader_election.as_ref().map(|l| l.identity.clone()),
+        instance: config.election().map(|l| l.identity.clone()),
     };
     let ctx = Arc::new(Context {
         kube: kube_client.clone(),
         credentials: Credentials::new(kube_client.clone(), platform, default_key)
-            .with_default_key_namespaces(config.default_key_namespaces.clone())
-            .with_secret_namespaces(config.secret_namespaces.clone()),
+            .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
+            .with_secret_namespaces(secret_namespaces.clone()),
         failures: Failures::default(),
         metrics: metrics.clone(),
         recorder: Recorder::new(kube_client.clone(), reporter),
@@ -139,7 +198,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
 
     let shutdown = Shutdown::on_signals();
     let mut leadership = None;
-    if let Some(election) = &config.leader_election {
+    if let Some(election) = config.election() {
         let manager = kube_lease_manager::LeaseManagerBuilder::new(kube_client.clone(), &election.lease_name)
             .with_namespace(&election.lease_namespace)
             .with_identity(&election.identity)
@@ -179,7 +238,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let wiring = Wiring {
         client: &kube_client,
         namespace: &config.namespace,
-        secret_namespaces: &config.secret_namespaces,
+        secret_namespaces: &secret_namespaces,
         ctx: &ctx,
         health: &health,
         shutdown: &shutdown,
@@ -222,4 +281,60 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     };
     tracing::info!("stopped");
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: RunConfig,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunConfig, clap::Error> {
+        let args = ["edge-operator", "--api-url", "http://api"].iter().chain(args);
+        Cli::try_parse_from(args).map(|cli| cli.config)
+    }
+
+    #[test]
+    fn the_flags_parse_into_one_config_with_the_documented_defaults() {
+        let config = parse(&["--namespace", "team", "--certificate-backoff", "1m"]).expect("valid flags");
+        assert_eq!(config.logging_url(), "http://api");
+        assert_eq!(config.secret_namespaces(), NamespaceSet::parse(&["team".to_string()]));
+        assert_eq!(config.settings.resync, Duration::from_secs(600));
+        assert_eq!(
+            config.settings.certificate_backoff.initial_backoff,
+            Duration::from_secs(60)
+        );
+        assert_eq!(config.settings.status_refresh, Duration::from_secs(3600));
+        assert!(config.settings.protect_secrets);
+        assert!(config.election().is_none());
+        let elected =
+            parse(&["--leader-elect", "--identity", "pod-a", "--logging-url", "http://logs"]).expect("valid flags");
+        assert_eq!(elected.election().map(|e| e.identity.as_str()), Some("pod-a"));
+        assert_eq!(elected.logging_url(), "http://logs");
+        assert_eq!(elected.secret_namespaces(), NamespaceSet::None);
+    }
+
+    #[test]
+    fn values_the_operator_cannot_work_with_are_refused_with_the_flag_named() {
+        for (flag, value, message) in [
+            ("--lease-duration", "2s", "must be at least 3s"),
+            ("--status-refresh", "9s", "must be at least 10s"),
+            ("--concurrency", "0", "not in 1.."),
+            ("--poll-concurrency", "0", "not in 1.."),
+            ("--cdn-pages-per-poll", "0", "not in 1..=1000"),
+            ("--certificate-backoff", "soon", "expected number"),
+        ] {
+            let error = parse(&[flag, value]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                error.contains(flag) && error.contains(message),
+                "{flag} {value}: {error}"
+            );
+        }
+    }
 }
