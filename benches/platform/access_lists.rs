@@ -13,7 +13,7 @@ use edge_operator::crd::SecretKeyRef;
 use edge_operator::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
 };
-use edge_operator::sim::state::{ShieldZone, SimAccessList};
+use edge_operator::sim::document::{ShieldZone, SimAccessList};
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::Secret as KubeSecret;

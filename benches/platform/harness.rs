@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use edge_operator::api::USER_AGENT;
-use edge_operator::sim::state::PullZone;
+use edge_operator::sim::document::PullZone;
 use edge_operator::sim::{Sim, SimDocument};
 use serde_json::json;
 

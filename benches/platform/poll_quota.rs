@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use edge_operator::crd::AccessListConfig;
 use edge_operator::crd::ContainerAppWatch;
-use edge_operator::sim::state::{ShieldZone, SimAccessList};
+use edge_operator::sim::document::{ShieldZone, SimAccessList};
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::api::PostParams;

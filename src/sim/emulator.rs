@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde::{Deserialize, Serialize};
 
 use super::clock::SimClock;
+use super::document::SimDocument;
 use super::ratelimit::PullZoneLimiter;
-use super::state::{SimDocument, World};
+use super::world::World;
 
 /// One non-admin request, as recorded in the journal (`GET /_sim/requests`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

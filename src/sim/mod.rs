@@ -1,8 +1,8 @@
 //! `edge-sim`: an offline emulator of the Edge Platform API.
 //!
 //! Dependencies point one way: [`http`] (router, middleware, one module per API area)
-//! → [`emulator`] (the shared state) → [`state`] (the world), [`events`] (the search
-//! engine) and [`logs`] (log queries), which are pure.
+//! → [`emulator`] (the shared state) → [`world`] (the live world) → [`document`] (the
+//! fixtures); [`events`] (the search engine) and [`logs`] (log queries) are pure.
 
 // Handlers short-circuit with ready-made HTTP answers (`Result<_, Response>`), the
 // idiomatic axum shape; the size of `Response` is irrelevant on this path.
@@ -10,15 +10,16 @@
 
 pub mod always_sent;
 pub mod clock;
+pub mod document;
 pub mod emulator;
 pub mod events;
 pub mod generator;
 pub mod http;
 pub mod logs;
 pub mod ratelimit;
-pub mod state;
+pub mod world;
 
+pub use document::SimDocument;
 pub use emulator::{Fault, JournalEntry, Sim};
 pub use http::admin::{ADMIN_TOKEN_HEADER, AdminAccess};
 pub use http::{RunningSim, serve, spawn, spawn_sim, spawn_sim_with};
-pub use state::SimDocument;

@@ -12,10 +12,15 @@
 //! supplement widen a published schema ([`SPEC_OVERLAYS`]). Every overlay only widens:
 //! a body the published schema accepts is still accepted.
 
+mod translate;
+mod validator;
+
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
+pub use self::translate::openapi_to_json_schema;
+pub use self::validator::BodyValidator;
 use super::client::Operation;
 
 /// One of the platform's published API documents.
@@ -64,7 +69,7 @@ impl Document {
             }
             schemas
                 .into_iter()
-                .map(|(name, schema)| (name, convert(&schema)))
+                .map(|(name, schema)| (name, openapi_to_json_schema(&schema)))
                 .collect()
         })
     }
@@ -309,67 +314,6 @@ fn pointer_in<'a>(schemas: &'a mut Map<String, Value>, pointer: &str) -> Option<
     }
 }
 
-/// Translates an OpenAPI 3.0 schema object (a CRD's `openAPIV3Schema`, one of the
-/// published components) to JSON Schema 2020-12.
-pub fn openapi_to_json_schema(node: &Value) -> Value {
-    convert(node)
-}
-
-/// Translates one OpenAPI 3.0 schema object to JSON Schema 2020-12.
-fn convert(node: &Value) -> Value {
-    let Value::Object(members) = node else {
-        return node.clone();
-    };
-    if let Some(Value::String(reference)) = members.get("$ref") {
-        let name = reference.rsplit('/').next().unwrap_or_default();
-        return json!({ "$ref": format!("#/$defs/{name}") });
-    }
-    let mut out = Map::new();
-    for (key, value) in members {
-        let converted = match key.as_str() {
-            "properties" => Value::Object(
-                value
-                    .as_object()
-                    .map(|p| p.iter().map(|(k, v)| (k.clone(), convert(v))).collect())
-                    .unwrap_or_default(),
-            ),
-            "items" | "additionalProperties" | "not" => convert(value),
-            "anyOf" | "oneOf" | "allOf" => Value::Array(
-                value
-                    .as_array()
-                    .map(|a| a.iter().map(convert).collect())
-                    .unwrap_or_default(),
-            ),
-            "nullable" | "format" => continue,
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), converted);
-    }
-    let bounds = match members.get("format").and_then(Value::as_str) {
-        Some("int32") => Some((i64::from(i32::MIN), i64::from(i32::MAX))),
-        Some("int64") => Some((i64::MIN, i64::MAX)),
-        Some(other) => {
-            out.insert("format".into(), Value::String(other.to_string()));
-            None
-        }
-        None => None,
-    };
-    if let Some((min, max)) = bounds {
-        // A bound the schema gives (integer or not) is kept: it lies inside the range.
-        out.entry("minimum").or_insert_with(|| Value::from(min));
-        out.entry("maximum").or_insert_with(|| Value::from(max));
-    }
-    if members.get("nullable").and_then(Value::as_bool) == Some(true) {
-        if let Some(Value::String(kind)) = out.get("type").cloned() {
-            out.insert("type".into(), json!([kind, "null"]));
-        }
-        if let Some(values) = out.get_mut("enum").and_then(Value::as_array_mut) {
-            values.push(Value::Null);
-        }
-    }
-    Value::Object(out)
-}
-
 /// Whether `required` members must be present: answers must carry them; the
 /// emulator's fixtures may leave them out (it fills them in). `AlwaysSent` also asks
 /// for what the platform always sends beyond the published `required`, in the form
@@ -417,52 +361,6 @@ fn strip_required(node: &mut Value) {
 /// The names of the published components of `document`.
 pub fn component_names(document: Document) -> impl Iterator<Item = &'static str> {
     document.components().keys().map(String::as_str)
-}
-
-/// A compiled validator of one component.
-pub struct BodyValidator {
-    validator: jsonschema::Validator,
-}
-
-impl BodyValidator {
-    pub fn new(document: Document, name: &str, required: Required) -> Result<Self, String> {
-        if !document.components().contains_key(name) {
-            return Err(format!("{} has no schema `{name}`", document.file_name()));
-        }
-        Self::from_json_schema(&schema(document, name, required))
-            .map_err(|e| format!("schema `{name}` of {}: {e}", document.file_name()))
-    }
-
-    /// A validator of any JSON Schema 2020-12 document.
-    pub fn from_json_schema(schema: &Value) -> Result<Self, String> {
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(schema)
-            .map_err(|e| e.to_string())?;
-        Ok(Self { validator })
-    }
-
-    /// Every violation, as `member: message` with the member as a JSON pointer.
-    pub fn violations(&self, body: &Value) -> Vec<String> {
-        self.validator
-            .iter_errors(body)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                let at = if at.is_empty() { "(body)".to_string() } else { at };
-                format!("{at}: {}", short(&e.to_string()))
-            })
-            .collect()
-    }
-}
-
-fn short(message: &str) -> String {
-    const MAX: usize = 200;
-    if message.chars().count() <= MAX {
-        return message.to_string();
-    }
-    let cut: String = message.chars().take(MAX).collect();
-    format!("{cut}…")
 }
 
 #[cfg(test)]

@@ -18,9 +18,10 @@ use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, prob
 use crate::api::SecretFile;
 use crate::api::models::logging::LogEntry;
 use crate::sim::always_sent;
+use crate::sim::document::{SimAccessList, SimDocument, merge_patch};
 use crate::sim::emulator::{Fault, MAX_FAULTS, Sim};
 use crate::sim::events::EventInput;
-use crate::sim::state::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE, SimAccessList, SimDocument, merge_patch};
+use crate::sim::world::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE};
 
 /// Who may use the admin API.
 #[derive(Debug)]

@@ -19,8 +19,8 @@ use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use super::document::SimDocument;
 use super::emulator::Sim;
-use super::state::SimDocument;
 use admin::AdminAccess;
 use respond::problem;
 

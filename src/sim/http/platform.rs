@@ -22,7 +22,7 @@ use crate::api::models::shield::{
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
 use crate::sim::emulator::Sim;
-use crate::sim::state::WorldError;
+use crate::sim::world::WorldError;
 
 pub const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
 pub const CUSTOM_LIST_LIMIT: i64 = 10;
