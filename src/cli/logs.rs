@@ -38,13 +38,7 @@ impl DayFilter {
     }
 
     pub fn matches(&self, entry: &LogEntry) -> bool {
-        (self.status.is_empty() || self.status.iter().any(|s| s.matches(entry.status_code)))
-            && (self.cache_status.is_empty()
-                || self
-                    .cache_status
-                    .iter()
-                    .any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
-            && entry.matches_search(&self.search)
+        entry.matches_statuses(&self.status, &self.cache_status) && entry.matches_search(&self.search)
     }
 }
 

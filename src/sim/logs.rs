@@ -157,12 +157,7 @@ impl LogQuery {
         };
         let equals =
             |value: &str, wanted: &Option<String>| wanted.as_ref().is_none_or(|w| value.eq_ignore_ascii_case(w));
-        (self.status.is_empty() || self.status.iter().any(|s| s.matches(entry.status_code)))
-            && (self.cache_status.is_empty()
-                || self
-                    .cache_status
-                    .iter()
-                    .any(|c| c.eq_ignore_ascii_case(&entry.cache_status)))
+        entry.matches_statuses(&self.status, &self.cache_status)
             && equals(&entry.country_code, &self.country)
             && equals(&entry.edge_location, &self.edge_location)
             && self.remote_ip.as_ref().is_none_or(|ip| &entry.remote_ip == ip)

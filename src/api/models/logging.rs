@@ -148,6 +148,13 @@ pub struct V1ParseError {
 const V1_FIELDS: usize = 12;
 
 impl LogEntry {
+    /// Whether the entry's status code matches one of `status` and its cache status
+    /// one of `cache_status` (ignoring case); an empty list matches every entry.
+    pub fn matches_statuses(&self, status: &[StatusMatch], cache_status: &[String]) -> bool {
+        (status.is_empty() || status.iter().any(|s| s.matches(self.status_code)))
+            && (cache_status.is_empty() || cache_status.iter().any(|c| c.eq_ignore_ascii_case(&self.cache_status)))
+    }
+
     /// Whether every token of a `search` (lower-cased) appears, ignoring case, in one
     /// of the URL, user agent, referer, remote IP, request id, host, country or edge
     /// location.
@@ -279,6 +286,20 @@ mod tests {
         let line = entry.to_v1_line();
         assert_eq!(line.split('|').count(), 12);
         assert_eq!(LogEntry::from_v1_line(&line, 1), Ok(entry));
+    }
+
+    #[test]
+    fn status_filters_match_a_code_or_class_and_a_cache_status_in_any_case() {
+        let entry = LogEntry {
+            status_code: 404,
+            cache_status: "MISS".into(),
+            ..LogEntry::default()
+        };
+        let parsed = |raw: &[&str]| -> Vec<StatusMatch> { raw.iter().map(|s| s.parse().expect("valid")).collect() };
+        assert!(entry.matches_statuses(&[], &[]));
+        assert!(entry.matches_statuses(&parsed(&["200", "4xx"]), &["miss".into()]));
+        assert!(!entry.matches_statuses(&parsed(&["5xx"]), &[]));
+        assert!(!entry.matches_statuses(&[], &["HIT".into()]));
     }
 
     #[test]
