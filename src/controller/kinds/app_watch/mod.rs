@@ -183,13 +183,13 @@ pub struct State {
     pub cdn: CdnSummaries,
 }
 
+/// A watch never writes to the platform: it leaves `act` out.
 impl Reconciled for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
 
     type Status = ContainerAppWatchStatus;
     type State = State;
     type Observed = Observed;
-    /// Never writes to the platform: `act` is left out.
     type Plan = Plan;
 
     kind_accessors!();
