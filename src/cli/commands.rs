@@ -15,23 +15,26 @@ use super::{Failure, certificates, logs, plan, print_json, render, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, Secret};
 
-/// A client for `edgectl plan`: the access key is optional (Secrets may come from
-/// `--secrets-from`).
-fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
+/// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
+/// with `credentials`.
+fn connect(connection: &Connection, credentials: Credentials) -> Result<EdgeClient, Failure> {
     let api_url = connection
         .api_url
         .clone()
         .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
+    let mut config = ClientConfig::new(api_url, logging_url, credentials);
+    config.timeout = connection.timeout.into();
+    Ok(EdgeClient::new(config)?)
+}
+
+/// A client for `edgectl plan`: the access key is optional (Secrets may come from
+/// `--secrets-from`).
+fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
     let key = connection.access_key.clone();
     let has_key = key.is_some();
-    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
-    let mut config = ClientConfig::new(
-        api_url,
-        logging_url,
-        Credentials::AccessKey(Secret::new(key.unwrap_or_default())),
-    );
-    config.timeout = connection.timeout.into();
-    Ok((EdgeClient::new(config)?, has_key))
+    let client = connect(connection, Credentials::AccessKey(Secret::new(key.unwrap_or_default())))?;
+    Ok((client, has_key))
 }
 
 async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, Failure> {
@@ -59,19 +62,12 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
         secrets,
     };
     let planned = plan::plan(&manifests, &clients, &args.namespace).await;
-    match output {
-        Output::Json => print_json(&planned),
-        Output::Table => print!("{}", render::plan(&planned)),
-    }
+    show(output == Output::Json, &planned, |planned| render::plan(planned));
     Ok(plan::exit_code(&planned))
 }
 
 /// The logging API takes a bearer token where given; everything else the access key.
 fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
-    let api_url = connection
-        .api_url
-        .clone()
-        .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
     let bearer = connection.bearer_token.clone().filter(|_| logging);
     let credentials = match (bearer, connection.access_key.clone()) {
         (Some(token), _) => Credentials::Bearer(Secret::new(token)),
@@ -87,10 +83,7 @@ fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure>
             ));
         }
     };
-    let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
-    let mut config = ClientConfig::new(api_url, logging_url, credentials);
-    config.timeout = connection.timeout.into();
-    Ok(EdgeClient::new(config)?)
+    connect(connection, credentials)
 }
 
 fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> {
