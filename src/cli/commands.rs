@@ -16,12 +16,13 @@ use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, Secret};
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
-/// with `credentials`.
-fn connect(connection: &Connection, credentials: Credentials) -> Result<EdgeClient, Failure> {
+/// with `credentials`; a missing API URL is reported before missing credentials.
+fn connect(connection: &Connection, credentials: Result<Credentials, Failure>) -> Result<EdgeClient, Failure> {
     let api_url = connection
         .api_url
         .clone()
         .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+    let credentials = credentials?;
     let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
     let mut config = ClientConfig::new(api_url, logging_url, credentials);
     config.timeout = connection.timeout.into();
@@ -33,7 +34,10 @@ fn connect(connection: &Connection, credentials: Credentials) -> Result<EdgeClie
 fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
     let key = connection.access_key.clone();
     let has_key = key.is_some();
-    let client = connect(connection, Credentials::AccessKey(Secret::new(key.unwrap_or_default())))?;
+    let client = connect(
+        connection,
+        Ok(Credentials::AccessKey(Secret::new(key.unwrap_or_default()))),
+    )?;
     Ok((client, has_key))
 }
 
@@ -70,18 +74,14 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
 fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
     let bearer = connection.bearer_token.clone().filter(|_| logging);
     let credentials = match (bearer, connection.access_key.clone()) {
-        (Some(token), _) => Credentials::Bearer(Secret::new(token)),
-        (None, Some(key)) => Credentials::AccessKey(Secret::new(key)),
-        (None, None) if logging => {
-            return Err(Failure::usage(
-                "credentials are missing: pass --access-key or --bearer-token (or set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN)",
-            ));
-        }
-        (None, None) => {
-            return Err(Failure::usage(
-                "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
-            ));
-        }
+        (Some(token), _) => Ok(Credentials::Bearer(Secret::new(token))),
+        (None, Some(key)) => Ok(Credentials::AccessKey(Secret::new(key))),
+        (None, None) if logging => Err(Failure::usage(
+            "credentials are missing: pass --access-key or --bearer-token (or set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN)",
+        )),
+        (None, None) => Err(Failure::usage(
+            "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
+        )),
     };
     connect(connection, credentials)
 }
