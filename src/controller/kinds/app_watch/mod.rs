@@ -255,7 +255,6 @@ impl Reconciled for ContainerAppWatch {
         io.state.polls.record(
             key,
             LastPoll {
-                at_ms: now.millis(),
                 generation: self.metadata.generation,
                 failed_in_row,
                 due_ms,
@@ -742,7 +741,6 @@ mod tests {
         );
         let schedule = schedule_of(&watch);
         let polled = |at_ms: i64| LastPoll {
-            at_ms,
             generation: Some(1),
             failed_in_row: 0,
             due_ms: schedule.next_after(at_ms),

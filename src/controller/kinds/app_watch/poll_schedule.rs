@@ -88,11 +88,10 @@ impl PollSchedule {
     }
 }
 
-/// A poll this process made: when it started (Unix ms), for which generation, how many
-/// polls in a row had a failed read (this one included) and when the next is due.
+/// A poll this process made: for which generation, how many polls in a row had a
+/// failed read (this one included) and when the next is due (Unix ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastPoll {
-    pub at_ms: i64,
     pub generation: Option<i64>,
     pub failed_in_row: u32,
     pub due_ms: i64,
