@@ -107,25 +107,34 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &ReconcileError, kind: Arc
     Action::requeue(delay)
 }
 
-async fn run_controller<K: Reconciled>(
-    api: Api<K>,
-    secrets: SecretEvents,
-    ctx: Arc<Context>,
-    health: Arc<Health>,
-    concurrency: u16,
-    shutdown: Shutdown,
-) {
-    let kind = Arc::new(KindContext::<K>::new(ctx));
-    // Only changes of generation (spec, deletion), annotations (paused, requests) and
-    // finalizers trigger a reconcile; the operator's own status writes do not.
-    let (reader, writer) = kube::runtime::reflector::store();
-    let failing = Arc::new(AtomicBool::new(false));
-    let stream = watcher::watcher(api, watcher::Config::default().any_semantic())
+/// What every kind's controller starts with.
+pub(super) struct Wiring<'a> {
+    pub client: &'a kube::Client,
+    /// The namespace watched (all when `None`).
+    pub namespace: &'a Option<String>,
+    pub secret_namespaces: &'a NamespaceSet,
+    pub ctx: &'a Arc<Context>,
+    pub health: &'a Arc<Health>,
+    pub shutdown: &'a Shutdown,
+}
+
+impl Wiring<'_> {
+    /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
+    pub(super) async fn run<K: Reconciled>(&self, concurrency: u16) {
+        let kind = Arc::new(KindContext::<K>::new(self.ctx.clone()));
+        // Only changes of generation (spec, deletion), annotations (paused, requests) and
+        // finalizers trigger a reconcile; the operator's own status writes do not.
+        let (reader, writer) = kube::runtime::reflector::store();
+        let failing = Arc::new(AtomicBool::new(false));
+        let stream = watcher::watcher(
+            api::<K>(self.client, self.namespace),
+            watcher::Config::default().any_semantic(),
+        )
         .default_backoff()
         .modify(|object: &mut K| object.meta_mut().managed_fields = None)
         .reflect(writer)
         .inspect({
-            let (kind, health, failing) = (kind.clone(), health.clone(), failing.clone());
+            let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());
             move |event| {
                 // A watch that answers again is healthy, whether or not an object of
                 // this kind exists to reconcile.
@@ -143,55 +152,30 @@ async fn run_controller<K: Reconciled>(
                 .combine(predicates::finalizers),
             Default::default(),
         );
-    let controller = Controller::for_stream(stream, reader);
-    let store = controller.store();
-    controller
-        .watches_stream(
-            secrets
-                .inspect({
-                    let ctx = kind.shared.clone();
-                    move |event| {
-                        if let Ok(event) = event {
-                            ctx.credentials.secrets.follow(event);
+        let controller = Controller::for_stream(stream, reader);
+        let store = controller.store();
+        controller
+            .watches_stream(
+                secret_events(self.client, self.secret_namespaces)
+                    .inspect({
+                        let ctx = kind.shared.clone();
+                        move |event| {
+                            if let Ok(event) = event {
+                                ctx.credentials.secrets.follow(event);
+                            }
                         }
-                    }
-                })
-                .touched_objects(),
-            move |secret| referencing(&store, &secret),
-        )
-        .with_config(controller::Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(shutdown.requested())
-        .run(driver::reconcile::<K>, error_policy, kind)
-        .for_each(|result| {
-            let health = health.clone();
-            let failing = failing.clone();
-            async move { report_controller_event::<K>(result, &health, &failing) }
-        })
-        .await;
-}
-
-/// What every kind's controller starts with.
-pub(super) struct Wiring<'a> {
-    pub client: &'a kube::Client,
-    /// The namespace watched (all when `None`).
-    pub namespace: &'a Option<String>,
-    pub secret_namespaces: &'a NamespaceSet,
-    pub ctx: &'a Arc<Context>,
-    pub health: &'a Arc<Health>,
-    pub shutdown: &'a Shutdown,
-}
-
-impl Wiring<'_> {
-    /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
-    pub(super) async fn run<K: Reconciled>(&self, concurrency: u16) {
-        run_controller(
-            api::<K>(self.client, self.namespace),
-            secret_events(self.client, self.secret_namespaces),
-            self.ctx.clone(),
-            self.health.clone(),
-            concurrency,
-            self.shutdown.clone(),
-        )
-        .await;
+                    })
+                    .touched_objects(),
+                move |secret| referencing(&store, &secret),
+            )
+            .with_config(controller::Config::default().concurrency(concurrency))
+            .graceful_shutdown_on(self.shutdown.clone().requested())
+            .run(driver::reconcile::<K>, error_policy, kind)
+            .for_each(|result| {
+                let health = self.health.clone();
+                let failing = failing.clone();
+                async move { report_controller_event::<K>(result, &health, &failing) }
+            })
+            .await;
     }
 }
