@@ -282,33 +282,23 @@ impl Release {
     fn report(&self) {
         let namespace = self.namespace.name.as_str();
         let objects = "accesslistconfigs,pullzonecertificates,containerappwatches";
+        let logs = |which: &[&'static str]| {
+            let every_container = [
+                "logs",
+                "--all-containers",
+                "--prefix",
+                "-l",
+                "app.kubernetes.io/instance",
+            ];
+            [&every_container[..], which, &["-n", namespace]].concat()
+        };
         for args in [
             vec!["get", "pods,leases", "-o", "wide", "-n", namespace],
             vec!["get", "leases", "-o", "yaml", "-n", namespace],
             vec!["get", objects, "-o", "yaml", "-n", namespace],
             vec!["get", "events", "--sort-by=.lastTimestamp", "-n", namespace],
-            vec![
-                "logs",
-                "--all-containers",
-                "--prefix",
-                "--timestamps",
-                "--tail=300",
-                "-l",
-                "app.kubernetes.io/instance",
-                "-n",
-                namespace,
-            ],
-            vec![
-                "logs",
-                "--all-containers",
-                "--prefix",
-                "--previous",
-                "--tail=100",
-                "-l",
-                "app.kubernetes.io/instance",
-                "-n",
-                namespace,
-            ],
+            logs(&["--timestamps", "--tail=300"]),
+            logs(&["--previous", "--tail=100"]),
         ] {
             let (_, out, err) = cluster().kubectl(&args, None);
             eprintln!("--- kubectl {}\n{out}{err}", args.join(" "));
