@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
 use super::LeaderElection;
@@ -13,7 +14,6 @@ use crate::controller::framework::leader::{self, Standing};
 /// Confirms leadership while the Lease shows this process as its holder with a recent
 /// renewal; revokes it otherwise. Returns when another process holds the Lease.
 pub(super) async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
-    use k8s_openapi::api::coordination::v1::Lease;
     let leases: Api<Lease> = Api::namespaced(client, &election.lease_namespace);
     let every = leader::check_every(election.lease_duration);
     let mut wait = every;
