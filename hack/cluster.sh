@@ -28,9 +28,15 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# The pid a component was started with, or nothing.
+pid_of() {
+  cat "$state/$1.pid" 2>/dev/null || true
+}
+
 is_running() {
-  local pidfile="$state/$1.pid"
-  [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+  local pid
+  pid="$(pid_of "$1")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
 start() {
@@ -179,22 +185,23 @@ up() {
 # SIGTERM to each component started by this script, then SIGKILL to any still there
 # after 5 s; returns once they are gone.
 stop_components() {
-  local component pidfile i
+  local component pid
   for component in "$@"; do
-    is_running "$component" && kill "$(cat "$state/$component.pid")" 2>/dev/null || true
+    pid="$(pid_of "$component")"
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
   done
   for component in "$@"; do
-    pidfile="$state/$component.pid"
-    [ -f "$pidfile" ] || continue
-    for i in $(seq 1 50); do
-      kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+    pid="$(pid_of "$component")"
+    [ -n "$pid" ] || continue
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
-    if kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-      kill -9 "$(cat "$pidfile")" 2>/dev/null || true
-      while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -9 "$pid" 2>/dev/null || true
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
     fi
-    rm -f "$pidfile"
+    rm -f "$state/$component.pid"
   done
 }
 
@@ -205,16 +212,19 @@ down() {
 }
 
 status() {
-  local component ok=0
+  local component pid ok=0
   for component in etcd kube-apiserver kube-controller-manager; do
     if is_running "$component"; then
-      log "$component running (pid $(cat "$state/$component.pid"))"
+      pid="$(pid_of "$component")"
+      log "$component running (pid $pid)"
     else
       log "$component not running"; ok=1
     fi
   done
   if [ $ok -eq 0 ]; then
-    log "readyz: $("$K8S_BIN_DIR/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz 2>&1)"
+    local readyz
+    readyz="$("$K8S_BIN_DIR/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz 2>&1)" || true
+    log "readyz: $readyz"
   fi
   return $ok
 }

@@ -18,12 +18,12 @@ log() { printf '\n==> %s\n' "$*"; }
 # Stops a process started by this script: SIGTERM, then SIGKILL if it is still there
 # after 10 s; returns once it is gone (its ports are free again).
 stop_process() {
-  local pidfile="$state/$1.pid" pid i
+  local pidfile="$state/$1.pid" pid
   [ -f "$pidfile" ] || return 0
   pid=$(cat "$pidfile")
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do
+    for _ in $(seq 1 100); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
@@ -58,7 +58,9 @@ up() {
   local bin="$CARGO_TARGET_DIR/release"
 
   log "local Kubernetes control plane"
-  eval "$(hack/cluster.sh up)"
+  local cluster_env
+  cluster_env="$(hack/cluster.sh up)"
+  eval "$cluster_env"
   mkdir -p "$state"
 
   log "edge-sim on 127.0.0.1:$sim_port with generated events and CDN logs"

@@ -17,9 +17,13 @@ cluster="${EDGE_KIND_CLUSTER:-edge-operator-e2e}"
 work="$(mktemp -d)"
 export KUBECONFIG="$work/kubeconfig"
 
+current_step=
 step_start=$SECONDS
-step() { printf '\n==> %s\n' "$*"; step_start=$SECONDS; }
+step() { current_step="$*"; printf '\n==> %s\n' "$*"; step_start=$SECONDS; }
 took() { printf '==> %s: %ss\n' "$1" "$((SECONDS - step_start))"; }
+# Each step's commands are plain statements and assignments, whose failures `set -e`
+# sees: the run ends at the failing step, named here.
+trap 'printf "==> FAILED: %s (exit %s)\n" "$current_step" "$?" >&2' ERR
 
 teardown() {
   kind delete cluster --name "$cluster" >/dev/null 2>&1 || true
@@ -29,19 +33,35 @@ teardown() {
 }
 trap teardown EXIT
 
+# kind falls back to pulling kindest/node from a public registry, which these machines
+# cannot reach: a cluster is created only from the node image built here.
+require_node_image() {
+  if ! docker image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+    printf '==> error: the node image %s is not in the Docker engine (hack/kind/build.sh builds it); not creating a cluster, which would pull kind'"'"'s default image from a public registry\n' \
+      "$KIND_NODE_IMAGE" >&2
+    exit 1
+  fi
+}
+
 step "tools: kubectl, helm, kstatus, promtool (hack/k8s/build.sh)"
-export PATH="$(hack/k8s/build.sh | tail -n1):$KIND_DIR/bin:$PATH"
+tools="$(hack/k8s/build.sh)"
+export PATH="${tools##*$'\n'}:$KIND_DIR/bin:$PATH"
 step "Docker engine"
-eval "$(hack/kind/docker.sh up)"
+docker_env="$(hack/kind/docker.sh up)"
+eval "$docker_env"
 took "docker up"
 step "kind node image (hack/kind/build.sh)"
-export KIND_NODE_IMAGE="$(hack/kind/build.sh | tail -n1)"
+node_image="$(hack/kind/build.sh)"
+KIND_NODE_IMAGE="${node_image##*$'\n'}"
+export KIND_NODE_IMAGE
 took "node image"
 step "images (hack/image/build.sh, and the previous release's operator)"
-built="$(hack/image/build.sh)"$'\n'"$(hack/image/build.sh previous)"
-mapfile -t images <<<"$built"
+current="$(hack/image/build.sh)"
+previous="$(hack/image/build.sh previous)"
+mapfile -t images <<<"$current"$'\n'"$previous"
 
 step "kind create cluster --name $cluster"
+require_node_image
 kind create cluster --name "$cluster" --image "$KIND_NODE_IMAGE" --wait 120s
 took "cluster create"
 step "kind load image-archive"
@@ -68,5 +88,6 @@ recipe_diagnosis() {
   kubectl logs -n edge deployment/edge-edge-operator-emulator --tail=50 || true
   kubectl get events -n edge --sort-by=.lastTimestamp || true
 }
+require_node_image
 bash -euxo pipefail "$work/recipe.sh" || { recipe_diagnosis; exit 1; }
 took "README recipe"

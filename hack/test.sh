@@ -12,7 +12,15 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_CACHE_DIR/target}"
 step() { printf '\n==> %s\n' "$*"; }
 
 # Argo CD runs its health checks in a Lua 5.1 interpreter; the tests run ours in one.
-command -v lua5.1 >/dev/null || hack/install-packages.sh lua5.1
+hack/install-packages.sh lua5.1 shellcheck
+
+step "shellcheck: the scripts of hack/ and .ci/ (no status masked, see .shellcheckrc)"
+listed="$(grep -rlE '^#!/usr/bin/env bash' hack .ci)"
+mapfile -t scripts <<<"$listed"
+for script in "${scripts[@]}"; do
+  grep -q '^set -euo pipefail$' "$script" || { echo "$script: lacks 'set -euo pipefail'" >&2; exit 1; }
+done
+shellcheck "${scripts[@]}"
 
 step "cargo fmt --check"
 cargo fmt --check
@@ -23,7 +31,8 @@ cargo clippy --test node --test upgrade --locked -- -D warnings
 step "local control plane"
 export EDGE_CLUSTER_NAME="test-$$"
 trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
-eval "$(hack/cluster.sh up)"
+cluster_env="$(hack/cluster.sh up)"
+eval "$cluster_env"
 export EDGE_TEST_KUBECONFIG="$KUBECONFIG"
 
 step "cargo test"

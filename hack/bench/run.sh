@@ -39,7 +39,8 @@ cargo bench --profile "$profile" --locked --bench platform --no-run
 if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *,cdn,* ]]; then
   export EDGE_CLUSTER_NAME="bench-$$"
   trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
-  eval "$(hack/cluster.sh up)"
+  cluster_env="$(hack/cluster.sh up)"
+  eval "$cluster_env"
   kubectl apply --server-side -f crds/ >/dev/null
   kubectl wait --for=condition=Established -f crds/ --timeout=60s >/dev/null
   export EDGE_BENCH_AUDIT_LOG="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME/audit.log"

@@ -28,7 +28,8 @@ EOF
 fi
 
 go_version="$(go env GOVERSION | sed 's/^go//')"
-if [ "$(printf '%s\n%s\n' "$GO_MIN_VERSION" "$go_version" | sort -V | head -n1)" != "$GO_MIN_VERSION" ]; then
+oldest="$(printf '%s\n%s\n' "$GO_MIN_VERSION" "$go_version" | sort -V | head -n1)"
+if [ "$oldest" != "$GO_MIN_VERSION" ]; then
   log "error: Go ${go_version} is older than ${GO_MIN_VERSION}, which Kubernetes ${K8S_VERSION} requires."
   exit 1
 fi
@@ -39,9 +40,11 @@ mkdir -p "$K8S_BIN_DIR"
 
 check_proxy() {
   if ! (cd "$here" && go mod download k8s.io/kubernetes >/dev/null 2>&1); then
+    local proxy
+    proxy="$(go env GOPROXY)"
     cat >&2 <<EOF
 [k8s-build] error: could not download k8s.io/kubernetes@${K8S_VERSION} from the Go module proxy
-  ($(go env GOPROXY)). The control plane is built from its source module; check network
+  (${proxy}). The control plane is built from its source module; check network
   access to the proxy, or set GOPROXY to a reachable mirror.
 EOF
     exit 1
@@ -87,10 +90,10 @@ helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
 for package in pkg/lint/rules pkg/chartutil; do
   helm_ldflags+=" -X helm.sh/helm/v3/$package.k8sVersionMajor=1 -X helm.sh/helm/v3/$package.k8sVersionMinor=${HELM_K8S_MINOR}"
 done
-if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/null)" != "$helm_ldflags" ]; then
+if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/null || true)" != "$helm_ldflags" ]; then
   log "building helm ${HELM_VERSION} ..."
   start=$SECONDS
-  GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+  GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
   printf '%s' "$helm_ldflags" >"$K8S_BIN_DIR/helm.ldflags"
   log "built helm in $((SECONDS - start))s"
 fi
@@ -99,7 +102,7 @@ fi
 # its source changes.
 kstatus_src="$here/../kstatus"
 kstatus_sum="$(cat "$kstatus_src/main.go" "$kstatus_src/go.sum" | sha256sum | cut -c1-16)"
-if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null)" != "$kstatus_sum" ]; then
+if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null || true)" != "$kstatus_sum" ]; then
   log "building kstatus ..."
   start=$SECONDS
   (cd "$kstatus_src" && go build -trimpath -ldflags "-s -w" -o "$K8S_BIN_DIR/kstatus" .)
@@ -108,10 +111,10 @@ if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null)" != "$kstatus_sum" ]; then
 fi
 
 # promtool: checks and unit-tests the chart's alerting rules.
-if [ ! -x "$K8S_BIN_DIR/promtool" ] || [ "$(cat "$K8S_BIN_DIR/promtool.version" 2>/dev/null)" != "$PROMETHEUS_MODULE_VERSION" ]; then
+if [ ! -x "$K8S_BIN_DIR/promtool" ] || [ "$(cat "$K8S_BIN_DIR/promtool.version" 2>/dev/null || true)" != "$PROMETHEUS_MODULE_VERSION" ]; then
   log "building promtool (github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}) ..."
   start=$SECONDS
-  GOBIN="$K8S_BIN_DIR" GOFLAGS= go install -trimpath -ldflags "-s -w" \
+  GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "-s -w" \
     "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_MODULE_VERSION}"
   echo "$PROMETHEUS_MODULE_VERSION" >"$K8S_BIN_DIR/promtool.version"
   log "built promtool in $((SECONDS - start))s"
@@ -120,9 +123,9 @@ fi
 # The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, which the chart's
 # monitoring objects are validated against (from its Go module, as published).
 monitoring_crds="$K8S_BIN_DIR/../monitoring-crds"
-if [ "$(cat "$monitoring_crds/version" 2>/dev/null)" != "$PROMETHEUS_OPERATOR_VERSION" ]; then
+if [ "$(cat "$monitoring_crds/version" 2>/dev/null || true)" != "$PROMETHEUS_OPERATOR_VERSION" ]; then
   log "fetching the Prometheus Operator CRDs ${PROMETHEUS_OPERATOR_VERSION} ..."
-  module="$(cd "$here" && GOFLAGS= go mod download -json "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
+  module="$(cd "$here" && GOFLAGS="" go mod download -json "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   mkdir -p "$monitoring_crds"
   for kind in servicemonitors prometheusrules; do

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its readers use the variables
 # Pinned versions of the local control plane. Keep K8S_VERSION in step with go.mod.
 K8S_VERSION=v1.36.3
 HELM_VERSION=v3.22.0

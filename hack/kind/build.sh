@@ -2,8 +2,10 @@
 # Builds kind and a kind node image of K8S_VERSION here, with no image registry: every
 # piece comes from the Go module proxy or Debian's packages, at the versions pinned in
 # hack/k8s/versions.sh. Needs root (debootstrap) and a Docker engine
-# (hack/kind/docker.sh up). Cached in $KIND_DIR: the binaries, and the node image as a
-# `docker save` archive keyed by the inputs, loaded when Docker lacks the image.
+# (hack/kind/docker.sh up). Cached in $KIND_DIR: kind in bin/ (the one binary for PATH),
+# the node's runtime and add-ons in node-bin/ (never on PATH: a host's engine would run
+# them), and the node image as a `docker save` archive keyed by the inputs, loaded when
+# Docker lacks the image.
 #
 #   1. binaries: kind; containerd, runc, crictl and the CNI plugins of kind's base
 #      image; CoreDNS and local-path-provisioner; the Kubernetes binaries and kubeadm
@@ -29,15 +31,16 @@ source "$here/../k8s/versions.sh"
 
 log() { printf '[kind-build] %s\n' "$*" >&2; }
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=
-bin="$KIND_DIR/bin"
-mkdir -p "$bin" "$KIND_DIR/debs"
+bin="$KIND_DIR/node-bin"
+mkdir -p "$KIND_DIR/bin" "$bin" "$KIND_DIR/debs"
 
+# go_install DIRECTORY NAME PACKAGE...: builds the packages into DIRECTORY unless NAME is there.
 go_install() {
-  local name="$1"; shift
-  [ -x "$bin/$name" ] && return
+  local directory="$1" name="$2"; shift 2
+  [ -x "$directory/$name" ] && return
   log "building $name ..."
   local start=$SECONDS
-  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "$@"
+  GOBIN="$directory" go install -trimpath -ldflags "-s -w" "$@"
   log "built $name in $((SECONDS - start))s"
 }
 
@@ -46,12 +49,13 @@ module_dir() {
   go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 
-go_install kind "sigs.k8s.io/kind@$KIND_VERSION"
+go_install "$KIND_DIR/bin" kind "sigs.k8s.io/kind@$KIND_VERSION"
 key="$(cat "$here/build.sh" "$here/default-cni.yaml" "$here/pause.c" "$here/../k8s/versions.sh" | sha256sum | cut -c1-16)"
 archive="$KIND_DIR/node-$K8S_VERSION-$key.tar"
 label=io.edge-operator.build
 
-if [ "$(docker image inspect -f "{{ index .Config.Labels \"$label\" }}" "$KIND_NODE_IMAGE" 2>/dev/null)" = "$key" ]; then
+built_key="$(docker image inspect -f "{{ index .Config.Labels \"$label\" }}" "$KIND_NODE_IMAGE" 2>/dev/null || true)"
+if [ "$built_key" = "$key" ]; then
   echo "$KIND_NODE_IMAGE"
   exit 0
 fi
@@ -63,15 +67,15 @@ if [ -f "$archive" ]; then
 fi
 
 # 1. The binaries (kind itself is built above: the cache checks need none of the rest).
-go_install containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
+go_install "$bin" containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
   "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
 if [ ! -x "$bin/runc" ]; then
   "$here/../install-packages.sh" libseccomp-dev
-  CGO_ENABLED=1 go_install runc -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
+  CGO_ENABLED=1 go_install "$bin" runc -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
 fi
-go_install portmap \
+go_install "$bin" portmap \
   "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
   "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
   "github.com/containernetworking/plugins/plugins/main/ptp@$CNI_PLUGINS_VERSION" \
@@ -83,8 +87,8 @@ if [ ! -x "$bin/crictl" ]; then
   log "building crictl ..."
   (cd "$source_dir" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin/crictl" ./cmd/crictl)
 fi
-go_install local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
-go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION"
+go_install "$bin" local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
+go_install "$bin" coredns "github.com/coredns/coredns@$COREDNS_VERSION"
 k8s_bin="$("$here/../k8s/build.sh" --node | tail -n1)"
 kind_source="$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 
@@ -167,31 +171,29 @@ rm -rf "$rootfs"
 slim="$work/slim"
 debootstrap_into "$slim" iptables,nftables,conntrack
 path='ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin'
-# A root file system holding one binary: binary_dir NAME DIRECTORY BINARY [BASE]
-binary_dir() {
-  local rootfs="$work/image-$1"
-  if [ -n "${4:-}" ]; then cp -a "$4" "$rootfs"; fi
-  mkdir -p "$rootfs/$2"
-  install -m 0755 "$3" "$rootfs/$2/"
-  echo "$rootfs"
+# Imports a root file system holding one binary (on BASE, a root file system, if given):
+#   binary_image NAME DIRECTORY BINARY BASE CHANGE...
+binary_image() {
+  local name="$1" directory="$2" binary="$3" base="$4"; shift 4
+  local rootfs="$work/image-${binary##*/}"
+  if [ -n "$base" ]; then cp -a "$base" "$rootfs"; fi
+  mkdir -p "$rootfs/$directory"
+  install -m 0755 "$binary" "$rootfs/$directory/"
+  import_image "$name" "$@" -- "$rootfs"
 }
 for component in kube-apiserver kube-controller-manager kube-scheduler; do
-  import_image "registry.k8s.io/$component:$K8S_VERSION" "$path" -- \
-    "$(binary_dir "$component" usr/local/bin "$k8s_bin/$component")"
+  binary_image "registry.k8s.io/$component:$K8S_VERSION" usr/local/bin "$k8s_bin/$component" "" "$path"
 done
-import_image "registry.k8s.io/kube-proxy:$K8S_VERSION" "$path" -- \
-  "$(binary_dir kube-proxy usr/local/bin "$k8s_bin/kube-proxy" "$slim")"
+binary_image "registry.k8s.io/kube-proxy:$K8S_VERSION" usr/local/bin "$k8s_bin/kube-proxy" "$slim" "$path"
 etcd_tag="$("$k8s_bin/kubeadm" config images list --kubernetes-version "$K8S_VERSION" | grep /etcd:)"
-import_image "$etcd_tag" "$path" -- "$(binary_dir etcd usr/local/bin "$k8s_bin/etcd")"
-import_image "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" 'ENTRYPOINT ["/coredns"]' -- \
-  "$(binary_dir coredns . "$bin/coredns")"
+binary_image "$etcd_tag" usr/local/bin "$k8s_bin/etcd" "" "$path"
+binary_image "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" . "$bin/coredns" "" 'ENTRYPOINT ["/coredns"]'
 gcc -static -Os -o "$work/pause" "$here/pause.c"
 strip "$work/pause"
-import_image "$pause_image" 'ENTRYPOINT ["/pause"]' -- "$(binary_dir pause . "$work/pause")"
+binary_image "$pause_image" . "$work/pause" "" 'ENTRYPOINT ["/pause"]'
 provisioner_image="$(sed -n 's/^const storageProvisionerImage = "\(.*\)"$/\1/p' "$kind_source/pkg/build/nodeimage/const_storage.go")"
 helper_image="$(sed -n 's/^const storageHelperImage = "\(.*\)"$/\1/p' "$kind_source/pkg/build/nodeimage/const_storage.go")"
-import_image "$provisioner_image" "$path" -- \
-  "$(binary_dir local-path-provisioner usr/local/bin "$bin/local-path-provisioner")"
+binary_image "$provisioner_image" usr/local/bin "$bin/local-path-provisioner" "" "$path"
 cni_image="$(sed -n 's/^[[:space:]]*image: \(.*\)$/\1/p' "$here/default-cni.yaml")"
 import_image "$cni_image" "$path" -- "$slim"
 docker tag "$cni_image" "$helper_image"
@@ -228,15 +230,23 @@ def qualified(name):
 with open(path, "w") as file:
     json.dump({qualified(name): tags for name, tags in repositories.items()}, file)
 PYTHON
-(cd "$work/carrier" && tar -cf "$release/server/bin/kube-proxy.tar" repositories manifest.json \
-  $(find . -mindepth 1 -maxdepth 1 ! -name repositories ! -name manifest.json -printf '%P\n'))
+(
+  cd "$work/carrier"
+  { printf '%s\n' repositories manifest.json
+    find . -mindepth 1 -maxdepth 1 ! -name repositories ! -name manifest.json -printf '%P\n'; } >../carrier.list
+  tar -cf "$release/server/bin/kube-proxy.tar" -T ../carrier.list
+)
 rm -rf "$work/carrier"
 tar -C "$work/release" -czf "$work/kubernetes-server-linux-amd64.tar.gz" kubernetes
 rm -rf "$work/release"
 log "kind build node-image"
 intermediate+=("$KIND_NODE_IMAGE-kind")
-"$bin/kind" build node-image --type file --base-image "$base_image" --image "$KIND_NODE_IMAGE-kind" \
-  "$work/kubernetes-server-linux-amd64.tar.gz" >&2
+if ! "$KIND_DIR/bin/kind" build node-image --type file --base-image "$base_image" --image "$KIND_NODE_IMAGE-kind" \
+  "$work/kubernetes-server-linux-amd64.tar.gz" >&2; then
+  log "error: kind build node-image failed; the Docker engine's log ends:"
+  "$here/docker.sh" log
+  exit 1
+fi
 
 # 5. The default CNI, and the kindnetd name off the node's containerd.
 container="$(docker run -d --privileged --entrypoint sleep "$KIND_NODE_IMAGE-kind" infinity)"
@@ -253,5 +263,6 @@ docker rm -f "$container" >/dev/null
 rm -f "$KIND_DIR"/node-*.tar
 docker save -o "$archive.tmp" "$KIND_NODE_IMAGE"
 mv "$archive.tmp" "$archive"
-log "built $KIND_NODE_IMAGE in $((SECONDS - start))s ($(du -h "$archive" | cut -f1))"
+size="$(du -h "$archive" | cut -f1)"
+log "built $KIND_NODE_IMAGE in $((SECONDS - start))s ($size)"
 echo "$KIND_NODE_IMAGE"

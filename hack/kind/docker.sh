@@ -2,18 +2,24 @@
 # A Docker engine for kind, started only when none answers.
 #   eval "$(hack/kind/docker.sh up)"   start dockerd (root), print DOCKER_HOST
 #   hack/kind/docker.sh down           stop the dockerd `up` started, undo its host changes
+#   hack/kind/docker.sh log            the end of that dockerd's log (on standard error)
 # dockerd changes the host: it enables IPv4 forwarding, adds iptables chains and rules
 # (and sets the FORWARD policy to DROP), and creates bridges (docker0, one per Docker
 # network). `up` records the rulesets, the sysctl and the links; `down` restores them
 # after dockerd stopped. Images and layers stay in $EDGE_CACHE_DIR/docker for the next run.
 # Containers run through hack/kind/runc-bounded, so that privileged ones (kind's nodes)
 # start on hosts whose capability bounding set is not full.
+# dockerd and the containerd it starts run with the system's PATH only: containerd looks
+# its shim up on PATH, and a newer one found first (hack/kind/build.sh builds containerd
+# 2.x's for the node image) answers in a protocol containerd 1.6 cannot read ("failed to
+# start shim: start failed: dial unix \x00\b\x03\x12Yunix:///run/containerd/s/...").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/k8s/versions.sh
 source "$here/../k8s/versions.sh"
 
 state="${EDGE_DOCKER_STATE:-/tmp/edge-operator-docker}"
+engine_path=/usr/sbin:/usr/bin:/sbin:/bin
 socket="unix://$state/docker.sock"
 log() { printf '[docker] %s\n' "$*" >&2; }
 
@@ -23,10 +29,12 @@ up() {
     return
   fi
   if [ -z "${EDGE_DOCKER_OWN:-}" ] && docker info >/dev/null 2>&1; then
-    log "using the Docker engine that already answers ($(docker context show 2>/dev/null || echo default))"
+    local context
+    context="$(docker context show 2>/dev/null || echo default)"
+    log "using the Docker engine that already answers ($context)"
     return
   fi
-  if [ "$(id -u)" != 0 ]; then
+  if [ "$EUID" != 0 ]; then
     log "error: no Docker engine answers, and starting one needs root"
     exit 1
   fi
@@ -37,7 +45,7 @@ up() {
   sysctl -n net.ipv4.ip_forward >"$state/ip_forward"
   ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | sort >"$state/links"
   log "starting dockerd (data root $EDGE_CACHE_DIR/docker)"
-  setsid dockerd --host "$socket" --data-root "$EDGE_CACHE_DIR/docker" \
+  setsid env PATH="$engine_path" dockerd --host "$socket" --data-root "$EDGE_CACHE_DIR/docker" \
     --add-runtime "bounded=$here/runc-bounded" --default-runtime bounded \
     --exec-root "$state/exec" --pidfile "$state/dockerd.pid" >"$state/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 60); do
@@ -84,12 +92,25 @@ down() {
   # iptables-restore replaces only the tables its input names: empty the others.
   restore_rules iptables
   restore_rules ip6tables
-  [ -f "$state/ip_forward" ] && sysctl -qw "net.ipv4.ip_forward=$(cat "$state/ip_forward")"
+  if [ -f "$state/ip_forward" ]; then
+    local ip_forward
+    ip_forward="$(cat "$state/ip_forward")"
+    sysctl -qw "net.ipv4.ip_forward=$ip_forward"
+  fi
   rm -rf "$state"
+}
+
+log_tail() {
+  if [ -f "$state/dockerd.log" ]; then
+    tail -n 30 "$state/dockerd.log" >&2
+  else
+    log "no log: this script did not start the Docker engine in use"
+  fi
 }
 
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  log) log_tail ;;
+  *) echo "usage: $0 up|down|log" >&2; exit 2 ;;
 esac
