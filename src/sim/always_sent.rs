@@ -9,7 +9,7 @@
 //! | rate-limit rule | `shieldZoneId` (its zone); `ruleConfiguration` `operatorType`, `severityType`, `counterKeyType` (0) | `id`, `actionType`, `requestCount`, `timeframe`, `blockTime` |
 //! | custom WAF rule | `shieldZoneId` (its zone) | `id`, `ruleConfiguration` |
 //! | application | `name` (its id), `status` (`unknown`), `runtimeType` (`shared`), `regionSettings` lists, `containerTemplates`, `containerInstances`, `volumes` (empty) | `id`; whole volume sizes |
-//! | container template | `endpoints`, `environmentVariables`, `volumeMounts` (empty), `entryPoint`, `probes` (empty), `imagePullPolicy` (`IfNotPresent`), `entryPoint.arguments` (`argumentsArray` joined by spaces) | `id`, `name`, `packageId`, the image members, a numeric `imageRegistryId` |
+//! | container template | `endpoints`, `environmentVariables`, `volumeMounts` (empty), `entryPoint` (empty), `imagePullPolicy` (`ifNotPresent`); `probes` in [`super::wire_form`], `entryPoint.arguments` (`argumentsArray` joined by spaces) | `id`, `name`, `packageId`, the image members, a numeric `imageRegistryId` |
 //! | template endpoint | `id`: `<appId>-<displayName>-<n>`, `n` counting the app's endpoints from 1 | the other members |
 
 use std::sync::OnceLock;
@@ -70,8 +70,7 @@ pub fn fill_app(app: &mut Value) {
         for collection in ["endpoints", "environmentVariables", "volumeMounts"] {
             insert_absent(template, collection, json!([]));
         }
-        insert_absent(template, "probes", json!({}));
-        insert_absent(template, "imagePullPolicy", json!("IfNotPresent"));
+        insert_absent(template, "imagePullPolicy", json!("ifNotPresent"));
         insert_absent(template, "entryPoint", json!({}));
         if let Some(entry_point) = template.get_mut("entryPoint").and_then(Value::as_object_mut) {
             fill_arguments(entry_point);
@@ -168,7 +167,7 @@ mod tests {
         assert_eq!(templates[0]["endpoints"][1]["id"], "given");
         assert_eq!(templates[1]["endpoints"][0]["id"], "app-shop-grpc-3");
         assert_eq!(templates[0]["entryPoint"]["arguments"], "--port 8080");
-        assert_eq!(templates[1]["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(templates[1]["imagePullPolicy"], "ifNotPresent");
     }
 
     #[test]

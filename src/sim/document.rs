@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::always_sent;
+use super::{always_sent, wire_form};
 use crate::api::contract::{BodyValidator, Document, Required};
 
 /// The whole configurable state of the emulator, as YAML (`--fixtures`) or JSON
@@ -261,7 +261,8 @@ impl SimDocument {
     }
 
     /// Fills in what the platform always sends and the fixtures left out, where a
-    /// default is honest (see [`always_sent`]).
+    /// default is honest (see [`always_sent`]), and puts apps in the wire form
+    /// ([`wire_form`]).
     pub fn complete(mut self) -> Self {
         let last_updated = self.clock.map_or_else(
             || DEFAULT_LAST_UPDATED.to_string(),
@@ -276,7 +277,10 @@ impl SimDocument {
                 always_sent::fill_rule(rule, zone.id, rate_limit);
             }
         }
-        self.apps.iter_mut().for_each(always_sent::fill_app);
+        for app in &mut self.apps {
+            always_sent::fill_app(app);
+            wire_form::app_in_wire_form(app);
+        }
         self
     }
 

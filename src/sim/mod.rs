@@ -17,6 +17,7 @@ pub mod generator;
 pub mod http;
 pub mod logs;
 pub mod ratelimit;
+pub mod wire_form;
 pub mod world;
 
 pub use document::SimDocument;

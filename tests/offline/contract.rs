@@ -202,7 +202,7 @@ fn the_example_fixtures_use_the_published_types() {
 
 /// Identities only: each object of the fixture names itself and nothing else it need
 /// not (a rate-limit rule's counts have no honest default).
-const MINIMAL_FIXTURES: &str = r#"
+pub(crate) const MINIMAL_FIXTURES: &str = r#"
 clock: 2026-11-20T12:00:00Z
 accessKeys: [minimal-key]
 shieldZones:

@@ -14,3 +14,4 @@ mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;
 mod sim_platform;
+mod wire_form;

@@ -524,11 +524,11 @@ async fn certificate_completion_answers_by_challenge_state() {
 }
 
 #[tokio::test]
-async fn applications_are_served_as_stored_and_404_has_the_errors_shape() {
+async fn applications_are_served_in_the_wire_form_and_404_has_the_errors_shape() {
     let sim = start(fixtures_at()).await;
     let base = sim.base_url();
     let app: Value = get(&base, "/mc/apps/app-shop").await.json().await.expect("json");
-    assert_eq!(app["status"], "Active");
+    assert_eq!(app["status"], "active");
     assert_eq!(app["containerTemplates"][0]["endpoints"][0]["pullZoneId"], "501");
     let response = get(&base, "/mc/apps/nope").await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);

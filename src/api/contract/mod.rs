@@ -67,6 +67,13 @@ impl Document {
                     (overlay.widen)(target);
                 }
             }
+            if self == Document::MagicContainers {
+                for name in WIRE_FORM_ENUMS {
+                    if let Some(schema) = schemas.get_mut(name) {
+                        add_wire_values(schema);
+                    }
+                }
+            }
             schemas
                 .into_iter()
                 .map(|(name, schema)| (name, openapi_to_json_schema(&schema)))
@@ -85,30 +92,117 @@ pub struct SpecOverlay {
     widen: fn(&mut Value),
 }
 
-fn add_lower_case_values(schema: &mut Value) {
+/// The Magic Containers enums the platform answers in the wire form, the published
+/// values in lower camelCase (`Active` → `active`, `IfNotPresent` → `ifNotPresent`,
+/// `CDN` → `cdn`, `PublicIp` → `publicIp`), as an answer recorded from the real
+/// platform reads (api-supplement.md, "wire form"). The main spec's lower-case status
+/// and runtime type are this form too. Schemas accept both spellings; answers in the
+/// platform's form ([`Required::AlwaysSent`]) carry the wire form only.
+pub const WIRE_FORM_ENUMS: [&str; 6] = [
+    "ApplicationStatus",
+    "ApplicationRuntimeType",
+    "RegionProvisioningType",
+    "ImagePullPolicy",
+    "EndpointType",
+    "Protocol",
+];
+
+/// A published enum value in the wire form: leading capitals lowered, the last of a run
+/// kept where a lower-case letter follows it (`IMUsed` → `imUsed`).
+pub fn wire_spelling(published: &str) -> String {
+    let chars: Vec<char> = published.chars().collect();
+    let mut lowered = chars.len();
+    for (i, c) in chars.iter().enumerate() {
+        let next_is_lower = chars.get(i + 1).is_some_and(|n| !n.is_uppercase());
+        if !c.is_uppercase() || (i > 0 && next_is_lower) {
+            lowered = i;
+            break;
+        }
+    }
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if i < lowered { c.to_ascii_lowercase() } else { *c })
+        .collect()
+}
+
+/// A published schema of the Magic Containers document, as published (OpenAPI).
+fn published_container_schema(name: &str) -> Option<&'static Value> {
+    static PUBLISHED: OnceLock<Value> = OnceLock::new();
+    PUBLISHED
+        .get_or_init(|| serde_json::from_str(Document::MagicContainers.published()).unwrap_or_default())
+        .pointer(&format!("/components/schemas/{name}"))
+}
+
+/// The published `default` of a member of a Magic Containers schema.
+pub fn published_default(schema: &str, member: &str) -> Option<&'static Value> {
+    published_container_schema(schema)?.pointer(&format!("/properties/{member}/default"))
+}
+
+/// The values of a published enum of the Magic Containers document.
+fn published_values(name: &str) -> Vec<&'static str> {
+    published_container_schema(name)
+        .and_then(|schema| schema.get("enum"))
+        .and_then(Value::as_array)
+        .map(|values| values.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// `raw`, a value of the enum `name` (of [`WIRE_FORM_ENUMS`]) in any case, in the wire
+/// form; `None` if the enum has no such value.
+pub fn wire_value(name: &str, raw: &str) -> Option<String> {
+    published_values(name)
+        .into_iter()
+        .find(|value| value.eq_ignore_ascii_case(raw))
+        .map(wire_spelling)
+}
+
+fn add_wire_values(schema: &mut Value) {
     if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut) {
-        let lower: Vec<Value> = values
+        let wire: Vec<Value> = values
             .iter()
             .filter_map(Value::as_str)
-            .map(|v| Value::String(v.to_ascii_lowercase()))
+            .map(wire_spelling)
+            .filter(|wire| !values.iter().any(|v| v == wire))
+            .map(Value::String)
             .collect();
-        values.extend(lower);
+        values.extend(wire);
     }
 }
 
-/// Every overlay, in one place.
+fn only_wire_values(schema: &mut Value) {
+    if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut) {
+        let spellings: Vec<String> = values.iter().filter_map(Value::as_str).map(str::to_string).collect();
+        values.retain(|v| {
+            v.as_str()
+                .is_none_or(|v| spellings.iter().any(|s| wire_spelling(s) == v))
+        });
+    }
+}
+
+/// Every overlay, in one place (the wire-form enums beside: [`WIRE_FORM_ENUMS`]).
 pub const SPEC_OVERLAYS: [SpecOverlay; 6] = [
     SpecOverlay {
         document: Document::MagicContainers,
-        pointer: "/ApplicationStatus",
-        reason: "the main spec writes application status values in lower case",
-        widen: add_lower_case_values,
+        pointer: "/ContainerProbes/properties",
+        reason: "a probe that is not configured is `null` (a recorded answer)",
+        widen: |probes| {
+            if let Some(probes) = probes.as_object_mut() {
+                for probe in probes.values_mut() {
+                    *probe = json!({"anyOf": [probe.clone(), {"type": "null"}]});
+                }
+            }
+        },
     },
     SpecOverlay {
         document: Document::MagicContainers,
-        pointer: "/ApplicationRuntimeType",
-        reason: "the main spec writes runtime types in lower case",
-        widen: add_lower_case_values,
+        pointer: "/EndpointPortMapping/required",
+        reason: "a CDN endpoint's port mapping names the container port only (api-supplement.md)",
+        widen: |required| {
+            if let Some(required) = required.as_array_mut() {
+                required.retain(|member| member != "exposedPort");
+            }
+        },
     },
     SpecOverlay {
         document: Document::MagicContainers,
@@ -245,8 +339,47 @@ const ANSWERED_BY_SCHEMAS: [Operation; 5] = [
     Operation::GetApp,
 ];
 
-/// Every platform form, in one place.
-pub const PLATFORM_FORMS: [PlatformForm; 7] = [
+/// The members of a configured probe, each at least 1.
+pub const PROBE_TIMINGS: [&str; 5] = [
+    "initialDelaySeconds",
+    "periodSeconds",
+    "timeoutSeconds",
+    "failureThreshold",
+    "successThreshold",
+];
+
+/// Every platform form, in one place (the wire-form enums beside: [`WIRE_FORM_ENUMS`]).
+pub const PLATFORM_FORMS: [PlatformForm; 10] = [
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/ContainerProbes",
+        reason: "a template's probes carry startup, readiness and liveness, `null` when not configured",
+        narrow: |probes| require(probes, &["startup", "readiness", "liveness"]),
+    },
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/ContainerProbe",
+        reason: "a configured probe's delays, period, timeout and thresholds are integers of at least 1 (the platform's defaults when not given)",
+        narrow: |probe| {
+            require(probe, &PROBE_TIMINGS);
+            for member in PROBE_TIMINGS {
+                if let Some(timing) = probe.pointer_mut(&format!("/properties/{member}")) {
+                    timing["type"] = json!("integer");
+                }
+            }
+        },
+    },
+    PlatformForm {
+        document: Document::MagicContainers,
+        pointer: "/ContainerEndpoint",
+        reason: "a CDN endpoint's port mappings name the container port only; the others name the exposed port too",
+        narrow: |endpoint| {
+            endpoint["if"] = json!({"properties": {"type": {"const": "cdn"}}, "required": ["type"]});
+            endpoint["then"] =
+                json!({"properties": {"portMappings": {"items": {"not": {"required": ["exposedPort"]}}}}});
+            endpoint["else"] = json!({"properties": {"portMappings": {"items": {"required": ["exposedPort"]}}}});
+        },
+    },
     PlatformForm {
         document: Document::Shield,
         pointer: "/GetCustomWafRulesResponse/properties/data/items",
@@ -337,6 +470,13 @@ pub fn schema(document: Document, name: &str, required: Required) -> Value {
                     (form.narrow)(target);
                 }
             }
+            if document == Document::MagicContainers {
+                for name in WIRE_FORM_ENUMS {
+                    if let Some(schema) = defs.get_mut(name) {
+                        only_wire_values(schema);
+                    }
+                }
+            }
         }
         Required::Enforced => {}
     }
@@ -413,6 +553,82 @@ mod tests {
         assert!(
             counts
                 .violations(&json!({"customEntryCount": null, "managedLists": null}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn wire_spellings_are_lower_camel_case() {
+        for (published, wire) in [
+            ("Active", "active"),
+            ("IfNotPresent", "ifNotPresent"),
+            ("CDN", "cdn"),
+            ("PublicIp", "publicIp"),
+            ("Tcp", "tcp"),
+            ("IMUsed", "imUsed"),
+            ("OK", "ok"),
+            ("", ""),
+        ] {
+            assert_eq!(wire_spelling(published), wire, "{published}");
+        }
+        assert_eq!(wire_value("EndpointType", "PUBLICIP").as_deref(), Some("publicIp"));
+        assert_eq!(
+            wire_value("ImagePullPolicy", "ifnotpresent").as_deref(),
+            Some("ifNotPresent")
+        );
+        assert_eq!(wire_value("Protocol", "Quic"), None);
+    }
+
+    #[test]
+    fn answers_in_the_platform_form_carry_the_wire_enums_only() {
+        let strict = |name: &str| {
+            BodyValidator::new(Document::MagicContainers, name, Required::AlwaysSent).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let published = validator(Document::MagicContainers, "ImagePullPolicy");
+        let answered = strict("ImagePullPolicy");
+        for (value, accepted, in_wire_form) in [
+            ("IfNotPresent", true, false),
+            ("ifNotPresent", true, true),
+            ("ifnotpresent", false, false),
+        ] {
+            assert_eq!(published.violations(&json!(value)).is_empty(), accepted, "{value}");
+            assert_eq!(answered.violations(&json!(value)).is_empty(), in_wire_form, "{value}");
+        }
+        let endpoint = |kind: &str, mapping: Value| {
+            json!({"id": "e", "displayName": "d", "publicHost": "h", "type": kind, "isSslEnabled": true,
+                   "pullZoneId": "1", "portMappings": [mapping]})
+        };
+        let container_port_only = json!({"containerPort": 8080, "protocols": ["tcp"]});
+        let both_ports = json!({"containerPort": 8080, "exposedPort": 443, "protocols": ["tcp"]});
+        let endpoints = strict("ContainerEndpoint");
+        assert!(
+            endpoints
+                .violations(&endpoint("cdn", container_port_only.clone()))
+                .is_empty()
+        );
+        assert!(!endpoints.violations(&endpoint("cdn", both_ports.clone())).is_empty());
+        assert!(endpoints.violations(&endpoint("anycast", both_ports)).is_empty());
+        assert!(
+            !endpoints
+                .violations(&endpoint("anycast", container_port_only))
+                .is_empty()
+        );
+        let probes = strict("ContainerProbes");
+        assert!(
+            probes
+                .violations(&json!({"startup": null, "readiness": null, "liveness": null}))
+                .is_empty()
+        );
+        assert!(!probes.violations(&json!({})).is_empty());
+        let timings = json!({"initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 7,
+                             "failureThreshold": 3, "successThreshold": 1});
+        assert!(strict("ContainerProbe").violations(&timings).is_empty());
+        let mut zero = timings.clone();
+        zero["failureThreshold"] = json!(0);
+        assert!(!strict("ContainerProbe").violations(&zero).is_empty());
+        assert!(
+            validator(Document::MagicContainers, "ContainerProbe")
+                .violations(&json!({}))
                 .is_empty()
         );
     }
