@@ -21,10 +21,10 @@ test:
 bench:
 	hack/bench/run.sh
 
-# Regenerates the CRDs from the Rust types: crds/ and the chart's copy.
+# Regenerates the CRDs from the Rust types: crds/ and the chart's templates of them.
 crds:
 	source hack/k8s/versions.sh && CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$$EDGE_CACHE_DIR/target}" \
-	  cargo run --quiet --bin edge-operator -- crds --dir crds --dir charts/edge-operator/crds
+	  cargo run --quiet --bin edge-operator -- crds --dir crds --chart-templates charts/edge-operator/templates/crds
 
 k8s-binaries:
 	hack/k8s/build.sh

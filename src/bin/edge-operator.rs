@@ -35,9 +35,13 @@ enum Command {
     /// Print the CustomResourceDefinitions as YAML, or write one file per CRD.
     Crds {
         /// Write `<crd name>.yaml` files into this directory instead of printing
-        /// (repeatable: `make crds` writes `crds/` and the chart's `crds/`).
+        /// (repeatable: `make crds` writes `crds/`).
         #[arg(long)]
         dir: Vec<PathBuf>,
+        /// Write the CRDs as Helm chart templates (rendered when `crds.enabled`) into
+        /// this directory (`make crds`: `charts/edge-operator/templates/crds`).
+        #[arg(long)]
+        chart_templates: Option<PathBuf>,
     },
 }
 
@@ -67,15 +71,21 @@ async fn main() -> anyhow::Result<()> {
                 println!("ok: {passed}");
             }
         }
-        Command::Crds { dir } => {
+        Command::Crds { dir, chart_templates } => {
+            let write = |path: PathBuf, text: &str| {
+                std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+            };
             for crd in edge_operator::crd::all() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;
-                if dir.is_empty() {
+                if dir.is_empty() && chart_templates.is_none() {
                     print!("{yaml}");
                 }
                 for dir in &dir {
-                    let path = dir.join(edge_operator::crd::file_name(&crd));
-                    std::fs::write(&path, &yaml).with_context(|| format!("writing {}", path.display()))?;
+                    write(dir.join(edge_operator::crd::file_name(&crd)), &yaml)?;
+                }
+                if let Some(templates) = &chart_templates {
+                    let template = edge_operator::crd::to_chart_template(&crd)?;
+                    write(templates.join(edge_operator::crd::file_name(&crd)), &template)?;
                 }
             }
         }

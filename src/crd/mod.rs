@@ -126,6 +126,26 @@ pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Err
     serde_yaml::to_string(crd).map(|yaml| format!("---\n{yaml}"))
 }
 
+/// A CRD as a template of the Helm chart (`charts/edge-operator/templates/crds/`): the
+/// YAML of [`to_yaml`], rendered only when `crds.enabled`, with the release's labels and,
+/// when `crds.keep`, `helm.sh/resource-policy: keep` (an uninstall leaves the CRD, and
+/// so every object of its kind). Template delimiters in the YAML are escaped.
+pub fn to_chart_template(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
+    let yaml = serde_yaml::to_string(crd)?.replace("{{", r#"{{ "{{" }}"#);
+    let name = format!(
+        "metadata:\n  name: {}\n",
+        crd.metadata.name.as_deref().unwrap_or_default()
+    );
+    let metadata = format!(
+        "{name}  labels:\n    {{{{- include \"edge-operator.labels\" . | nindent 4 }}}}\n  \
+         {{{{- if .Values.crds.keep }}}}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{{{- end }}}}\n"
+    );
+    Ok(format!(
+        "{{{{- if .Values.crds.enabled }}}}\n{}{{{{- end }}}}\n",
+        yaml.replacen(&name, &metadata, 1)
+    ))
+}
+
 /// File name of a CRD under `crds/`: `<plural>.<group>.yaml`.
 pub fn file_name(crd: &CustomResourceDefinition) -> String {
     format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or("crd"))

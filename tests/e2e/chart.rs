@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster, repo_root};
-use crate::support::helm::{chart, helm};
+use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
 use crate::support::operator::{Operator, eventually, free_port};
 use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
@@ -181,6 +181,7 @@ fn the_notes_say_how_to_check_the_release_and_who_may_use_which_credentials() {
         "--set=emulator.enabled=true",
         "--set=credentials.defaultKeyNamespaces={edge}",
         "--set=watchNamespace=edge",
+        CRDS_APPLIED_APART,
     ]);
     assert!(ok, "{err}");
     let notes = out.split("NOTES:").nth(1).expect("NOTES");
@@ -194,7 +195,14 @@ fn the_notes_say_how_to_check_the_release_and_who_may_use_which_credentials() {
     ] {
         assert!(notes.contains(expected), "NOTES lack {expected:?}:\n{notes}");
     }
-    let (ok, out, err) = helm(&["install", "plain", &chart, "--dry-run=client", API_URL]);
+    let (ok, out, err) = helm(&[
+        "install",
+        "plain",
+        &chart,
+        "--dry-run=client",
+        API_URL,
+        CRDS_APPLIED_APART,
+    ]);
     assert!(ok, "{err}");
     let notes = out.split("NOTES:").nth(1).expect("NOTES");
     assert!(
@@ -383,6 +391,7 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
             "--namespace",
             &namespace.name,
             "--set=emulator.enabled=true",
+            CRDS_APPLIED_APART,
         ]);
         assert!(ok, "{verb}: {err}");
     };
@@ -399,17 +408,48 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
 }
 
 #[test]
-fn chart_crds_are_the_generated_crds() {
-    for crd in edge_operator::crd::all() {
-        let name = edge_operator::crd::file_name(&crd);
-        let top = std::fs::read_to_string(repo_root().join("crds").join(&name)).expect("crds/");
-        let chart =
-            std::fs::read_to_string(repo_root().join("charts/edge-operator/crds").join(&name)).unwrap_or_default();
+fn the_chart_renders_the_crds_of_crds_folder_kept_on_uninstall_unless_told() {
+    let render = |values: &[&str]| {
+        let chart = chart();
+        let mut args = vec!["template", "crds", &chart, API_URL];
+        args.extend(values);
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{values:?}: {err}");
+        objects_of_kind(&manifests, "CustomResourceDefinition")
+    };
+    let rendered = render(&[]);
+    let crds = edge_operator::crd::all();
+    assert_eq!(rendered.len(), crds.len(), "every CRD, by default");
+    for crd in &crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let path = repo_root().join("crds").join(edge_operator::crd::file_name(crd));
+        let committed: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).expect("crds/")).expect("YAML");
+        let chart = rendered
+            .iter()
+            .find(|c| c["metadata"]["name"].as_str() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is not rendered"));
         assert!(
-            top == chart,
-            "charts/edge-operator/crds/{name} differs from crds/{name}; regenerate both with `make crds`"
+            chart["spec"] == committed["spec"],
+            "{name}: the chart's spec differs from crds/"
+        );
+        assert_eq!(
+            chart["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
+            "{name}"
+        );
+        assert_eq!(
+            chart["metadata"]["labels"]["app.kubernetes.io/managed-by"], "Helm",
+            "{name}"
         );
     }
+    let unkept = render(&["--set=crds.keep=false"]);
+    assert!(
+        unkept
+            .iter()
+            .all(|c| c["metadata"]["annotations"]["helm.sh/resource-policy"].is_null()),
+        "crds.keep=false: an uninstall removes them"
+    );
+    assert!(render(&[CRDS_APPLIED_APART]).is_empty(), "crds.enabled=false: none");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,6 +472,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         "--set=networkPolicy.enabled=true",
         &secret_access,
         &default_key,
+        CRDS_APPLIED_APART,
     ]);
     assert!(ok, "{err}");
     let fullname = format!("{release}-edge-operator");
@@ -603,6 +644,11 @@ fn the_flux_example_installs_the_chart_with_valid_values() {
     let (ok, manifests, err) = helm(&["template", "edge-operator", &chart(), "-f", &values]);
     assert!(ok, "the HelmRelease's values fit the chart: {err}");
     assert!(manifests.contains("kind: Deployment"));
+    assert_eq!(
+        objects_of_kind(&manifests, "CustomResourceDefinition").len(),
+        edge_operator::crd::all().len(),
+        "the release carries the CRDs"
+    );
 }
 
 /// Runs `edge-operator check` (the chart's `helm test`) against the test cluster.

@@ -303,6 +303,9 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     );
     for crd in std::fs::read_dir(repo_root().join("crds")).expect("crds/").flatten() {
         let (ok, _, err) = cluster().kubectl(&["get", "-f", &crd.path().display().to_string()], None);
-        assert!(ok, "CRDs stay, as Helm leaves them: {err}");
+        assert!(
+            ok,
+            "the CRDs applied apart stay: the release does not manage them: {err}"
+        );
     }
 }

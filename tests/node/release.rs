@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::ListParams;
 
 use crate::support::cluster::{TestNamespace, cluster, repo_root};
-use crate::support::helm::{chart, helm};
+use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
 
 pub struct Release {
     pub name: String,
@@ -52,6 +52,7 @@ impl Release {
             &fixtures,
             "--set=image.pullPolicy=Never",
             "--set=emulator.image.pullPolicy=Never",
+            CRDS_APPLIED_APART,
             "--wait",
             "--timeout=120s",
         ];

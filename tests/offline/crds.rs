@@ -1,23 +1,43 @@
-//! The committed CRDs (`crds/`) are exactly what the Rust types generate.
+//! The committed CRDs (`crds/`, and the chart's templates of them) are exactly what the
+//! Rust types generate.
+
+use std::path::Path;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 use crate::support::cluster::repo_root;
 
-#[test]
-fn committed_crds_match_the_rust_types() {
-    let dir = repo_root().join("crds");
+fn assert_committed(dir: &Path, generate: fn(&CustomResourceDefinition) -> Result<String, serde_yaml::Error>) {
     let crds = edge_operator::crd::all();
     for crd in &crds {
         let path = dir.join(edge_operator::crd::file_name(crd));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        let generated = edge_operator::crd::to_yaml(crd).expect("serialisable");
+        let generated = generate(crd).expect("serialisable");
         assert!(
             committed == generated,
             "{} is out of date with the Rust types; regenerate with `make crds`",
             path.display()
         );
     }
-    let files = std::fs::read_dir(&dir).expect("crds/").count();
-    assert_eq!(files, crds.len(), "crds/ holds exactly one file per CRD");
+    let files = std::fs::read_dir(dir).expect("a folder of CRDs").count();
+    assert_eq!(files, crds.len(), "{} holds exactly one file per CRD", dir.display());
+}
+
+#[test]
+fn committed_crds_match_the_rust_types() {
+    assert_committed(&repo_root().join("crds"), edge_operator::crd::to_yaml);
+}
+
+#[test]
+fn the_charts_crd_templates_match_the_rust_types() {
+    assert_committed(
+        &repo_root().join("charts/edge-operator/templates/crds"),
+        edge_operator::crd::to_chart_template,
+    );
+    assert!(
+        !repo_root().join("charts/edge-operator/crds").exists(),
+        "the chart renders its CRDs from templates/crds; a crds/ folder would install them a second way"
+    );
 }
 
 #[test]

@@ -274,6 +274,17 @@ fn diagnosis(namespace: &str) -> String {
     format!("{objects}\noperator log:\n{log}")
 }
 
+/// How the new CRDs reach the cluster (docs/operations.md, "Upgrading").
+#[derive(Debug, Clone, Copy)]
+enum CrdUpgrade {
+    /// With the chart (`crds.enabled`, the default): `helm upgrade` alone. From 0.1.0,
+    /// whose CRDs Helm created from its `crds/` folder and does not count as the
+    /// release's, with `--take-ownership` that once.
+    WithTheChart,
+    /// Installed apart (`crds.enabled=false`): applied server-side before `helm upgrade`.
+    Apart,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no_duplicate_platform_write() {
     assert!(
@@ -281,6 +292,35 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
         "the upgrade test needs a cluster with a node and the images loaded (hack/image/build.sh previous), \
          in EDGE_TEST_KUBECONFIG"
     );
+    // One after the other: each replaces the CRDs.
+    for crds in [CrdUpgrade::WithTheChart, CrdUpgrade::Apart] {
+        println!("== CRDs {crds:?}");
+        upgrade_from_the_first_release(crds).await;
+    }
+}
+
+/// The CRDs' `metadata`, by name.
+fn crd_metadata() -> Vec<Value> {
+    let list: Value = serde_json::from_str(&kubectl(
+        &[
+            "get",
+            "-f",
+            &repo_root().join("crds").display().to_string(),
+            "-o",
+            "json",
+        ],
+        None,
+    ))
+    .expect("the CRDs as JSON");
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|crd| crd["metadata"].clone())
+        .collect()
+}
+
+async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     let commit = pinned("PREVIOUS_RELEASE_COMMIT");
     let previous = PreviousSources::extract(&commit);
     remove_current_crds();
@@ -330,16 +370,56 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     let restore_point = recorded.unwrap_or((true, 2));
     let writes_before = platform_writes(&release).await;
 
-    // The README's upgrade step: the new CRDs first, applied server-side.
-    let (ok, crds, err) = helm(&["show", "crds", &chart()]);
-    assert!(ok, "helm show crds: {err}");
-    kubectl(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&crds));
+    let crds_folder = repo_root().join("crds").display().to_string();
+    if let CrdUpgrade::Apart = crds {
+        // The step for CRDs installed apart: the new ones first, applied server-side.
+        kubectl(
+            &["apply", "--server-side", "--force-conflicts", "-f", &crds_folder],
+            None,
+        );
+    }
+
+    // `helm upgrade --reset-then-reuse-values` (docs/operations.md) while a change
+    // arrives, with the image of the working tree instead of the previous release's tag;
+    // objects using the operator's key need their namespace listed (the default key is
+    // denied elsewhere since the previous release).
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
+    let change = tokio::task::spawn_blocking({
+        let yaml = previous
+            .example(EXAMPLES[0].0)
+            .replace("action: Block", "action: Challenge");
+        let ns = ns.clone();
+        move || kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&yaml))
+    });
+    let default_key = format!("--set=credentials.defaultKeyNamespaces={{{ns}}}");
+    let current_chart = chart();
+    let mut args = vec![
+        "upgrade",
+        &release.name,
+        &current_chart,
+        "--namespace",
+        &ns,
+        "--reset-then-reuse-values",
+        "--set=image.tag=",
+        &default_key,
+        "--wait",
+        "--timeout=120s",
+    ];
+    args.push(match crds {
+        CrdUpgrade::WithTheChart => "--take-ownership",
+        CrdUpgrade::Apart => "--set=crds.enabled=false",
+    });
+    let upgrade_started = Instant::now();
+    let (ok, _, err) = tokio::task::block_in_place(|| helm(&args));
+    assert!(ok, "helm upgrade to the working tree: {err}");
+    change.await.expect("the change is applied");
     kubectl(
         &[
             "wait",
             "--for=condition=Established",
             "-f",
-            &repo_root().join("crds").display().to_string(),
+            &crds_folder,
             "--timeout=60s",
         ],
         None,
@@ -358,40 +438,36 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     );
     assert!(
         !refused && err.contains("immutable"),
-        "the new CRD's validation rules hold for the objects already there: {err}"
+        "the new CRDs' validation rules hold for the objects already there: {err}"
     );
-
-    // The README's `helm upgrade --reset-then-reuse-values` while a change arrives, with
-    // the image of the working tree instead of the previous release's tag; objects using
-    // the operator's key need their namespace listed (the default key is denied
-    // elsewhere since the previous release).
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
-    let change = tokio::task::spawn_blocking({
-        let yaml = previous
-            .example(EXAMPLES[0].0)
-            .replace("action: Block", "action: Challenge");
-        let ns = ns.clone();
-        move || kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&yaml))
-    });
-    let default_key = format!("--set=credentials.defaultKeyNamespaces={{{ns}}}");
-    let current_chart = chart();
-    let args = [
-        "upgrade",
-        &release.name,
-        &current_chart,
-        "--namespace",
-        &ns,
-        "--reset-then-reuse-values",
-        "--set=image.tag=",
-        &default_key,
-        "--wait",
-        "--timeout=120s",
-    ];
-    let upgrade_started = Instant::now();
-    let (ok, _, err) = tokio::task::block_in_place(|| helm(&args));
-    assert!(ok, "helm upgrade to the working tree: {err}");
-    change.await.expect("the change is applied");
+    let managed_by_the_release = |metadata: &Value| {
+        metadata["annotations"]["meta.helm.sh/release-name"] == release.name.as_str()
+            && metadata["annotations"]["helm.sh/resource-policy"] == "keep"
+    };
+    match crds {
+        CrdUpgrade::WithTheChart => {
+            assert!(
+                crd_metadata().iter().all(managed_by_the_release),
+                "the release owns the CRDs, kept on uninstall: {:?}",
+                crd_metadata()
+            );
+            // From now on a plain `helm upgrade` carries the CRDs.
+            let plain = [
+                "upgrade",
+                &release.name,
+                &current_chart,
+                "--namespace",
+                &ns,
+                "--reuse-values",
+            ];
+            let (ok, _, err) = tokio::task::block_in_place(|| helm(&plain));
+            assert!(ok, "a plain helm upgrade once the release owns the CRDs: {err}");
+        }
+        CrdUpgrade::Apart => assert!(
+            !crd_metadata().iter().any(managed_by_the_release),
+            "crds.enabled=false leaves the CRDs to whoever installed them"
+        ),
+    }
     eventually(
         "every object healthy again, for its current generation",
         WAIT,
