@@ -579,7 +579,13 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     let as_operator = format!("--as={service_account}");
     let can_i = |verb: &str, resource: &str, scope: &str| cluster().can_i(&service_account, verb, resource, scope);
     let served = namespace.name.as_str();
+    let own_lease = format!("leases.coordination.k8s.io/{fullname}");
     for (verb, resource, scope, granted) in [
+        ("update", own_lease.as_str(), served, true),
+        ("get", own_lease.as_str(), served, true),
+        ("create", "leases.coordination.k8s.io", served, true),
+        ("update", "leases.coordination.k8s.io/another-release", served, false),
+        ("get", "leases.coordination.k8s.io/another-release", served, false),
         ("get", "secrets", served, true),
         ("watch", "secrets", served, true),
         ("patch", "secrets", served, true),
