@@ -206,6 +206,76 @@ async fn restore_on_delete_puts_back_the_earlier_values() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_point_aimed_at_another_zone_is_not_used() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("aimed");
+    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let client = cluster().client().await;
+    let api: Api<AccessListConfig> = Api::namespaced(client.clone(), &namespace.name);
+    apply(
+        &namespace.name,
+        "aimed",
+        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n  deletionPolicy: Restore\n",
+    );
+    let object = ready_with_reason(&api, "aimed", "True", "InSync").await;
+    assert_eq!(
+        object
+            .status
+            .and_then(|s| s.restore_point)
+            .and_then(|p| p.shield_zone_id),
+        Some(1001)
+    );
+    // Whoever may patch the status aims the restore at another zone.
+    let (ok, _, err) = cluster().kubectl(
+        &[
+            "patch",
+            "accesslistconfig",
+            "aimed",
+            "-n",
+            &namespace.name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"restorePoint":{"shieldZoneId":1002}}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+
+    api.delete("aimed", &DeleteParams::default()).await.expect("delete");
+    eventually("the object to be gone", WAIT, || async {
+        api.get_opt("aimed").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let aimed: Vec<String> = sim
+        .sim
+        .journal()
+        .iter()
+        .filter(|e| e.method == "PATCH" && e.path.contains("/shield-zone/1002/"))
+        .map(|e| e.path.clone())
+        .collect();
+    assert!(aimed.is_empty(), "a write to the other zone: {aimed:?}");
+    assert_eq!(platform_list(&sim, 9101), (true, 3), "nothing restored");
+    let events: Api<Event> = Api::namespaced(client, &namespace.name);
+    let rejected = eventually("a RestorePointRejected Warning", WAIT, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("RestorePointRejected"))
+    })
+    .await;
+    assert_eq!(rejected.type_.as_deref(), Some("Warning"));
+    assert!(
+        rejected
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("Shield Zone 1002")),
+        "{:?}",
+        rejected.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_objects_are_left_alone_until_resumed() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("paused");

@@ -79,6 +79,7 @@ pub enum Reason {
     ConfigurationClaimed,
     RestoreFailed,
     NothingToRestore,
+    RestorePointRejected,
     // PullZoneCertificate
     Issued,
     VerificationFailed,
@@ -136,6 +137,7 @@ impl Reason {
             Reason::ConfigurationClaimed => "ConfigurationClaimed",
             Reason::RestoreFailed => "RestoreFailed",
             Reason::NothingToRestore => "NothingToRestore",
+            Reason::RestorePointRejected => "RestorePointRejected",
             Reason::Issued => "Issued",
             Reason::VerificationFailed => "VerificationFailed",
             Reason::HostnameNotFound => "HostnameNotFound",

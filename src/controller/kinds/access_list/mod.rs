@@ -24,7 +24,7 @@ mod zone_lists;
 pub use self::plan::{
     Plan, converged_status, diff, drift_note, is_converged, plan, resolve, since_zone_resync, until_zone_resync,
 };
-pub use self::restore::{AfterRestore, FINALIZER, RESTORE_DEADLINE, after_restore};
+pub use self::restore::{AfterRestore, FINALIZER, RESTORE_DEADLINE, after_restore, restore_point_of_spec_zone};
 use self::restore::{record_restore_point, restore, wants_finalizer};
 pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
 use self::secret_protection::{Stage, sync_secret_protection};
@@ -170,9 +170,21 @@ impl Reconciled for AccessListConfig {
     /// [`after_restore`] for when the object is released without a restore.
     async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
         let point = self.status.as_ref().and_then(|s| s.restore_point);
-        let notes = match point.filter(|_| wants_finalizer(self)) {
+        let point = point
+            .filter(|_| wants_finalizer(self))
+            .map(|point| restore_point_of_spec_zone(self.spec.shield_zone_id, point));
+        let notes = match point {
             None => Vec::new(),
-            Some(point) => {
+            Some(Err(rejected)) => {
+                tracing::error!(
+                    namespace = %io.namespace,
+                    name = %self.name_any(),
+                    message = %rejected.message,
+                    "released without restoring: the restore point names another zone"
+                );
+                vec![rejected]
+            }
+            Some(Ok(point)) => {
                 let restored = restore(self, io, point).await;
                 let deleted_at = self
                     .metadata
@@ -416,7 +428,7 @@ mod tests {
     fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
         use crate::api::{ApiError, PlatformMessage};
         let point = RestorePoint {
-            shield_zone_id: Some(7),
+            shield_zone_id: Some(1),
             configuration_id: 9101,
             is_enabled: false,
             action: 2,
@@ -449,8 +461,8 @@ mod tests {
         };
         let restored = verdict(Ok(()), soon);
         assert!(
-            restored.starts_with("normal:Restored:") && restored.contains("configuration 9101 of Shield Zone 7"),
-            "the zone of the restore point, not the spec's: {restored}"
+            restored.starts_with("normal:Restored:") && restored.contains("configuration 9101 of Shield Zone 1"),
+            "{restored}"
         );
         assert!(verdict(server(), soon).starts_with("retry:ServerError"));
         assert!(verdict(server(), late).starts_with("warning:RestoreFailed"));

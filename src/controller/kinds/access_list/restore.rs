@@ -41,7 +41,7 @@ pub fn after_restore(
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
-    let zone = point.shield_zone_id.unwrap_or(spec_zone);
+    let zone = spec_zone;
     let configuration = point.configuration_id;
     let error = match restored {
         Ok(()) => {
@@ -87,6 +87,24 @@ pub fn after_restore(
     }
 }
 
+/// The restore point, if it names the spec's Shield Zone (or none: points recorded
+/// before the zone was kept). The spec's zone cannot change, so a point naming another
+/// one was written by someone who may patch the status, not by the operator; a restore
+/// never goes there, and the object is released with a Warning Event saying why.
+pub fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Note> {
+    match point.shield_zone_id {
+        Some(zone) if zone != spec_zone => Err(Note::warning(
+            Reason::RestorePointRejected,
+            format!(
+                "status.restorePoint names Shield Zone {zone}, not this object's zone {spec_zone}: \
+                 released without restoring configuration {}",
+                point.configuration_id
+            ),
+        )),
+        _ => Ok(point),
+    }
+}
+
 pub(super) async fn restore(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
@@ -97,7 +115,7 @@ pub(super) async fn restore(
         is_enabled: Some(point.is_enabled),
         action: Some(point.action),
     };
-    let zone = point.shield_zone_id.unwrap_or(object.spec.shield_zone_id);
+    let zone = object.spec.shield_zone_id;
     client.update_access_list(zone, point.configuration_id, &patch).await?;
     io.state
         .zone_lists
@@ -152,4 +170,27 @@ pub(super) async fn record_restore_point(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restore_point_of_another_zone_is_not_used() {
+        let point = |zone| RestorePoint {
+            shield_zone_id: zone,
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        assert_eq!(
+            restore_point_of_spec_zone(1001, point(Some(1001))),
+            Ok(point(Some(1001)))
+        );
+        assert_eq!(restore_point_of_spec_zone(1001, point(None)), Ok(point(None)));
+        let rejected = restore_point_of_spec_zone(1001, point(Some(1002))).expect_err("another zone");
+        assert_eq!(rejected.reason, Reason::RestorePointRejected);
+        assert!(rejected.message.contains("Shield Zone 1002"), "{}", rejected.message);
+    }
 }
