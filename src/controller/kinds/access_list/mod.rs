@@ -165,9 +165,11 @@ impl Reconciled for AccessListConfig {
     }
 
     /// With Restore: put back the values recorded in `status.restorePoint` before the
-    /// first write, on the zone and configuration they were read from. What the object
-    /// says now decides (a `deletionPolicy` switched to Orphan restores nothing). See
-    /// [`after_restore`] for when the object is released without a restore.
+    /// first write, on the configuration they were read from, in the spec's zone. What
+    /// the object says now decides (a `deletionPolicy` switched to Orphan restores
+    /// nothing). See [`restore_point_of_spec_zone`] and [`after_restore`] for when the
+    /// object is released without a restore; each such release is also logged at error
+    /// level, the durable record.
     async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
         let point = self.status.as_ref().and_then(|s| s.restore_point);
         let point = point
@@ -175,15 +177,7 @@ impl Reconciled for AccessListConfig {
             .map(|point| restore_point_of_spec_zone(self.spec.shield_zone_id, point));
         let notes = match point {
             None => Vec::new(),
-            Some(Err(rejected)) => {
-                tracing::error!(
-                    namespace = %io.namespace,
-                    name = %self.name_any(),
-                    message = %rejected.message,
-                    "released without restoring: the restore point names another zone"
-                );
-                vec![rejected]
-            }
+            Some(Err(rejected)) => vec![rejected],
             Some(Ok(point)) => {
                 let restored = restore(self, io, point).await;
                 let deleted_at = self
@@ -192,21 +186,20 @@ impl Reconciled for AccessListConfig {
                     .as_ref()
                     .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
                 match after_restore(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
-                    AfterRestore::Done(note) => {
-                        if note.reason == Reason::RestoreFailed {
-                            tracing::error!(
-                                namespace = %io.namespace,
-                                name = %self.name_any(),
-                                message = %note.message,
-                                "released without restoring: the platform keeps the values this object wrote"
-                            );
-                        }
-                        vec![note]
-                    }
+                    AfterRestore::Done(note) => vec![note],
                     AfterRestore::Retry(error) => return Err(error),
                 }
             }
         };
+        let unrestored = [Reason::RestoreFailed, Reason::RestorePointRejected];
+        for note in notes.iter().filter(|note| unrestored.contains(&note.reason)) {
+            tracing::error!(
+                namespace = %io.namespace,
+                name = %self.name_any(),
+                message = %note.message,
+                "released without restoring: the platform keeps the values this object wrote"
+            );
+        }
         sync_secret_protection(self, io, Stage::Released).await?;
         Ok(notes)
     }
