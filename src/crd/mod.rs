@@ -131,7 +131,8 @@ pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Err
 /// when `crds.keep`, `helm.sh/resource-policy: keep` (an uninstall leaves the CRD, and
 /// so every object of its kind). Template delimiters in the YAML are escaped.
 pub fn to_chart_template(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
-    let yaml = serde_yaml::to_string(crd)?.replace("{{", r#"{{ "{{" }}"#);
+    let yaml = to_yaml(crd)?;
+    let yaml = yaml.trim_start_matches("---\n").replace("{{", r#"{{ "{{" }}"#);
     let name = format!(
         "metadata:\n  name: {}\n",
         crd.metadata.name.as_deref().unwrap_or_default()

@@ -53,14 +53,10 @@ fn endpoint_in_wire_form(endpoint: &mut Map<String, Value>) {
 }
 
 fn probes_in_wire_form(template: &mut Map<String, Value>) {
-    let probes = template
-        .entry("probes")
-        .and_modify(|probes| {
-            if !probes.is_object() {
-                *probes = Value::Object(Map::new());
-            }
-        })
-        .or_insert_with(|| Value::Object(Map::new()));
+    let probes = template.entry("probes").or_insert(Value::Null);
+    if !probes.is_object() {
+        *probes = Value::Object(Map::new());
+    }
     let Some(probes) = probes.as_object_mut() else {
         return;
     };

@@ -24,8 +24,8 @@ mod zone_lists;
 pub use self::plan::{
     Plan, converged_status, diff, drift_note, is_converged, plan, resolve, since_zone_resync, until_zone_resync,
 };
-pub use self::restore::{AfterRestore, FINALIZER, RESTORE_DEADLINE, after_restore, restore_point_of_spec_zone};
-use self::restore::{record_restore_point, restore, wants_finalizer};
+pub use self::restore::{AfterRestore, FINALIZER, RESTORE_DEADLINE, after_restore};
+use self::restore::{record_restore_point, restore, restore_point_of_spec_zone, wants_finalizer};
 pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
 use self::secret_protection::{Stage, sync_secret_protection};
 

@@ -41,8 +41,7 @@ pub fn after_restore(
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
-    let zone = spec_zone;
-    let configuration = point.configuration_id;
+    let (zone, configuration) = (spec_zone, point.configuration_id);
     let error = match restored {
         Ok(()) => {
             return AfterRestore::Done(Note::normal(
@@ -91,7 +90,7 @@ pub fn after_restore(
 /// before the zone was kept). The spec's zone cannot change, so a point naming another
 /// one was written by someone who may patch the status, not by the operator; a restore
 /// never goes there, and the object is released with a Warning Event saying why.
-pub fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Note> {
+pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Note> {
     match point.shield_zone_id {
         Some(zone) if zone != spec_zone => Err(Note::warning(
             Reason::RestorePointRejected,
