@@ -201,13 +201,16 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
     assert!(nothing.iter().any(|n| n.contains("9102")), "{nothing:?}");
 
     // The rejected key keeps the object, stalled, saying what a person can do.
-    let stalled = wait_for_condition(&api, "revoked", "Stalled", Some("True"), "Unauthorized", WAIT).await;
+    let stalled = wait_for_condition(&api, "revoked", "Stalled", Some("True"), "RestoreHeld", WAIT).await;
     let stalled = stalled
         .status
         .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Stalled"))
         .expect("Stalled");
     assert!(
-        stalled.message.contains("Fix the credentials") && stalled.message.contains("Orphan"),
+        stalled.message.starts_with("Unauthorized holds the restore")
+            && stalled.message.contains("fix the credentials")
+            && stalled.message.contains("Orphan")
+            && stalled.message.contains("it is released without restoring"),
         "{}",
         stalled.message
     );
@@ -217,8 +220,35 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
         "the restore is pending"
     );
     assert_eq!(in_use().await, Some(true), "its Secret stays protected");
-    let warned = events_of(&namespace.name, "Unauthorized").await;
-    assert!(warned.iter().any(|n| n.contains("Orphan")), "{warned:?}");
+    let held = events_of(&namespace.name, "RestoreHeld").await;
+    assert!(
+        held.iter()
+            .any(|n| n.starts_with("Unauthorized holds") && n.contains("Orphan") && n.contains("at 20")),
+        "the hold has a Warning Event of its own, with its deadline and both ways out: {held:?}"
+    );
+
+    // A new cause of the same hold is told too.
+    let (ok, _, stderr) = cluster().kubectl(
+        &[
+            "patch",
+            "secret",
+            "own-key",
+            "-n",
+            &namespace.name,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/data/accessKey"}]"#,
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    eventually("a RestoreHeld Event for the new cause", WAIT, || async {
+        let held = events_of(&namespace.name, "RestoreHeld").await;
+        held.iter()
+            .any(|n| n.starts_with("CredentialsUnavailable holds"))
+            .then_some(())
+    })
+    .await;
 
     // Rotating the Secret to a key the platform accepts is picked up at once.
     sim.sim.world_mut().document.access_keys.push("rotated-key".into());
@@ -361,7 +391,7 @@ async fn two_objects_on_one_configuration_do_not_fight() {
         .find(|c| c.type_ == "Ready")
         .expect("Ready");
     assert!(
-        ready.message.contains(&format!("{}/first", namespace.name)),
+        ready.message.contains("AccessListConfig \"first\""),
         "{}",
         ready.message
     );

@@ -16,3 +16,4 @@ mod operator_app_watch;
 mod operator_certificate;
 mod operator_resilience;
 mod plan;
+mod protections_together;

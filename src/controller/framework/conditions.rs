@@ -80,6 +80,8 @@ pub enum Reason {
     RestoreFailed,
     NothingToRestore,
     RestorePointRejected,
+    /// A restore waits for credentials a person must fix, until its deadline.
+    RestoreHeld,
     // PullZoneCertificate
     Issued,
     VerificationFailed,
@@ -138,6 +140,7 @@ impl Reason {
             Reason::RestoreFailed => "RestoreFailed",
             Reason::NothingToRestore => "NothingToRestore",
             Reason::RestorePointRejected => "RestorePointRejected",
+            Reason::RestoreHeld => "RestoreHeld",
             Reason::Issued => "Issued",
             Reason::VerificationFailed => "VerificationFailed",
             Reason::HostnameNotFound => "HostnameNotFound",
@@ -204,8 +207,9 @@ impl Reason {
 }
 
 /// The reasons that wait for a person (see [`Reason::is_terminal`]).
-const TERMINAL: [Reason; 18] = [
+const TERMINAL: [Reason; 19] = [
     Reason::Paused,
+    Reason::RestoreHeld,
     Reason::Drifted,
     Reason::AccessListNotFound,
     Reason::AmbiguousListName,

@@ -1,9 +1,10 @@
 //! Which platform client an object uses: the key in the Secret it references, or the
 //! operator's own, each only where the operator is told it may be used.
 //!
-//! Secret data is read with a GET and kept per `resourceVersion`. The Secret metadata
-//! watch ([`SecretIndex`]) tells the current version, so a reconcile of an unchanged
-//! Secret makes no request to the apiserver and a rotated one is read again at once.
+//! Secret data is read with a GET and kept per `resourceVersion`. The operator's one
+//! Secret metadata watch ([`SecretIndex`]) tells the current version, so a reconcile of
+//! an unchanged Secret makes no request to the apiserver, a rotated one is read again at
+//! once, and the key of a Secret that is gone is dropped.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 
@@ -58,11 +60,12 @@ impl NamespaceSet {
 /// have missed a change.
 const SECRET_DATA_TTL: Duration = Duration::from_secs(600);
 
-/// What the Secret metadata watch says about each Secret: its `resourceVersion` and
-/// its finalizers.
-#[derive(Default)]
+/// The metadata of the Secrets the operator may read, as its one Secret watch last
+/// listed them: a re-list replaces the whole set, so a Secret deleted while the watch
+/// was down is forgotten.
+#[derive(Clone)]
 pub struct SecretIndex {
-    secrets: Mutex<HashMap<(String, String), SecretMeta>>,
+    store: Store<PartialObjectMeta<KubeSecret>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,37 +75,20 @@ pub struct SecretMeta {
 }
 
 impl SecretIndex {
-    /// Follows one Secret metadata watch.
-    pub fn follow(&self, event: &Event<PartialObjectMeta<KubeSecret>>) {
-        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
-        match event {
-            Event::Apply(secret) | Event::InitApply(secret) => {
-                let meta = SecretMeta {
-                    resource_version: secret.resource_version(),
-                    finalizers: secret.finalizers().to_vec(),
-                };
-                secrets.insert((secret.namespace().unwrap_or_default(), secret.name_any()), meta);
-            }
-            Event::Delete(secret) => {
-                secrets.remove(&(secret.namespace().unwrap_or_default(), secret.name_any()));
-            }
-            Event::Init | Event::InitDone => {}
-        }
+    pub fn new(store: Store<PartialObjectMeta<KubeSecret>>) -> Self {
+        Self { store }
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<SecretMeta> {
-        let secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
-        secrets.get(&(namespace.to_string(), name.to_string())).cloned()
+        let secret = self.store.get(&ObjectRef::new(name).within(namespace))?;
+        Some(SecretMeta {
+            resource_version: secret.resource_version(),
+            finalizers: secret.finalizers().to_vec(),
+        })
     }
 
-    /// The Secrets of `namespace` that carry `finalizer`.
-    pub fn with_finalizer(&self, namespace: &str, finalizer: &str) -> Vec<String> {
-        let secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
-        secrets
-            .iter()
-            .filter(|((ns, _), meta)| ns == namespace && meta.finalizers.iter().any(|f| f == finalizer))
-            .map(|((_, name), _)| name.clone())
-            .collect()
+    fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.store.get(&ObjectRef::new(name).within(namespace)).is_some()
     }
 }
 
@@ -142,6 +128,53 @@ struct CachedKey {
     key: Secret,
 }
 
+/// (namespace, Secret, key in the Secret).
+type KeyRef = (String, String, String);
+
+/// The keys read from Secrets, each valid for the Secret version it was read from.
+#[derive(Default)]
+struct KeyCache {
+    keys: Mutex<HashMap<KeyRef, CachedKey>>,
+}
+
+impl KeyCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<KeyRef, CachedKey>> {
+        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key read from `resource_version` of its Secret, if read less than
+    /// [`SECRET_DATA_TTL`] ago.
+    fn current(&self, key: &KeyRef, resource_version: &Option<String>) -> Option<Secret> {
+        self.lock()
+            .get(key)
+            .filter(|cached| &cached.resource_version == resource_version && cached.read_at.elapsed() < SECRET_DATA_TTL)
+            .map(|cached| cached.key.clone())
+    }
+
+    fn insert(&self, key: KeyRef, resource_version: Option<String>, value: Secret) {
+        let cached = CachedKey {
+            resource_version,
+            read_at: tokio::time::Instant::now(),
+            key: value,
+        };
+        self.lock().insert(key, cached);
+    }
+
+    fn forget(&self, key: &KeyRef) {
+        self.lock().remove(key);
+    }
+
+    /// Keeps only the keys of Secrets for which `exists(namespace, name)` holds.
+    fn retain_secrets(&self, exists: impl Fn(&str, &str) -> bool) {
+        self.lock().retain(|(namespace, name, _), _| exists(namespace, name));
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 pub struct Credentials {
     kube: kube::Client,
     /// The client whose credentials are replaced per object (pool, quota and hooks shared).
@@ -152,19 +185,38 @@ pub struct Credentials {
     /// Namespaces whose Secrets the operator may read.
     secret_namespaces: NamespaceSet,
     pub secrets: SecretIndex,
-    cache: Mutex<HashMap<(String, String, String), CachedKey>>,
+    keys: KeyCache,
 }
 
 impl Credentials {
-    pub fn new(kube: kube::Client, platform: EdgeClient, default_key: Option<DefaultKey>) -> Self {
+    pub fn new(
+        kube: kube::Client,
+        platform: EdgeClient,
+        default_key: Option<DefaultKey>,
+        secrets: SecretIndex,
+    ) -> Self {
         Self {
             kube,
             platform,
             default_key,
             default_key_namespaces: NamespaceSet::None,
             secret_namespaces: NamespaceSet::None,
-            secrets: SecretIndex::default(),
-            cache: Mutex::default(),
+            secrets,
+            keys: KeyCache::default(),
+        }
+    }
+
+    /// Follows the Secret watch once its event is in the index: the keys of a Secret
+    /// that is deleted, or missing from a re-list, are dropped.
+    pub fn follow_secrets(&self, event: &Event<PartialObjectMeta<KubeSecret>>) {
+        match event {
+            Event::Delete(secret) => {
+                let (namespace, name) = (secret.namespace().unwrap_or_default(), secret.name_any());
+                self.keys
+                    .retain_secrets(|ns, n| (ns, n) != (namespace.as_str(), name.as_str()));
+            }
+            Event::InitDone => self.keys.retain_secrets(|ns, n| self.secrets.contains(ns, n)),
+            Event::Apply(_) | Event::InitApply(_) | Event::Init => {}
         }
     }
 
@@ -215,15 +267,10 @@ impl Credentials {
             ));
         }
         let cache_key = (namespace.to_string(), reference.name.clone(), reference.key.clone());
-        let current = self.secrets.get(namespace, &reference.name);
-        if let Some(current) = &current {
-            let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(cached) = cache.get(&cache_key)
-                && cached.resource_version == current.resource_version
-                && cached.read_at.elapsed() < SECRET_DATA_TTL
-            {
-                return Ok(cached.key.clone());
-            }
+        if let Some(current) = self.secrets.get(namespace, &reference.name)
+            && let Some(key) = self.keys.current(&cache_key, &current.resource_version)
+        {
+            return Ok(key);
         }
         let secrets: Api<KubeSecret> = Api::namespaced(self.kube.clone(), namespace);
         let secret = secrets
@@ -242,15 +289,7 @@ impl Credentials {
             return Err(problem(format!("key {:?} is empty", reference.key)));
         }
         let key = Secret::new(key);
-        let cached = CachedKey {
-            resource_version: secret.resource_version(),
-            read_at: tokio::time::Instant::now(),
-            key: key.clone(),
-        };
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(cache_key, cached);
+        self.keys.insert(cache_key, secret.resource_version(), key.clone());
         Ok(key)
     }
 
@@ -264,11 +303,8 @@ impl Credentials {
                 }
             }
             Some(reference) => {
-                let cache_key = (namespace.to_string(), reference.name.clone(), reference.key.clone());
-                self.cache
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&cache_key);
+                self.keys
+                    .forget(&(namespace.to_string(), reference.name.clone(), reference.key.clone()));
             }
         }
     }
@@ -295,6 +331,70 @@ mod tests {
         assert!(!NamespaceSet::parse(&[]).contains("default"));
         let only = NamespaceSet::parse(&names(&["team-a", " team-b "]));
         assert!(only.contains("team-b") && !only.contains("team-c"));
+    }
+
+    fn secret(name: &str, version: &str) -> PartialObjectMeta<KubeSecret> {
+        use kube::core::PartialObjectMetaExt;
+        kube::api::ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("team".into()),
+            resource_version: Some(version.into()),
+            ..Default::default()
+        }
+        .into_response_partial()
+    }
+
+    #[tokio::test]
+    async fn a_re_list_forgets_secrets_deleted_meanwhile_and_their_keys_go_with_them() {
+        let mut writer = kube::runtime::reflector::store::Writer::default();
+        let index = SecretIndex::new(writer.as_reader());
+        let kube =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().expect("url"))).expect("client");
+        let platform = EdgeClient::new(crate::api::ClientConfig::new(
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:9",
+            ApiCredentials::AccessKey(Secret::new("")),
+        ))
+        .expect("platform client");
+        let credentials = Credentials::new(kube, platform, None, index.clone());
+        let follow = |writer: &mut kube::runtime::reflector::store::Writer<_>, event| {
+            writer.apply_watcher_event(&event);
+            credentials.follow_secrets(&event);
+        };
+        for event in [
+            Event::Init,
+            Event::InitApply(secret("kept", "1")),
+            Event::InitApply(secret("deleted", "1")),
+            Event::InitApply(secret("gone-in-a-gap", "1")),
+            Event::InitDone,
+        ] {
+            follow(&mut writer, event);
+        }
+        for name in ["kept", "deleted", "gone-in-a-gap"] {
+            let key = ("team".to_string(), name.to_string(), "accessKey".to_string());
+            credentials.keys.insert(key, Some("1".into()), Secret::new("k"));
+        }
+        follow(&mut writer, Event::Delete(secret("deleted", "2")));
+        assert_eq!(index.get("team", "deleted"), None);
+        assert_eq!(credentials.keys.len(), 2, "the deleted Secret's key is dropped");
+        for event in [Event::Init, Event::InitApply(secret("kept", "3")), Event::InitDone] {
+            follow(&mut writer, event);
+        }
+        assert_eq!(index.get("team", "gone-in-a-gap"), None, "a re-list replaces the index");
+        assert_eq!(
+            index.get("team", "kept").and_then(|meta| meta.resource_version),
+            Some("3".into())
+        );
+        assert_eq!(
+            credentials.keys.len(),
+            1,
+            "only the key of a Secret still listed is kept"
+        );
+        let kept = ("team".to_string(), "kept".to_string(), "accessKey".to_string());
+        assert!(
+            credentials.keys.current(&kept, &Some("3".into())).is_none(),
+            "a key read from an older version is not used"
+        );
     }
 
     #[test]

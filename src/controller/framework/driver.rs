@@ -161,7 +161,7 @@ pub async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, n
         },
         reason: note.reason.as_str().to_string(),
         note: Some(shortened(&note.message)),
-        action: "Reconcile".to_string(),
+        action: note.action(),
         secondary: None,
     };
     if let Err(error) = ctx.recorder.publish(&event, &object.object_ref(&())).await {

@@ -15,7 +15,7 @@ use super::{KindContext, Reconciled, reconcile};
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
 use crate::controller::framework::backoff::{Failures, certificate_policy};
 use crate::controller::framework::context::{Context, Settings};
-use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
+use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet, SecretIndex};
 use crate::controller::framework::metrics::Metrics;
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 use crate::sim::{RunningSim, SimDocument};
@@ -143,9 +143,14 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
     .unwrap_or_else(|e| panic!("{e}"));
     let ctx = Context {
         kube: kube.clone(),
-        credentials: Credentials::new(kube.clone(), platform, Some(DefaultKey::Fixed(Secret::new(ACCESS_KEY))))
-            .with_default_key_namespaces(NamespaceSet::All)
-            .with_secret_namespaces(NamespaceSet::All),
+        credentials: Credentials::new(
+            kube.clone(),
+            platform,
+            Some(DefaultKey::Fixed(Secret::new(ACCESS_KEY))),
+            SecretIndex::new(kube::runtime::reflector::store::Writer::default().as_reader()),
+        )
+        .with_default_key_namespaces(NamespaceSet::All)
+        .with_secret_namespaces(NamespaceSet::All),
         failures: Failures::default(),
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),

@@ -33,7 +33,8 @@ pub enum ReconcileError {
     #[error("leadership is not confirmed: another operator may be acting")]
     NotLeader,
     #[error(
-        "configuration {configuration} of Shield Zone {zone} is managed by AccessListConfig {owner}, created earlier"
+        "configuration {configuration} of Shield Zone {zone} is written by {owner}, which claimed it first; only one \
+         AccessListConfig writes a configuration"
     )]
     ConfigurationClaimed {
         zone: i64,
@@ -41,9 +42,9 @@ pub enum ReconcileError {
         owner: String,
     },
     #[error(
-        "cannot restore configuration {configuration} of Shield Zone {zone}: {cause}. Fix the credentials, or set \
-         spec.deletionPolicy to Orphan to release the object without restoring; at {deadline} it is released \
-         without restoring"
+        "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
+         the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
+         {deadline} it is released without restoring", .cause.reason().as_str()
     )]
     RestoreBlocked {
         zone: i64,
@@ -77,7 +78,15 @@ impl ReconcileError {
             ReconcileError::TimedOut(_) => Reason::Timeout,
             ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
             ReconcileError::NotLeader => Reason::NotLeader,
-            ReconcileError::RestoreBlocked { cause, .. } => cause.reason(),
+            ReconcileError::RestoreBlocked { .. } => Reason::RestoreHeld,
+        }
+    }
+
+    /// The reason of the failure behind this one, which its message begins with.
+    pub fn cause_reason(&self) -> Option<Reason> {
+        match self {
+            ReconcileError::RestoreBlocked { cause, .. } => Some(cause.reason()),
+            _ => None,
         }
     }
 

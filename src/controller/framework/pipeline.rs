@@ -54,6 +54,8 @@ pub struct Note {
     pub warning: bool,
     pub reason: Reason,
     pub message: String,
+    /// The failure behind `reason`, when there is one.
+    pub cause: Option<Reason>,
 }
 
 impl Note {
@@ -62,6 +64,7 @@ impl Note {
             warning: false,
             reason,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -70,6 +73,17 @@ impl Note {
             warning: true,
             reason,
             message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// The Event's action: what was done, and the cause a reason has. Events of one
+    /// object, reason and action are counted as one series, so a new cause makes a new
+    /// Event rather than a repeat of the old note.
+    pub fn action(&self) -> String {
+        match self.cause {
+            Some(cause) => format!("Reconcile/{}", cause.as_str()),
+            None => "Reconcile".to_string(),
         }
     }
 }
@@ -357,10 +371,19 @@ pub fn shortened(note: &str) -> String {
     format!("{}…", &note[..end])
 }
 
-/// The Warning Event for a failure whose reason the object did not already show.
+/// The Warning Event for a failure whose reason, or cause, the object did not already
+/// show.
 pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
     let reason = error.reason();
-    let shown = find(previous, ConditionType::Synced)
-        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason.as_str());
-    (!shown).then(|| Note::warning(reason, error.to_string()))
+    let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
+        c.status == ConditionStatus::False
+            && c.reason == reason.as_str()
+            && error
+                .cause_reason()
+                .is_none_or(|cause| c.message.starts_with(&format!("{} ", cause.as_str())))
+    });
+    (!shown).then(|| Note {
+        cause: error.cause_reason(),
+        ..Note::warning(reason, error.to_string())
+    })
 }

@@ -1,44 +1,26 @@
-//! One controller per kind: its watch, the Secret metadata watches that requeue the
-//! objects referencing a Secret, the error backoff, and what a deleted object leaves.
+//! One controller per kind: its watch, the Secret changes that requeue the objects
+//! referencing a Secret, the error backoff, and what a deleted object leaves; and the
+//! Secret in-use protection controller.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret as KubeSecret;
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
 
+use super::secret_watch::{SecretChanges, SecretMeta};
 use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::context::Context;
-use crate::controller::framework::credentials::NamespaceSet;
 use crate::controller::framework::driver;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{KindContext, Reconciled};
 use crate::controller::framework::status::object_key;
-
-/// The metadata of Secrets as the watches of the allowed namespaces deliver it.
-type SecretEvents =
-    futures::stream::BoxStream<'static, Result<watcher::Event<PartialObjectMeta<KubeSecret>>, watcher::Error>>;
-
-/// One metadata watch per namespace whose Secrets the operator may read (one
-/// cluster-wide watch for every namespace, none for none).
-fn secret_events(client: &kube::Client, namespaces: &NamespaceSet) -> SecretEvents {
-    let watch =
-        |api: Api<PartialObjectMeta<KubeSecret>>| watcher(api, watcher::Config::default()).default_backoff().boxed();
-    match namespaces {
-        NamespaceSet::All => watch(Api::all(client.clone())),
-        NamespaceSet::Only(names) => {
-            futures::stream::select_all(names.iter().map(|ns| watch(Api::namespaced(client.clone(), ns)))).boxed()
-        }
-        NamespaceSet::None => futures::stream::empty().boxed(),
-    }
-}
+use crate::controller::kinds::access_list::{reconcile_secret, secret_error_policy};
+use crate::crd::AccessListConfig;
 
 fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -83,10 +65,7 @@ fn forget_deleted<K: Reconciled>(kind: &KindContext<K>, event: &Result<watcher::
 
 /// Objects of a kind whose credentials come from `secret` (only its metadata is
 /// watched: Secret data is never cached).
-fn referencing<K: Reconciled>(
-    store: &kube::runtime::reflector::Store<K>,
-    secret: &PartialObjectMeta<KubeSecret>,
-) -> Vec<ObjectRef<K>> {
+fn referencing<K: Reconciled>(store: &Store<K>, secret: &SecretMeta) -> Vec<ObjectRef<K>> {
     store
         .state()
         .iter()
@@ -112,16 +91,22 @@ pub(super) struct Wiring<'a> {
     pub client: &'a kube::Client,
     /// The namespace watched (all when `None`).
     pub namespace: &'a Option<String>,
-    pub secret_namespaces: &'a NamespaceSet,
-    pub ctx: &'a Arc<Context>,
     pub health: &'a Arc<Health>,
     pub shutdown: &'a Shutdown,
 }
 
+/// Reconciles of Secret protection at once: each decides from the caches, and writes
+/// at most one PATCH.
+const SECRET_PROTECTION_CONCURRENCY: u16 = 4;
+
 impl Wiring<'_> {
     /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
-    pub(super) async fn run<K: Reconciled>(&self, concurrency: u16) {
-        let kind = Arc::new(KindContext::<K>::new(self.ctx.clone()));
+    pub(super) async fn run<K: Reconciled>(
+        &self,
+        kind: Arc<KindContext<K>>,
+        secret_changes: SecretChanges,
+        concurrency: u16,
+    ) {
         // Only changes of generation (spec, deletion), annotations (paused, requests) and
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
@@ -155,19 +140,7 @@ impl Wiring<'_> {
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();
         controller
-            .watches_stream(
-                secret_events(self.client, self.secret_namespaces)
-                    .inspect({
-                        let ctx = kind.shared.clone();
-                        move |event| {
-                            if let Ok(event) = event {
-                                ctx.credentials.secrets.follow(event);
-                            }
-                        }
-                    })
-                    .touched_objects(),
-                move |secret| referencing(&store, &secret),
-            )
+            .watches_shared_stream(secret_changes, move |secret| referencing(&store, &secret))
             .with_config(controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(self.shutdown.clone().requested())
             .run(driver::reconcile::<K>, error_policy, kind)
@@ -176,6 +149,30 @@ impl Wiring<'_> {
                 let failing = failing.clone();
                 async move { report_controller_event::<K>(result, &health, &failing) }
             })
+            .await;
+    }
+
+    /// Runs the Secret in-use protection: each Secret that changes, or whose need the
+    /// AccessListConfig watch saw change, keeps the finalizer exactly while needed. Only
+    /// Secrets of the watched namespace are judged: the objects of others are unknown.
+    pub(super) async fn protect_secrets(
+        &self,
+        access_lists: Arc<KindContext<AccessListConfig>>,
+        secret_changes: SecretChanges,
+        secrets: Store<SecretMeta>,
+    ) {
+        let Some(needs_changed) = access_lists.state.secret_triggers.take() else {
+            return;
+        };
+        let watched = self.namespace.clone();
+        let secret_changes =
+            secret_changes.filter(move |secret| std::future::ready(watched.is_none() || secret.namespace() == watched));
+        Controller::for_shared_stream(secret_changes, secrets)
+            .reconcile_on(needs_changed)
+            .with_config(controller::Config::default().concurrency(SECRET_PROTECTION_CONCURRENCY))
+            .graceful_shutdown_on(self.shutdown.clone().requested())
+            .run(reconcile_secret, secret_error_policy, access_lists)
+            .for_each(|_| std::future::ready(()))
             .await;
     }
 }

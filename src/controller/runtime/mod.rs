@@ -4,6 +4,7 @@
 pub mod check;
 mod controllers;
 mod lease;
+mod secret_watch;
 mod server;
 pub mod shutdown;
 
@@ -17,6 +18,7 @@ use kube::runtime::events::{Recorder, Reporter};
 
 use self::controllers::Wiring;
 use self::lease::{release_lease, watch_lease};
+use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret, USER_AGENT};
@@ -25,6 +27,7 @@ use crate::controller::framework::context::{Context, Settings, duration_of_at_le
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
 use crate::controller::framework::leader::{self, LeaderGate};
 use crate::controller::framework::metrics::Metrics;
+use crate::controller::framework::pipeline::KindContext;
 use crate::controller::framework::status::MANAGER;
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 use crate::telemetry::LogFormat;
@@ -176,9 +179,10 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         controller: MANAGER.to_string(),
         instance: config.election().map(|l| l.identity.clone()),
     };
+    let (secret_watch, secret_index) = SecretWatch::new();
     let ctx = Arc::new(Context {
         kube: kube_client.clone(),
-        credentials: Credentials::new(kube_client.clone(), platform, default_key)
+        credentials: Credentials::new(kube_client.clone(), platform, default_key, secret_index)
             .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
             .with_secret_namespaces(secret_namespaces.clone()),
         failures: Failures::default(),
@@ -238,16 +242,34 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let wiring = Wiring {
         client: &kube_client,
         namespace: &config.namespace,
-        secret_namespaces: &secret_namespaces,
-        ctx: &ctx,
         health: &health,
         shutdown: &shutdown,
     };
+    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone()));
+    let secrets = secret_watch.store();
+    let secret_changes = [(); 4].map(|()| secret_watch.subscribe());
+    let [for_access_lists, for_certificates, for_app_watches, for_protection] = secret_changes;
     let controllers = async {
         tokio::join!(
-            wiring.run::<AccessListConfig>(config.concurrency),
-            wiring.run::<PullZoneCertificate>(config.concurrency),
-            wiring.run::<ContainerAppWatch>(config.poll_concurrency),
+            secret_watch.run(
+                kube_client.clone(),
+                secret_namespaces,
+                ctx.clone(),
+                health.clone(),
+                shutdown.clone().requested()
+            ),
+            wiring.protect_secrets(access_lists.clone(), for_protection, secrets),
+            wiring.run(access_lists, for_access_lists, config.concurrency),
+            wiring.run(
+                Arc::new(KindContext::<PullZoneCertificate>::new(ctx.clone())),
+                for_certificates,
+                config.concurrency
+            ),
+            wiring.run(
+                Arc::new(KindContext::<ContainerAppWatch>::new(ctx.clone())),
+                for_app_watches,
+                config.poll_concurrency
+            ),
         );
     };
     let controllers = async {

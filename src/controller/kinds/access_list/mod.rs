@@ -26,8 +26,10 @@ pub use self::plan::{
 };
 pub use self::restore::{AfterRestore, FINALIZER, RESTORE_DEADLINE, after_restore};
 use self::restore::{record_restore_point, restore, restore_point_of_spec_zone, wants_finalizer};
-pub use self::secret_protection::{SECRET_IN_USE_FINALIZER, protected_secret, protection_changes};
-use self::secret_protection::{Stage, sync_secret_protection};
+pub use self::secret_protection::{
+    ProtectionChange, SECRET_IN_USE_FINALIZER, protected_secret, reconcile_secret, secret_error_policy,
+};
+use self::secret_protection::{SecretTriggers, protect_own_secret};
 
 /// The access list an object names, as the platform holds it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,8 +52,11 @@ pub struct Planned {
 /// What the reconciles of AccessListConfigs keep between them.
 #[derive(Default)]
 pub struct State {
-    /// Which objects claim which access list, from the kind's watch.
+    /// Which object writes which configuration, and which Secrets restores need, from
+    /// the kind's watch.
     pub claims: Claims,
+    /// The Secrets whose need changed, for the Secret protection controller.
+    pub secret_triggers: SecretTriggers,
     /// The zones' access lists, read once for all objects of a zone.
     pub zone_lists: ZoneLists,
 }
@@ -68,7 +73,7 @@ impl Reconciled for AccessListConfig {
     kind_accessors!();
 
     fn follow(state: &State, event: &kube::runtime::watcher::Event<Self>) {
-        state.claims.follow(event);
+        state.secret_triggers.send(state.claims.follow(event));
     }
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
@@ -93,7 +98,7 @@ impl Reconciled for AccessListConfig {
                 managed,
             }
         };
-        if let Some(owner) = io.state.claims.owner(self, observed.list.configuration_id).await {
+        if let Some(owner) = io.state.claims.claim(self, &observed.list).await {
             return Err(ReconcileError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
                 configuration: observed.list.configuration_id,
@@ -200,24 +205,22 @@ impl Reconciled for AccessListConfig {
                 "released without restoring: the platform keeps the values this object wrote"
             );
         }
-        sync_secret_protection(self, io, Stage::Released).await?;
         Ok(notes)
     }
 
-    /// Keeps the in-use finalizer on exactly the Secrets of the namespace that some
-    /// object needs for a restore, on every pass (paused and deleting included).
+    /// Protects the Secret this object needs for a restore, on every pass.
     async fn maintain(&self, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
-        sync_secret_protection(self, io, Stage::Current).await
+        protect_own_secret(self, io).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch, AccessListsResponse};
     use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, is_true, merge};
+    use crate::controller::framework::pipeline::failure_note;
     use crate::crd::access_list_config::{AccessListConfigSpec, DeletionPolicy, ManagementPolicy, RestorePoint};
 
     fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
@@ -465,15 +468,50 @@ mod tests {
             ("revoked", verdict(revoked(), soon)),
             ("no secret", verdict(no_secret(), soon)),
         ] {
-            assert!(blocked.starts_with("retry:"), "{what}: {blocked}");
+            assert!(blocked.starts_with("retry:RestoreHeld:"), "{what}: {blocked}");
             assert!(
-                blocked.contains("Fix the credentials")
+                blocked.contains("fix the credentials")
                     && blocked.contains("Orphan")
                     && blocked.contains("2026-11-20T12:10:00"),
                 "{what}: names the two ways out and the deadline: {blocked}"
             );
         }
         assert!(verdict(revoked(), late).starts_with("warning:RestoreFailed"));
+
+        // The hold is told once when it begins and again when its cause changes.
+        let held = |restored| match after_restore(1, &point, restored, Some(deleted), soon) {
+            AfterRestore::Retry(error) => error,
+            AfterRestore::Done(note) => panic!("{}", note.message),
+        };
+        let shown = |error: &ReconcileError| {
+            let decided = [Decided::new(
+                ConditionType::Synced,
+                false,
+                error.reason(),
+                error.to_string(),
+            )];
+            merge(&[], &decided, Some(1), "t")
+        };
+        let (by_key, by_secret) = (held(revoked()), held(no_secret()));
+        let note = failure_note(&[], &by_key).expect("the hold begins");
+        assert_eq!((note.reason, note.warning), (Reason::RestoreHeld, true));
+        assert!(
+            note.message.starts_with("Unauthorized holds the restore"),
+            "{}",
+            note.message
+        );
+        assert_eq!(failure_note(&shown(&by_key), &held(revoked())), None, "the same hold");
+        let changed = failure_note(&shown(&by_key), &by_secret).expect("its cause changed");
+        assert!(
+            changed.message.starts_with("CredentialsUnavailable holds"),
+            "{}",
+            changed.message
+        );
+        assert_ne!(
+            note.action(),
+            changed.action(),
+            "a new Event, not a repeat of the first"
+        );
         assert!(
             verdict(rejected(), soon).starts_with("warning:RestoreFailed"),
             "no one can fix a 400"
@@ -489,10 +527,7 @@ mod tests {
     }
 
     #[test]
-    fn the_secret_protection_follows_what_objects_need() {
-        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
-        let (add, remove) = protection_changes(&names(&["a", "b"]), &names(&["b", "old"]));
-        assert_eq!((add, remove), (vec!["a".to_string()], vec!["old".to_string()]));
+    fn an_object_needs_its_secret_while_it_may_restore() {
         let mut object = AccessListConfig::new("x", spec(true, None));
         object.spec.deletion_policy = DeletionPolicy::Restore;
         object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {

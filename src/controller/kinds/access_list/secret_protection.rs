@@ -1,31 +1,40 @@
 //! The in-use finalizer on Secrets that restoring AccessListConfigs need, so a
 //! namespace deletion removes such a Secret only after those objects are gone.
+//!
+//! It is reconciled from the Secret's side, as Kubernetes' pvc-protection does for
+//! volumes: whenever a Secret, or an object that references one, changes or goes, the
+//! caches decide whether any live object still needs the Secret. An object's own pass
+//! only adds the finalizer, before the first write that may need a restore.
 
-use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 
 use super::FINALIZER;
+use super::claims::SecretKey;
 use super::restore::wants_finalizer;
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::pipeline::Io;
+use crate::controller::framework::pipeline::{Io, KindContext};
 use crate::controller::framework::status::is_paused;
 use crate::crd::access_list_config::AccessListConfig;
 
 /// Finalizer the operator puts on a Secret that objects needing a Restore use: a
-/// namespace deletion then removes the Secret only after those objects are gone, as
-/// pvc-protection does for volumes.
+/// namespace deletion then removes the Secret only after those objects are gone.
 pub const SECRET_IN_USE_FINALIZER: &str = "edgeplatform.io/credentials-in-use";
 
-/// Whose need a protection pass counts for the object being reconciled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stage {
-    /// As the object is now.
-    Current,
-    /// Its restore is over: it needs nothing any more.
-    Released,
-}
+/// Secret changes the AccessListConfig watch may queue before the protection
+/// controller takes them; beyond it a change waits for the Secret's periodic check.
+const TRIGGER_BUFFER: usize = 1024;
+
+/// How soon a Secret is looked at again when the objects are not listed yet.
+const NOT_LISTED_RETRY: Duration = Duration::from_secs(5);
 
 /// The Secret `object` needs protected while it may still have to restore: it manages,
 /// restores on delete, is not paused, and (when deleting) still holds the finalizer.
@@ -41,55 +50,157 @@ pub fn protected_secret(object: &AccessListConfig) -> Option<&str> {
         .map(|r| r.name.as_str())
 }
 
-/// Which Secrets of a namespace to add the in-use finalizer to and remove it from.
-pub fn protection_changes(needed: &BTreeSet<String>, protected: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
-    let add = needed.difference(protected).cloned().collect();
-    let remove = protected.difference(needed).cloned().collect();
-    (add, remove)
+/// What to do with a Secret's in-use finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectionChange {
+    Add,
+    Remove,
 }
 
-pub(super) async fn sync_secret_protection(
-    object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
-    stage: Stage,
-) -> Result<(), ReconcileError> {
-    if !io.ctx.settings.protect_secrets {
-        return Ok(());
+impl ProtectionChange {
+    /// The change that makes the finalizer present exactly when the Secret is needed.
+    pub fn of(needed: bool, protected: bool) -> Option<Self> {
+        match (needed, protected) {
+            (true, false) => Some(Self::Add),
+            (false, true) => Some(Self::Remove),
+            _ => None,
+        }
     }
-    let uid = object.uid().unwrap_or_default();
-    let mut needed = io.state.claims.secrets_needed(&io.namespace, &uid);
-    if let Some(secret) = protected_secret(object).filter(|_| stage == Stage::Current) {
-        needed.insert(secret.to_string());
-    }
-    let protected: BTreeSet<String> = io
-        .ctx
-        .credentials
-        .secrets
-        .with_finalizer(&io.namespace, SECRET_IN_USE_FINALIZER)
-        .into_iter()
-        .collect();
-    let (add, remove) = protection_changes(&needed, &protected);
-    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(io.ctx.kube.clone(), &io.namespace);
-    for (names, patch) in [
-        (
-            add,
-            serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } }),
-        ),
-        (
-            remove,
-            serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } }),
-        ),
-    ] {
-        for name in names {
-            match secrets
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await
-            {
-                Err(kube::Error::Api(response)) if response.code == 404 => {}
-                other => drop(other?),
+
+    fn patch(self) -> serde_json::Value {
+        match self {
+            Self::Add => serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } }),
+            Self::Remove => {
+                serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } })
             }
         }
     }
-    Ok(())
+}
+
+async fn change_protection(
+    kube: &kube::Client,
+    (namespace, name): &SecretKey,
+    change: ProtectionChange,
+) -> Result<(), ReconcileError> {
+    let secrets: kube::Api<KubeSecret> = kube::Api::namespaced(kube.clone(), namespace);
+    let patch = change.patch();
+    match secrets
+        .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
+        other => other.map(drop).map_err(ReconcileError::from),
+    }
+}
+
+/// An object's pass: protects the Secret it needs before anything it writes may need a
+/// restore. Removal is the Secret's own reconcile's to decide.
+pub(super) async fn protect_own_secret(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+) -> Result<(), ReconcileError> {
+    let Some(secret) = protected_secret(object).filter(|_| io.ctx.settings.protect_secrets) else {
+        return Ok(());
+    };
+    let protected = io
+        .ctx
+        .credentials
+        .secrets
+        .get(&io.namespace, secret)
+        .is_some_and(|meta| meta.finalizers.iter().any(|f| f == SECRET_IN_USE_FINALIZER));
+    if protected {
+        return Ok(());
+    }
+    change_protection(
+        &io.ctx.kube,
+        &(io.namespace.clone(), secret.to_string()),
+        ProtectionChange::Add,
+    )
+    .await
+}
+
+/// The Secrets whose need the AccessListConfig watch saw change, for the protection
+/// controller.
+pub struct SecretTriggers {
+    sender: Mutex<mpsc::Sender<SecretKey>>,
+    receiver: Mutex<Option<mpsc::Receiver<SecretKey>>>,
+}
+
+impl Default for SecretTriggers {
+    fn default() -> Self {
+        let (sender, receiver) = mpsc::channel(TRIGGER_BUFFER);
+        Self {
+            sender: Mutex::new(sender),
+            receiver: Mutex::new(Some(receiver)),
+        }
+    }
+}
+
+impl SecretTriggers {
+    pub(super) fn send(&self, secrets: Vec<SecretKey>) {
+        let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
+        for secret in secrets {
+            if sender.try_send(secret).is_err() {
+                tracing::debug!("Secret protection queue full; the Secret's periodic check covers it");
+            }
+        }
+    }
+
+    /// The Secrets to look at, for the one protection controller (`None` once taken).
+    pub fn take(&self) -> Option<impl futures::Stream<Item = ObjectRef<PartialObjectMeta<KubeSecret>>> + use<>> {
+        use futures::StreamExt;
+        let receiver = self.receiver.lock().unwrap_or_else(PoisonError::into_inner).take()?;
+        Some(receiver.map(|(namespace, name)| ObjectRef::new(&name).within(&namespace)))
+    }
+}
+
+/// Keeps the in-use finalizer on `secret` exactly while some live object needs it.
+/// Nothing is removed before every AccessListConfig has been listed once.
+pub async fn reconcile_secret(
+    secret: Arc<PartialObjectMeta<KubeSecret>>,
+    kind: Arc<KindContext<AccessListConfig>>,
+) -> Result<Action, ReconcileError> {
+    let ctx = &kind.shared;
+    if !ctx.leader.may_act() {
+        return Err(ReconcileError::NotLeader);
+    }
+    let claims = &kind.state.claims;
+    if !claims.listed().await {
+        return Ok(Action::requeue(NOT_LISTED_RETRY));
+    }
+    let key = (secret.namespace().unwrap_or_default(), secret.name_any());
+    let needed = ctx.settings.protect_secrets && claims.needs_secret(&key);
+    let protected = secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER);
+    if let Some(change) = ProtectionChange::of(needed, protected) {
+        change_protection(&ctx.kube, &key, change).await?;
+        tracing::info!(namespace = %key.0, secret = %key.1, ?change, "Secret in-use protection");
+    }
+    Ok(if needed || protected {
+        Action::requeue(ctx.settings.resync)
+    } else {
+        Action::await_change()
+    })
+}
+
+/// A failed Secret reconcile is tried again after a short while.
+pub fn secret_error_policy(
+    secret: Arc<PartialObjectMeta<KubeSecret>>,
+    error: &ReconcileError,
+    _kind: Arc<KindContext<AccessListConfig>>,
+) -> Action {
+    tracing::warn!(namespace = ?secret.namespace(), secret = %secret.name_any(), %error, "Secret protection failed");
+    Action::requeue(NOT_LISTED_RETRY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_finalizer_is_present_exactly_while_the_secret_is_needed() {
+        assert_eq!(ProtectionChange::of(true, false), Some(ProtectionChange::Add));
+        assert_eq!(ProtectionChange::of(false, true), Some(ProtectionChange::Remove));
+        assert_eq!(ProtectionChange::of(true, true), None);
+        assert_eq!(ProtectionChange::of(false, false), None);
+    }
 }

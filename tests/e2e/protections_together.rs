@@ -1,0 +1,207 @@
+//! The safety features together, every protection on, as a new user meets them: a
+//! namespace deleted with many restoring objects sharing one Secret (with the operator
+//! killed half-way), and several objects applied at once that name one configuration.
+
+use std::time::{Duration, Instant};
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::sim::document::SimAccessList;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use serde_json::json;
+
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually};
+use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, journal_count, platform_list, start};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// How long a namespace deletion may take once nothing holds it.
+const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
+/// The first configuration of the test's own lists, each disabled with action Block.
+const FIRST_CONFIGURATION: i64 = 9300;
+
+fn apply(yaml: &str) {
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
+    assert!(ok, "{stderr}");
+}
+
+/// The operator as a new user runs it: every namespace may use the default key and
+/// reference Secrets, the in-use protection on (its default).
+fn operator(namespace: &str, api_url: &str) -> Operator {
+    Operator::start(
+        namespace,
+        api_url,
+        &["--default-key-namespaces", "*", "--secret-namespaces", "*"],
+    )
+}
+
+fn restoring_object(namespace: &str, index: i64) -> String {
+    format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: restore-{index}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {}\n  enabled: true\n  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: shared-key\n    key: accessKey\n",
+        FIRST_CONFIGURATION + index
+    )
+}
+
+async fn ready_count(api: &Api<AccessListConfig>) -> usize {
+    let objects = api.list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
+    objects
+        .iter()
+        .filter(|o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == edge_operator::crd::ConditionStatus::True)
+            })
+        })
+        .count()
+}
+
+async fn namespace_gone(name: &str) -> bool {
+    let namespaces: Api<Namespace> = Api::all(cluster().client().await);
+    matches!(namespaces.get_opt(name).await, Ok(None))
+}
+
+/// `objects` Restore objects share one Secret; their namespace is deleted (the operator
+/// killed and started again once some, not all, have restored when `restart`). Every
+/// configuration is restored and the namespace is gone within [`TEARDOWN_LIMIT`] of
+/// the deletion (of the restart, with one). Returns the time from deletion to gone.
+async fn teardown(objects: i64, restart: bool) -> Duration {
+    let mut document = example_fixtures();
+    for index in 0..objects {
+        let list = SimAccessList::new(FIRST_CONFIGURATION + index, &format!("list {index}"), false, 2);
+        document.shield_zones[0].access_lists.push(list);
+    }
+    let sim = start(document).await;
+    let namespace = TestNamespace::create("teardown-together");
+    let mut running = operator(&namespace.name, &sim.base_url());
+    let mut manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: shared-key\n  namespace: {}\nstringData:\n  accessKey: {ACCESS_KEY}\n",
+        namespace.name
+    );
+    for index in 0..objects {
+        manifests.push_str("---\n");
+        manifests.push_str(&restoring_object(&namespace.name, index));
+    }
+    apply(&manifests);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    eventually("every object Ready", WAIT, || async {
+        (ready_count(&api).await == objects as usize).then_some(())
+    })
+    .await;
+    for index in 0..objects {
+        assert_eq!(platform_list(&sim, FIRST_CONFIGURATION + index), Some((true, 2)));
+    }
+    // The objects of the second half cannot restore until the operator restarts.
+    let held = if restart { objects / 2 } else { 0 };
+    for index in objects - held..objects {
+        add_fault(
+            &sim,
+            json!({"method": "PATCH", "pathPrefix": format!("/shield/shield-zone/1001/access-lists/configurations/{}", FIRST_CONFIGURATION + index), "status": 503, "count": 100_000}),
+        );
+    }
+    let deleted_at = Instant::now();
+    let (ok, _, stderr) = cluster().kubectl(&["delete", "namespace", &namespace.name, "--wait=false"], None);
+    assert!(ok, "{stderr}");
+    let mut limit_from = deleted_at;
+    if restart {
+        eventually("the first half restored and gone", WAIT, || async {
+            let left = api.list(&Default::default()).await.ok()?.items.len() as i64;
+            (left == held).then_some(())
+        })
+        .await;
+        running.kill();
+        sim.sim.clear_faults();
+        running = operator(&namespace.name, &sim.base_url());
+        limit_from = Instant::now();
+    }
+    eventually("the namespace to be gone", TEARDOWN_LIMIT, || async {
+        namespace_gone(&namespace.name).await.then_some(())
+    })
+    .await;
+    let took = deleted_at.elapsed();
+    drop(running);
+    for index in 0..objects {
+        assert_eq!(
+            platform_list(&sim, FIRST_CONFIGURATION + index),
+            Some((false, 2)),
+            "configuration {} restored",
+            FIRST_CONFIGURATION + index
+        );
+    }
+    eprintln!(
+        "teardown of {objects} objects sharing a Secret{}: namespace gone {took:?} after its deletion ({:?} after the restart)",
+        if restart { ", operator restarted half-way" } else { "" },
+        limit_from.elapsed()
+    );
+    took
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_of_three_restoring_objects_sharing_a_secret_goes_within_30s() {
+    teardown(3, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_of_twenty_restoring_objects_sharing_a_secret_goes_within_30s() {
+    teardown(20, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_teardown_survives_an_operator_killed_half_way() {
+    teardown(3, true).await;
+    teardown(20, true).await;
+}
+
+/// `count` objects naming configuration 9101 (disabled, Block), applied in one request,
+/// each asking for something else: exactly one writes, once, and only it is Ready.
+async fn claimed_together(count: usize) {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("claims-together");
+    let _operator = operator(&namespace.name, &sim.base_url());
+    let actions = ["Allow", "Challenge", "Log", "Bypass", "None"];
+    let manifests: Vec<String> = (0..count)
+        .map(|index| {
+            format!(
+                "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rival-{index}\n  namespace: {}\n  annotations:\n    edgeplatform.io/poll-interval: 5s\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: {}\n",
+                namespace.name,
+                actions[index % actions.len()]
+            )
+        })
+        .collect();
+    apply(&manifests.join("---\n"));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    let reported = eventually("every object to report", WAIT, || async {
+        let objects = api.list(&Default::default()).await.ok()?.items;
+        let ready: Vec<(String, String)> = objects
+            .iter()
+            .filter_map(|o| {
+                let ready = o.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")?;
+                Some((format!("{:?}", ready.status), ready.reason.clone()))
+            })
+            .collect();
+        (ready.len() == count && ready.iter().filter(|(s, _)| s == "True").count() == 1).then_some(ready)
+    })
+    .await;
+    let claimed = reported
+        .iter()
+        .filter(|(_, reason)| reason == "ConfigurationClaimed")
+        .count();
+    assert_eq!(claimed, count - 1, "{reported:?}");
+    // Two resyncs of the poll interval: nobody writes again.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let patches = journal_count(&sim, "PATCH", "/configurations/9101");
+    assert_eq!(patches, 1, "one write to the configuration");
+    let (enabled, _) = platform_list(&sim, 9101).expect("the configuration");
+    assert!(enabled);
+    eprintln!("{count} objects applied at once on one configuration: {patches} PATCH, 1 Ready");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_objects_applied_at_once_on_one_configuration_write_it_once() {
+    claimed_together(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_objects_applied_at_once_on_one_configuration_write_it_once() {
+    claimed_together(5).await;
+}
