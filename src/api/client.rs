@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
 use super::contract;
-use super::error::ApiError;
+use super::error::{ApiError, bounded_text};
 use super::limiter::{DirectLimiter, KeyedLimiter, Lane};
 
 /// Every platform operation, named for metrics and logs.
@@ -38,6 +38,26 @@ impl Operation {
             Operation::GetApp => "get_app",
             Operation::QueryLogs => "query_logs",
             Operation::GetLogFile => "get_log_file",
+        }
+    }
+
+    /// The largest answer one call may bring, for the page size asked (`None`: the
+    /// operation has no page size, or the platform's default). One object or one list
+    /// page takes a few MiB at most; a page of logs or events is bounded by its entries.
+    pub fn answer_limit(self, page_size: Option<u64>) -> usize {
+        const ENVELOPE: usize = 1 << 20;
+        let per_page = |per_entry: usize, default: u64, most: u64| {
+            let entries = usize::try_from(page_size.unwrap_or(default).min(most)).unwrap_or(usize::MAX);
+            ENVELOPE.saturating_add(entries.saturating_mul(per_entry))
+        };
+        match self {
+            Operation::UpdateAccessList | Operation::CompleteCertificate => ENVELOPE,
+            Operation::GetApp | Operation::ListAccessLists | Operation::ListRateLimits => 4 << 20,
+            // An event row or a log entry: a URL, a user agent, headers; 16 KiB is ample.
+            Operation::SearchEvents => per_page(16 << 10, 100, 1000),
+            Operation::QueryLogs => per_page(16 << 10, 100, 1000),
+            // The legacy log file: a whole day, for `edgectl logs --v1` only.
+            Operation::GetLogFile => 64 << 20,
         }
     }
 
@@ -124,6 +144,14 @@ struct Shared {
     logging_limiter: KeyedLimiter,
     global_limiter: Option<DirectLimiter>,
     hooks: Hooks,
+    /// Room for answers being read and decoded, in KiB.
+    answers: Arc<tokio::sync::Semaphore>,
+}
+
+/// An answer's body, holding its share of the answer budget until dropped.
+pub(crate) struct Answer {
+    pub bytes: Vec<u8>,
+    _room: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// Typed async client of the Edge Platform API. Cheap to clone; clones, and clients
@@ -157,20 +185,29 @@ impl EdgeClient {
 
     pub fn with_hooks(config: ClientConfig, hooks: Hooks) -> Result<Self, ApiError> {
         for (name, url) in [("base URL", &config.base_url), ("logging URL", &config.logging_url)] {
-            reqwest::Url::parse(url).map_err(|e| ApiError::InvalidInput(format!("{name} `{url}`: {e}")))?;
+            let invalid = |problem: String| ApiError::InvalidInput(format!("{name} `{url}`: {problem}"));
+            let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+            config.plain_http.check(&parsed).map_err(invalid)?;
         }
+        // The platform never redirects an API call: a redirect is an error, so the
+        // credentials (custom headers, which reqwest keeps across hosts) stay put.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
             .user_agent(config.user_agent.clone())
             .build()
             .map_err(|e| ApiError::InvalidInput(format!("HTTP client: {e}")))?;
+        let budget_kib = u32::try_from(config.answer_budget_bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .max(1);
         Ok(Self {
             shared: Arc::new(Shared {
                 http,
                 logging_limiter: KeyedLimiter::new(config.logging_quota),
                 global_limiter: config.global_quota.map(DirectLimiter::new),
                 hooks,
+                answers: Arc::new(tokio::sync::Semaphore::new(budget_kib as usize)),
             }),
             config: Arc::new(config),
         })
@@ -267,6 +304,15 @@ impl EdgeClient {
             return Ok(response);
         }
         let status = response.status().as_u16();
+        if response.status().is_redirection() {
+            let target = response.headers().get(reqwest::header::LOCATION);
+            let host = target
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| response.url().join(v).ok())
+                .and_then(|url| url.host_str().map(|h| bounded_text(h, 253)))
+                .unwrap_or_else(|| "no valid Location".into());
+            return Err(ApiError::Redirected { status, host });
+        }
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
@@ -277,27 +323,70 @@ impl EdgeClient {
         Err(ApiError::from_response(status, retry_after, &body))
     }
 
-    /// The body of a successful answer, at most [`ClientConfig::max_body_bytes`].
-    pub(crate) async fn body(&self, response: Response) -> Result<Vec<u8>, ApiError> {
-        read_body(response, self.config.max_body_bytes).await
+    /// The body of a successful answer: at most `limit` bytes (and
+    /// [`ClientConfig::max_body_bytes`]), read once the answer budget has room for it.
+    pub(crate) async fn body(&self, response: Response, limit: usize) -> Result<Answer, ApiError> {
+        let limit = limit.min(self.config.max_body_bytes);
+        let expected = response
+            .content_length()
+            .map_or(limit, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        if expected > limit {
+            return Err(too_long(limit));
+        }
+        let kib = u32::try_from(expected.div_ceil(1024)).unwrap_or(u32::MAX).max(1);
+        let answers = self.shared.answers.clone();
+        let room = tokio::time::timeout(self.config.timeout, answers.acquire_many_owned(kib))
+            .await
+            .map_err(|_| {
+                ApiError::Transport(format!(
+                    "no room to read the answer within {:?}: {} bytes of answers are read at once at most",
+                    self.config.timeout, self.config.answer_budget_bytes
+                ))
+            })?
+            .map_err(|_| ApiError::Transport("the client is shutting down".into()))?;
+        let bytes = read_body(response, limit).await?;
+        Ok(Answer { bytes, _room: room })
     }
 
-    /// Sends and decodes a JSON answer.
+    /// Sends and decodes a JSON answer of at most `operation`'s default answer limit.
     pub(crate) async fn send_json<T: DeserializeOwned>(
         &self,
         operation: Operation,
         api: Api,
         build: impl Fn() -> RequestBuilder,
     ) -> Result<T, ApiError> {
-        let response = self.send(operation, api, build).await?;
-        let bytes = self.body(response).await?;
-        if self.config.strict_contract {
-            contract::check_answer(operation, &bytes).map_err(ApiError::Decode)?;
-        }
-        let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
-        serde_path_to_error::deserialize(deserializer)
-            .map_err(|e| ApiError::Decode(format!("{} answer at {}: {}", operation.as_str(), e.path(), e.inner())))
+        self.send_json_sized(operation, api, None, build)
+            .await
+            .map(|(value, _)| value)
     }
+
+    /// Sends and decodes a JSON answer of a page of `page_size` entries; returns it with
+    /// its size in bytes.
+    pub(crate) async fn send_json_sized<T: DeserializeOwned>(
+        &self,
+        operation: Operation,
+        api: Api,
+        page_size: Option<u64>,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<(T, usize), ApiError> {
+        let response = self.send(operation, api, build).await?;
+        let answer = self.body(response, operation.answer_limit(page_size)).await?;
+        let bytes = &answer.bytes;
+        if self.config.strict_contract {
+            contract::check_answer(operation, bytes).map_err(ApiError::Decode)?;
+        }
+        let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(deserializer)
+            .map(|value| (value, bytes.len()))
+            .map_err(|e| {
+                let problem = bounded_text(&e.inner().to_string(), 300);
+                ApiError::Decode(format!("{} answer at {}: {problem}", operation.as_str(), e.path()))
+            })
+    }
+}
+
+fn too_long(limit: usize) -> ApiError {
+    ApiError::Decode(format!("the answer is longer than {limit} bytes"))
 }
 
 /// Error bodies are read only this far: the platform's message fits many times over.
@@ -305,23 +394,27 @@ const ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// Reads a body chunk by chunk, refusing one longer than `limit` before holding it.
 async fn read_body(mut response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
-    let too_long = || ApiError::Decode(format!("the answer is longer than {limit} bytes"));
     if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(too_long());
+        return Err(too_long(limit));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(ApiError::from_transport)? {
         if body.len() + chunk.len() > limit {
-            return Err(too_long());
+            return Err(too_long(limit));
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
 }
 
-/// The most pages one walk reads: far beyond any real listing, so a platform that
-/// keeps answering "more" cannot keep a caller forever.
-pub const MAX_PAGES: usize = 10_000;
+/// How far one page walk may go: a platform that keeps answering "more" can neither
+/// keep a caller forever nor fill its memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLimits {
+    pub pages: usize,
+    /// The answers' bytes, all pages together.
+    pub bytes: usize,
+}
 
 /// A header value marked sensitive, so HTTP-level debug output never shows it.
 fn sensitive(value: &str) -> HeaderValue {
@@ -330,32 +423,52 @@ fn sensitive(value: &str) -> HeaderValue {
     header
 }
 
+/// One page of a walk: its items, the next cursor, and the answer's size in bytes.
+pub(crate) type Page<T, C> = (Vec<T>, Option<C>, usize);
+
 /// A stream of items over pages: `fetch(cursor)` returns a page and the next cursor,
-/// which must move forward. At most [`MAX_PAGES`] pages are read.
-pub(crate) fn paginate<'a, C, T, F, Fut>(fetch: F, first: C) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
+/// which must move forward. The walk fails past `limits`.
+pub(crate) fn paginate<'a, C, T, F, Fut>(
+    fetch: F,
+    first: C,
+    limits: WalkLimits,
+) -> impl Stream<Item = Result<T, ApiError>> + Send + 'a
 where
     C: PartialOrd + Copy + Send + 'a,
     T: Send + 'a,
     F: Fn(C) -> Fut + Send + 'a,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<C>), ApiError>> + Send + 'a,
+    Fut: std::future::Future<Output = Result<Page<T, C>, ApiError>> + Send + 'a,
 {
     use futures::{StreamExt, TryStreamExt, stream};
-    stream::try_unfold((Some(first), fetch, 0usize), |(cursor, fetch, pages)| async move {
-        let Some(cursor) = cursor else {
-            return Ok(None);
-        };
-        if pages >= MAX_PAGES {
-            return Err(ApiError::Decode(format!("the listing goes on past {MAX_PAGES} pages")));
-        }
-        let (items, next) = fetch(cursor).await?;
-        if next.is_some_and(|next| next <= cursor) {
-            return Err(ApiError::Decode("the next page does not move past this one".into()));
-        }
-        Ok(Some((
-            stream::iter(items.into_iter().map(Ok)),
-            (next, fetch, pages + 1),
-        )))
-    })
+    stream::try_unfold(
+        (Some(first), fetch, 0usize, 0usize),
+        move |(cursor, fetch, pages, bytes)| async move {
+            let Some(cursor) = cursor else {
+                return Ok(None);
+            };
+            if pages >= limits.pages {
+                return Err(ApiError::Decode(format!(
+                    "the listing goes on past {} pages",
+                    limits.pages
+                )));
+            }
+            let (items, next, size) = fetch(cursor).await?;
+            let bytes = bytes.saturating_add(size);
+            if bytes > limits.bytes {
+                return Err(ApiError::Decode(format!(
+                    "the listing's pages are longer than {} bytes together",
+                    limits.bytes
+                )));
+            }
+            if next.is_some_and(|next| next <= cursor) {
+                return Err(ApiError::Decode("the next page does not move past this one".into()));
+            }
+            Ok(Some((
+                stream::iter(items.into_iter().map(Ok)),
+                (next, fetch, pages + 1, bytes),
+            )))
+        },
+    )
     .try_flatten()
     .boxed()
 }

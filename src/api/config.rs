@@ -173,8 +173,14 @@ pub struct ClientConfig {
     pub global_quota: Option<Quota>,
     /// Per-Pull-Zone limit of logging calls.
     pub logging_quota: Quota,
-    /// The largest answer body read; a larger one fails the call with `Decode`.
+    /// The largest answer body read, whatever the operation allows; a larger one fails
+    /// the call with `Decode`.
     pub max_body_bytes: usize,
+    /// The most bytes of answers that this client and its derived clients hold at
+    /// once, while reading and decoding them; a call waits (at most `timeout`) for room.
+    pub answer_budget_bytes: usize,
+    /// Where plain `http` may carry credentials.
+    pub plain_http: PlainHttp,
     /// For tests of a platform or an emulator: every answer of an operation with a
     /// published schema must have the platform's form (what it always sends,
     /// `Required::AlwaysSent`), or the call fails with `Decode`. Off, the client reads
@@ -184,6 +190,69 @@ pub struct ClientConfig {
 
 /// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+/// Default of [`ClientConfig::answer_budget_bytes`].
+pub const DEFAULT_ANSWER_BUDGET_BYTES: usize = 64 << 20;
+
+/// Where a plain `http` URL is accepted: credentials travel in its headers in clear
+/// text. `https` is accepted everywhere.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PlainHttp {
+    /// Loopback addresses and `localhost` only.
+    #[default]
+    LoopbackOnly,
+    /// Also cluster-internal addresses: private and unique-local IPs, single-label
+    /// names and Service names (`*.svc`, `*.svc.<cluster domain>`).
+    InCluster,
+}
+
+impl PlainHttp {
+    /// What `--allow-http-in-cluster` asks for.
+    pub fn allowing_in_cluster(allowed: bool) -> Self {
+        if allowed {
+            PlainHttp::InCluster
+        } else {
+            PlainHttp::LoopbackOnly
+        }
+    }
+
+    /// Whether `url` may be used: any `https` URL, or an `http` one this allows.
+    pub fn check(self, url: &reqwest::Url) -> Result<(), String> {
+        use std::net::IpAddr;
+        use url::Host;
+        match url.scheme() {
+            "https" => return Ok(()),
+            "http" => {}
+            other => return Err(format!("the scheme {other:?} is not supported; use https")),
+        }
+        let private = |ip: IpAddr| match ip {
+            IpAddr::V4(v4) => v4.is_private() || v4.is_link_local(),
+            IpAddr::V6(v6) => v6.is_unique_local() || v6.is_unicast_link_local(),
+        };
+        let (loopback, in_cluster) = match url.host() {
+            Some(Host::Ipv4(ip)) => (ip.is_loopback(), private(IpAddr::V4(ip))),
+            Some(Host::Ipv6(ip)) => (ip.is_loopback(), private(IpAddr::V6(ip))),
+            Some(Host::Domain(name)) => {
+                let name = name.trim_end_matches('.').to_ascii_lowercase();
+                let service = !name.contains('.') || name.ends_with(".svc") || name.contains(".svc.");
+                (name == "localhost", service)
+            }
+            None => (false, false),
+        };
+        match (loopback, in_cluster, self) {
+            (true, _, _) | (_, true, PlainHttp::InCluster) => Ok(()),
+            (_, true, PlainHttp::LoopbackOnly) => Err(
+                "plain http would carry the access key in clear text; use https, or allow http to cluster-internal \
+                 addresses explicitly (--allow-http-in-cluster, chart value platform.allowHttpInCluster)"
+                    .into(),
+            ),
+            _ => Err(
+                "plain http would carry the access key in clear text; use https (http is accepted for \
+                 loopback addresses only, and for cluster-internal ones when allowed explicitly)"
+                    .into(),
+            ),
+        }
+    }
+}
 /// The `User-Agent` of the product's requests, to the platform and to the apiserver.
 pub const USER_AGENT: &str = concat!("edge-operator/", env!("CARGO_PKG_VERSION"));
 
@@ -200,7 +269,55 @@ impl ClientConfig {
             global_quota: None,
             logging_quota: default_logging_quota(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            answer_budget_bytes: DEFAULT_ANSWER_BUDGET_BYTES,
+            plain_http: PlainHttp::default(),
             strict_contract: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(plain_http: PlainHttp, url: &str) -> Result<(), String> {
+        plain_http.check(&reqwest::Url::parse(url).expect("url"))
+    }
+
+    #[test]
+    fn plain_http_is_for_loopback_and_for_the_cluster_only_when_allowed() {
+        for url in ["https://api.example.net", "https://10.0.0.1"] {
+            assert_eq!(check(PlainHttp::LoopbackOnly, url), Ok(()), "{url}");
+        }
+        for url in [
+            "http://127.0.0.1:8080",
+            "http://127.9.0.1",
+            "http://[::1]:80",
+            "http://localhost:1",
+        ] {
+            assert_eq!(check(PlainHttp::LoopbackOnly, url), Ok(()), "{url}");
+        }
+        let in_cluster = [
+            "http://10.96.0.12:8080",
+            "http://172.20.1.1",
+            "http://192.168.1.2",
+            "http://[fd00::1]",
+            "http://edge-sim:8080",
+            "http://edge-sim.demo.svc:8080",
+            "http://edge-sim.demo.svc.cluster.local:8080",
+        ];
+        for url in in_cluster {
+            let refused = check(PlainHttp::LoopbackOnly, url).expect_err(url);
+            assert!(refused.contains("--allow-http-in-cluster"), "{url}: {refused}");
+            assert_eq!(check(PlainHttp::InCluster, url), Ok(()), "{url}");
+        }
+        for url in [
+            "http://api.example.net",
+            "http://8.8.8.8",
+            "http://svc.example.com",
+            "ftp://127.0.0.1",
+        ] {
+            assert!(check(PlainHttp::InCluster, url).is_err(), "{url}");
         }
     }
 }

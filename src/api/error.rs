@@ -16,8 +16,34 @@ pub struct PlatformMessage {
     pub error_key: Option<String>,
 }
 
+/// The most bytes of each text the platform sends about a failure that are kept: its
+/// words go into status conditions and Events, which must stay small.
+pub const MAX_PLATFORM_TEXT: usize = 1024;
+
+/// `text` cut to at most `limit` bytes, at a character boundary, marked when cut.
+pub fn bounded_text(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut end = limit.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 impl PlatformMessage {
     pub fn from_body(body: &[u8]) -> Self {
+        let message = Self::unbounded(body);
+        let bound = |text: &str| bounded_text(text, MAX_PLATFORM_TEXT);
+        Self {
+            message: bound(&message.message),
+            field: message.field.as_deref().map(bound),
+            error_key: message.error_key.as_deref().map(bound),
+        }
+    }
+
+    fn unbounded(body: &[u8]) -> Self {
         let Ok(value) = serde_json::from_slice::<Value>(body) else {
             let text = String::from_utf8_lossy(body).trim().chars().take(300).collect();
             return Self {
@@ -100,6 +126,11 @@ pub enum ApiError {
     InvalidInput(String),
     #[error("the write was withheld: this process may no longer change the platform")]
     WriteWithheld,
+    #[error(
+        "the platform answered {status} redirecting to {host}; redirects are not followed, so the credentials go to \
+         the configured host only (check the API URL)"
+    )]
+    Redirected { status: u16, host: String },
 }
 
 impl ApiError {
@@ -158,7 +189,8 @@ impl ApiError {
             ApiError::RateLimited { .. } => Some(429),
             ApiError::Validation { status, .. }
             | ApiError::Server { status, .. }
-            | ApiError::UnexpectedStatus { status, .. } => Some(*status),
+            | ApiError::UnexpectedStatus { status, .. }
+            | ApiError::Redirected { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -184,7 +216,7 @@ impl ApiError {
             ApiError::Validation { .. } => "Rejected",
             ApiError::RateLimited { .. } => "RateLimited",
             ApiError::Server { .. } => "ServerError",
-            ApiError::UnexpectedStatus { .. } => "UnexpectedStatus",
+            ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => "UnexpectedStatus",
             ApiError::Timeout => "Timeout",
             ApiError::Transport(_) => "TransportError",
             ApiError::Decode(_) => "DecodeError",

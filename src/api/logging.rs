@@ -4,7 +4,14 @@ use chrono::{DateTime, NaiveDate, Utc};
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation, paginate};
+use super::client::{Api, EdgeClient, Operation, WalkLimits, paginate};
+
+/// A walk over log pages streams its entries: it may be long, and holds one page at a
+/// time.
+pub const LOG_WALK: WalkLimits = WalkLimits {
+    pages: 10_000,
+    bytes: 4 << 30,
+};
 use super::error::ApiError;
 use super::models::logging::{LogEntry, LogsResponse, SortOrder, parse_v1_file};
 
@@ -71,10 +78,14 @@ impl LogQuery {
 impl EdgeClient {
     /// One page of `GET /v2/pullzones/{id}/logs`.
     pub async fn query_logs(&self, pull_zone_id: i64, query: &LogQuery) -> Result<LogsResponse, ApiError> {
+        self.query_logs_sized(pull_zone_id, query).await.map(|(page, _)| page)
+    }
+
+    async fn query_logs_sized(&self, pull_zone_id: i64, query: &LogQuery) -> Result<(LogsResponse, usize), ApiError> {
         let api = Api::Logging { pull_zone_id };
         let path = format!("/v2/pullzones/{pull_zone_id}/logs");
         let params = query.params();
-        self.send_json(Operation::QueryLogs, api, || {
+        self.send_json_sized(Operation::QueryLogs, api, query.limit, || {
             self.request(Method::GET, api, &path).query(&params)
         })
         .await
@@ -94,14 +105,15 @@ impl EdgeClient {
                     ..query.clone()
                 };
                 async move {
-                    let page = self.query_logs(pull_zone_id, &page_query).await?;
+                    let (page, size) = self.query_logs_sized(pull_zone_id, &page_query).await?;
                     let next = offset
                         .checked_add(page.pagination.returned)
                         .filter(|_| page.pagination.has_more && page.pagination.returned > 0);
-                    Ok((page.data, next))
+                    Ok((page.data, next, size))
                 }
             },
             start,
+            LOG_WALK,
         )
     }
 
@@ -112,7 +124,7 @@ impl EdgeClient {
         let response = self
             .send(Operation::GetLogFile, api, || self.request(Method::GET, api, &path))
             .await?;
-        let body = self.body(response).await?;
-        parse_v1_file(&String::from_utf8_lossy(&body)).map_err(|e| ApiError::Decode(e.to_string()))
+        let answer = self.body(response, Operation::GetLogFile.answer_limit(None)).await?;
+        parse_v1_file(&String::from_utf8_lossy(&answer.bytes)).map_err(|e| ApiError::Decode(e.to_string()))
     }
 }

@@ -15,6 +15,6 @@ pub mod pullzone;
 pub mod shield;
 
 pub use client::{EdgeClient, Hooks, Operation, RequestObserver, WriteGate, status_class};
-pub use config::{ClientConfig, Credentials, RetryPolicy, Secret, SecretFile, USER_AGENT};
-pub use error::{ApiError, PlatformMessage};
+pub use config::{ClientConfig, Credentials, PlainHttp, RetryPolicy, Secret, SecretFile, USER_AGENT};
+pub use error::{ApiError, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
 pub use logging::LogQuery;

@@ -3,7 +3,7 @@
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation, paginate};
+use super::client::{Api, EdgeClient, Operation, WalkLimits, paginate};
 use super::error::ApiError;
 use super::models::shield::{
     AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse, AccessListsResponse,
@@ -13,6 +13,12 @@ use super::models::shield::{
 /// Rules per page when walking all rate limits (the platform default).
 pub const RATE_LIMIT_PAGE_SIZE: i64 = 10;
 
+/// A zone's rate-limit rules are collected whole: 10,000 rules, 16 MiB of answers.
+pub const RATE_LIMIT_WALK: WalkLimits = WalkLimits {
+    pages: 1_000,
+    bytes: 16 << 20,
+};
+
 impl EdgeClient {
     /// `POST /shield/event-logs/{zone}/search`.
     pub async fn search_events(
@@ -21,10 +27,12 @@ impl EdgeClient {
         request: &EventLogsSearchRequest,
     ) -> Result<EventLogsSearchResponse, ApiError> {
         let path = format!("/shield/event-logs/{shield_zone_id}/search");
-        self.send_json(Operation::SearchEvents, Api::Main, || {
+        let page_size = request.page_size.and_then(|size| u64::try_from(size).ok());
+        self.send_json_sized(Operation::SearchEvents, Api::Main, page_size, || {
             self.request(Method::POST, Api::Main, &path).json(request)
         })
         .await
+        .map(|(response, _)| response)
     }
 
     /// `GET /shield/shield-zone/{zone}/access-lists`.
@@ -61,6 +69,17 @@ impl EdgeClient {
         page: i64,
         per_page: i64,
     ) -> Result<RateLimitListResponse, ApiError> {
+        self.rate_limits_page_sized(shield_zone_id, page, per_page)
+            .await
+            .map(|(response, _)| response)
+    }
+
+    async fn rate_limits_page_sized(
+        &self,
+        shield_zone_id: i64,
+        page: i64,
+        per_page: i64,
+    ) -> Result<(RateLimitListResponse, usize), ApiError> {
         if page < 1 || per_page < 1 {
             return Err(ApiError::InvalidInput(format!(
                 "rate-limit pages are 1-based with perPage >= 1 (got page {page}, perPage {per_page})"
@@ -68,7 +87,8 @@ impl EdgeClient {
         }
         let path = format!("/shield/rate-limits/{shield_zone_id}");
         let query = [("page", page), ("perPage", per_page)];
-        self.send_json(Operation::ListRateLimits, Api::Main, || {
+        let page_size = u64::try_from(per_page).ok();
+        self.send_json_sized(Operation::ListRateLimits, Api::Main, page_size, || {
             self.request(Method::GET, Api::Main, &path).query(&query)
         })
         .await
@@ -78,16 +98,17 @@ impl EdgeClient {
     pub fn rate_limits(&self, shield_zone_id: i64) -> impl Stream<Item = Result<RateLimitRule, ApiError>> + Send + '_ {
         paginate(
             move |page: i64| async move {
-                let response = self
-                    .rate_limits_page(shield_zone_id, page, RATE_LIMIT_PAGE_SIZE)
+                let (response, size) = self
+                    .rate_limits_page_sized(shield_zone_id, page, RATE_LIMIT_PAGE_SIZE)
                     .await?;
                 let next = response
                     .page
                     .next_page
                     .filter(|&next| next > page && !response.data.is_empty());
-                Ok((response.data, next))
+                Ok((response.data, next, size))
             },
             1,
+            RATE_LIMIT_WALK,
         )
     }
 

@@ -35,6 +35,10 @@ pub struct Connection {
     /// Timeout of each request.
     #[arg(long, global = true, default_value = "30s")]
     pub timeout: humantime::Duration,
+    /// Accept plain http to cluster-internal addresses (private IPs, Service names);
+    /// otherwise http is accepted for loopback addresses only. Keys travel in clear text.
+    #[arg(long, global = true)]
+    pub allow_http_in_cluster: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

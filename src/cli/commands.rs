@@ -13,7 +13,7 @@ use super::args::{
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
 use super::{Failure, certificates, logs, plan, print_json, render, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
-use crate::api::{ClientConfig, Credentials, EdgeClient, Secret};
+use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, Secret};
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
 /// with `credentials`; a missing API URL is reported before missing credentials.
@@ -26,6 +26,7 @@ fn connect(connection: &Connection, credentials: Result<Credentials, Failure>) -
     let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
     let mut config = ClientConfig::new(api_url, logging_url, credentials);
     config.timeout = connection.timeout.into();
+    config.plain_http = PlainHttp::allowing_in_cluster(connection.allow_http_in_cluster);
     Ok(EdgeClient::new(config)?)
 }
 

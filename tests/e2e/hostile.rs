@@ -697,3 +697,45 @@ async fn one_sigterm_stops_the_leader_within_seconds_even_with_the_apiserver_gon
     assert!(took <= bound, "stopped in {took:?}, more than {bound:?}");
     println!("SIGTERM to exit with the apiserver gone: {took:?}");
 }
+
+/// The most memory (`VmHWM`) the operator may reach while every poll reads an endless
+/// answer: the chart's limit is 256 MiB.
+const OPERATOR_PEAK_LIMIT_KIB: u64 = 160 << 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_answers_to_many_polls_keep_the_operator_within_its_memory_bound() {
+    use crate::support::hostile_server::{hostile, peak_kib_until, serve};
+    let base = serve(hostile("http://127.0.0.1:9".into())).await;
+    let namespace = TestNamespace::create("endless");
+    let operator = Operator::start(&namespace.name, &format!("{base}/endless"), &[]);
+    let watches = 40;
+    let manifests: Vec<String> = (0..watches)
+        .map(|i| {
+            format!(
+                "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: app-{i}\n  namespace: {}\nspec:\n  appId: app-{i}\n  interval: 10s\n",
+                namespace.name
+            )
+        })
+        .collect();
+    apply(&manifests.join("---\n"));
+    let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
+    let started = std::time::Instant::now();
+    let peak_kib = peak_kib_until(operator.pid(), || started.elapsed() > Duration::from_secs(25)).await;
+    let objects = api.list(&Default::default()).await.expect("list").items;
+    let refused = objects
+        .iter()
+        .filter(|o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.reason == "DecodeError" && c.message.contains("longer than"))
+            })
+        })
+        .count();
+    assert_eq!(refused, watches, "every poll ends in a bounded read");
+    assert!(
+        peak_kib <= OPERATOR_PEAK_LIMIT_KIB,
+        "peak memory {peak_kib} KiB over {OPERATOR_PEAK_LIMIT_KIB} KiB"
+    );
+    eprintln!("operator with {watches} polls of endless answers: peak memory {peak_kib} KiB");
+}

@@ -9,6 +9,7 @@ mod client;
 mod contract;
 mod crds;
 mod edgectl;
+mod hostile_network;
 mod plan;
 mod sim_admin;
 mod sim_fuzz;

@@ -4,5 +4,6 @@
 pub mod cluster;
 pub mod gitops;
 pub mod helm;
+pub mod hostile_server;
 pub mod operator;
 pub mod sim;

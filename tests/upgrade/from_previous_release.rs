@@ -382,7 +382,8 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     // `helm upgrade --reset-then-reuse-values` (docs/operations.md) while a change
     // arrives, with the image of the working tree instead of the previous release's tag;
     // objects using the operator's key need their namespace listed (the default key is
-    // denied elsewhere since the previous release).
+    // denied elsewhere since the previous release), and the emulator's plain http URL
+    // needs allowing (http is refused beyond loopback since the previous release).
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
     let change = tokio::task::spawn_blocking({
@@ -402,6 +403,7 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
         &ns,
         "--reset-then-reuse-values",
         "--set=image.tag=",
+        "--set=platform.allowHttpInCluster=true",
         &default_key,
         "--wait",
         "--timeout=120s",

@@ -196,7 +196,7 @@ impl Reason {
             ApiError::Validation { .. } => Reason::Rejected,
             ApiError::RateLimited { .. } => Reason::RateLimited,
             ApiError::Server { .. } => Reason::ServerError,
-            ApiError::UnexpectedStatus { .. } => Reason::UnexpectedStatus,
+            ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => Reason::UnexpectedStatus,
             ApiError::Timeout => Reason::Timeout,
             ApiError::Transport(_) => Reason::TransportError,
             ApiError::Decode(_) => Reason::DecodeError,

@@ -17,7 +17,7 @@ use super::context::{Context, Settings};
 use super::error::ReconcileError;
 use super::health;
 use super::status::rfc3339;
-use crate::api::EdgeClient;
+use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
@@ -342,9 +342,10 @@ pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i
     )
 }
 
-/// An error as a condition message; a rate limit says when the next attempt is due.
+/// An error as a condition message, bounded; a rate limit says when the next attempt
+/// is due.
 pub fn failure_message(error: &ReconcileError, now: &Now) -> String {
-    match error.retry_after() {
+    let message = match error.retry_after() {
         Some(wait) => {
             let at = chrono::Duration::from_std(wait)
                 .ok()
@@ -353,22 +354,20 @@ pub fn failure_message(error: &ReconcileError, now: &Now) -> String {
             format!("{error}; next attempt at {}", rfc3339(at))
         }
         None => error.to_string(),
-    }
+    };
+    bounded_text(&message, MAX_CONDITION_MESSAGE_BYTES)
 }
 
 /// The longest Event note the apiserver accepts.
 const MAX_NOTE_BYTES: usize = 1024;
 
+/// The longest condition message: the platform's words (at most
+/// [`crate::api::MAX_PLATFORM_TEXT`]) with the operator's around them.
+const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
+
 /// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
 pub fn shortened(note: &str) -> String {
-    if note.len() <= MAX_NOTE_BYTES {
-        return note.to_string();
-    }
-    let mut end = MAX_NOTE_BYTES - '…'.len_utf8();
-    while !note.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &note[..end])
+    bounded_text(note, MAX_NOTE_BYTES)
 }
 
 /// The Warning Event for a failure whose reason, or cause, the object did not already

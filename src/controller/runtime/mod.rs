@@ -21,7 +21,9 @@ use self::lease::{release_lease, watch_lease};
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
-use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, RetryPolicy, Secret, USER_AGENT};
+use crate::api::{
+    ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, PlainHttp, RetryPolicy, Secret, USER_AGENT,
+};
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::{Context, Settings, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
@@ -59,6 +61,14 @@ pub struct RunConfig {
     /// Requests per second to the platform, all objects together (0: unlimited).
     #[arg(long, default_value_t = 50)]
     pub platform_rate: u32,
+    /// Accept plain http API URLs to cluster-internal addresses (private IPs, Service
+    /// names), e.g. the in-cluster emulator; otherwise http is accepted for loopback
+    /// addresses only. Keys travel in clear text.
+    #[arg(long)]
+    pub allow_http_in_cluster: bool,
+    /// The most bytes of platform answers read at once, all polls together.
+    #[arg(long, default_value_t = crate::api::config::DEFAULT_ANSWER_BUDGET_BYTES)]
+    pub answer_budget_bytes: usize,
     #[command(flatten)]
     pub settings: Settings,
     /// Address of /metrics, /healthz and /readyz.
@@ -166,6 +176,8 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         ..RetryPolicy::default()
     };
     platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
+    platform_config.plain_http = PlainHttp::allowing_in_cluster(config.allow_http_in_cluster);
+    platform_config.answer_budget_bytes = config.answer_budget_bytes;
     let leader = Arc::new(match config.election() {
         Some(election) => LeaderGate::elected(election.lease_duration),
         None => LeaderGate::sole(),

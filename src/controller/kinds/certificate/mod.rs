@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
-use crate::api::{ApiError, RetryPolicy};
+use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::controller::framework::context::Settings;
 use crate::controller::framework::error::ReconcileError;
@@ -92,7 +92,7 @@ fn last_error(error: &ApiError) -> LastError {
         message: message
             .map(|m| m.message.clone())
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| error.to_string()),
+            .unwrap_or_else(|| bounded_text(&error.to_string(), MAX_PLATFORM_TEXT)),
     }
 }
 
