@@ -286,10 +286,9 @@ mod tests {
 
     #[test]
     fn plain_http_is_for_loopback_and_for_the_cluster_only_when_allowed() {
-        for url in ["https://api.example.net", "https://10.0.0.1"] {
-            assert_eq!(check(PlainHttp::LoopbackOnly, url), Ok(()), "{url}");
-        }
         for url in [
+            "https://api.example.net",
+            "https://10.0.0.1",
             "http://127.0.0.1:8080",
             "http://127.9.0.1",
             "http://[::1]:80",

@@ -42,6 +42,15 @@ fn endless() -> Body {
     }))
 }
 
+/// An endless body whose `Content-Length` says `length`.
+async fn endless_claiming(length: &'static str) -> Response {
+    let mut response = Response::new(endless());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, header::HeaderValue::from_static(length));
+    response
+}
+
 /// The hostile platform: `/<behaviour>/mc/apps/<id>`.
 pub fn hostile(other_host: String) -> Router {
     let redirect = |status: StatusCode, to: String| {
@@ -71,27 +80,9 @@ pub fn hostile(other_host: String) -> Router {
             any(redirect(StatusCode::TEMPORARY_REDIRECT, "/html/mc/apps/x".into())),
         )
         .route("/endless/{*rest}", any(|| async { Response::new(endless()) }))
-        .route(
-            "/endless-with-length/{*rest}",
-            any(|| async {
-                let mut response = Response::new(endless());
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_LENGTH, header::HeaderValue::from_static("10737418240"));
-                response
-            }),
-        )
-        .route(
-            "/endless-small-length/{*rest}",
-            any(|| async {
-                // Claims one KiB, then sends on and on.
-                let mut response = Response::new(endless());
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_LENGTH, header::HeaderValue::from_static("1024"));
-                response
-            }),
-        )
+        .route("/endless-with-length/{*rest}", any(|| endless_claiming("10737418240")))
+        // Claims one KiB, then sends on and on.
+        .route("/endless-small-length/{*rest}", any(|| endless_claiming("1024")))
         .route(
             "/drip/{*rest}",
             any(|| async {
