@@ -472,3 +472,49 @@ where
     .try_flatten()
     .boxed()
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::TryStreamExt;
+
+    use super::*;
+
+    /// A listing that always says "more": pages of `size` bytes.
+    fn endless(size: usize, limits: WalkLimits) -> impl Stream<Item = Result<u64, ApiError>> {
+        paginate(
+            move |page: u64| async move { Ok((vec![page], Some(page + 1), size)) },
+            1,
+            limits,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_page_walk_stops_at_its_count_and_at_its_bytes() {
+        let by_count = WalkLimits {
+            pages: 50,
+            bytes: usize::MAX,
+        };
+        let error = endless(10, by_count)
+            .try_collect::<Vec<_>>()
+            .await
+            .expect_err("endless");
+        assert!(error.to_string().contains("past 50 pages"), "{error}");
+        let by_bytes = WalkLimits {
+            pages: 1_000,
+            bytes: 1 << 20,
+        };
+        let error = endless(100 << 10, by_bytes)
+            .try_collect::<Vec<_>>()
+            .await
+            .expect_err("endless");
+        assert!(
+            error.to_string().contains("longer than 1048576 bytes together"),
+            "{error}"
+        );
+        let backwards = paginate(|page: u64| async move { Ok((vec![page], Some(page), 1)) }, 1, by_count);
+        assert!(
+            backwards.try_collect::<Vec<_>>().await.is_err(),
+            "a cursor that does not move"
+        );
+    }
+}

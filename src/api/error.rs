@@ -231,6 +231,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_platforms_words_are_kept_to_a_kibibyte() {
+        let huge = "é".repeat(5000);
+        let body = serde_json::json!({"Message": huge, "Field": huge, "ErrorKey": huge}).to_string();
+        let message = PlatformMessage::from_body(body.as_bytes());
+        for text in [
+            &message.message,
+            message.field.as_ref().expect("field"),
+            message.error_key.as_ref().expect("key"),
+        ] {
+            assert!(text.len() <= MAX_PLATFORM_TEXT && text.ends_with('…'), "{}", text.len());
+        }
+        let error = ApiError::from_response(500, None, body.as_bytes());
+        assert!(error.to_string().len() < 4 * MAX_PLATFORM_TEXT);
+    }
+
+    #[test]
     fn every_error_body_shape_yields_its_message_field_and_key() {
         let cases: [(&str, &str, Option<&str>, Option<&str>); 5] = [
             (

@@ -55,12 +55,14 @@ fn default_warn_threshold() -> i64 {
 #[x_kube(validation = Rule::new("!has(self.rateLimits) || !self.rateLimits.enabled || has(self.shieldZoneId)").message("spec.rateLimits needs spec.shieldZoneId"))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerAppWatchSpec {
-    /// Id of the container application.
-    #[schemars(length(min = 1, max = 128))]
+    /// Id of the container application: letters, digits, `-`, `_`, `.` and `~`,
+    /// beginning with a letter or digit (it is a segment of the platform's paths).
+    #[schemars(length(min = 1, max = 128), regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._~-]*$"))]
     pub app_id: String,
     /// How often to poll (a Go duration of at least 10s).
     #[serde(default = "default_interval")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('10s')").message("interval must be at least 10s"))]
+    #[schemars(length(max = 32))]
     pub interval: String,
     /// Shield Zone of the app, for rate limits and security events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,7 +99,7 @@ pub struct EventFilter {
     /// eq, in, contains (case-insensitive), cidr (ip only), wildcard (`*`).
     pub op: FilterOp,
     /// Values, OR-combined.
-    #[schemars(length(min = 1, max = 100))]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 256)))]
     pub value: Vec<String>,
 }
 
@@ -107,9 +109,11 @@ pub struct SecurityEventsWatch {
     /// Search window ending now (a Go duration, at most 72h).
     #[serde(default = "default_window")]
     #[x_kube(validation = Rule::new("duration(self) > duration('0s') && duration(self) <= duration('72h')").message("window must be positive and at most 72h"))]
+    #[schemars(length(max = 32))]
     pub window: String,
     /// Free text: every word must appear in the IP, rule id, URL, user agent or rule name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
     pub query: Option<String>,
     /// Filters, AND-combined.
     #[serde(default)]
@@ -140,6 +144,7 @@ pub struct CdnWatch {
     /// Window ending now (a Go duration, at most 72h).
     #[serde(default = "default_window")]
     #[x_kube(validation = Rule::new("duration(self) > duration('0s') && duration(self) <= duration('72h')").message("window must be positive and at most 72h"))]
+    #[schemars(length(max = 32))]
     pub window: String,
 }
 

@@ -30,10 +30,13 @@ pub const ANNOTATION_POLL_INTERVAL: &str = "edgeplatform.io/poll-interval";
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct SecretKeyRef {
     /// Name of the Secret, in the namespace of this object.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
     pub name: String,
     /// Key within the Secret whose value is the platform access key.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
     pub key: String,
 }
 

@@ -43,6 +43,7 @@ pub struct PullZoneCertificateSpec {
     /// least 1h, e.g. 720h). Absent: complete once per generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('1h')").message("renewEvery must be a duration of at least 1h, e.g. 720h"))]
+    #[schemars(length(max = 32))]
     pub renew_every: Option<String>,
     /// Secret key holding the platform access key; the operator's own key when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

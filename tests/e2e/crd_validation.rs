@@ -91,6 +91,20 @@ const INVALID: &[(&str, &str, &str)] = &[
     (PZC, "  hostname: shop.example.com\n  renewEvery: soon\n", "renewEvery"),
     (CAW, "  interval: 60s\n", "appId"),
     (CAW, "  appId: \"\"\n", "appId"),
+    (CAW, "  appId: \"..\"\n", "spec.appId"),
+    (CAW, "  appId: a/b\n", "spec.appId"),
+    (CAW, "  appId: \"a?b\"\n", "spec.appId"),
+    (CAW, "  appId: \"a#b\"\n", "spec.appId"),
+    (
+        CAW,
+        "  appId: a\n  accessKeySecretRef:\n    name: ../other\n    key: accessKey\n",
+        "spec.accessKeySecretRef.name",
+    ),
+    (
+        CAW,
+        "  appId: a\n  accessKeySecretRef:\n    name: key\n    key: a/b\n",
+        "spec.accessKeySecretRef.key",
+    ),
     (CAW, "  appId: a\n  interval: 5s\n", "interval must be at least 10s"),
     (CAW, "  appId: a\n  interval: often\n", "interval"),
     (
@@ -163,7 +177,33 @@ fn invalid_manifests_are_rejected_at_admission_with_a_clear_message() {
     let namespace = TestNamespace::create("invalid");
     assert!(INVALID.len() >= 30);
     let mut failures = Vec::new();
-    for (kind, spec, expected) in INVALID {
+    let long = |length: usize| "q".repeat(length);
+    let too_long = [
+        (
+            CAW,
+            format!(
+                "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    query: {}\n",
+                long(1025)
+            ),
+            "spec.securityEvents.query".to_string(),
+        ),
+        (
+            CAW,
+            format!(
+                "  appId: a\n  shieldZoneId: 1\n  securityEvents:\n    filters:\n      - field: ip\n        op: eq\n        value: [{}]\n",
+                long(257)
+            ),
+            "spec.securityEvents.filters[0].value[0]".to_string(),
+        ),
+        (CAW, format!("  appId: {}\n", long(129)), "spec.appId".to_string()),
+    ];
+    let every = INVALID
+        .iter()
+        .map(|(kind, spec, expected)| (*kind, spec.to_string(), expected.to_string()))
+        .chain(too_long);
+    for (kind, spec, expected) in every {
+        let spec = spec.as_str();
+        let expected = expected.as_str();
         let yaml = manifest(kind, &namespace.name, spec);
         let (accepted, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
         if accepted {

@@ -219,10 +219,15 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
         "{error:?}"
     );
 
-    let error = client.get_app("missing app/..").await.expect_err("missing");
+    let error = client.get_app("missing-app.v2").await.expect_err("missing");
     assert!(
-        matches!(&error, ApiError::NotFound(m) if m.message.contains("missing app/..")),
+        matches!(&error, ApiError::NotFound(m) if m.message.contains("missing-app.v2")),
         "{error:?}"
+    );
+    let error = client.get_app("missing app/..").await.expect_err("refused");
+    assert!(
+        matches!(&error, ApiError::InvalidInput(_)),
+        "refused before any request: {error:?}"
     );
 
     let error = client
