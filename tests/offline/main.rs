@@ -8,6 +8,7 @@ mod argocd;
 mod client;
 mod contract;
 mod crds;
+mod docs;
 mod edgectl;
 mod hostile_network;
 mod plan;
