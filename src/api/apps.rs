@@ -2,9 +2,10 @@
 
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation};
+use super::client::{Api, EdgeClient};
 use super::error::ApiError;
 use super::models::apps::Application;
+use super::operation::Operation;
 
 /// The longest value that goes into one path segment.
 pub const MAX_PATH_SEGMENT: usize = 256;

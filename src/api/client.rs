@@ -13,72 +13,7 @@ use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
 use super::contract;
 use super::error::{ApiError, bounded_text};
 use super::limiter::{DirectLimiter, KeyedLimiter, Lane};
-
-/// Every platform operation, named for metrics and logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    SearchEvents,
-    ListAccessLists,
-    UpdateAccessList,
-    ListRateLimits,
-    CompleteCertificate,
-    GetApp,
-    QueryLogs,
-    GetLogFile,
-}
-
-impl Operation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::SearchEvents => "search_events",
-            Operation::ListAccessLists => "list_access_lists",
-            Operation::UpdateAccessList => "update_access_list",
-            Operation::ListRateLimits => "list_rate_limits",
-            Operation::CompleteCertificate => "complete_certificate",
-            Operation::GetApp => "get_app",
-            Operation::QueryLogs => "query_logs",
-            Operation::GetLogFile => "get_log_file",
-        }
-    }
-
-    /// The largest answer one call may bring, for the page size asked (`None`: the
-    /// operation has no page size, or the platform's default). One object or one list
-    /// page takes a few MiB at most; a page of logs or events is bounded by its entries.
-    pub fn answer_limit(self, page_size: Option<u64>) -> usize {
-        const ENVELOPE: usize = 1 << 20;
-        let per_page = |per_entry: usize, default: u64, most: u64| {
-            let entries = usize::try_from(page_size.unwrap_or(default).min(most)).unwrap_or(usize::MAX);
-            ENVELOPE.saturating_add(entries.saturating_mul(per_entry))
-        };
-        match self {
-            Operation::UpdateAccessList | Operation::CompleteCertificate => ENVELOPE,
-            Operation::GetApp | Operation::ListAccessLists | Operation::ListRateLimits => 4 << 20,
-            // An event row or a log entry: a URL, a user agent, headers; 16 KiB is ample.
-            Operation::SearchEvents => per_page(16 << 10, 100, 1000),
-            Operation::QueryLogs => per_page(16 << 10, 100, 1000),
-            // The legacy log file: a whole day, for `edgectl logs --v1` only.
-            Operation::GetLogFile => 64 << 20,
-        }
-    }
-
-    /// Whether the operation changes the platform.
-    pub fn is_write(self) -> bool {
-        matches!(self, Operation::UpdateAccessList | Operation::CompleteCertificate)
-    }
-
-    /// The quota line of the operation: the access-list reads that precede a PATCH or
-    /// a restore go with the writes, ahead of the observe-only polls.
-    pub fn lane(self) -> Lane {
-        match self {
-            Operation::ListAccessLists | Operation::UpdateAccessList | Operation::CompleteCertificate => Lane::Change,
-            Operation::SearchEvents
-            | Operation::ListRateLimits
-            | Operation::GetApp
-            | Operation::QueryLogs
-            | Operation::GetLogFile => Lane::Poll,
-        }
-    }
-}
+use super::operation::Operation;
 
 /// Outcome class of one HTTP exchange: `2xx`..`5xx`, or `error` when no answer came.
 pub fn status_class(status: Option<u16>) -> &'static str {

@@ -4,7 +4,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation, WalkLimits, paginate};
+use super::client::{Api, EdgeClient, WalkLimits, paginate};
+use super::operation::Operation;
 
 /// A walk over log pages streams its entries: it may be long, and holds one page at a
 /// time.

@@ -11,10 +11,12 @@ pub mod error;
 pub mod limiter;
 pub mod logging;
 pub mod models;
+pub mod operation;
 pub mod pullzone;
 pub mod shield;
 
-pub use client::{EdgeClient, Hooks, Operation, RequestObserver, WriteGate, status_class};
+pub use client::{EdgeClient, Hooks, RequestObserver, WriteGate, status_class};
 pub use config::{ClientConfig, Credentials, PlainHttp, RetryPolicy, Secret, SecretFile, USER_AGENT};
 pub use error::{ApiError, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
 pub use logging::LogQuery;
+pub use operation::Operation;

@@ -2,9 +2,10 @@
 
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation};
+use super::client::{Api, EdgeClient};
 use super::error::ApiError;
 use super::models::pullzone::CompleteCertificateRequest;
+use super::operation::Operation;
 
 impl EdgeClient {
     /// `POST /pullzone/completeExternalHttpCertificate`: `Ok` once the certificate is

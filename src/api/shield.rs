@@ -3,12 +3,13 @@
 use futures::Stream;
 use reqwest::Method;
 
-use super::client::{Api, EdgeClient, Operation, WalkLimits, paginate};
+use super::client::{Api, EdgeClient, WalkLimits, paginate};
 use super::error::ApiError;
 use super::models::shield::{
     AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse, AccessListsResponse,
     EventLogsSearchRequest, EventLogsSearchResponse, RateLimitListResponse, RateLimitRule,
 };
+use super::operation::Operation;
 
 /// Rules per page when walking all rate limits (the platform default).
 pub const RATE_LIMIT_PAGE_SIZE: i64 = 10;

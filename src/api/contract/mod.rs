@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 pub use self::translate::openapi_to_json_schema;
 pub use self::validator::BodyValidator;
-use super::client::Operation;
+use super::operation::Operation;
 
 /// One of the platform's published API documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -306,7 +306,7 @@ pub fn check_answer(operation: Operation, body: &[u8]) -> Result<(), String> {
     };
     let validators = VALIDATORS
         .get_or_init(|| {
-            ANSWERED_BY_SCHEMAS
+            Operation::ALL
                 .iter()
                 .filter_map(|&operation| answer_schema(operation))
                 .map(|(document, name)| BodyValidator::new(document, name, Required::AlwaysSent).map(|v| (name, v)))
@@ -331,14 +331,6 @@ pub fn check_answer(operation: Operation, body: &[u8]) -> Result<(), String> {
 }
 
 /// The operations whose answers have a published schema.
-const ANSWERED_BY_SCHEMAS: [Operation; 5] = [
-    Operation::SearchEvents,
-    Operation::ListAccessLists,
-    Operation::UpdateAccessList,
-    Operation::ListRateLimits,
-    Operation::GetApp,
-];
-
 /// The members of a configured probe, each at least 1.
 pub const PROBE_TIMINGS: [&str; 5] = [
     "initialDelaySeconds",
@@ -511,6 +503,32 @@ mod tests {
         match BodyValidator::new(document, name, Required::Enforced) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn every_operation_with_a_published_answer_is_checked_against_it() {
+        let checked: Vec<&str> = Operation::ALL
+            .into_iter()
+            .filter(|&operation| answer_schema(operation).is_some())
+            .map(Operation::as_str)
+            .collect();
+        assert_eq!(
+            checked,
+            [
+                "search_events",
+                "list_access_lists",
+                "update_access_list",
+                "list_rate_limits",
+                "get_app"
+            ]
+        );
+        for operation in Operation::ALL {
+            if let Some((document, name)) = answer_schema(operation) {
+                BodyValidator::new(document, name, Required::AlwaysSent).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let refused = check_answer(operation, b"{\"unexpected\": true}");
+                assert!(refused.is_err(), "{name}: an answer missing what it always sends");
+            }
         }
     }
 

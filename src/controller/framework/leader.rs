@@ -44,7 +44,7 @@ impl LeaderGate {
 
     /// Acting stops this long before the Lease would expire.
     pub fn margin(lease_duration: Duration) -> Duration {
-        (lease_duration / 4).max(Duration::from_secs(1))
+        quarter(lease_duration)
     }
 
     /// The Lease was just renewed by this process (acquired, or seen renewed now).
@@ -128,6 +128,13 @@ pub fn standing(spec: &LeaseSpec, identity: &str, lease_duration: Duration, now:
 /// How often the Lease is read when nothing calls for sooner: every quarter of the
 /// lease, at least every second.
 pub fn check_every(lease_duration: Duration) -> Duration {
+    quarter(lease_duration)
+}
+
+/// The unit of every leader timing: a quarter of the lease, at least one second. The
+/// margin before expiry and the interval between Lease reads are both one unit, so a
+/// lapse is seen at least once before acting must stop.
+fn quarter(lease_duration: Duration) -> Duration {
     (lease_duration / 4).max(Duration::from_secs(1))
 }
 

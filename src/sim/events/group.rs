@@ -2,7 +2,7 @@
 //! space fits a packed word, dimension by dimension otherwise), then each group's
 //! counts, context and sparkline, with buffers kept between searches.
 
-use super::search::{page_bounds, response};
+use super::page::{page_bounds, response};
 use super::store::{Column, Dictionary, EventStore};
 use super::validate::ValidSearch;
 use crate::api::models::shield::{Dimension, EventGroup, EventLogsSearchResponse, GroupContext};

@@ -1,6 +1,7 @@
 //! Security events of Shield Zones: compact storage and the search engine.
 
 mod group;
+mod page;
 pub mod search;
 pub mod store;
 pub mod validate;

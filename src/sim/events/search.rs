@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 
 use super::group::{PACKED_KEY_BITS, grouped};
+use super::page::{page_bounds, response};
 use super::store::{Column, EventStore};
 use super::validate::{QUERY_COLUMNS, ValidSearch};
-use crate::api::models::GenericRequestResponse;
 use crate::api::models::shield::{Dimension, EventLogsSearchResponse, EventRow};
 
 /// Per-dictionary-id truth tables: each predicate is evaluated once per distinct value.
@@ -64,10 +64,6 @@ impl MatchTables {
     }
 }
 
-pub(super) fn total_pages(total: usize, page_size: usize) -> i32 {
-    i32::try_from(total.div_ceil(page_size)).unwrap_or(i32::MAX)
-}
-
 /// Runs a validated search.
 pub fn execute(search: &ValidSearch, store: &EventStore) -> EventLogsSearchResponse {
     execute_with(search, store, PACKED_KEY_BITS)
@@ -87,22 +83,6 @@ pub(super) fn execute_with(search: &ValidSearch, store: &EventStore, packed_key_
         flat(search, store, rows)
     } else {
         grouped(search, store, rows, packed_key_bits)
-    }
-}
-
-pub(super) fn page_bounds(search: &ValidSearch) -> (usize, usize) {
-    let start = search.page.saturating_mul(search.page_size);
-    (start, start.saturating_add(search.page_size))
-}
-
-pub(super) fn response(search: &ValidSearch, total: usize) -> EventLogsSearchResponse {
-    EventLogsSearchResponse {
-        rows: None,
-        groups: None,
-        total: total as i64,
-        total_pages: total_pages(total, search.page_size),
-        page: i32::try_from(search.page).unwrap_or(i32::MAX),
-        error_response: Some(GenericRequestResponse::ok()),
     }
 }
 

@@ -142,14 +142,11 @@ pub fn after_attempt(
         }
         Err(error) => error,
     };
-    let (reason, wait) = match error {
-        ApiError::NotFound(_) => (Reason::HostnameNotFound, None),
-        ApiError::Validation { .. } => (Reason::VerificationFailed, Some(backoff)),
-        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => (Reason::Unauthorized, Some(UNAUTHORIZED_RETRY)),
-        ApiError::RateLimited { retry_after, .. } => {
-            (Reason::RateLimited, Some(backoff.max(retry_after.unwrap_or_default())))
-        }
-        other => (Reason::of(other), Some(backoff)),
+    let reason = certificate_reason(error);
+    let wait = match reason {
+        Reason::HostnameNotFound => None,
+        Reason::Unauthorized => Some(UNAUTHORIZED_RETRY),
+        _ => Some(backoff.max(error.retry_after().unwrap_or_default())),
     };
     let message = match reason {
         Reason::HostnameNotFound => format!(
@@ -194,6 +191,7 @@ pub fn attempt_notes(
     }
 }
 
+/// [`Reason::of`], in this kind's words where it has its own.
 fn certificate_reason(error: &ApiError) -> Reason {
     match error {
         ApiError::NotFound(_) => Reason::HostnameNotFound,

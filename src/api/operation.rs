@@ -1,0 +1,104 @@
+//! Every platform operation: its name, whether it writes, its quota lane and the
+//! largest answer it may bring.
+
+use super::limiter::Lane;
+
+/// Every platform operation, named for metrics and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    SearchEvents,
+    ListAccessLists,
+    UpdateAccessList,
+    ListRateLimits,
+    CompleteCertificate,
+    GetApp,
+    QueryLogs,
+    GetLogFile,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 8] = [
+        Operation::SearchEvents,
+        Operation::ListAccessLists,
+        Operation::UpdateAccessList,
+        Operation::ListRateLimits,
+        Operation::CompleteCertificate,
+        Operation::GetApp,
+        Operation::QueryLogs,
+        Operation::GetLogFile,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::SearchEvents => "search_events",
+            Operation::ListAccessLists => "list_access_lists",
+            Operation::UpdateAccessList => "update_access_list",
+            Operation::ListRateLimits => "list_rate_limits",
+            Operation::CompleteCertificate => "complete_certificate",
+            Operation::GetApp => "get_app",
+            Operation::QueryLogs => "query_logs",
+            Operation::GetLogFile => "get_log_file",
+        }
+    }
+
+    /// The largest answer one call may bring, for the page size asked (`None`: the
+    /// operation has no page size, or the platform's default). One object or one list
+    /// page takes a few MiB at most; a page of logs or events is bounded by its entries.
+    pub fn answer_limit(self, page_size: Option<u64>) -> usize {
+        const ENVELOPE: usize = 1 << 20;
+        let per_page = |per_entry: usize, default: u64, most: u64| {
+            let entries = usize::try_from(page_size.unwrap_or(default).min(most)).unwrap_or(usize::MAX);
+            ENVELOPE.saturating_add(entries.saturating_mul(per_entry))
+        };
+        match self {
+            Operation::UpdateAccessList | Operation::CompleteCertificate => ENVELOPE,
+            Operation::GetApp | Operation::ListAccessLists | Operation::ListRateLimits => 4 << 20,
+            // An event row or a log entry: a URL, a user agent, headers; 16 KiB is ample.
+            Operation::SearchEvents => per_page(16 << 10, 100, 1000),
+            Operation::QueryLogs => per_page(16 << 10, 100, 1000),
+            // The legacy log file: a whole day, for `edgectl logs --v1` only.
+            Operation::GetLogFile => 64 << 20,
+        }
+    }
+
+    /// Whether the operation changes the platform.
+    pub fn is_write(self) -> bool {
+        matches!(self, Operation::UpdateAccessList | Operation::CompleteCertificate)
+    }
+
+    /// The quota line of the operation: the access-list reads that precede a PATCH or
+    /// a restore go with the writes, ahead of the observe-only polls.
+    pub fn lane(self) -> Lane {
+        match self {
+            Operation::ListAccessLists | Operation::UpdateAccessList | Operation::CompleteCertificate => Lane::Change,
+            Operation::SearchEvents
+            | Operation::ListRateLimits
+            | Operation::GetApp
+            | Operation::QueryLogs
+            | Operation::GetLogFile => Lane::Poll,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_holds_every_operation_once() {
+        for (index, operation) in Operation::ALL.into_iter().enumerate() {
+            // A new variant fails to compile here until it has its place in `ALL`.
+            let place = match operation {
+                Operation::SearchEvents => 0,
+                Operation::ListAccessLists => 1,
+                Operation::UpdateAccessList => 2,
+                Operation::ListRateLimits => 3,
+                Operation::CompleteCertificate => 4,
+                Operation::GetApp => 5,
+                Operation::QueryLogs => 6,
+                Operation::GetLogFile => 7,
+            };
+            assert_eq!(place, index, "{}", operation.as_str());
+        }
+    }
+}
