@@ -152,7 +152,7 @@ impl EdgeClient {
     pub fn with_credentials(&self, credentials: Credentials) -> Self {
         Self {
             config: Arc::new(ClientConfig {
-                credentials,
+                credentials: Some(credentials),
                 ..(*self.config).clone()
             }),
             shared: self.shared.clone(),
@@ -173,11 +173,12 @@ impl EdgeClient {
     pub(crate) fn request(&self, method: Method, api: Api, path: &str) -> RequestBuilder {
         let request = self.shared.http.request(method, self.url(api, path));
         match &self.config.credentials {
-            Credentials::AccessKey(key) => request.header("AccessKey", sensitive(key.expose())),
-            Credentials::Bearer(token) => request.header(
+            Some(Credentials::AccessKey(key)) => request.header("AccessKey", sensitive(key.expose())),
+            Some(Credentials::Bearer(token)) => request.header(
                 reqwest::header::AUTHORIZATION,
                 sensitive(&format!("Bearer {}", token.expose())),
             ),
+            None => request,
         }
     }
 
@@ -189,6 +190,12 @@ impl EdgeClient {
         api: Api,
         build: impl Fn() -> RequestBuilder,
     ) -> Result<Response, ApiError> {
+        if self.config.credentials.is_none() {
+            return Err(ApiError::InvalidInput(format!(
+                "{}: no credentials to call the platform with",
+                operation.as_str()
+            )));
+        }
         let policy = &self.config.retry;
         let mut retry = 0;
         loop {
@@ -421,6 +428,18 @@ mod tests {
             1,
             limits,
         )
+    }
+
+    #[tokio::test]
+    async fn a_client_without_credentials_sends_nothing() {
+        // Port 9 (discard) on loopback: a request sent would fail as a transport error.
+        let config = ClientConfig::without_credentials("http://127.0.0.1:9", "http://127.0.0.1:9");
+        let client = EdgeClient::new(config).expect("client");
+        let error = client.get_app("app").await.expect_err("no credentials");
+        assert!(
+            matches!(&error, ApiError::InvalidInput(m) if m.contains("no credentials")),
+            "{error:?}"
+        );
     }
 
     #[tokio::test]

@@ -163,7 +163,9 @@ pub struct ClientConfig {
     pub base_url: String,
     /// Logging API base URL.
     pub logging_url: String,
-    pub credentials: Credentials,
+    /// `None`: the client can only be given credentials ([`crate::api::EdgeClient::with_credentials`]);
+    /// a call without fails before anything is sent.
+    pub credentials: Option<Credentials>,
     /// Whole-request timeout.
     pub timeout: Duration,
     pub connect_timeout: Duration,
@@ -259,9 +261,17 @@ pub const USER_AGENT: &str = concat!("edge-operator/", env!("CARGO_PKG_VERSION")
 impl ClientConfig {
     pub fn new(base_url: impl Into<String>, logging_url: impl Into<String>, credentials: Credentials) -> Self {
         Self {
+            credentials: Some(credentials),
+            ..Self::without_credentials(base_url, logging_url)
+        }
+    }
+
+    /// A configuration whose clients get their credentials later, one per caller.
+    pub fn without_credentials(base_url: impl Into<String>, logging_url: impl Into<String>) -> Self {
+        Self {
             base_url: base_url.into().trim_end_matches('/').to_string(),
             logging_url: logging_url.into().trim_end_matches('/').to_string(),
-            credentials,
+            credentials: None,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             user_agent: USER_AGENT.to_string(),

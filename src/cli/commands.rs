@@ -17,14 +17,15 @@ use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, Secret};
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
 /// with `credentials`; a missing API URL is reported before missing credentials.
-fn connect(connection: &Connection, credentials: Result<Credentials, Failure>) -> Result<EdgeClient, Failure> {
+fn connect(connection: &Connection, credentials: Result<Option<Credentials>, Failure>) -> Result<EdgeClient, Failure> {
     let api_url = connection
         .api_url
         .clone()
         .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
     let credentials = credentials?;
     let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
-    let mut config = ClientConfig::new(api_url, logging_url, credentials);
+    let mut config = ClientConfig::without_credentials(api_url, logging_url);
+    config.credentials = credentials;
     config.timeout = connection.timeout.into();
     config.plain_http = PlainHttp::allowing_in_cluster(connection.allow_http_in_cluster);
     Ok(EdgeClient::new(config)?)
@@ -33,13 +34,12 @@ fn connect(connection: &Connection, credentials: Result<Credentials, Failure>) -
 /// A client for `edgectl plan`: the access key is optional (Secrets may come from
 /// `--secrets-from`).
 fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
-    let key = connection.access_key.clone();
+    let key = connection
+        .access_key
+        .clone()
+        .map(|key| Credentials::AccessKey(Secret::new(key)));
     let has_key = key.is_some();
-    let client = connect(
-        connection,
-        Ok(Credentials::AccessKey(Secret::new(key.unwrap_or_default()))),
-    )?;
-    Ok((client, has_key))
+    Ok((connect(connection, Ok(key))?, has_key))
 }
 
 async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, Failure> {
@@ -84,7 +84,7 @@ fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure>
             "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
         )),
     };
-    connect(connection, credentials)
+    connect(connection, credentials.map(Some))
 }
 
 fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> {

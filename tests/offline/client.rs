@@ -268,7 +268,7 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
     );
 
     let mut config = client.config().clone();
-    config.credentials = Credentials::AccessKey(Secret::new("wrong-key"));
+    config.credentials = Some(Credentials::AccessKey(Secret::new("wrong-key")));
     let wrong = EdgeClient::new(config).expect("config");
     let error = wrong.get_app("app-shop").await.expect_err("unauthorized");
     assert_eq!(error.reason(), "Unauthorized");

@@ -315,7 +315,8 @@ pub fn credential_id(client: &EdgeClient) -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     match &client.config().credentials {
-        ApiCredentials::AccessKey(key) | ApiCredentials::Bearer(key) => key.expose().hash(&mut hasher),
+        Some(ApiCredentials::AccessKey(key) | ApiCredentials::Bearer(key)) => key.expose().hash(&mut hasher),
+        None => "none".hash(&mut hasher),
     }
     format!("{:016x}", hasher.finish())
 }
@@ -350,10 +351,9 @@ mod tests {
         let index = SecretIndex::new(writer.as_reader());
         let kube =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().expect("url"))).expect("client");
-        let platform = EdgeClient::new(crate::api::ClientConfig::new(
+        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
             "http://127.0.0.1:9",
             "http://127.0.0.1:9",
-            ApiCredentials::AccessKey(Secret::new("")),
         ))
         .expect("platform client");
         let credentials = Credentials::new(kube, platform, None, index.clone());

@@ -21,9 +21,7 @@ use self::lease::{release_lease, watch_lease};
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
-use crate::api::{
-    ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, PlainHttp, RetryPolicy, Secret, USER_AGENT,
-};
+use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::{Context, Settings, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
@@ -148,6 +146,18 @@ pub enum RunError {
     LostLease,
     #[error("{0}")]
     AccessKey(String),
+    #[error("the health and metrics server stopped: {0}")]
+    HealthServerStopped(String),
+}
+
+/// The health server runs until the process ends: its end, clean or not, is an error,
+/// so the kubelet restarts a Pod that no longer answers its probes.
+fn health_server_ended(served: Result<Result<(), RunError>, tokio::task::JoinError>) -> RunError {
+    match served {
+        Ok(Err(error)) => error,
+        Ok(Ok(())) => RunError::HealthServerStopped("it returned".into()),
+        Err(error) => RunError::HealthServerStopped(error.to_string()),
+    }
 }
 
 /// Runs the operator until interrupted (or until it loses the leader lease).
@@ -166,11 +176,8 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
     let kube_client = kube::Client::try_from(kube_config)?;
     let metrics = Arc::new(Metrics::default());
-    let mut platform_config = ClientConfig::new(
-        config.api_url.clone(),
-        config.logging_url().to_string(),
-        ApiCredentials::AccessKey(Secret::new("")),
-    );
+    let mut platform_config =
+        ClientConfig::without_credentials(config.api_url.clone(), config.logging_url().to_string());
     platform_config.retry = RetryPolicy {
         max_retries: 1,
         ..RetryPolicy::default()
@@ -303,14 +310,14 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 () = controllers => Ok(()),
                 () = lost => Err(RunError::LostLease),
                 _ = watchdog => Err(RunError::LostLease),
-                served = server => served.unwrap_or(Ok(())),
+                served = server => Err(health_server_ended(served)),
             };
             release_lease(is_leader, task).await;
             outcome
         }
         None => tokio::select! {
             () = controllers => Ok(()),
-            served = server => served.unwrap_or(Ok(())),
+            served = server => Err(health_server_ended(served)),
         },
     };
     tracing::info!("stopped");
