@@ -257,7 +257,7 @@ async fn against_floor(
     Ok((operator, namespace, convergence))
 }
 
-pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     let objects = settings.objects;
     let sim = spawn(document(objects)).await?;
     report.info(SUITE, "AccessListConfigs over 20 Shield Zones", objects.to_string());

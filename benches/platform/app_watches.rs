@@ -45,7 +45,7 @@ fn cdn_synced(object: &ContainerAppWatch) -> bool {
     })
 }
 
-pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     scenario(cluster, settings, report, "same window", |_| "24h".to_string()).await?;
     // 1h to 20h of logs spread over 24 h: one to three pages each.
     scenario(cluster, settings, report, "own windows", |i| format!("{}h", i + 1)).await

@@ -152,7 +152,7 @@ fn requests_per_poll(sim: &Sim, since_ms: i64) -> Vec<usize> {
     polls
 }
 
-pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     let (per_hour, window) = (settings.cdn_per_hour, settings.cdn_window);
     let new_per_poll = per_hour as f64 * INTERVAL.as_secs_f64() / 3600.0;
     let in_window = (per_hour as f64 * window.as_secs_f64() / 3600.0) as usize;

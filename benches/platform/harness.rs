@@ -22,12 +22,12 @@ use serde_json::json;
 
 use crate::report::Report;
 
-pub const ACCESS_KEY: &str = "bench-access-key";
+pub(crate) const ACCESS_KEY: &str = "bench-access-key";
 /// The logging API's limit per Pull Zone.
 const LOGGING_LIMIT_PER_10S: usize = 30;
 
 /// Emulator fixtures: one Pull Zone with logging enabled, and the apps `app_ids`.
-pub fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = String>) -> SimDocument {
+pub(crate) fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = String>) -> SimDocument {
     SimDocument {
         access_keys: vec![ACCESS_KEY.to_string()],
         pull_zones: vec![PullZone {
@@ -46,7 +46,7 @@ pub fn logging_pull_zone(pull_zone_id: i64, app_ids: impl IntoIterator<Item = St
 
 /// The row of the most logging requests the emulator answered in any 10 s, against
 /// the platform's limit.
-pub fn check_logging_quota(report: &mut Report, suite: &'static str, label: &str, sim: &Sim) {
+pub(crate) fn check_logging_quota(report: &mut Report, suite: &'static str, label: &str, sim: &Sim) {
     let busiest = busiest_10s_of_logging(sim);
     report.check(
         suite,
@@ -79,7 +79,7 @@ fn busiest_10s_of_logging(sim: &Sim) -> usize {
 
 /// Where the scenarios run: the cluster, the operator binary (built with the benchmark,
 /// in the same profile) and the apiserver's audit log.
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub client: Client,
     pub operator_bin: PathBuf,
     pub audit_log: PathBuf,
@@ -88,7 +88,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub async fn from_env() -> anyhow::Result<Self> {
+    pub(crate) async fn from_env() -> anyhow::Result<Self> {
         let audit_log = std::env::var_os("EDGE_BENCH_AUDIT_LOG")
             .context("EDGE_BENCH_AUDIT_LOG (the apiserver's audit log) is not set; run hack/bench/run.sh")?;
         Ok(Self {
@@ -100,7 +100,7 @@ impl Cluster {
     }
 
     /// Creates a namespace of this run and answers the API of `K` in it.
-    pub async fn namespace<K>(&self, purpose: &str) -> anyhow::Result<(String, Api<K>)>
+    pub(crate) async fn namespace<K>(&self, purpose: &str) -> anyhow::Result<(String, Api<K>)>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
@@ -115,7 +115,7 @@ impl Cluster {
     }
 
     /// Status writes to objects of `namespace` the apiserver completed so far.
-    pub fn status_writes(&self, namespace: &str) -> anyhow::Result<usize> {
+    pub(crate) fn status_writes(&self, namespace: &str) -> anyhow::Result<usize> {
         Ok(self.status_write_times(namespace)?.values().map(Vec::len).sum())
     }
 
@@ -134,7 +134,7 @@ impl Cluster {
 
     /// When the apiserver completed each status write to an object of `namespace`, by
     /// object name, in order.
-    pub fn status_write_times(
+    pub(crate) fn status_write_times(
         &self,
         namespace: &str,
     ) -> anyhow::Result<std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>>> {
@@ -157,7 +157,7 @@ impl Cluster {
 
     /// The operator's requests to the apiserver received within `[from, to)`, as
     /// `verb resource` (watches included: a re-established watch is a request).
-    pub fn operator_requests(
+    pub(crate) fn operator_requests(
         &self,
         from: chrono::DateTime<chrono::Utc>,
         to: chrono::DateTime<chrono::Utc>,
@@ -186,7 +186,12 @@ impl Cluster {
 
     /// Starts the operator on `namespace` against the emulator at `api_url`, its
     /// metrics on a free port of 127.0.0.1.
-    pub fn start_operator(&self, api_url: &str, namespace: &str, extra: &[&str]) -> anyhow::Result<OperatorProcess> {
+    pub(crate) fn start_operator(
+        &self,
+        api_url: &str,
+        namespace: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<OperatorProcess> {
         let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));
         std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
         let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -210,7 +215,7 @@ impl Cluster {
 }
 
 /// An operator process, stopped when dropped.
-pub struct OperatorProcess {
+pub(crate) struct OperatorProcess {
     child: Child,
     key_file: PathBuf,
     metrics_port: u16,
@@ -219,7 +224,7 @@ pub struct OperatorProcess {
 impl OperatorProcess {
     /// Reconciles of `kind` the operator has finished, whatever their result (none when
     /// its metrics do not answer).
-    pub async fn reconciles(&self, kind: &str) -> Option<f64> {
+    pub(crate) async fn reconciles(&self, kind: &str) -> Option<f64> {
         let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
             .await
             .ok()?
@@ -234,7 +239,7 @@ impl OperatorProcess {
     }
 
     /// Peak resident memory so far (VmHWM), in MB.
-    pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
+    pub(crate) fn peak_rss_mb(&self) -> anyhow::Result<f64> {
         let pid = i32::try_from(self.child.id()).context("a process id")?;
         procfs::process::Process::new(pid)
             .and_then(|process| process.status())
@@ -245,7 +250,7 @@ impl OperatorProcess {
     }
 
     /// Fails when the process has exited (a crash would otherwise look like slowness).
-    pub fn ensure_running(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn ensure_running(&mut self) -> anyhow::Result<()> {
         match self.child.try_wait()? {
             Some(status) => bail!("edge-operator exited: {status}"),
             None => Ok(()),
@@ -263,7 +268,11 @@ impl Drop for OperatorProcess {
 
 /// Watches `api` and answers the moment `expected` objects satisfy `is_ready` (a watch,
 /// not polling: the benchmark should not load the apiserver it measures).
-pub fn ready_waiter<K>(api: Api<K>, expected: usize, is_ready: fn(&K) -> bool) -> JoinHandle<anyhow::Result<Instant>>
+pub(crate) fn ready_waiter<K>(
+    api: Api<K>,
+    expected: usize,
+    is_ready: fn(&K) -> bool,
+) -> JoinHandle<anyhow::Result<Instant>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {

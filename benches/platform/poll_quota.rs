@@ -287,7 +287,7 @@ async fn run_with_quota(
     })
 }
 
-pub async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     let (watches, interval) = (settings.poll_watches, settings.poll_interval);
     let demand = watches as f64 * REQUESTS_PER_POLL / interval.as_secs_f64();
     let label = format!(

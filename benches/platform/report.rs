@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Pass,
     Fail,
     /// Printed for information: no target, or a target that only holds at full scale.
@@ -22,13 +22,13 @@ struct Row {
 /// Rows in the order they were measured. In a smoke run, targets stated for full-scale
 /// runs (times, memory) are printed but not gated; count targets always are.
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     rows: Vec<Row>,
     smoke: bool,
 }
 
 impl Report {
-    pub fn new(smoke: bool) -> Self {
+    pub(crate) fn new(smoke: bool) -> Self {
         Self {
             rows: Vec::new(),
             smoke,
@@ -47,13 +47,20 @@ impl Report {
     }
 
     /// A figure whose target holds at every scale (counts, correctness).
-    pub fn check(&mut self, suite: &'static str, figure: &str, value: String, target: &str, pass: bool) {
+    pub(crate) fn check(&mut self, suite: &'static str, figure: &str, value: String, target: &str, pass: bool) {
         let verdict = if pass { Verdict::Pass } else { Verdict::Fail };
         self.push(suite, figure, value, target.to_string(), verdict);
     }
 
     /// A figure whose target is stated for the full-scale run (times, memory).
-    pub fn check_at_scale(&mut self, suite: &'static str, figure: &str, value: String, target: &str, pass: bool) {
+    pub(crate) fn check_at_scale(
+        &mut self,
+        suite: &'static str,
+        figure: &str,
+        value: String,
+        target: &str,
+        pass: bool,
+    ) {
         if self.smoke {
             self.push(suite, figure, value, format!("{target} at full scale"), Verdict::Info);
         } else {
@@ -61,12 +68,12 @@ impl Report {
         }
     }
 
-    pub fn info(&mut self, suite: &'static str, figure: &str, value: String) {
+    pub(crate) fn info(&mut self, suite: &'static str, figure: &str, value: String) {
         self.push(suite, figure, value, "-".to_string(), Verdict::Info);
     }
 
     /// A suite that could not run to the end: its remaining figures are missing.
-    pub fn error(&mut self, suite: &'static str, error: &dyn std::fmt::Display) {
+    pub(crate) fn error(&mut self, suite: &'static str, error: &dyn std::fmt::Display) {
         self.push(
             suite,
             "ran to completion",
@@ -76,12 +83,12 @@ impl Report {
         );
     }
 
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.rows.iter().any(|r| r.verdict == Verdict::Fail)
     }
 
     /// The table in Markdown, ready for the README.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::from("| suite | figure | value | target | result |\n|---|---|---|---|---|\n");
         for row in &self.rows {
             let result = match row.verdict {

@@ -109,7 +109,7 @@ fn duckdb(python: &str, store: &EventStore, spec: &Value) -> Result<Value, Strin
     serde_json::from_slice(&output.stdout).map_err(|e| format!("DuckDB side answered no JSON: {e}"))
 }
 
-pub fn run(settings: &Settings, report: &mut Report) -> Result<(), String> {
+pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String> {
     let (count, runs) = (settings.events, settings.runs);
     let now: DateTime<Utc> = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
     let now_ms = now.timestamp_millis();

@@ -4,6 +4,9 @@
 // clippy reads the repeated `printcolumn(name = .., type_ = ..)` entries of the
 // CustomResource derive as duplicated attributes; they are distinct columns.
 #![allow(clippy::duplicated_attributes)]
+// The KubeSchema derive re-declares each spec in a private module of its own, which
+// `unreachable_pub` reports; the specs themselves are exported.
+#![allow(unreachable_pub)]
 
 pub mod access_list_config;
 pub mod container_app_watch;

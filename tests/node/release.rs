@@ -14,7 +14,7 @@ use kube::api::ListParams;
 use crate::support::cluster::{TestNamespace, cluster, repo_root};
 use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
 
-pub struct Release {
+pub(crate) struct Release {
     pub name: String,
     pub namespace: TestNamespace,
     /// From `helm install` to the release's Pods Ready (`--wait`).
@@ -26,7 +26,7 @@ impl Release {
     /// Installs the chart with the `ci/<mode>-values.yaml` file, the example fixtures in
     /// the emulator, the locally loaded images (never pulled), watching only its own
     /// namespace; waits until its Pods are Ready.
-    pub fn install(prefix: &str, mode: &str, extra: &[&str]) -> Self {
+    pub(crate) fn install(prefix: &str, mode: &str, extra: &[&str]) -> Self {
         assert!(
             std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
             "the node suite needs a cluster with a node and the images loaded, in EDGE_TEST_KUBECONFIG \
@@ -69,7 +69,7 @@ impl Release {
 
     /// A namespace of its own under the `restricted` Pod Security Standard, and the name
     /// of a release in it.
-    pub fn namespace_and_name(prefix: &str) -> (TestNamespace, String) {
+    pub(crate) fn namespace_and_name(prefix: &str) -> (TestNamespace, String) {
         let namespace = TestNamespace::create(prefix);
         let (ok, _, err) = cluster().kubectl(
             &[
@@ -86,7 +86,7 @@ impl Release {
     }
 
     /// A release the caller installed (`name` in `namespace`), uninstalled when dropped.
-    pub fn installed(name: String, namespace: TestNamespace, ready_after: Duration) -> Self {
+    pub(crate) fn installed(name: String, namespace: TestNamespace, ready_after: Duration) -> Self {
         Self {
             name,
             namespace,
@@ -95,11 +95,11 @@ impl Release {
         }
     }
 
-    pub fn fullname(&self) -> String {
+    pub(crate) fn fullname(&self) -> String {
         format!("{}-edge-operator", self.name)
     }
 
-    pub fn helm(&self, command: &str, extra: &[&str]) -> (bool, String, String) {
+    pub(crate) fn helm(&self, command: &str, extra: &[&str]) -> (bool, String, String) {
         let chart = chart();
         let mut args = vec![command, &self.name];
         if command == "upgrade" {
@@ -110,13 +110,13 @@ impl Release {
         helm(&args)
     }
 
-    pub fn uninstall(&mut self) {
+    pub(crate) fn uninstall(&mut self) {
         let (ok, _, err) = self.helm("uninstall", &["--wait", "--timeout=60s"]);
         assert!(ok, "{err}");
         self.uninstalled = true;
     }
 
-    pub fn kubectl(&self, args: &[&str]) -> String {
+    pub(crate) fn kubectl(&self, args: &[&str]) -> String {
         let mut all = args.to_vec();
         all.extend(["-n", &self.namespace.name]);
         let (ok, out, err) = cluster().kubectl(&all, None);
@@ -124,12 +124,12 @@ impl Release {
         out
     }
 
-    pub async fn pods(&self) -> Api<Pod> {
+    pub(crate) async fn pods(&self) -> Api<Pod> {
         Api::namespaced(cluster().client().await, &self.namespace.name)
     }
 
     /// The label selector of the operator's Pods (not the emulator's).
-    pub fn operator_selector(&self) -> String {
+    pub(crate) fn operator_selector(&self) -> String {
         format!(
             "app.kubernetes.io/name=edge-operator,app.kubernetes.io/instance={}",
             self.name
@@ -137,7 +137,7 @@ impl Release {
     }
 
     /// The operator's Pods (not the emulator's).
-    pub async fn operator_pods(&self) -> Vec<Pod> {
+    pub(crate) async fn operator_pods(&self) -> Vec<Pod> {
         self.pods()
             .await
             .list(&ListParams::default().labels(&self.operator_selector()))
@@ -147,21 +147,21 @@ impl Release {
     }
 
     /// The holder of the leader Lease.
-    pub async fn leader(&self) -> Option<String> {
+    pub(crate) async fn leader(&self) -> Option<String> {
         let leases: Api<Lease> = Api::namespaced(cluster().client().await, &self.namespace.name);
         leases.get(&self.fullname()).await.ok()?.spec?.holder_identity
     }
 
     /// A GET of one of the release's Services through the apiserver's Service proxy
     /// (works wherever the test runs, without routes to Pod addresses).
-    pub fn service_get(&self, service: &str, port: &str, path: &str) -> String {
+    pub(crate) fn service_get(&self, service: &str, port: &str, path: &str) -> String {
         let (ok, out, err) = self.try_service_get(service, port, path);
         assert!(ok, "GET {path} of {service}: {err}");
         out
     }
 
     /// [`Release::service_get`] that may fail: (success, body, error).
-    pub fn try_service_get(&self, service: &str, port: &str, path: &str) -> (bool, String, String) {
+    pub(crate) fn try_service_get(&self, service: &str, port: &str, path: &str) -> (bool, String, String) {
         let url = format!(
             "/api/v1/namespaces/{}/services/http:{service}:{port}/proxy{path}",
             self.namespace.name
@@ -171,7 +171,7 @@ impl Release {
 
     /// A GET of the in-cluster emulator's admin API through the apiserver's Service
     /// proxy, with the token of the chart's Secret in the header the proxy forwards.
-    pub async fn emulator_admin_get(&self, path: &str) -> String {
+    pub(crate) async fn emulator_admin_get(&self, path: &str) -> String {
         let client = cluster().client().await;
         let emulator = format!("{}-emulator", self.fullname());
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.namespace.name);
@@ -194,7 +194,7 @@ impl Release {
     }
 
     /// The requests the emulator journaled, oldest first.
-    pub async fn journal(&self) -> Vec<serde_json::Value> {
+    pub(crate) async fn journal(&self) -> Vec<serde_json::Value> {
         let journal: serde_json::Value =
             serde_json::from_str(&self.emulator_admin_get("/_sim/requests").await).expect("the journal is JSON");
         match journal {
@@ -204,7 +204,7 @@ impl Release {
     }
 
     /// Requests the emulator journaled with `method` on a path containing `path_part`.
-    pub async fn journal_count(&self, method: &str, path_part: &str) -> usize {
+    pub(crate) async fn journal_count(&self, method: &str, path_part: &str) -> usize {
         self.journal()
             .await
             .iter()
@@ -215,7 +215,7 @@ impl Release {
 
 /// What [`Release::sample_rollout`] saw of the operator Pods and the Lease.
 #[derive(Debug, Default)]
-pub struct Rollout {
+pub(crate) struct Rollout {
     pub samples: usize,
     /// The most operator Pods running at once.
     pub most_running: usize,
@@ -227,7 +227,7 @@ pub struct Rollout {
 
 impl Release {
     /// Samples the operator Pods and the leader Lease every 50 ms until `stop`.
-    pub fn sample_rollout(&self, old_pod: String, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Rollout> {
+    pub(crate) fn sample_rollout(&self, old_pod: String, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Rollout> {
         let selector = self.operator_selector();
         let namespace = self.namespace.name.clone();
         let lease_name = self.fullname();
@@ -320,7 +320,7 @@ fn is_running(pod: &Pod) -> bool {
         })
 }
 
-pub fn is_ready(pod: &Pod) -> bool {
+pub(crate) fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

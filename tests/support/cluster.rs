@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub kubeconfig: PathBuf,
     /// Set when this process started the cluster and must stop it.
     owned_name: Option<String>,
@@ -22,7 +22,7 @@ static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
 /// The package root: cargo's at run time, so that a test binary reused from another
 /// checkout of the same sources (a shared target directory) reads this checkout.
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
@@ -46,7 +46,7 @@ unsafe extern "C" {
 
 /// The shared cluster of this test run, started on first use, with the committed CRDs
 /// (`crds/`) applied and Established.
-pub fn cluster() -> &'static Cluster {
+pub(crate) fn cluster() -> &'static Cluster {
     CLUSTER.get_or_init(|| {
         let cluster = start_or_reuse();
         cluster.apply_crds();
@@ -56,13 +56,13 @@ pub fn cluster() -> &'static Cluster {
 
 /// A control plane of one test's own (for faults that would disturb other tests),
 /// with the CRDs applied; stopped when dropped.
-pub struct PrivateCluster {
+pub(crate) struct PrivateCluster {
     pub cluster: Cluster,
     name: String,
 }
 
 impl PrivateCluster {
-    pub fn up(purpose: &str) -> Self {
+    pub(crate) fn up(purpose: &str) -> Self {
         let name = format!("{purpose}-{}", std::process::id());
         let cluster = Cluster {
             kubeconfig: cluster_up(&name),
@@ -73,7 +73,7 @@ impl PrivateCluster {
     }
 
     /// Kills kube-apiserver and starts it again (`hack/cluster.sh restart-apiserver`).
-    pub fn restart_apiserver(&self) {
+    pub(crate) fn restart_apiserver(&self) {
         let output = Command::new(repo_root().join("hack/cluster.sh"))
             .arg("restart-apiserver")
             .env("EDGE_CLUSTER_NAME", &self.name)
@@ -132,7 +132,7 @@ fn cluster_up(name: &str) -> PathBuf {
 }
 
 /// Directory of the pinned kubectl/helm binaries.
-pub fn k8s_bin_dir() -> PathBuf {
+pub(crate) fn k8s_bin_dir() -> PathBuf {
     let output = Command::new("bash")
         .arg("-c")
         .arg(format!(
@@ -145,12 +145,12 @@ pub fn k8s_bin_dir() -> PathBuf {
 }
 
 /// The pinned Kubernetes version (`vX.Y.Z`).
-pub fn pinned_version() -> String {
+pub(crate) fn pinned_version() -> String {
     pinned("K8S_VERSION")
 }
 
 /// A value `hack/k8s/versions.sh` pins (`NAME=value`).
-pub fn pinned(name: &str) -> String {
+pub(crate) fn pinned(name: &str) -> String {
     let versions = std::fs::read_to_string(repo_root().join("hack/k8s/versions.sh")).expect("versions.sh");
     versions
         .lines()
@@ -161,7 +161,7 @@ pub fn pinned(name: &str) -> String {
 }
 
 impl Cluster {
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
@@ -172,7 +172,7 @@ impl Cluster {
     /// Runs kubectl against this cluster, returning (success, stdout, stderr).
     /// Whether `user` may `verb` `resource` in `scope` (a namespace, or `*` for all),
     /// as the apiserver's RBAC answers `kubectl auth can-i`.
-    pub fn can_i(&self, user: &str, verb: &str, resource: &str, scope: &str) -> bool {
+    pub(crate) fn can_i(&self, user: &str, verb: &str, resource: &str, scope: &str) -> bool {
         let as_user = format!("--as={user}");
         let mut args = vec!["auth", "can-i", verb, resource, as_user.as_str()];
         match scope {
@@ -183,7 +183,7 @@ impl Cluster {
         answer.trim() == "yes"
     }
 
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    pub(crate) fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
         use std::io::Write;
         let mut child = Command::new(k8s_bin_dir().join("kubectl"))
             .args(args)
@@ -213,7 +213,7 @@ impl Cluster {
     /// A kubeconfig of this cluster's admin that impersonates `user` (for example
     /// `system:serviceaccount:ns:name`): what that identity may do, and no more.
     /// Removed when the returned file is dropped.
-    pub fn kubeconfig_as(&self, user: &str) -> tempfile::NamedTempFile {
+    pub(crate) fn kubeconfig_as(&self, user: &str) -> tempfile::NamedTempFile {
         let admin = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
         let impersonating = admin.replace("    client-key:", &format!("    as: {user}\n    client-key:"));
         let mut file = tempfile::Builder::new()
@@ -226,7 +226,7 @@ impl Cluster {
     }
 
     /// Applies every manifest in `dir`.
-    pub fn apply_dir(&self, dir: &Path) {
+    pub(crate) fn apply_dir(&self, dir: &Path) {
         let (ok, _, stderr) = self.kubectl(
             &[
                 "apply",
@@ -247,12 +247,12 @@ impl Cluster {
 
     /// Applies the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs (fetched
     /// by `hack/k8s/build.sh`), so the chart's monitoring objects validate server-side.
-    pub fn apply_monitoring_crds(&self) {
+    pub(crate) fn apply_monitoring_crds(&self) {
         self.apply_crds_of(&k8s_bin_dir().join("../monitoring-crds"));
     }
 
     /// Applies the committed CRDs (`crds/`).
-    pub fn apply_crds(&self) {
+    pub(crate) fn apply_crds(&self) {
         self.apply_crds_of(&repo_root().join("crds"));
     }
 
@@ -274,12 +274,12 @@ impl Cluster {
 }
 
 /// A namespace of its own for one test, deleted when the test ends (also on panic).
-pub struct TestNamespace {
+pub(crate) struct TestNamespace {
     pub name: String,
 }
 
 impl TestNamespace {
-    pub fn create(prefix: &str) -> Self {
+    pub(crate) fn create(prefix: &str) -> Self {
         let cluster = cluster();
         let suffix: u32 = std::process::id()
             ^ (std::time::SystemTime::now()

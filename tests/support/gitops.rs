@@ -11,7 +11,7 @@ use super::cluster::{cluster, k8s_bin_dir, repo_root};
 
 /// The three verdicts on one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Current, InProgress, Failed...
     pub kstatus: String,
     /// Healthy, Progressing, Degraded, Suspended...
@@ -21,7 +21,7 @@ pub struct Verdict {
 }
 
 /// kstatus' (status, message) of an object as `kubectl get -o json` prints it.
-pub fn kstatus(object: &Value) -> (String, String) {
+pub(crate) fn kstatus(object: &Value) -> (String, String) {
     let mut child = Command::new(k8s_bin_dir().join("kstatus"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -47,7 +47,7 @@ pub fn kstatus(object: &Value) -> (String, String) {
 }
 
 /// The health check argocd-cm carries for `kind` (the shipped patch).
-pub fn argocd_script(kind: &str) -> String {
+pub(crate) fn argocd_script(kind: &str) -> String {
     let path = repo_root().join("examples/gitops/argocd/argocd-cm-patch.yaml");
     let patch: Value =
         serde_yaml::from_str(&std::fs::read_to_string(&path).expect("the argocd-cm patch")).expect("YAML");
@@ -58,7 +58,7 @@ pub fn argocd_script(kind: &str) -> String {
 }
 
 /// Argo CD's (status, message) of an object, from the shipped health check.
-pub fn argocd_health(object: &Value) -> (String, String) {
+pub(crate) fn argocd_health(object: &Value) -> (String, String) {
     let kind = object["kind"].as_str().expect("an object with a kind");
     let program = format!(
         "obj = {}\nlocal function health()\n{}\nend\nlocal hs = health()\nio.write(hs.status, \"\\t\", hs.message or \"\")\n",
@@ -126,14 +126,14 @@ fn lua_string(s: &str) -> String {
 }
 
 /// The object `resource/name` of `namespace` as `kubectl get -o json` prints it.
-pub fn get_json(namespace: &str, resource: &str) -> Value {
+pub(crate) fn get_json(namespace: &str, resource: &str) -> Value {
     let (ok, stdout, stderr) = cluster().kubectl(&["get", "-n", namespace, resource, "-o", "json"], None);
     assert!(ok, "kubectl get {resource}: {stderr}");
     serde_json::from_str(&stdout).expect("JSON")
 }
 
 /// Whether `kubectl wait --for=condition=Ready` succeeds within `timeout` (e.g. "20s").
-pub fn kubectl_wait_ready(namespace: &str, resource: &str, timeout: &str) -> bool {
+pub(crate) fn kubectl_wait_ready(namespace: &str, resource: &str, timeout: &str) -> bool {
     let (ok, _, _) = cluster().kubectl(
         &[
             "wait",
@@ -150,7 +150,7 @@ pub fn kubectl_wait_ready(namespace: &str, resource: &str, timeout: &str) -> boo
 
 /// The three verdicts on `resource` (e.g. `accesslistconfig/shop`) now; `kubectl wait`
 /// is given `timeout`.
-pub fn judge(namespace: &str, resource: &str, timeout: &str) -> Verdict {
+pub(crate) fn judge(namespace: &str, resource: &str, timeout: &str) -> Verdict {
     let object = get_json(namespace, resource);
     let (kstatus, _) = kstatus(&object);
     let (argocd, _) = argocd_health(&object);

@@ -5,16 +5,16 @@ use std::process::Command;
 use super::cluster::{cluster, k8s_bin_dir, repo_root};
 
 /// The chart's directory.
-pub fn chart() -> String {
+pub(crate) fn chart() -> String {
     repo_root().join("charts/edge-operator").display().to_string()
 }
 
 /// The value every release installed by the suites sets: their cluster holds the CRDs
 /// applied apart (`crds/`), as a cluster shared by several releases would.
-pub const CRDS_APPLIED_APART: &str = "--set=crds.enabled=false";
+pub(crate) const CRDS_APPLIED_APART: &str = "--set=crds.enabled=false";
 
 /// Runs helm, returning (success, stdout, stderr).
-pub fn helm(args: &[&str]) -> (bool, String, String) {
+pub(crate) fn helm(args: &[&str]) -> (bool, String, String) {
     let output = Command::new(k8s_bin_dir().join("helm"))
         .args(args)
         .env("KUBECONFIG", &cluster().kubeconfig)

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
 /// A server on 127.0.0.1 that stops with the test.
-pub async fn serve(router: Router) -> String {
+pub(crate) async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -22,12 +22,12 @@ pub async fn serve(router: Router) -> String {
 
 /// Another host: counts the requests that reach it and those that carry a key.
 #[derive(Default)]
-pub struct Elsewhere {
+pub(crate) struct Elsewhere {
     pub requests: AtomicUsize,
     pub with_key: AtomicUsize,
 }
 
-pub async fn elsewhere(State(seen): State<Arc<Elsewhere>>, headers: HeaderMap) -> StatusCode {
+pub(crate) async fn elsewhere(State(seen): State<Arc<Elsewhere>>, headers: HeaderMap) -> StatusCode {
     seen.requests.fetch_add(1, Ordering::SeqCst);
     if headers.contains_key("accesskey") {
         seen.with_key.fetch_add(1, Ordering::SeqCst);
@@ -52,7 +52,7 @@ async fn endless_claiming(length: &'static str) -> Response {
 }
 
 /// The hostile platform: `/<behaviour>/mc/apps/<id>`.
-pub fn hostile(other_host: String) -> Router {
+pub(crate) fn hostile(other_host: String) -> Router {
     let redirect = |status: StatusCode, to: String| {
         move || {
             let to = to.clone();
@@ -106,7 +106,7 @@ pub fn hostile(other_host: String) -> Router {
 
 /// The peak memory (`VmHWM`, KiB) of process `pid`, read every 5 ms until `done`
 /// says it has exited; the last value read before.
-pub async fn peak_kib_until(pid: u32, mut done: impl FnMut() -> bool) -> u64 {
+pub(crate) async fn peak_kib_until(pid: u32, mut done: impl FnMut() -> bool) -> u64 {
     let mut peak = 0;
     loop {
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))

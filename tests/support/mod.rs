@@ -1,9 +1,9 @@
 //! Shared support of the e2e tests.
 #![allow(dead_code)]
 
-pub mod cluster;
-pub mod gitops;
-pub mod helm;
-pub mod hostile_server;
-pub mod operator;
-pub mod sim;
+pub(crate) mod cluster;
+pub(crate) mod gitops;
+pub(crate) mod helm;
+pub(crate) mod hostile_server;
+pub(crate) mod operator;
+pub(crate) mod sim;

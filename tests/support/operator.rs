@@ -10,19 +10,24 @@ const LOG: &str = "operator.log";
 
 /// An operator process, killed when dropped; its key file and log live in a directory
 /// of their own, removed with it (the log printed first when the test failed).
-pub struct Operator {
+pub(crate) struct Operator {
     child: Child,
     files: tempfile::TempDir,
 }
 
 impl Operator {
     /// Starts the operator watching `namespace` with the example access key.
-    pub fn start(namespace: &str, api_url: &str, extra: &[&str]) -> Self {
+    pub(crate) fn start(namespace: &str, api_url: &str, extra: &[&str]) -> Self {
         Self::start_with_kubeconfig(namespace, api_url, extra, &cluster().kubeconfig)
     }
 
     /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
-    pub fn start_with_kubeconfig(namespace: &str, api_url: &str, extra: &[&str], kubeconfig: &std::path::Path) -> Self {
+    pub(crate) fn start_with_kubeconfig(
+        namespace: &str,
+        api_url: &str,
+        extra: &[&str],
+        kubeconfig: &std::path::Path,
+    ) -> Self {
         let files = tempfile::Builder::new()
             .prefix(&format!("edge-operator-{namespace}-"))
             .tempdir()
@@ -53,18 +58,18 @@ impl Operator {
         Self { child, files }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Whether the process has exited.
-    pub fn has_exited(&mut self) -> bool {
+    pub(crate) fn has_exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// Sends SIGTERM once and waits (at most `limit`) for the process to exit; returns
     /// how long it took and its exit status, or `None` if it was still running.
-    pub fn terminate(&mut self, limit: Duration) -> Option<(Duration, std::process::ExitStatus)> {
+    pub(crate) fn terminate(&mut self, limit: Duration) -> Option<(Duration, std::process::ExitStatus)> {
         let started = std::time::Instant::now();
         let sent = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
@@ -80,7 +85,7 @@ impl Operator {
         None
     }
 
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -99,7 +104,7 @@ impl Drop for Operator {
 }
 
 /// A free port of 127.0.0.1.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -107,7 +112,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -119,7 +124,7 @@ where
 }
 
 /// Polls `check` every 200 ms until it returns `Some`; `None` after `timeout`.
-pub async fn within<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
+pub(crate) async fn within<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -137,7 +142,7 @@ where
 }
 
 /// Kinds whose status carries conditions.
-pub trait HasConditions: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug {
+pub(crate) trait HasConditions: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug {
     fn conditions(&self) -> Vec<edge_operator::crd::Condition>;
 }
 
@@ -159,7 +164,7 @@ has_conditions!(
 
 /// Waits until the object's condition `type_` has `reason`, and `status` when given
 /// ("True"/"False"); returns the object.
-pub async fn wait_for_condition<K: HasConditions>(
+pub(crate) async fn wait_for_condition<K: HasConditions>(
     api: &kube::Api<K>,
     name: &str,
     type_: &str,

@@ -2,49 +2,52 @@
 
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 
-pub const ACCESS_KEY: &str = "demo-access-key";
-pub const JWT_SECRET: &str = "demo-jwt-secret";
+pub(crate) const ACCESS_KEY: &str = "demo-access-key";
+pub(crate) const JWT_SECRET: &str = "demo-jwt-secret";
 /// The fixed "now" of [`fixtures_at`].
-pub const NOW: &str = "2026-11-20T12:00:00Z";
+pub(crate) const NOW: &str = "2026-11-20T12:00:00Z";
 
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     chrono::DateTime::parse_from_rfc3339(NOW)
         .expect("valid")
         .timestamp_millis()
 }
 
 /// The example fixtures document of `examples/`.
-pub fn example_fixtures() -> SimDocument {
+pub(crate) fn example_fixtures() -> SimDocument {
     let path = super::cluster::repo_root().join("examples/edge-sim-fixtures.yaml");
     let text = std::fs::read_to_string(path).expect("example fixtures");
     SimDocument::from_yaml(&text).expect("valid example fixtures")
 }
 
 /// The example fixtures with the clock fixed at [`NOW`].
-pub fn fixtures_at() -> SimDocument {
+pub(crate) fn fixtures_at() -> SimDocument {
     let mut document = example_fixtures();
     document.clock = Some(NOW.parse().expect("valid"));
     document
 }
 
-pub async fn start(document: SimDocument) -> RunningSim {
+pub(crate) async fn start(document: SimDocument) -> RunningSim {
     spawn(document).await.expect("edge-sim starts")
 }
 
 /// An HTTP client for raw requests against the emulator.
-pub fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
 /// A client of `sim` with the example access key and no retries unless asked, in the
 /// strict mode: an answer without what the platform always sends fails the call.
-pub fn client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
+pub(crate) fn client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
     client_with(sim, retry, true)
 }
 
 /// The same client reading leniently, as the operator does: for answers off the
 /// platform's form on purpose.
-pub fn lenient_client_of(sim: &RunningSim, retry: edge_operator::api::RetryPolicy) -> edge_operator::api::EdgeClient {
+pub(crate) fn lenient_client_of(
+    sim: &RunningSim,
+    retry: edge_operator::api::RetryPolicy,
+) -> edge_operator::api::EdgeClient {
     client_with(sim, retry, false)
 }
 
@@ -64,7 +67,7 @@ fn client_with(
 }
 
 /// Inserts security events into a Shield Zone through the admin API.
-pub async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
+pub(crate) async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
     let response = http()
         .post(format!("{base}/_sim/shield-zones/{zone}/events"))
         .json(events)
@@ -76,7 +79,7 @@ pub async fn insert_events(base: &str, zone: i64, events: &serde_json::Value) {
 }
 
 /// Sets an application's status through the admin API (e.g. `"failing"`).
-pub async fn set_app_status(base: &str, app: &str, status: &str) {
+pub(crate) async fn set_app_status(base: &str, app: &str, status: &str) {
     let response = http()
         .patch(format!("{base}/_sim/apps/{app}"))
         .json(&serde_json::json!({"status": status}))
@@ -88,7 +91,7 @@ pub async fn set_app_status(base: &str, app: &str, status: &str) {
 }
 
 /// An HS256 bearer token of the logging API, signed with `secret`.
-pub fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> String {
     jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &serde_json::json!({"sub": "user-1", "exp": expires.timestamp()}),
@@ -98,13 +101,13 @@ pub fn bearer_token(secret: &str, expires: chrono::DateTime<chrono::Utc>) -> Str
 }
 
 /// Programs a fault on an in-process emulator (the admin API's `POST /_sim/faults` body).
-pub fn add_fault(sim: &RunningSim, fault: serde_json::Value) {
+pub(crate) fn add_fault(sim: &RunningSim, fault: serde_json::Value) {
     let fault = serde_json::from_value(fault).expect("a valid fault");
     sim.sim.add_fault(fault).expect("room for the fault");
 }
 
 /// Journaled requests with `method` whose path contains `path_part`.
-pub fn journal_count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
+pub(crate) fn journal_count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
     sim.sim
         .journal()
         .iter()
@@ -113,7 +116,7 @@ pub fn journal_count(sim: &RunningSim, method: &str, path_part: &str) -> usize {
 }
 
 /// `(isEnabled, action)` of a configuration of the first Shield Zone, as the emulator holds it.
-pub fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
+pub(crate) fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
     let world = sim.sim.world();
     let list = world.document.shield_zones[0]
         .access_lists

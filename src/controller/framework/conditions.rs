@@ -262,7 +262,7 @@ impl Decided {
 
 /// Merges decided conditions into `current`: a condition whose status did not change
 /// keeps its lastTransitionTime; others get `now`. Types not decided are kept.
-pub fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>, now: &str) -> Vec<Condition> {
+pub(crate) fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>, now: &str) -> Vec<Condition> {
     let mut merged: Vec<Condition> = current
         .iter()
         .filter(|c| !decided.iter().any(|d| d.type_.as_str() == c.type_))
@@ -288,13 +288,13 @@ pub fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>
 }
 
 /// The condition of a type, if present.
-pub fn find(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+pub(crate) fn find(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
     conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// Whether a condition of `type_` is True.
 #[cfg(test)]
-pub fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
+pub(crate) fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 

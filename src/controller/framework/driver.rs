@@ -30,10 +30,13 @@ const MIN_REQUEUE: Duration = Duration::from_secs(1);
 
 /// How long one reconcile may take; past it the reconcile fails with `Timeout` and is
 /// retried with backoff.
-pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The controller's entry point for every kind.
-pub async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindContext<K>>) -> Result<Action, ReconcileError> {
+pub(crate) async fn reconcile<K: Reconciled>(
+    object: Arc<K>,
+    kind: Arc<KindContext<K>>,
+) -> Result<Action, ReconcileError> {
     let ctx = &kind.shared;
     let started = std::time::Instant::now();
     let run = run(object.as_ref(), ctx, &kind.state, Now::current());
@@ -152,7 +155,7 @@ async fn report<K: Reconciled>(
 }
 
 /// Publishes an Event; failures are logged, never fatal.
-pub async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note: &Note) {
+pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note: &Note) {
     let event = Event {
         type_: if note.warning {
             EventType::Warning

@@ -16,7 +16,7 @@ use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::crd::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`.
-pub fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+pub(crate) fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
     let current = find(conditions, ConditionType::Ready).is_some_and(|r| r.observed_generation == generation);
     let mut settled = if current {
         conditions.to_vec()

@@ -76,17 +76,17 @@ impl LeaderGate {
 }
 
 /// How long a confirmation lasts: the lease duration less the margin.
-pub fn usable(lease_duration: Duration) -> Duration {
+pub(crate) fn usable(lease_duration: Duration) -> Duration {
     lease_duration.saturating_sub(LeaderGate::margin(lease_duration))
 }
 
 /// Whole seconds between renewals: half the usable time, at least one.
-pub fn renew_every(lease_duration: Duration) -> u64 {
+pub(crate) fn renew_every(lease_duration: Duration) -> u64 {
     (usable(lease_duration).as_secs() / 2).max(1)
 }
 
 /// The lease manager's `grace`: seconds before expiry at which it renews.
-pub fn renewal_grace(lease_duration: Duration) -> u64 {
+pub(crate) fn renewal_grace(lease_duration: Duration) -> u64 {
     lease_duration
         .as_secs()
         .saturating_sub(renew_every(lease_duration))
@@ -95,7 +95,7 @@ pub fn renewal_grace(lease_duration: Duration) -> u64 {
 
 /// What the Lease says of this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// Held, renewed recently enough to act for `remaining` more.
     Held { remaining: Duration },
     /// Held, but the last renewal is too old to act on.
@@ -105,7 +105,7 @@ pub enum Standing {
 }
 
 /// The standing of `identity` in a Lease read at `now`.
-pub fn standing(spec: &LeaseSpec, identity: &str, lease_duration: Duration, now: DateTime<Utc>) -> Standing {
+pub(crate) fn standing(spec: &LeaseSpec, identity: &str, lease_duration: Duration, now: DateTime<Utc>) -> Standing {
     if spec.holder_identity.as_deref() != Some(identity) {
         return Standing::Lost {
             holder: spec.holder_identity.clone(),
@@ -127,7 +127,7 @@ pub fn standing(spec: &LeaseSpec, identity: &str, lease_duration: Duration, now:
 
 /// How often the Lease is read when nothing calls for sooner: every quarter of the
 /// lease, at least every second.
-pub fn check_every(lease_duration: Duration) -> Duration {
+pub(crate) fn check_every(lease_duration: Duration) -> Duration {
     quarter(lease_duration)
 }
 
@@ -140,7 +140,7 @@ fn quarter(lease_duration: Duration) -> Duration {
 
 /// When to read the Lease again: [`check_every`], and no later than the moment a
 /// confirmation for `remaining` lapses.
-pub fn next_check(lease_duration: Duration, standing: &Standing) -> Duration {
+pub(crate) fn next_check(lease_duration: Duration, standing: &Standing) -> Duration {
     let every = check_every(lease_duration);
     match standing {
         Standing::Held { remaining } => every.min(*remaining).max(MIN_CHECK),

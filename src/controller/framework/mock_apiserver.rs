@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// A client whose requests `answer` handles: it gets each request's head and JSON body
 /// (null when empty or not JSON) and returns the status and the JSON object to answer.
-pub fn client<F>(answer: F) -> kube::Client
+pub(crate) fn client<F>(answer: F) -> kube::Client
 where
     F: Fn(&Parts, Value) -> (u16, Value) + Send + 'static,
 {

@@ -289,7 +289,7 @@ macro_rules! kind_accessors {
 pub(crate) use kind_accessors;
 
 /// Whether `status` is Ready for `generation`.
-pub fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64>) -> bool {
+pub(crate) fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64>) -> bool {
     find(K::conditions(status), ConditionType::Ready)
         .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
 }
@@ -306,7 +306,7 @@ pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>
 }
 
 /// `status` with `decided` merged into its conditions.
-pub fn with_decided<K: Reconciled>(
+pub(crate) fn with_decided<K: Reconciled>(
     status: &K::Status,
     decided: &[Decided],
     generation: Option<i64>,
@@ -322,7 +322,7 @@ pub fn with_decided<K: Reconciled>(
 
 /// A successful reconcile leaves no Synced=False behind: one left from a pause turns
 /// into `Resumed`, one left from a failure into `Reconciled`.
-pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+pub(crate) fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let Some(synced) = find(K::conditions(&status), ConditionType::Synced) else {
         return status;
     };
@@ -344,7 +344,7 @@ pub fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i
 
 /// An error as a condition message, bounded; a rate limit says when the next attempt
 /// is due.
-pub fn failure_message(error: &ReconcileError, now: &Now) -> String {
+pub(crate) fn failure_message(error: &ReconcileError, now: &Now) -> String {
     let message = match error.retry_after() {
         Some(wait) => {
             let at = chrono::Duration::from_std(wait)
@@ -366,13 +366,13 @@ const MAX_NOTE_BYTES: usize = 1024;
 const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
 
 /// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
-pub fn shortened(note: &str) -> String {
+pub(crate) fn shortened(note: &str) -> String {
     bounded_text(note, MAX_NOTE_BYTES)
 }
 
 /// The Warning Event for a failure whose reason, or cause, the object did not already
 /// show.
-pub fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
+pub(crate) fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
     let reason = error.reason();
     let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
         c.status == ConditionStatus::False

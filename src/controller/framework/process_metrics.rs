@@ -8,7 +8,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 #[derive(Debug, Default)]
-pub struct ProcessCollector;
+pub(super) struct ProcessCollector;
 
 /// One reading of the process, in the units of the metrics.
 struct Reading {

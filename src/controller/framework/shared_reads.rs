@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::api::ApiError;
 
 /// A failure that may say how long to wait before asking again.
-pub trait RetryLater: Clone {
+pub(crate) trait RetryLater: Clone {
     fn retry_after(&self) -> Option<Duration>;
 }
 
@@ -37,13 +37,13 @@ type Used<V, E> = (Instant, Slot<V, E>);
 /// Slots not used for this many time-to-lives are dropped.
 const IDLE_TTLS: u32 = 10;
 
-pub struct SharedReads<K, V, E> {
+pub(crate) struct SharedReads<K, V, E> {
     ttl: Duration,
     slots: Mutex<HashMap<K, Used<V, E>>>,
 }
 
 impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         Self {
             ttl,
             slots: Mutex::default(),
@@ -62,7 +62,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
 
     /// The value of `key`: one read within the time-to-live, the failure the platform
     /// asked to keep, or what `read` answers.
-    pub async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
+    pub(crate) async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
     where
         Fut: Future<Output = Result<V, E>>,
     {
@@ -72,7 +72,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
 
     /// The value of `key`: one read that started at or after `not_before` (any kept
     /// one when `None`), the failure the platform asked to keep, or what `read` answers.
-    pub async fn get_or_read_since<Fut>(
+    pub(crate) async fn get_or_read_since<Fut>(
         &self,
         key: K,
         not_before: Option<Instant>,
@@ -111,7 +111,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
     }
 
     /// Applies a change the caller made on the platform to the kept value, if any.
-    pub async fn update(&self, key: &K, change: impl FnOnce(&mut V)) {
+    pub(crate) async fn update(&self, key: &K, change: impl FnOnce(&mut V)) {
         let Some((_, slot)) = self.slots.lock().await.get(key).cloned() else {
             return;
         };
@@ -122,7 +122,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
 
     /// How many keys have a slot.
     #[cfg(test)]
-    pub async fn keys(&self) -> usize {
+    pub(crate) async fn keys(&self) -> usize {
         self.slots.lock().await.len()
     }
 }

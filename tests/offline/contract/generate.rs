@@ -11,7 +11,7 @@ use proptest::strategy::Union;
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     /// Only bodies the schema accepts.
     Strict,
     /// Strict bodies plus enum strings in any case or unknown, and unknown members.
@@ -23,7 +23,7 @@ pub enum Mode {
 const MAX_DEPTH: usize = 5;
 
 /// A strategy for the root of `schema` (with its `$defs`).
-pub fn body(schema: &Value, mode: Mode) -> BoxedStrategy<Value> {
+pub(super) fn body(schema: &Value, mode: Mode) -> BoxedStrategy<Value> {
     let defs = schema
         .get("$defs")
         .and_then(Value::as_object)

@@ -39,7 +39,7 @@ enum Target {
 }
 
 /// (namespace, Secret name).
-pub type SecretKey = (String, String);
+pub(super) type SecretKey = (String, String);
 
 /// The order that decides ownership: the oldest, then the smallest uid.
 type Age = (Option<Time>, String);

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Lateness at or under this (or a tenth of the interval, if longer) is on time.
-pub const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);
+pub(super) const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);
 /// A reconcile this close to the due time polls instead of waiting again.
 const EARLY_TOLERANCE_MS: i64 = 1_000;
 

@@ -18,7 +18,7 @@ use crate::crd::pull_zone_certificate::{
 };
 
 /// How long to wait before retrying with credentials the platform refused.
-pub const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
+pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
 /// The longest wait between looks at a certificate, whatever the backoff says.
 const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -39,7 +39,7 @@ fn parse_time(raw: Option<&str>) -> Option<DateTime<Utc>> {
 }
 
 /// `requested` is the object's reconcile-requested-at annotation.
-pub fn decide(
+pub(crate) fn decide(
     spec: &PullZoneCertificateSpec,
     status: &PullZoneCertificateStatus,
     generation: Option<i64>,
@@ -97,7 +97,7 @@ fn last_error(error: &ApiError) -> LastError {
 }
 
 /// Status after an attempt, and when to look again (`None`: only on change).
-pub fn after_attempt(
+pub(crate) fn after_attempt(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
     generation: Option<i64>,
@@ -169,7 +169,7 @@ pub fn after_attempt(
 }
 
 /// The Events of an attempt: Issued, or a Warning when the failure's reason is new.
-pub fn attempt_notes(
+pub(crate) fn attempt_notes(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
     status: &PullZoneCertificateStatus,
