@@ -21,7 +21,6 @@ pub use access_list_config::AccessListConfig;
 pub use container_app_watch::ContainerAppWatch;
 pub use pull_zone_certificate::PullZoneCertificate;
 
-pub const GROUP: &str = "edgeplatform.io";
 /// `"true"` stops all action on the object (condition Synced=False, reason Paused).
 pub const ANNOTATION_PAUSED: &str = "edgeplatform.io/paused";
 /// Any new value asks for an immediate reconcile.

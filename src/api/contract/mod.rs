@@ -490,14 +490,14 @@ fn strip_required(node: &mut Value) {
     }
 }
 
-/// The names of the published components of `document`.
-pub fn component_names(document: Document) -> impl Iterator<Item = &'static str> {
-    document.components().keys().map(String::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names of the published components of `document`.
+    fn component_names(document: Document) -> impl Iterator<Item = &'static str> {
+        document.components().keys().map(String::as_str)
+    }
 
     fn validator(document: Document, name: &str) -> BodyValidator {
         match BodyValidator::new(document, name, Required::Enforced) {

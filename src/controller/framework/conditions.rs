@@ -7,7 +7,7 @@ use crate::crd::{Condition, ConditionStatus};
 
 /// Every condition type the operator writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ConditionType {
+pub(crate) enum ConditionType {
     /// The object's goal is reached for its current generation (list in sync,
     /// certificate issued, app active with every summary synced).
     Ready,
@@ -28,7 +28,7 @@ pub enum ConditionType {
 }
 
 impl ConditionType {
-    pub const ALL: [ConditionType; 8] = [
+    pub(crate) const ALL: [ConditionType; 8] = [
         ConditionType::Ready,
         ConditionType::Reconciling,
         ConditionType::Stalled,
@@ -39,7 +39,7 @@ impl ConditionType {
         ConditionType::CdnLogsSynced,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ConditionType::Ready => "Ready",
             ConditionType::Reconciling => "Reconciling",
@@ -238,7 +238,7 @@ impl std::fmt::Display for Reason {
 
 /// A condition as a reconciler decides it, before timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decided {
+pub(crate) struct Decided {
     pub type_: ConditionType,
     pub status: ConditionStatus,
     pub reason: Reason,
@@ -246,7 +246,7 @@ pub struct Decided {
 }
 
 impl Decided {
-    pub fn new(type_: ConditionType, status: bool, reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn new(type_: ConditionType, status: bool, reason: Reason, message: impl Into<String>) -> Self {
         Self {
             type_,
             status: if status {

@@ -50,7 +50,7 @@ impl Now {
 
 /// An Event to publish about the object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     pub warning: bool,
     pub reason: Reason,
     pub message: String,
@@ -59,7 +59,7 @@ pub struct Note {
 }
 
 impl Note {
-    pub fn normal(reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn normal(reason: Reason, message: impl Into<String>) -> Self {
         Self {
             warning: false,
             reason,
@@ -68,7 +68,7 @@ impl Note {
         }
     }
 
-    pub fn warning(reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: Reason, message: impl Into<String>) -> Self {
         Self {
             warning: true,
             reason,
@@ -80,7 +80,7 @@ impl Note {
     /// The Event's action: what was done, and the cause a reason has. Events of one
     /// object, reason and action are counted as one series, so a new cause makes a new
     /// Event rather than a repeat of the old note.
-    pub fn action(&self) -> String {
+    pub(crate) fn action(&self) -> String {
         match self.cause {
             Some(cause) => format!("Reconcile/{}", cause.as_str()),
             None => "Reconcile".to_string(),
@@ -90,7 +90,7 @@ impl Note {
 
 /// When to reconcile again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requeue {
+pub(crate) enum Requeue {
     After(Duration),
     /// At this time (Unix ms), however long the reconcile took.
     At(i64),
@@ -100,7 +100,7 @@ pub enum Requeue {
 
 /// What a reconcile reports.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome<S> {
+pub(crate) struct Outcome<S> {
     pub status: S,
     pub events: Vec<Note>,
     pub requeue: Requeue,
@@ -108,13 +108,13 @@ pub struct Outcome<S> {
 
 /// What the reconciles of one kind share: the operator's context and the kind's own
 /// state (indexes and reads kept between reconciles).
-pub struct KindContext<K: Reconciled> {
+pub(crate) struct KindContext<K: Reconciled> {
     pub shared: Arc<Context>,
     pub state: K::State,
 }
 
 impl<K: Reconciled> KindContext<K> {
-    pub fn new(shared: Arc<Context>) -> Self {
+    pub(crate) fn new(shared: Arc<Context>) -> Self {
         Self {
             shared,
             state: K::State::default(),
@@ -123,7 +123,7 @@ impl<K: Reconciled> KindContext<K> {
 }
 
 /// What a kind's I/O steps may use.
-pub struct Io<'a, K: Reconciled> {
+pub(crate) struct Io<'a, K: Reconciled> {
     pub ctx: &'a Context,
     pub state: &'a K::State,
     pub object: &'a K,
@@ -133,7 +133,7 @@ pub struct Io<'a, K: Reconciled> {
 }
 
 impl<'a, K: Reconciled> Io<'a, K> {
-    pub fn new(ctx: &'a Context, state: &'a K::State, object: &'a K) -> Self {
+    pub(crate) fn new(ctx: &'a Context, state: &'a K::State, object: &'a K) -> Self {
         let namespace = object.namespace().unwrap_or_default();
         Self {
             ctx,
@@ -146,7 +146,7 @@ impl<'a, K: Reconciled> Io<'a, K> {
     }
 
     /// The object's platform client (resolved once per reconcile).
-    pub async fn client(&self) -> Result<&EdgeClient, ReconcileError> {
+    pub(crate) async fn client(&self) -> Result<&EdgeClient, ReconcileError> {
         self.client
             .get_or_try_init(|| {
                 self.ctx
@@ -158,7 +158,7 @@ impl<'a, K: Reconciled> Io<'a, K> {
 }
 
 /// A kind the driver reconciles.
-pub trait Reconciled:
+pub(crate) trait Reconciled:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + ResourceExt
     + Clone

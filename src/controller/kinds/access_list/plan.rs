@@ -61,7 +61,7 @@ pub struct Plan {
 }
 
 /// Whether the status says the spec of `generation` was applied and is in sync.
-pub fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
+pub(super) fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
     is_ready::<AccessListConfig>(status, generation)
 }
 
@@ -178,7 +178,7 @@ pub fn converged_status(
 }
 
 /// The Event of a drift: corrected (Manage) or only detected (Observe).
-pub fn drift_note(plan: &Plan) -> Option<Note> {
+pub(super) fn drift_note(plan: &Plan) -> Option<Note> {
     match (&plan.patch, plan.drift) {
         (Some(patch), true) => Some(Note::normal(
             Reason::DriftCorrected,
@@ -196,7 +196,7 @@ pub fn drift_note(plan: &Plan) -> Option<Note> {
 /// id. All objects of a zone re-read at the same instants, so they share one read however
 /// far apart they converged, and zones are spread over the interval. At least half an
 /// interval away, so a fresh object is not re-read at once.
-pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
+pub(super) fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
     let period = interval.as_millis().max(2);
     let mut wait = period - since_zone_resync(interval, zone, since_epoch).as_millis();
     if wait < period / 2 {
@@ -206,9 +206,235 @@ pub fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -
 }
 
 /// Time since the zone's latest resync instant (see [`until_zone_resync`]).
-pub fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
+pub(super) fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
     let period = interval.as_millis().max(2);
     let offset = u128::from((zone as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % period;
     let since = (since_epoch.as_millis() + period - offset) % period;
     Duration::from_millis(u64::try_from(since).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::fixtures::{converged, item, spec};
+    use super::*;
+    use crate::api::models::shield::AccessListsResponse;
+    use crate::controller::framework::conditions::is_true;
+
+    #[test]
+    fn patches_only_the_members_that_differ() {
+        let p = plan(
+            &spec(true, None),
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+        );
+        assert_eq!(
+            p.patch,
+            Some(AccessListConfigurationPatch {
+                is_enabled: Some(true),
+                action: None
+            })
+        );
+        let p = plan(
+            &spec(false, Some(AccessListAction::Challenge)),
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+        );
+        assert_eq!(
+            p.patch,
+            Some(AccessListConfigurationPatch {
+                is_enabled: None,
+                action: Some(3)
+            })
+        );
+        assert!(!p.drift, "the first write of a generation is not drift");
+        assert_eq!(
+            p.restore_point,
+            Some(RestorePoint {
+                shield_zone_id: Some(1),
+                configuration_id: 9101,
+                is_enabled: false,
+                action: 2
+            })
+        );
+    }
+
+    #[test]
+    fn in_sync_means_no_call_and_no_drift() {
+        let p = plan(
+            &spec(true, Some(AccessListAction::Block)),
+            &converged(3),
+            Some(3),
+            &item(true, 2),
+        );
+        assert_eq!(p.patch, None);
+        assert!(!p.drift);
+    }
+
+    #[test]
+    fn objects_of_a_zone_re_read_at_the_same_instants_and_zones_spread_out() {
+        let interval = Duration::from_secs(600);
+        let grid = |zone: i64, now: Duration| (now + until_zone_resync(interval, zone, now)).as_millis() % 600_000;
+        let start = Duration::from_secs(1_800_000_000);
+        for step in 0..40u64 {
+            let now = start + Duration::from_millis(step * 37_123);
+            let wait = until_zone_resync(interval, 7, now);
+            assert!(wait >= interval / 2 && wait < interval * 3 / 2, "{wait:?}");
+            assert_eq!(grid(7, now), grid(7, start), "zone 7 from {now:?}");
+        }
+        let slot = start + until_zone_resync(interval, 7, start);
+        assert_eq!(
+            until_zone_resync(interval, 7, slot + Duration::from_millis(40)),
+            interval - Duration::from_millis(40),
+            "a reconcile at its slot comes back one interval later"
+        );
+        let offsets: std::collections::BTreeSet<u128> = (1..=20).map(|zone| grid(zone, start)).collect();
+        assert_eq!(offsets.len(), 20);
+        let later = slot + Duration::from_secs(123);
+        assert_eq!(since_zone_resync(interval, 7, later), Duration::from_secs(123));
+        assert_eq!(since_zone_resync(interval, 7, slot), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
+        let fresh = AccessListConfigStatus::default();
+        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2));
+        let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
+        let resync = plan(&spec(true, None), &applied, Some(1), &item(true, 2));
+        assert_eq!(resync.patch, None);
+        let after = converged_status(
+            &spec(true, None),
+            &applied,
+            Some(1),
+            &resync,
+            &item(true, 2),
+            false,
+            "t2",
+        );
+        assert_eq!(after, applied);
+        let edited = converged_status(
+            &spec(true, None),
+            &applied,
+            Some(2),
+            &resync,
+            &item(true, 2),
+            false,
+            "t3",
+        );
+        let synced = find(&edited.conditions, ConditionType::Synced).expect("Synced");
+        assert_eq!(
+            synced.reason, "UpToDate",
+            "a new generation that needs no change is up to date"
+        );
+    }
+
+    #[test]
+    fn change_behind_a_converged_objects_back_is_drift_and_is_counted() {
+        let status = converged(3);
+        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        assert!(p.drift);
+        assert!(p.patch.is_some());
+        let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
+        assert_eq!(after.drift_corrections, 1);
+        assert!(is_true(&after.conditions, ConditionType::Ready));
+        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2));
+        assert!(!new_generation.drift, "a spec change is not drift");
+    }
+
+    #[test]
+    fn observe_never_patches_and_reports_the_difference() {
+        let mut observe = spec(true, None);
+        observe.management_policy = ManagementPolicy::Observe;
+        let p = plan(&observe, &AccessListConfigStatus::default(), Some(1), &item(false, 2));
+        assert_eq!(p.patch, None);
+        assert_eq!(p.restore_point, None);
+        let status = converged_status(
+            &observe,
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &p,
+            &item(false, 2),
+            true,
+            "t",
+        );
+        let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
+        assert_eq!(ready.reason, "Drifted");
+        assert!(ready.message.contains("isEnabled should be true"));
+    }
+
+    #[test]
+    fn drift_is_an_event_corrected_or_only_detected() {
+        let status = converged(3);
+        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        let note = drift_note(&manage).expect("a note");
+        assert_eq!((note.warning, note.reason), (false, Reason::DriftCorrected));
+        assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
+        let mut observe = spec(true, None);
+        observe.management_policy = ManagementPolicy::Observe;
+        let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
+        assert_eq!((note.warning, note.reason), (true, Reason::DriftDetected));
+        assert_eq!(
+            drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
+            None
+        );
+    }
+
+    #[test]
+    fn the_restore_point_is_the_first_observation_only() {
+        let status = AccessListConfigStatus {
+            restore_point: Some(RestorePoint {
+                shield_zone_id: Some(1),
+                configuration_id: 9101,
+                is_enabled: false,
+                action: 2,
+            }),
+            ..AccessListConfigStatus::default()
+        };
+        let p = plan(
+            &spec(true, Some(AccessListAction::Log)),
+            &status,
+            Some(2),
+            &item(true, 3),
+        );
+        assert_eq!(p.restore_point, status.restore_point);
+    }
+
+    #[test]
+    fn lists_resolve_by_id_or_unique_name() {
+        let lists = AccessListsResponse {
+            managed_lists: vec![item(false, 2)],
+            custom_lists: vec![
+                AccessListItem {
+                    configuration_id: 9201,
+                    name: "dup".into(),
+                    ..AccessListItem::default()
+                },
+                AccessListItem {
+                    configuration_id: 9202,
+                    name: "dup".into(),
+                    ..AccessListItem::default()
+                },
+            ],
+            ..AccessListsResponse::default()
+        };
+        let (found, managed) = resolve(&spec(true, None), &lists).expect("by id");
+        assert_eq!((found.configuration_id, managed), (9101, true));
+        let mut by_name = spec(true, None);
+        by_name.configuration_id = None;
+        by_name.list_name = Some("Known bad actors".into());
+        assert_eq!(resolve(&by_name, &lists).expect("by name").0.configuration_id, 9101);
+        by_name.list_name = Some("dup".into());
+        assert_eq!(
+            resolve(&by_name, &lists).expect_err("ambiguous").reason(),
+            Reason::AmbiguousListName
+        );
+        by_name.list_name = Some("nope".into());
+        assert_eq!(
+            resolve(&by_name, &lists).expect_err("missing").reason(),
+            Reason::AccessListNotFound
+        );
+    }
 }

@@ -16,11 +16,11 @@ use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, Managemen
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
 
 /// How long after the deletion request a failing restore is retried.
-pub const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
+pub(super) const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
 
 /// What to do after a restore attempt.
 #[derive(Debug)]
-pub enum AfterRestore {
+pub(super) enum AfterRestore {
     /// Release the object, with this Event.
     Done(Note),
     /// Keep the finalizer and retry; the error shows in status until then.
@@ -34,7 +34,7 @@ pub enum AfterRestore {
 ///   deletion request, the latter showing as Stalled with the two ways out;
 /// - any other failure, or the deadline passed: release without restoring, with a
 ///   Warning Event (and an error-level log line, written by the caller).
-pub fn after_restore(
+pub(super) fn after_restore(
     spec_zone: i64,
     point: &RestorePoint,
     restored: Result<(), ReconcileError>,
@@ -174,6 +174,8 @@ pub(super) async fn record_restore_point(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::framework::conditions::{ConditionType, Decided, merge};
+    use crate::controller::framework::pipeline::failure_note;
 
     #[test]
     fn a_restore_point_of_another_zone_is_not_used() {
@@ -191,5 +193,111 @@ mod tests {
         let rejected = restore_point_of_spec_zone(1001, point(Some(1002))).expect_err("another zone");
         assert_eq!(rejected.reason, Reason::RestorePointRejected);
         assert!(rejected.message.contains("Shield Zone 1002"), "{}", rejected.message);
+    }
+
+    #[test]
+    fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
+        use crate::api::{ApiError, PlatformMessage};
+        let point = RestorePoint {
+            shield_zone_id: Some(1),
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        let deleted: chrono::DateTime<chrono::Utc> = "2026-11-20T12:00:00Z".parse().expect("time");
+        let soon = deleted + chrono::Duration::seconds(30);
+        let late = deleted + chrono::Duration::seconds(601);
+        let server = || Err(ReconcileError::Platform(ApiError::from_response(503, None, b"")));
+        let revoked = || {
+            Err(ReconcileError::Platform(ApiError::Unauthorized(
+                PlatformMessage::default(),
+            )))
+        };
+        let no_secret = || {
+            Err(ReconcileError::Credentials {
+                namespace: "team".into(),
+                name: "gone".into(),
+                problem: "not found".into(),
+            })
+        };
+        let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
+        let verdict = |restored, now| match after_restore(1, &point, restored, Some(deleted), now) {
+            AfterRestore::Done(note) => format!(
+                "{}:{}:{}",
+                if note.warning { "warning" } else { "normal" },
+                note.reason,
+                note.message
+            ),
+            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason()),
+        };
+        let restored = verdict(Ok(()), soon);
+        assert!(
+            restored.starts_with("normal:Restored:") && restored.contains("configuration 9101 of Shield Zone 1"),
+            "{restored}"
+        );
+        assert!(verdict(server(), soon).starts_with("retry:ServerError"));
+        assert!(verdict(server(), late).starts_with("warning:RestoreFailed"));
+        let gone = Err(ReconcileError::Platform(ApiError::NotFound(PlatformMessage::default())));
+        assert!(verdict(gone, soon).starts_with("normal:NothingToRestore"));
+        for (what, blocked) in [
+            ("revoked", verdict(revoked(), soon)),
+            ("no secret", verdict(no_secret(), soon)),
+        ] {
+            assert!(blocked.starts_with("retry:RestoreHeld:"), "{what}: {blocked}");
+            assert!(
+                blocked.contains("fix the credentials")
+                    && blocked.contains("Orphan")
+                    && blocked.contains("2026-11-20T12:10:00"),
+                "{what}: names the two ways out and the deadline: {blocked}"
+            );
+        }
+        assert!(verdict(revoked(), late).starts_with("warning:RestoreFailed"));
+
+        // The hold is told once when it begins and again when its cause changes.
+        let held = |restored| match after_restore(1, &point, restored, Some(deleted), soon) {
+            AfterRestore::Retry(error) => error,
+            AfterRestore::Done(note) => panic!("{}", note.message),
+        };
+        let shown = |error: &ReconcileError| {
+            let decided = [Decided::new(
+                ConditionType::Synced,
+                false,
+                error.reason(),
+                error.to_string(),
+            )];
+            merge(&[], &decided, Some(1), "t")
+        };
+        let (by_key, by_secret) = (held(revoked()), held(no_secret()));
+        let note = failure_note(&[], &by_key).expect("the hold begins");
+        assert_eq!((note.reason, note.warning), (Reason::RestoreHeld, true));
+        assert!(
+            note.message.starts_with("Unauthorized holds the restore"),
+            "{}",
+            note.message
+        );
+        assert_eq!(failure_note(&shown(&by_key), &held(revoked())), None, "the same hold");
+        let changed = failure_note(&shown(&by_key), &by_secret).expect("its cause changed");
+        assert!(
+            changed.message.starts_with("CredentialsUnavailable holds"),
+            "{}",
+            changed.message
+        );
+        assert_ne!(
+            note.action(),
+            changed.action(),
+            "a new Event, not a repeat of the first"
+        );
+        assert!(
+            verdict(rejected(), soon).starts_with("warning:RestoreFailed"),
+            "no one can fix a 400"
+        );
+        let old_point = RestorePoint {
+            shield_zone_id: None,
+            ..point
+        };
+        match after_restore(1, &old_point, Ok(()), Some(deleted), soon) {
+            AfterRestore::Done(note) => assert!(note.message.contains("Shield Zone 1"), "{}", note.message),
+            AfterRestore::Retry(error) => panic!("{error}"),
+        }
     }
 }

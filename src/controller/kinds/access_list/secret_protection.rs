@@ -38,7 +38,7 @@ const NOT_LISTED_RETRY: Duration = Duration::from_secs(5);
 
 /// The Secret `object` needs protected while it may still have to restore: it manages,
 /// restores on delete, is not paused, and (when deleting) still holds the finalizer.
-pub fn protected_secret(object: &AccessListConfig) -> Option<&str> {
+pub(super) fn protected_secret(object: &AccessListConfig) -> Option<&str> {
     let deleting = object.metadata.deletion_timestamp.is_some();
     let holds = object.finalizers().iter().any(|f| f == FINALIZER);
     let needs = wants_finalizer(object) && !is_paused(object) && (!deleting || holds);
@@ -52,14 +52,14 @@ pub fn protected_secret(object: &AccessListConfig) -> Option<&str> {
 
 /// What to do with a Secret's in-use finalizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProtectionChange {
+pub(super) enum ProtectionChange {
     Add,
     Remove,
 }
 
 impl ProtectionChange {
     /// The change that makes the finalizer present exactly when the Secret is needed.
-    pub fn of(needed: bool, protected: bool) -> Option<Self> {
+    pub(super) fn of(needed: bool, protected: bool) -> Option<Self> {
         match (needed, protected) {
             (true, false) => Some(Self::Add),
             (false, true) => Some(Self::Remove),
@@ -156,7 +156,7 @@ impl SecretTriggers {
 
 /// Keeps the in-use finalizer on `secret` exactly while some live object needs it.
 /// Nothing is removed before every AccessListConfig has been listed once.
-pub async fn reconcile_secret(
+pub(crate) async fn reconcile_secret(
     secret: Arc<PartialObjectMeta<KubeSecret>>,
     kind: Arc<KindContext<AccessListConfig>>,
 ) -> Result<Action, ReconcileError> {
@@ -183,7 +183,7 @@ pub async fn reconcile_secret(
 }
 
 /// A failed Secret reconcile is tried again after a short while.
-pub fn secret_error_policy(
+pub(crate) fn secret_error_policy(
     secret: Arc<PartialObjectMeta<KubeSecret>>,
     error: &ReconcileError,
     _kind: Arc<KindContext<AccessListConfig>>,
@@ -194,7 +194,9 @@ pub fn secret_error_policy(
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::spec;
     use super::*;
+    use crate::crd::access_list_config::DeletionPolicy;
 
     #[test]
     fn the_finalizer_is_present_exactly_while_the_secret_is_needed() {
@@ -202,5 +204,31 @@ mod tests {
         assert_eq!(ProtectionChange::of(false, true), Some(ProtectionChange::Remove));
         assert_eq!(ProtectionChange::of(true, true), None);
         assert_eq!(ProtectionChange::of(false, false), None);
+    }
+
+    #[test]
+    fn an_object_needs_its_secret_while_it_may_restore() {
+        let mut object = AccessListConfig::new("x", spec(true, None));
+        object.spec.deletion_policy = DeletionPolicy::Restore;
+        object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+            name: "key".into(),
+            key: "accessKey".into(),
+        });
+        assert_eq!(protected_secret(&object), Some("key"));
+        let mut paused = object.clone();
+        paused
+            .annotations_mut()
+            .insert("edgeplatform.io/paused".into(), "true".into());
+        assert_eq!(protected_secret(&paused), None, "pause releases");
+        let mut orphan = object.clone();
+        orphan.spec.deletion_policy = DeletionPolicy::Orphan;
+        assert_eq!(protected_secret(&orphan), None, "policy change releases");
+        let mut deleting = object.clone();
+        deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-11-20T12:00:00Z".parse().expect("time"),
+        ));
+        assert_eq!(protected_secret(&deleting), None, "restore done: finalizer gone");
+        deleting.finalizers_mut().push(FINALIZER.into());
+        assert_eq!(protected_secret(&deleting), Some("key"), "restore pending");
     }
 }

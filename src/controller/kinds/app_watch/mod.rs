@@ -4,13 +4,12 @@
 
 mod cdn_summaries;
 pub mod cdn_tail;
+#[cfg(test)]
+mod fixtures;
 mod poll_schedule;
 mod status;
 
-pub use self::status::{
-    app_condition, app_summary, cdn_condition, poll_status, rate_limit_summaries, ready_condition, security_summary,
-    transition_notes,
-};
+use self::status::{poll_status, transition_notes};
 
 use std::time::Duration;
 
@@ -291,70 +290,12 @@ impl Reconciled for ContainerAppWatch {
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::{grouped, watch};
     use super::status::unless_only_slid;
     use super::*;
     use crate::api::models::apps::AppStatus;
-    use crate::api::models::shield::{EventGroup, GroupContext};
     use crate::controller::framework::conditions::{Decided, Reason, find, merge};
     use crate::crd::container_app_watch::CdnSummary;
-
-    fn watch(threshold: i64) -> SecurityEventsWatch {
-        SecurityEventsWatch {
-            window: "1h".into(),
-            query: None,
-            filters: Vec::new(),
-            group_by: Vec::new(),
-            top: 2,
-            warn_threshold: threshold,
-        }
-    }
-
-    fn grouped() -> EventLogsSearchResponse {
-        let group = |rule: &str, ip: &str, count: i64| EventGroup {
-            key: Some(
-                [
-                    ("ruleId".to_string(), rule.to_string()),
-                    ("ip".to_string(), ip.to_string()),
-                ]
-                .into(),
-            ),
-            count,
-            first_seen: 0,
-            last_seen: 0,
-            context: Some(GroupContext {
-                blocked: count,
-                ..GroupContext::default()
-            }),
-            sparkline: None,
-        };
-        EventLogsSearchResponse {
-            rows: None,
-            groups: Some(vec![
-                group("942100", "192.0.2.1", 70),
-                group("941100", "192.0.2.2", 20),
-                group("x", "y", 1),
-            ]),
-            total: 3,
-            total_pages: 1,
-            page: 0,
-            error_response: None,
-        }
-    }
-
-    #[test]
-    fn security_events_turn_elevated_at_the_threshold() {
-        let (summary, condition) = security_summary(&watch(91), &grouped(), 91);
-        assert_eq!(condition.reason, Reason::Elevated);
-        assert_eq!(summary.top.len(), 2);
-        assert_eq!(summary.top[0].blocked, 70);
-        assert!(
-            condition.message.contains("ip=192.0.2.1 ruleId=942100 (70)"),
-            "{}",
-            condition.message
-        );
-        let (_, quiet) = security_summary(&watch(92), &grouped(), 91);
-        assert_eq!(quiet.reason, Reason::Quiet);
-    }
 
     #[test]
     fn the_search_defaults_to_rule_and_ip_over_the_window() {
@@ -362,57 +303,6 @@ mod tests {
         assert_eq!(request.group_by, Some(vec![Dimension::RuleId, Dimension::Ip]));
         assert_eq!((request.from, request.to), (10_000_000 - 3_600_000, 10_000_000));
         assert_eq!(request.page_size, Some(2));
-    }
-
-    #[test]
-    fn a_partial_cdn_summary_says_how_much_it_covers_and_why() {
-        let tail = |complete: bool, behind: bool| TailSummary {
-            summary: crate::crd::container_app_watch::CdnSummary {
-                window: "1h".into(),
-                requests: 5_000,
-                hit_ratio: "0.870".into(),
-                from: "2026-11-20T11:48:00.000Z".into(),
-                to: "2026-11-20T12:00:00.000Z".into(),
-                ..Default::default()
-            },
-            complete,
-            coverage: if complete { 1.0 } else { 0.2 },
-            behind,
-        };
-        let synced = cdn_condition(&tail(true, false), 20);
-        assert_eq!(
-            (synced.reason, synced.message.as_str()),
-            (Reason::Synced, "5000 requests, hit ratio 0.870")
-        );
-        let backfilling = cdn_condition(&tail(false, false), 20);
-        assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
-        assert_eq!(backfilling.reason, Reason::Partial);
-        assert!(
-            backfilling.message.starts_with(
-                "covers 20.0% of the last 1h (2026-11-20T11:48:00.000Z to 2026-11-20T12:00:00.000Z): 5000 requests"
-            ),
-            "{}",
-            backfilling.message
-        );
-        assert!(backfilling.message.contains("older logs are read over the next polls"));
-        let behind = cdn_condition(&tail(false, true), 20);
-        assert!(behind.message.contains("--cdn-pages-per-poll"), "{}", behind.message);
-    }
-
-    #[test]
-    fn app_ready_is_true_only_when_active() {
-        let mut app = Application {
-            name: "shop".into(),
-            status: AppStatus::Active,
-            ..Application::default()
-        };
-        assert!(app_condition(&app).status == crate::crd::ConditionStatus::True);
-        app.status = AppStatus::Failing;
-        let condition = app_condition(&app);
-        assert_eq!(
-            (condition.status, condition.reason.as_str()),
-            (crate::crd::ConditionStatus::False, "Failing")
-        );
     }
 
     fn observed(status: AppStatus) -> Reads {

@@ -17,7 +17,7 @@ use crate::crd::container_app_watch::{
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
 
-pub fn app_summary(app: &Application) -> AppSummary {
+pub(super) fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
         name: app.name.clone(),
         status: app.status.as_str().to_string(),
@@ -40,7 +40,7 @@ pub fn app_summary(app: &Application) -> AppSummary {
     }
 }
 
-pub fn app_condition(app: &Application) -> Decided {
+pub(super) fn app_condition(app: &Application) -> Decided {
     Decided::new(
         ConditionType::AppReady,
         app.status == AppStatus::Active,
@@ -49,7 +49,7 @@ pub fn app_condition(app: &Application) -> Decided {
     )
 }
 
-pub fn rate_limit_summaries(rules: &[RateLimitRule]) -> Vec<RateLimitSummary> {
+pub(super) fn rate_limit_summaries(rules: &[RateLimitRule]) -> Vec<RateLimitSummary> {
     rules
         .iter()
         .map(|r| RateLimitSummary {
@@ -64,7 +64,7 @@ pub fn rate_limit_summaries(rules: &[RateLimitRule]) -> Vec<RateLimitSummary> {
 }
 
 /// Summary and condition of a search: `total` is the number of events in the window.
-pub fn security_summary(
+pub(super) fn security_summary(
     watch: &SecurityEventsWatch,
     grouped: &EventLogsSearchResponse,
     total: i64,
@@ -146,7 +146,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
 
 /// CdnLogsSynced: True when the summary covers its whole window; Partial, with the
 /// share it covers and why, when the page budget has not read all of it yet.
-pub fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
+pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
     let summary = &tail.summary;
     let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
     if tail.complete {
@@ -174,7 +174,7 @@ pub fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
 }
 
 /// The status and conditions a poll's reads make.
-pub fn poll_status(
+pub(super) fn poll_status(
     watch: &ContainerAppWatch,
     reads: Reads,
     (late, now): (Duration, &Now),
@@ -240,7 +240,7 @@ pub fn poll_status(
 
 /// Ready: the app is active and every summary asked for is synced; otherwise the
 /// first detail condition that is not True, with its reason.
-pub fn ready_condition(details: &[Decided]) -> Decided {
+pub(super) fn ready_condition(details: &[Decided]) -> Decided {
     use crate::crd::ConditionStatus;
     let pending = details
         .iter()
@@ -304,7 +304,7 @@ fn observed_at(
 }
 
 /// Warning Events when the app stops being ready or security events turn Elevated.
-pub fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
+pub(super) fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
     use crate::crd::ConditionStatus;
     let mut notes = Vec::new();
     let before = find(&previous.conditions, ConditionType::AppReady);
@@ -323,4 +323,76 @@ pub fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAp
         notes.push(Note::warning(Reason::SecurityEventsElevated, after.message.clone()));
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{grouped, watch};
+    use super::*;
+
+    #[test]
+    fn security_events_turn_elevated_at_the_threshold() {
+        let (summary, condition) = security_summary(&watch(91), &grouped(), 91);
+        assert_eq!(condition.reason, Reason::Elevated);
+        assert_eq!(summary.top.len(), 2);
+        assert_eq!(summary.top[0].blocked, 70);
+        assert!(
+            condition.message.contains("ip=192.0.2.1 ruleId=942100 (70)"),
+            "{}",
+            condition.message
+        );
+        let (_, quiet) = security_summary(&watch(92), &grouped(), 91);
+        assert_eq!(quiet.reason, Reason::Quiet);
+    }
+
+    #[test]
+    fn a_partial_cdn_summary_says_how_much_it_covers_and_why() {
+        let tail = |complete: bool, behind: bool| TailSummary {
+            summary: crate::crd::container_app_watch::CdnSummary {
+                window: "1h".into(),
+                requests: 5_000,
+                hit_ratio: "0.870".into(),
+                from: "2026-11-20T11:48:00.000Z".into(),
+                to: "2026-11-20T12:00:00.000Z".into(),
+                ..Default::default()
+            },
+            complete,
+            coverage: if complete { 1.0 } else { 0.2 },
+            behind,
+        };
+        let synced = cdn_condition(&tail(true, false), 20);
+        assert_eq!(
+            (synced.reason, synced.message.as_str()),
+            (Reason::Synced, "5000 requests, hit ratio 0.870")
+        );
+        let backfilling = cdn_condition(&tail(false, false), 20);
+        assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
+        assert_eq!(backfilling.reason, Reason::Partial);
+        assert!(
+            backfilling.message.starts_with(
+                "covers 20.0% of the last 1h (2026-11-20T11:48:00.000Z to 2026-11-20T12:00:00.000Z): 5000 requests"
+            ),
+            "{}",
+            backfilling.message
+        );
+        assert!(backfilling.message.contains("older logs are read over the next polls"));
+        let behind = cdn_condition(&tail(false, true), 20);
+        assert!(behind.message.contains("--cdn-pages-per-poll"), "{}", behind.message);
+    }
+
+    #[test]
+    fn app_ready_is_true_only_when_active() {
+        let mut app = Application {
+            name: "shop".into(),
+            status: AppStatus::Active,
+            ..Application::default()
+        };
+        assert!(app_condition(&app).status == crate::crd::ConditionStatus::True);
+        app.status = AppStatus::Failing;
+        let condition = app_condition(&app);
+        assert_eq!(
+            (condition.status, condition.reason.as_str()),
+            (crate::crd::ConditionStatus::False, "Failing")
+        );
+    }
 }

@@ -24,7 +24,7 @@ const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// What to do about a certificate now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Call completeExternalHttpCertificate.
     Complete,
     /// Nothing before this time.
@@ -204,7 +204,7 @@ fn certificate_reason(error: &ApiError) -> Reason {
 /// A decision, with the reconcile-requested-at annotation it was made for, and the
 /// platform's answer once `act` made the call.
 #[derive(Debug)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     pub decision: Decision,
     pub requested: Option<String>,
     pub result: Option<Result<(), ApiError>>,
