@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
-use edge_operator::controller::framework::status::rfc3339;
+use edge_operator::controller::framework::status::time::rfc3339;
 use edge_operator::controller::kinds::access_list::{converged_status, plan, resolve};
 use edge_operator::crd::SecretKeyRef;
 use edge_operator::crd::access_list_config::{

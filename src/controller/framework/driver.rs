@@ -16,14 +16,15 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource};
 
-use super::conditions::{ConditionType, Decided, Reason};
 use super::context::Context;
 use super::error::ReconcileError;
+use super::object::{is_paused, object_key};
 use super::pipeline::{
     Io, KindContext, Note, Now, Reconciled, Requeue, clear_stale_synced, failure_note, is_ready, settled, shortened,
     with_decided,
 };
-use super::status::{is_paused, object_key, write_status};
+use super::status::conditions::{ConditionType, Decided, Reason};
+use super::status::write_status;
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);

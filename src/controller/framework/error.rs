@@ -1,7 +1,7 @@
 //! Reconcile failures. Each variant's [`ReconcileError::reason`] is the condition
 //! reason, Event reason and metric label.
 
-use super::conditions::Reason;
+use super::status::conditions::Reason;
 use crate::api::ApiError;
 
 #[derive(Debug, thiserror::Error)]

@@ -14,8 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::conditions::{ConditionType, Reason};
 use super::process_metrics::ProcessCollector;
+use super::status::conditions::{ConditionType, Reason};
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
@@ -322,7 +322,7 @@ impl RequestObserver for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::conditions::{ConditionType, Decided, merge};
+    use crate::controller::framework::status::conditions::{ConditionType, Decided, merge};
 
     fn sample(text: &str, series: &str) -> Option<f64> {
         text.lines()
@@ -442,7 +442,7 @@ mod tests {
     #[test]
     fn a_condition_that_went_away_is_no_longer_exposed() {
         let metrics = Metrics::default();
-        let stalled = crate::controller::framework::health::settle(
+        let stalled = crate::controller::framework::status::kstatus::settle(
             &merge(
                 &[],
                 &[Decided::new(ConditionType::Ready, false, Reason::HostnameNotFound, "")],
@@ -454,7 +454,7 @@ mod tests {
         );
         metrics.set_conditions("PullZoneCertificate", "ns", "cert", &stalled);
         assert!(metrics.encode().contains(r#"condition="Stalled""#));
-        let issued = crate::controller::framework::health::settle(
+        let issued = crate::controller::framework::status::kstatus::settle(
             &merge(
                 &stalled,
                 &[Decided::new(ConditionType::Ready, true, Reason::Issued, "")],

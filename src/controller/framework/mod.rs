@@ -1,19 +1,19 @@
 //! What every kind's reconcile shares: the pipeline a kind implements, the driver that
-//! runs it and writes its outcome, the vocabulary (`conditions`, `error`), the status contract (`health`,
-//! `status`), and the context parts (`credentials`, `backoff`, `leader`, `metrics`,
-//! `shared_reads`).
+//! runs it and writes its outcome, the errors (`error`), the status (`status`: its
+//! conditions, the kstatus contract, time formats, writing it), what is read of any
+//! object (`object`), and the context parts (`credentials`, `backoff`, `leader`,
+//! `metrics`, `shared_reads`).
 
 pub mod backoff;
-pub(crate) mod conditions;
 pub mod context;
 pub mod credentials;
 pub(crate) mod driver;
 pub(crate) mod error;
-pub(crate) mod health;
 pub(crate) mod leader;
 pub(crate) mod metrics;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
+pub(crate) mod object;
 pub(crate) mod pipeline;
 mod process_metrics;
 pub(crate) mod shared_reads;

@@ -12,11 +12,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::conditions::{ConditionType, Decided, Reason, find, merge};
 use super::context::{Context, Settings};
 use super::error::ReconcileError;
-use super::health;
-use super::status::rfc3339;
+use super::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::status::kstatus;
+use super::status::time::rfc3339;
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
 
@@ -299,7 +299,7 @@ pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>
     let mut next = status.clone();
     K::set_conditions(
         &mut next,
-        health::settle(K::conditions(status), generation, &now.rfc3339()),
+        kstatus::settle(K::conditions(status), generation, &now.rfc3339()),
     );
     K::set_observed_generation(&mut next, generation);
     next

@@ -17,8 +17,8 @@ use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::object::object_key;
 use crate::controller::framework::pipeline::{KindContext, Reconciled};
-use crate::controller::framework::status::object_key;
 use crate::controller::kinds::access_list::{reconcile_secret, secret_error_policy};
 use crate::crd::AccessListConfig;
 

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use super::{FINALIZER, protected_secret};
 use crate::api::models::shield::AccessListItem;
-use crate::controller::framework::conditions::{ConditionType, Reason, find};
+use crate::controller::framework::status::conditions::{ConditionType, Reason, find};
 use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
 
@@ -353,7 +353,7 @@ impl Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::conditions::{Decided, merge};
+    use crate::controller::framework::status::conditions::{Decided, merge};
     use crate::crd::access_list_config::{
         AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
     };

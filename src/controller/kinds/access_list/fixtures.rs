@@ -1,7 +1,7 @@
 //! Objects, lists and statuses the tests of this kind start from.
 
 use crate::api::models::shield::{AccessListAction, AccessListItem};
-use crate::controller::framework::conditions::{ConditionType, Decided, Reason, merge};
+use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, merge};
 use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy};
 
 pub(super) fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {

@@ -8,11 +8,11 @@ use kube::ResourceExt;
 use self::claims::Claims;
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::AccessListItem;
-use crate::controller::framework::conditions::Reason;
 use crate::controller::framework::context::Settings;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::poll_interval;
+use crate::controller::framework::status::conditions::Reason;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
 mod claims;

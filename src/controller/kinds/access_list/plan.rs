@@ -7,9 +7,9 @@ use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Note, is_ready};
+use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy,
     RestorePoint,
@@ -220,7 +220,7 @@ mod tests {
     use super::super::fixtures::{converged, item, spec};
     use super::*;
     use crate::api::models::shield::AccessListsResponse;
-    use crate::controller::framework::conditions::is_true;
+    use crate::controller::framework::status::conditions::is_true;
 
     #[test]
     fn patches_only_the_members_that_differ() {

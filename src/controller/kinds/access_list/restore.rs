@@ -7,9 +7,9 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
-use crate::controller::framework::conditions::Reason;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Io, Note};
+use crate::controller::framework::status::conditions::Reason;
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy, RestorePoint};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
@@ -71,7 +71,7 @@ pub(super) fn after_restore(
         (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(ReconcileError::RestoreBlocked {
             zone,
             configuration,
-            deadline: crate::controller::framework::status::rfc3339(deadline),
+            deadline: crate::controller::framework::status::time::rfc3339(deadline),
             cause: Box::new(error),
         }),
         (false, _) if error.is_transient() => AfterRestore::Retry(error),
@@ -174,8 +174,8 @@ pub(super) async fn record_restore_point(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::conditions::{ConditionType, Decided, merge};
     use crate::controller::framework::pipeline::failure_note;
+    use crate::controller::framework::status::conditions::{ConditionType, Decided, merge};
 
     #[test]
     fn a_restore_point_of_another_zone_is_not_used() {

@@ -21,8 +21,8 @@ use super::FINALIZER;
 use super::claims::SecretKey;
 use super::restore::wants_finalizer;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::object::is_paused;
 use crate::controller::framework::pipeline::{Io, KindContext};
-use crate::controller::framework::status::is_paused;
 use crate::crd::access_list_config::AccessListConfig;
 
 /// Finalizer the operator puts on a Secret that objects needing a Restore use: a

@@ -24,11 +24,12 @@ use crate::api::models::shield::{
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::conditions::{ConditionType, find};
 use crate::controller::framework::context::Settings;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::pipeline::{Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::{MIN_POLL_INTERVAL, object_key, parse_go_duration};
+use crate::controller::framework::status::conditions::{ConditionType, find};
+use crate::controller::framework::status::time::parse_go_duration;
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
@@ -294,7 +295,7 @@ mod tests {
     use super::status::unless_only_slid;
     use super::*;
     use crate::api::models::apps::AppStatus;
-    use crate::controller::framework::conditions::{Decided, Reason, find, merge};
+    use crate::controller::framework::status::conditions::{Decided, Reason, find, merge};
     use crate::crd::container_app_watch::CdnSummary;
 
     #[test]

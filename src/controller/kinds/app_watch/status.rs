@@ -9,9 +9,9 @@ use super::{Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::controller::framework::context::Settings;
 use crate::controller::framework::pipeline::{Note, Now};
+use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,

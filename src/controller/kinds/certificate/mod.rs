@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::conditions::{ConditionType, Decided, Reason, find, merge};
 use crate::controller::framework::context::Settings;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::{parse_go_duration, rfc3339};
+use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
