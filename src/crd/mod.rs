@@ -73,14 +73,64 @@ pub struct Condition {
 
 /// Every CRD of the operator, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![
-        AccessListConfig::crd(),
-        PullZoneCertificate::crd(),
-        ContainerAppWatch::crd(),
-    ]
-    .into_iter()
-    .map(with_kubernetes_formats)
-    .collect()
+    Kind::ALL.into_iter().map(Kind::crd).collect()
+}
+
+/// The kinds of the group: the one list of them that the CRDs, `edge-operator check`,
+/// `edgectl plan` and the tests read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    AccessListConfig,
+    PullZoneCertificate,
+    ContainerAppWatch,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [
+        Kind::AccessListConfig,
+        Kind::PullZoneCertificate,
+        Kind::ContainerAppWatch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::AccessListConfig => "AccessListConfig",
+            Kind::PullZoneCertificate => "PullZoneCertificate",
+            Kind::ContainerAppWatch => "ContainerAppWatch",
+        }
+    }
+
+    /// The kind called `name`, if the group has it.
+    pub fn of(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Its CustomResourceDefinition, as `crds/` holds it.
+    pub fn crd(self) -> CustomResourceDefinition {
+        with_kubernetes_formats(match self {
+            Kind::AccessListConfig => AccessListConfig::crd(),
+            Kind::PullZoneCertificate => PullZoneCertificate::crd(),
+            Kind::ContainerAppWatch => ContainerAppWatch::crd(),
+        })
+    }
+
+    /// Its API resource, for untyped access.
+    pub fn api_resource(self) -> kube::core::ApiResource {
+        match self {
+            Kind::AccessListConfig => kube::core::ApiResource::erase::<AccessListConfig>(&()),
+            Kind::PullZoneCertificate => kube::core::ApiResource::erase::<PullZoneCertificate>(&()),
+            Kind::ContainerAppWatch => kube::core::ApiResource::erase::<ContainerAppWatch>(&()),
+        }
+    }
+
+    /// Its example manifest in `examples/`.
+    pub fn example(self) -> &'static str {
+        match self {
+            Kind::AccessListConfig => include_str!("../../examples/access-list-config.yaml"),
+            Kind::PullZoneCertificate => include_str!("../../examples/pull-zone-certificate.yaml"),
+            Kind::ContainerAppWatch => include_str!("../../examples/container-app-watch.yaml"),
+        }
+    }
 }
 
 /// The integer formats the apiserver knows. schemars names unsigned Rust types

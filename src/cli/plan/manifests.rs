@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::CustomResourceExt;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::contract::{BodyValidator, openapi_to_json_schema};
 use crate::cli::Failure;
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::crd::Kind;
 
 /// One YAML or JSON document of the input, with where it came from.
 #[derive(Debug, Clone)]
@@ -32,9 +31,6 @@ impl Manifest {
         self.value["metadata"]["namespace"].as_str()
     }
 }
-
-/// The kinds the operator reconciles.
-const KINDS: [&str; 3] = ["AccessListConfig", "PullZoneCertificate", "ContainerAppWatch"];
 
 /// Reads every document of `paths`: files, folders (their `.yaml`, `.yml` and `.json`
 /// files, recursively, in name order) and `-` (standard input). Only documents of the
@@ -60,7 +56,7 @@ pub fn load(paths: &[String], stdin: impl FnOnce() -> std::io::Result<String>) -
     }
     Ok(manifests
         .into_iter()
-        .filter(|m| m.value["apiVersion"].as_str() == Some("edgeplatform.io/v1alpha1") || KINDS.contains(&m.kind()))
+        .filter(|m| m.value["apiVersion"].as_str() == Some("edgeplatform.io/v1alpha1") || Kind::of(m.kind()).is_some())
         .collect())
 }
 
@@ -118,11 +114,10 @@ pub struct Problem {
 /// Checks a manifest as the apiserver would: the CRD's structural schema (types,
 /// enums, bounds, required members) and its CEL rules, evaluated offline.
 pub fn validate(manifest: &Manifest) -> Vec<Problem> {
-    let crd = match manifest.kind() {
-        "AccessListConfig" => AccessListConfig::crd(),
-        "PullZoneCertificate" => PullZoneCertificate::crd(),
-        "ContainerAppWatch" => ContainerAppWatch::crd(),
-        other => {
+    let crd = match Kind::of(manifest.kind()) {
+        Some(kind) => kind.crd(),
+        None => {
+            let other = manifest.kind();
             return vec![Problem {
                 source: manifest.source.clone(),
                 path: "kind".into(),

@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, PostParams};
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, PostParams};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::crd::{AccessListConfig, Kind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -40,30 +39,9 @@ pub async fn check_installation(
     namespace: &str,
 ) -> Result<Vec<String>, CheckError> {
     let mut passed = vec![operator_ready(health_url, ready_within).await?];
-    passed.push(
-        round_trip::<AccessListConfig>(
-            &client,
-            namespace,
-            include_str!("../../../examples/access-list-config.yaml"),
-        )
-        .await?,
-    );
-    passed.push(
-        round_trip::<PullZoneCertificate>(
-            &client,
-            namespace,
-            include_str!("../../../examples/pull-zone-certificate.yaml"),
-        )
-        .await?,
-    );
-    passed.push(
-        round_trip::<ContainerAppWatch>(
-            &client,
-            namespace,
-            include_str!("../../../examples/container-app-watch.yaml"),
-        )
-        .await?,
-    );
+    for kind in Kind::ALL {
+        passed.push(round_trip(&client, namespace, kind).await?);
+    }
     passed.push(forbidden_spec_refused(&client, namespace).await?);
     Ok(passed)
 }
@@ -108,21 +86,14 @@ fn dry_run() -> PostParams {
 }
 
 /// A server-side dry run of the example; every field of its spec must come back as sent.
-async fn round_trip<K>(client: &kube::Client, namespace: &str, example: &str) -> Result<String, CheckError>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + std::fmt::Debug,
-{
-    let kind = K::kind(&()).to_string();
-    let mut object: K = serde_yaml::from_str(example).map_err(|source| CheckError::Example {
+async fn round_trip(client: &kube::Client, namespace: &str, of: Kind) -> Result<String, CheckError> {
+    let kind = of.name().to_string();
+    let mut object: DynamicObject = serde_yaml::from_str(of.example()).map_err(|source| CheckError::Example {
         kind: kind.clone(),
         source,
     })?;
-    dry_run_identity(object.meta_mut(), namespace);
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    dry_run_identity(&mut object.metadata, namespace);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &of.api_resource());
     let returned = api
         .create(&dry_run(), &object)
         .await
@@ -162,8 +133,8 @@ fn spec_of<K: Serialize>(object: &K) -> serde_json::Value {
 
 /// The CRD's validation rules are installed: a spec they forbid is refused.
 async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Result<String, CheckError> {
-    let mut object: AccessListConfig = serde_yaml::from_str(include_str!("../../../examples/access-list-config.yaml"))
-        .map_err(|source| CheckError::Example {
+    let mut object: AccessListConfig =
+        serde_yaml::from_str(Kind::AccessListConfig.example()).map_err(|source| CheckError::Example {
             kind: "AccessListConfig".to_string(),
             source,
         })?;
@@ -210,10 +181,9 @@ mod tests {
             }
             (201, named(object))
         });
-        let error =
-            round_trip::<AccessListConfig>(&client, "ns", include_str!("../../../examples/access-list-config.yaml"))
-                .await
-                .expect_err("a pruned field fails the check");
+        let error = round_trip(&client, "ns", Kind::AccessListConfig)
+            .await
+            .expect_err("a pruned field fails the check");
         assert!(
             matches!(&error, CheckError::Pruned { kind, field } if kind == "AccessListConfig" && field == "deletionPolicy"),
             "{error}"
@@ -227,13 +197,9 @@ mod tests {
             assert!(object["metadata"]["name"].is_null(), "never the example's own name");
             (201, named(object))
         });
-        let passed = round_trip::<ContainerAppWatch>(
-            &client,
-            "ns",
-            include_str!("../../../examples/container-app-watch.yaml"),
-        )
-        .await
-        .expect("the example round-trips");
+        let passed = round_trip(&client, "ns", Kind::ContainerAppWatch)
+            .await
+            .expect("the example round-trips");
         assert_eq!(
             passed,
             "ContainerAppWatch edge-operator-check-x1 round-trips through the apiserver"
