@@ -101,21 +101,34 @@ async fn round_trip(client: &kube::Client, namespace: &str, of: Kind) -> Result<
             kind: kind.clone(),
             source,
         })?;
-    let sent = spec_of(&object);
-    let kept = spec_of(&returned);
-    if let Some(field) = sent
-        .as_object()
-        .into_iter()
-        .flatten()
-        .find(|(field, value)| kept.get(field.as_str()) != Some(value))
-        .map(|(field, _)| field.clone())
-    {
+    if let Some(field) = first_not_kept(&spec_of(&object), &spec_of(&returned), "") {
         return Err(CheckError::Pruned { kind, field });
     }
     Ok(format!(
         "{kind} {} round-trips through the apiserver",
         returned.name_any()
     ))
+}
+
+/// The first member of `sent` that `returned` drops or changes, as a dotted path; the
+/// members the apiserver adds (defaults) do not count.
+fn first_not_kept(sent: &serde_json::Value, returned: &serde_json::Value, at: &str) -> Option<String> {
+    match (sent, returned) {
+        (serde_json::Value::Object(sent), serde_json::Value::Object(returned)) => {
+            sent.iter().find_map(|(name, value)| {
+                let path = if at.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{at}.{name}")
+                };
+                match returned.get(name) {
+                    Some(kept) => first_not_kept(value, kept, &path),
+                    None => Some(path),
+                }
+            })
+        }
+        _ => (sent != returned).then(|| at.to_string()),
+    }
 }
 
 /// A name the apiserver generates, so the dry runs never collide with real objects.
@@ -171,6 +184,20 @@ mod tests {
     fn named(mut object: Value) -> Value {
         object["metadata"]["name"] = json!("edge-operator-check-x1");
         object
+    }
+
+    #[test]
+    fn defaults_the_apiserver_adds_are_kept_and_a_dropped_nested_member_is_named() {
+        let sent = serde_json::json!({"appId": "a", "securityEvents": {"window": "1h", "top": 3}});
+        let defaulted = serde_json::json!({"appId": "a", "interval": "60s", "securityEvents": {"window": "1h", "top": 3, "filters": []}});
+        assert_eq!(first_not_kept(&sent, &defaulted, ""), None);
+        let pruned = serde_json::json!({"appId": "a", "securityEvents": {"window": "1h"}});
+        assert_eq!(
+            first_not_kept(&sent, &pruned, "").as_deref(),
+            Some("securityEvents.top")
+        );
+        let changed = serde_json::json!({"appId": "b", "securityEvents": {"window": "1h", "top": 3}});
+        assert_eq!(first_not_kept(&sent, &changed, "").as_deref(), Some("appId"));
     }
 
     #[tokio::test]
