@@ -3,7 +3,7 @@
 
 pub mod check;
 mod controllers;
-mod lease;
+mod leadership;
 mod secret_watch;
 mod server;
 pub mod shutdown;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use kube::runtime::events::{Recorder, Reporter};
 
 use self::controllers::Wiring;
-use self::lease::{release_lease, watch_lease};
+use self::leadership::Leadership;
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
@@ -25,7 +25,7 @@ use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_A
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::{Context, Settings, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
-use crate::controller::framework::leader::{self, LeaderGate};
+use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::pipeline::KindContext;
 use crate::controller::framework::status::MANAGER;
@@ -220,42 +220,16 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
     let shutdown = Shutdown::on_signals();
-    let mut leadership = None;
-    if let Some(election) = config.election() {
-        let manager = kube_lease_manager::LeaseManagerBuilder::new(kube_client.clone(), &election.lease_name)
-            .with_namespace(&election.lease_namespace)
-            .with_identity(&election.identity)
-            .with_duration(election.lease_duration.as_secs().max(2))
-            // Renew every half of the gate's usable time (see `leader`).
-            .with_grace(leader::renewal_grace(election.lease_duration))
-            .build()
-            .await?;
-        let (mut is_leader, task) = manager.watch().await;
-        health.ready.store(true, Ordering::Relaxed);
-        tracing::info!(identity = %election.identity, "waiting for the leader lease");
-        let acquired = async {
-            while !*is_leader.borrow_and_update() {
-                if is_leader.changed().await.is_err() {
-                    return false;
-                }
+    let mut leadership = match config.election() {
+        Some(election) => {
+            health.ready.store(true, Ordering::Relaxed);
+            match Leadership::acquire(&kube_client, election, &ctx, &shutdown).await? {
+                Some(leadership) => Some(leadership),
+                None => return Ok(()),
             }
-            true
-        };
-        let acquired = tokio::select! {
-            acquired = acquired => acquired,
-            () = shutdown.clone().requested() => {
-                release_lease(is_leader, task).await;
-                return Ok(());
-            }
-        };
-        if !acquired {
-            return Err(RunError::LostLease);
         }
-        tracing::info!(identity = %election.identity, "acquired the leader lease");
-        ctx.leader.confirm();
-        let watchdog = tokio::spawn(watch_lease(kube_client.clone(), election.clone(), ctx.clone()));
-        leadership = Some((is_leader, task, watchdog));
-    }
+        None => None,
+    };
     health.ready.store(true, Ordering::Relaxed);
 
     let wiring = Wiring {
@@ -297,29 +271,20 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         }
     };
     tracing::info!("controllers started");
-    let outcome = match leadership {
-        Some((mut is_leader, task, watchdog)) => {
-            let lost = async {
-                while *is_leader.borrow_and_update() {
-                    if is_leader.changed().await.is_err() {
-                        break;
-                    }
-                }
-            };
-            let outcome = tokio::select! {
-                () = controllers => Ok(()),
-                () = lost => Err(RunError::LostLease),
-                _ = watchdog => Err(RunError::LostLease),
-                served = server => Err(health_server_ended(served)),
-            };
-            release_lease(is_leader, task).await;
-            outcome
-        }
+    let outcome = match &mut leadership {
+        Some(held) => tokio::select! {
+            () = controllers => Ok(()),
+            () = held.lost() => Err(RunError::LostLease),
+            served = server => Err(health_server_ended(served)),
+        },
         None => tokio::select! {
             () = controllers => Ok(()),
             served = server => Err(health_server_ended(served)),
         },
     };
+    if let Some(held) = leadership {
+        held.release().await;
+    }
     tracing::info!("stopped");
     outcome
 }
