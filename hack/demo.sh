@@ -92,7 +92,7 @@ up() {
   kubectl wait -n "$namespace" --for=condition=Ready containerappwatch --all --timeout=120s >/dev/null
 
   log "kubectl get edgeplatform -n $namespace"
-  kubectl get accesslistconfigs,pullzonecertificates,containerappwatches -n "$namespace"
+  kubectl get edgeplatform -n "$namespace"
   log "highlights"
   kubectl get containerappwatch shop-frontend -n "$namespace" \
     -o jsonpath='{range .status.conditions[*]}{.type}: {.reason} - {.message}{"\n"}{end}'

@@ -82,8 +82,8 @@ awk '/^<!-- recipe: kind -->$/ { found = 1; next } found && /^```sh$/ { block = 
 [ -s "$work/recipe.sh" ] || { echo "README.md has no block after <!-- recipe: kind -->" >&2; exit 1; }
 # On failure the recipe's cluster is still there (its last line deletes it): show why.
 recipe_diagnosis() {
-  kubectl get -n edge deployments,pods,leases,accesslistconfigs,pullzonecertificates,containerappwatches -o wide || true
-  kubectl get -n edge accesslistconfigs,pullzonecertificates,containerappwatches -o yaml || true
+  kubectl get -n edge deployments,pods,leases,edgeplatform -o wide || true
+  kubectl get -n edge edgeplatform -o yaml || true
   kubectl logs -n edge deployment/edge-edge-operator --tail=200 || true
   kubectl logs -n edge deployment/edge-edge-operator-emulator --tail=50 || true
   kubectl get events -n edge --sort-by=.lastTimestamp || true

@@ -96,13 +96,21 @@ this needs no cluster DNS.
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
 {{- end -}}
 
+{{- /* The resources of the custom resource kinds: the chart's one list of them. */ -}}
+{{- define "edge-operator.kindResources" -}}
+{{- list "accesslistconfigs" "pullzonecertificates" "containerappwatches" | toJson -}}
+{{- end -}}
+
 {{- /* Rules the operator needs on its custom resources and Events. */ -}}
 {{- define "edge-operator.watchRules" -}}
+{{- $resources := include "edge-operator.kindResources" . | fromJsonArray -}}
+{{- $statuses := list -}}
+{{- range $resources }}{{ $statuses = append $statuses (printf "%s/status" .) }}{{ end -}}
 - apiGroups: ["edgeplatform.io"]
-  resources: ["accesslistconfigs", "pullzonecertificates", "containerappwatches"]
+  resources: {{ $resources | toJson }}
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["edgeplatform.io"]
-  resources: ["accesslistconfigs/status", "pullzonecertificates/status", "containerappwatches/status"]
+  resources: {{ $statuses | toJson }}
   verbs: ["get", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
