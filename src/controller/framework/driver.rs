@@ -24,7 +24,7 @@ use super::pipeline::{
     with_decided,
 };
 use super::status::conditions::{ConditionType, Decided, Reason};
-use super::status::write_status;
+use super::status::{StatusWrite, write_status};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);
@@ -73,7 +73,7 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
         if !is_ready::<K>(&previous, generation) {
             decided.push(paused(ConditionType::Ready));
         }
-        report(
+        let written = report(
             object,
             &io,
             &with_decided::<K>(&previous, &decided, generation, &now),
@@ -81,7 +81,10 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
             &now,
         )
         .await?;
-        return Ok(Action::await_change());
+        return Ok(match written {
+            StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
+            StatusWrite::Written | StatusWrite::Unchanged => Action::await_change(),
+        });
     }
     let settings = &ctx.settings;
     let pipeline = async {
@@ -97,7 +100,9 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
     match pipeline {
         Ok(outcome) => {
             let status = clear_stale_synced::<K>(outcome.status, generation, &now);
-            report(object, &io, &status, &outcome.events, &now).await?;
+            if report(object, &io, &status, &outcome.events, &now).await? == StatusWrite::Stale {
+                return Ok(Action::requeue(MIN_REQUEUE));
+            }
             Ok(match outcome.requeue {
                 Requeue::After(delay) => Action::requeue(delay),
                 Requeue::At(at_ms) => {
@@ -130,7 +135,7 @@ async fn report_failure<K: Reconciled>(
     let previous = object.status().cloned().unwrap_or_default();
     let status = object.failed(error, &previous, now);
     let notes: Vec<Note> = failure_note(K::conditions(&previous), error).into_iter().collect();
-    report(object, io, &status, &notes, now).await
+    report(object, io, &status, &notes, now).await.map(drop)
 }
 
 /// Writes the status, settled, if it changed; publishes the condition metrics and the
@@ -141,10 +146,15 @@ async fn report<K: Reconciled>(
     status: &K::Status,
     notes: &[Note],
     now: &Now,
-) -> Result<(), ReconcileError> {
+) -> Result<StatusWrite, ReconcileError> {
     let status = settled::<K>(status, object.meta().generation, now);
-    if write_status(&io.api, object, object.status(), &status).await? {
-        io.ctx.metrics.status_written(K::KIND);
+    let version = io.resource_version();
+    let written = write_status(&io.api, object, version.as_deref(), object.status(), &status).await?;
+    match written {
+        // Decided from a stale copy: the next reconcile decides again, from the new one.
+        StatusWrite::Stale => return Ok(written),
+        StatusWrite::Written => io.ctx.metrics.status_written(K::KIND),
+        StatusWrite::Unchanged => {}
     }
     io.ctx
         .metrics
@@ -152,7 +162,7 @@ async fn report<K: Reconciled>(
     for note in notes {
         publish(io.ctx, object, note).await;
     }
-    Ok(())
+    Ok(written)
 }
 
 /// Publishes an Event; failures are logged, never fatal.

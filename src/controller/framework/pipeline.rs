@@ -130,6 +130,8 @@ pub(crate) struct Io<'a, K: Reconciled> {
     pub api: Api<K>,
     pub namespace: String,
     client: OnceCell<EdgeClient>,
+    /// The object's resourceVersion as this reconcile last saw or wrote it.
+    resource_version: std::sync::Mutex<Option<String>>,
 }
 
 impl<'a, K: Reconciled> Io<'a, K> {
@@ -142,7 +144,24 @@ impl<'a, K: Reconciled> Io<'a, K> {
             api: Api::namespaced(ctx.kube.clone(), &namespace),
             namespace,
             client: OnceCell::new(),
+            resource_version: std::sync::Mutex::new(object.resource_version()),
         }
+    }
+
+    /// The object's resourceVersion after this reconcile's own writes.
+    pub(crate) fn resource_version(&self) -> Option<String> {
+        self.resource_version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// This reconcile wrote the object: `written` is what the apiserver answered.
+    pub(crate) fn wrote(&self, written: &K) {
+        *self
+            .resource_version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = written.resource_version();
     }
 
     /// The object's platform client (resolved once per reconcile).

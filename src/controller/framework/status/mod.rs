@@ -15,35 +15,101 @@ use super::error::ReconcileError;
 /// Field manager and Event reporter name.
 pub const MANAGER: &str = "edge-operator";
 
+/// What a status write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusWrite {
+    /// The status was already so: nothing was sent.
+    Unchanged,
+    Written,
+    /// The object changed since `resource_version` (the reconcile saw a stale copy, or
+    /// someone wrote meanwhile): nothing was written.
+    Stale,
+}
+
 /// Writes `status` unless it equals `current` (no status noise). The status is
-/// replaced whole, so fields the operator stops setting are removed. A JSON Patch
-/// `add` of `/status` does that without a resourceVersion precondition and, unlike a
-/// server-side apply, without a merge of managed fields.
-pub async fn write_status<K, S>(
+/// replaced whole, so fields the operator stops setting are removed, and only if the
+/// object is still at `resource_version`: a status computed from a stale copy never
+/// overwrites a newer one (a restore point recorded meanwhile, for one). A JSON Patch
+/// `test` of the resourceVersion then `add` of `/status` does that without a merge of
+/// managed fields.
+pub(crate) async fn write_status<K, S>(
     api: &Api<K>,
     object: &K,
+    resource_version: Option<&str>,
     current: Option<&S>,
     status: &S,
-) -> Result<bool, ReconcileError>
+) -> Result<StatusWrite, ReconcileError>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize + PartialEq,
 {
     if current == Some(status) {
-        return Ok(false);
+        return Ok(StatusWrite::Unchanged);
     }
-    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
-        { "op": "add", "path": "/status", "value": status },
-    ]))
-    .map_err(|e| ReconcileError::Encoding(e.to_string()))?;
-    api.patch_status(
-        &object.name_any(),
-        &PatchParams {
-            field_manager: Some(MANAGER.to_string()),
-            ..PatchParams::default()
-        },
-        &Patch::<()>::Json(patch),
-    )
-    .await?;
-    Ok(true)
+    let mut ops = Vec::new();
+    if let Some(version) = resource_version {
+        ops.push(serde_json::json!({ "op": "test", "path": "/metadata/resourceVersion", "value": version }));
+    }
+    ops.push(serde_json::json!({ "op": "add", "path": "/status", "value": status }));
+    let patch: json_patch::Patch =
+        serde_json::from_value(serde_json::Value::Array(ops)).map_err(|e| ReconcileError::Encoding(e.to_string()))?;
+    let written = api
+        .patch_status(
+            &object.name_any(),
+            &PatchParams {
+                field_manager: Some(MANAGER.to_string()),
+                ..PatchParams::default()
+            },
+            &Patch::<()>::Json(patch),
+        )
+        .await;
+    match written {
+        Ok(_) => Ok(StatusWrite::Written),
+        // A failed `test` is 422; a conflict on the way is 409.
+        Err(kube::Error::Api(response)) if resource_version.is_some() && matches!(response.code, 409 | 422) => {
+            Ok(StatusWrite::Stale)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
+
+    #[tokio::test]
+    async fn a_status_decided_from_a_stale_copy_is_not_written() {
+        // The apiserver holds version 8; a test of another version fails with 422.
+        let client = crate::controller::framework::mock_apiserver::client(|_, body| {
+            match body[0]["op"] == "test" && body[0]["value"] != "8" {
+                true => (
+                    422,
+                    serde_json::json!({"kind": "Status", "code": 422, "message": "testing value failed"}),
+                ),
+                false => (
+                    200,
+                    serde_json::json!({"apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
+                        "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "9"},
+                        "spec": {"shieldZoneId": 1, "configurationId": 5, "enabled": true}}),
+                ),
+            }
+        });
+        let api: Api<AccessListConfig> = Api::namespaced(client, "ns");
+        let object: AccessListConfig = serde_json::from_value(serde_json::json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"shieldZoneId": 1, "configurationId": 5, "enabled": true}
+        }))
+        .expect("object");
+        let status = AccessListConfigStatus {
+            drift_corrections: 1,
+            ..AccessListConfigStatus::default()
+        };
+        let write = |version: &'static str| write_status(&api, &object, Some(version), None, &status);
+        assert_eq!(write("7").await.expect("answered"), StatusWrite::Stale);
+        assert_eq!(write("8").await.expect("answered"), StatusWrite::Written);
+        let same = write_status(&api, &object, Some("7"), Some(&status), &status).await;
+        assert_eq!(same.expect("nothing sent"), StatusWrite::Unchanged);
+    }
 }

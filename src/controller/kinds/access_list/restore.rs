@@ -150,23 +150,27 @@ pub(super) async fn record_restore_point(
             finalizers.push(FINALIZER.to_string());
         }
         let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
-        io.api
+        let written = io
+            .api
             .patch(
                 &object.name_any(),
                 &PatchParams::default(),
                 &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
             )
             .await?;
+        io.wrote(&written);
     }
     let recorded = object.status.as_ref().and_then(|s| s.restore_point);
     if let Some(point) = restore_point.filter(|_| wants && recorded.is_none()) {
-        io.api
+        let written = io
+            .api
             .patch_status(
                 &object.name_any(),
                 &PatchParams::default(),
                 &Patch::Merge(&serde_json::json!({ "status": { "restorePoint": point } })),
             )
             .await?;
+        io.wrote(&written);
     }
     Ok(())
 }
