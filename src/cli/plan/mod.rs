@@ -11,7 +11,7 @@ use crate::api::{ApiError, EdgeClient};
 use crate::cli::Failure;
 use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
 use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy};
-use crate::crd::{AccessListConfig, ContainerAppWatch};
+use crate::crd::{AccessListConfig, ContainerAppWatch, Kind};
 
 mod export;
 mod manifests;
@@ -114,8 +114,8 @@ pub async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: 
     let mut planned = Vec::new();
     for manifest in manifests {
         let namespace = manifest.namespace().unwrap_or(default_namespace).to_string();
-        let verdict = match manifest.kind() {
-            "AccessListConfig" => match serde_json::from_value::<AccessListConfig>(manifest.value.clone()) {
+        let verdict = match Kind::of(manifest.kind()) {
+            Some(Kind::AccessListConfig) => match serde_json::from_value::<AccessListConfig>(manifest.value.clone()) {
                 Ok(object) => match clients.for_object(&namespace, object.spec.access_key_secret_ref.as_ref()) {
                     Ok(client) => {
                         let key = (client_id(&client), object.spec.shield_zone_id);
@@ -134,7 +134,7 @@ pub async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: 
                     detail: error.to_string(),
                 },
             },
-            "PullZoneCertificate" => {
+            Some(Kind::PullZoneCertificate) => {
                 let hostname = manifest.value["spec"]["hostname"].as_str().unwrap_or_default();
                 Verdict::Change {
                     detail: format!(
@@ -143,22 +143,24 @@ pub async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: 
                     changes: Vec::new(),
                 }
             }
-            "ContainerAppWatch" => match serde_json::from_value::<ContainerAppWatch>(manifest.value.clone()) {
-                Ok(object) => match clients.for_object(&namespace, object.spec.access_key_secret_ref.as_ref()) {
-                    Ok(client) => match client.get_app(&object.spec.app_id).await {
-                        Ok(app) => Verdict::NoChange {
-                            detail: format!("observes app {} (status {}); never writes", app.id, app.status),
+            Some(Kind::ContainerAppWatch) => {
+                match serde_json::from_value::<ContainerAppWatch>(manifest.value.clone()) {
+                    Ok(object) => match clients.for_object(&namespace, object.spec.access_key_secret_ref.as_ref()) {
+                        Ok(client) => match client.get_app(&object.spec.app_id).await {
+                            Ok(app) => Verdict::NoChange {
+                                detail: format!("observes app {} (status {}); never writes", app.id, app.status),
+                            },
+                            Err(error) => platform_error(&error),
                         },
-                        Err(error) => platform_error(&error),
+                        Err(detail) => Verdict::Error { detail },
                     },
-                    Err(detail) => Verdict::Error { detail },
-                },
-                Err(error) => Verdict::Error {
-                    detail: error.to_string(),
-                },
-            },
-            other => Verdict::Error {
-                detail: format!("`{other}` is not a kind the operator reconciles"),
+                    Err(error) => Verdict::Error {
+                        detail: error.to_string(),
+                    },
+                }
+            }
+            None => Verdict::Error {
+                detail: format!("`{}` is not a kind the operator reconciles", manifest.kind()),
             },
         };
         planned.push(PlannedObject {
