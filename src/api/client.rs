@@ -81,6 +81,8 @@ struct Shared {
     hooks: Hooks,
     /// Room for answers being read and decoded, in KiB.
     answers: Arc<tokio::sync::Semaphore>,
+    /// All of that room: no answer reserves more, so none waits for room that cannot be.
+    answers_kib: u32,
 }
 
 /// An answer's body, holding its share of the answer budget until dropped.
@@ -143,6 +145,7 @@ impl EdgeClient {
                 global_limiter: config.global_quota.map(DirectLimiter::new),
                 hooks,
                 answers: Arc::new(tokio::sync::Semaphore::new(budget_kib as usize)),
+                answers_kib: budget_kib,
             }),
             config: Arc::new(config),
         })
@@ -275,7 +278,9 @@ impl EdgeClient {
         if expected > limit {
             return Err(too_long(limit));
         }
-        let kib = u32::try_from(expected.div_ceil(1024)).unwrap_or(u32::MAX).max(1);
+        let kib = u32::try_from(expected.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.shared.answers_kib);
         let answers = self.shared.answers.clone();
         let room = tokio::time::timeout(self.config.timeout, answers.acquire_many_owned(kib))
             .await
@@ -440,6 +445,22 @@ mod tests {
             matches!(&error, ApiError::InvalidInput(m) if m.contains("no credentials")),
             "{error:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_answer_larger_than_the_whole_budget_is_read_alone() {
+        // A 3 KiB answer, with a budget of 1 KiB: it takes all the room instead of
+        // waiting for room that cannot be.
+        let body = format!("{{\"id\": \"app\", \"name\": \"{}\"}}", "n".repeat(3 << 10));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let router = axum::Router::new().fallback(move || std::future::ready(body.clone()));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::Secret::new("k")));
+        config.answer_budget_bytes = 1024;
+        config.timeout = std::time::Duration::from_secs(5);
+        let app = EdgeClient::new(config).expect("client").get_app("app").await;
+        assert_eq!(app.expect("read within the budget").id, "app");
     }
 
     #[tokio::test]
