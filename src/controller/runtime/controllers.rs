@@ -155,13 +155,17 @@ impl Wiring<'_> {
     /// Runs the Secret in-use protection: each Secret that changes, or whose need the
     /// AccessListConfig watch saw change, keeps the finalizer exactly while needed. Only
     /// Secrets of the watched namespace are judged: the objects of others are unknown.
+    /// With `--protect-secrets=false` no Secret is ever patched; the changes are still
+    /// taken, so the shared watch never waits for this subscriber.
     pub(super) async fn protect_secrets(
         &self,
         access_lists: Arc<KindContext<AccessListConfig>>,
         secret_changes: SecretChanges,
         secrets: Store<SecretMeta>,
     ) {
-        let Some(needs_changed) = access_lists.state.secret_triggers.take() else {
+        let needs_changed = access_lists.state.secret_triggers.take();
+        let Some(needs_changed) = needs_changed.filter(|_| access_lists.shared.settings.protect_secrets) else {
+            secret_changes.for_each(|_| std::future::ready(())).await;
             return;
         };
         let watched = self.namespace.clone();

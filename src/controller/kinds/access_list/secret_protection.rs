@@ -169,7 +169,7 @@ pub(crate) async fn reconcile_secret(
         return Ok(Action::requeue(NOT_LISTED_RETRY));
     }
     let key = (secret.namespace().unwrap_or_default(), secret.name_any());
-    let needed = ctx.settings.protect_secrets && claims.needs_secret(&key);
+    let needed = claims.needs_secret(&key);
     let protected = secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER);
     if let Some(change) = ProtectionChange::of(needed, protected) {
         change_protection(&ctx.kube, &key, change).await?;
