@@ -5,6 +5,8 @@ use futures::Stream;
 use reqwest::Method;
 
 use super::client::{Api, EdgeClient, WalkLimits, paginate};
+use super::error::ApiError;
+use super::models::logging::{LogEntry, LogsResponse, SortOrder, parse_v1_file};
 use super::operation::Operation;
 
 /// A walk over log pages streams its entries: it may be long, and holds one page at a
@@ -13,8 +15,6 @@ pub const LOG_WALK: WalkLimits = WalkLimits {
     pages: 10_000,
     bytes: 4 << 30,
 };
-use super::error::ApiError;
-use super::models::logging::{LogEntry, LogsResponse, SortOrder, parse_v1_file};
 
 /// Parameters of `GET /v2/pullzones/{id}/logs`; `None` leaves the platform default.
 #[derive(Debug, Clone, Default, PartialEq)]

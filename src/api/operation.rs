@@ -54,8 +54,7 @@ impl Operation {
             Operation::UpdateAccessList | Operation::CompleteCertificate => ENVELOPE,
             Operation::GetApp | Operation::ListAccessLists | Operation::ListRateLimits => 4 << 20,
             // An event row or a log entry: a URL, a user agent, headers; 16 KiB is ample.
-            Operation::SearchEvents => per_page(16 << 10, 100, 1000),
-            Operation::QueryLogs => per_page(16 << 10, 100, 1000),
+            Operation::SearchEvents | Operation::QueryLogs => per_page(16 << 10, 100, 1000),
             // The legacy log file: a whole day, for `edgectl logs --v1` only.
             Operation::GetLogFile => 64 << 20,
         }
