@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Writes examples/gitops/argocd/argocd-cm-patch.yaml: the health check of
-# examples/gitops/argocd/health.lua under the argocd-cm key of each kind. An offline
-# test fails when the two drift apart.
+# examples/gitops/argocd/health.lua under the argocd-cm key of each kind of crds/
+# (argocd-cm keys name one group and kind each). An offline test fails when the two
+# drift apart.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../examples/gitops/argocd"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root/examples/gitops/argocd"
 {
   echo "# Argo CD health checks of the edgeplatform.io kinds, for argocd-cm:"
   echo "#   kubectl -n argocd patch configmap argocd-cm --type merge --patch-file argocd-cm-patch.yaml"
   echo "# Generated from health.lua by hack/argocd-health.sh; edit health.lua instead."
   echo "data:"
-  for kind in AccessListConfig PullZoneCertificate ContainerAppWatch; do
+  for crd in "$root"/crds/*.yaml; do
+    kind="$(sed -n 's/^    kind: //p' "$crd")"
     echo "  resource.customizations.health.edgeplatform.io_${kind}: |"
     sed 's/^/    /' health.lua
   done

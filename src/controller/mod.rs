@@ -2,8 +2,9 @@
 //! the runtime around them.
 //!
 //! Dependencies point one way: `runtime` wires the `kinds` to the watches; each kind
-//! implements the `framework`'s [`framework::pipeline::Reconciled`] pipeline; the
-//! framework knows no kind.
+//! implements the `framework`'s [`framework::pipeline::Reconciled`] pipeline with its
+//! own condition types, reasons, errors and settings; the framework knows no kind
+//! (`tests/offline/layout.rs` fails when it names one).
 
 pub mod framework;
 pub mod kinds;

@@ -7,12 +7,17 @@ use serde_json::{Value, json};
 use crate::support::cluster::repo_root;
 use crate::support::gitops::{argocd_health, argocd_script};
 
-const KINDS: [&str; 3] = ["AccessListConfig", "PullZoneCertificate", "ContainerAppWatch"];
+/// Every kind the operator has.
+fn kinds() -> impl Iterator<Item = &'static str> {
+    edge_operator::crd::Kind::ALL
+        .into_iter()
+        .map(edge_operator::crd::Kind::name)
+}
 
 #[test]
 fn the_argocd_cm_patch_carries_health_lua_for_every_kind() {
     let script = std::fs::read_to_string(repo_root().join("examples/gitops/argocd/health.lua")).expect("health.lua");
-    for kind in KINDS {
+    for kind in kinds() {
         assert_eq!(
             argocd_script(kind),
             script,
@@ -95,7 +100,7 @@ fn health_follows_the_status_contract() {
             "Suspended",
         ),
     ];
-    for kind in KINDS {
+    for kind in kinds() {
         for (case, generation, status, health, message) in &cases {
             let (got, said) = argocd_health(&object(kind, *generation, status.clone()));
             assert_eq!(&got, health, "{kind}, {case}: {said}");

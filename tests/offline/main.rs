@@ -11,6 +11,7 @@ mod crds;
 mod docs;
 mod edgectl;
 mod hostile_network;
+mod layout;
 mod plan;
 mod sim_admin;
 mod sim_fuzz;

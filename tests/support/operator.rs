@@ -141,26 +141,22 @@ where
     }
 }
 
-/// Kinds whose status carries conditions.
-pub(crate) trait HasConditions: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug {
-    fn conditions(&self) -> Vec<edge_operator::crd::Condition>;
+/// Objects whose status may carry conditions: every kind, read from its JSON form.
+pub(crate) trait HasConditions:
+    kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug
+{
+    fn conditions(&self) -> Vec<edge_operator::crd::Condition> {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|object| serde_json::from_value(object["status"]["conditions"].clone()).ok())
+            .unwrap_or_default()
+    }
 }
 
-macro_rules! has_conditions {
-    ($($kind:ty),*) => {$(
-        impl HasConditions for $kind {
-            fn conditions(&self) -> Vec<edge_operator::crd::Condition> {
-                self.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default()
-            }
-        }
-    )*};
+impl<K> HasConditions for K where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug
+{
 }
-
-has_conditions!(
-    edge_operator::crd::AccessListConfig,
-    edge_operator::crd::PullZoneCertificate,
-    edge_operator::crd::ContainerAppWatch
-);
 
 /// Waits until the object's condition `type_` has `reason`, and `status` when given
 /// ("True"/"False"); returns the object.

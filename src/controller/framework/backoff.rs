@@ -1,5 +1,5 @@
 //! How long an object waits after failures: per-object counts of consecutive failures
-//! and the policies that turn them into delays. Jitter is passed in.
+//! and the policy that turns them into delays. Jitter is passed in.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -38,17 +38,6 @@ pub fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
         ..RetryPolicy::default()
     };
     policy.backoff_with_jitter(failures.saturating_sub(1), jitter)
-}
-
-/// Between certificate completion attempts: from `initial` (30 s by default) doubling
-/// to an hour.
-pub fn certificate_policy(initial: Duration) -> RetryPolicy {
-    RetryPolicy {
-        max_retries: u32::MAX,
-        initial_backoff: initial,
-        max_backoff: Duration::from_secs(3600),
-        ..RetryPolicy::default()
-    }
 }
 
 #[cfg(test)]

@@ -233,11 +233,11 @@ impl Credentials {
     }
 
     /// The platform client for an object in `namespace` referencing `secret`.
-    pub async fn client_for(
+    pub async fn client_for<E>(
         &self,
         namespace: &str,
         secret: Option<&SecretKeyRef>,
-    ) -> Result<EdgeClient, ReconcileError> {
+    ) -> Result<EdgeClient, ReconcileError<E>> {
         let key = match secret {
             None => self.default_key_for(namespace)?,
             Some(reference) => self.secret_key(namespace, reference).await?,
@@ -245,7 +245,7 @@ impl Credentials {
         Ok(self.platform.with_credentials(ApiCredentials::AccessKey(key)))
     }
 
-    fn default_key_for(&self, namespace: &str) -> Result<Secret, ReconcileError> {
+    fn default_key_for<E>(&self, namespace: &str) -> Result<Secret, ReconcileError<E>> {
         let Some(default_key) = &self.default_key else {
             return Err(ReconcileError::NoCredentials);
         };
@@ -255,7 +255,7 @@ impl Credentials {
         default_key.current().map_err(ReconcileError::DefaultKeyUnreadable)
     }
 
-    async fn secret_key(&self, namespace: &str, reference: &SecretKeyRef) -> Result<Secret, ReconcileError> {
+    async fn secret_key<E>(&self, namespace: &str, reference: &SecretKeyRef) -> Result<Secret, ReconcileError<E>> {
         let problem = |problem: String| ReconcileError::Credentials {
             namespace: namespace.to_string(),
             name: reference.name.clone(),

@@ -20,10 +20,11 @@ use super::context::Context;
 use super::error::ReconcileError;
 use super::object::{is_paused, object_key};
 use super::pipeline::{
-    Io, KindContext, Note, Now, Reconciled, Requeue, clear_stale_synced, failure_note, is_ready, settled, shortened,
-    with_decided,
+    Failure, Io, KindContext, Note, Now, Reconciled, Requeue, clear_stale_synced, failure_note, is_ready, settled,
+    shortened, with_decided,
 };
-use super::status::conditions::{ConditionType, Decided, Reason};
+use super::status::conditions::Decided;
+use super::status::vocabulary::{AnyReason, ConditionType, Reason, Word};
 use super::status::{StatusWrite, write_status};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
@@ -34,13 +35,10 @@ const MIN_REQUEUE: Duration = Duration::from_secs(1);
 pub(crate) const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The controller's entry point for every kind.
-pub(crate) async fn reconcile<K: Reconciled>(
-    object: Arc<K>,
-    kind: Arc<KindContext<K>>,
-) -> Result<Action, ReconcileError> {
+pub(crate) async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindContext<K>>) -> Result<Action, Failure<K>> {
     let ctx = &kind.shared;
     let started = std::time::Instant::now();
-    let run = run(object.as_ref(), ctx, &kind.state, Now::current());
+    let run = run(object.as_ref(), &kind, Now::current());
     let result = match tokio::time::timeout(RECONCILE_TIMEOUT, run).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::TimedOut(RECONCILE_TIMEOUT)),
@@ -51,16 +49,17 @@ pub(crate) async fn reconcile<K: Reconciled>(
     ctx.metrics.reconciled(
         K::KIND,
         started.elapsed(),
-        result.as_ref().err().map(ReconcileError::reason),
+        result.as_ref().err().map(|error| error.reason().as_str()),
     );
     result
 }
 
-async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: Now) -> Result<Action, ReconcileError> {
+async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Result<Action, Failure<K>> {
+    let ctx = kind.shared.as_ref();
     if !ctx.leader.may_act() {
         return Err(ReconcileError::NotLeader);
     }
-    let io = Io::new(ctx, state, object);
+    let io = Io::new(kind, object);
     object.maintain(&io).await?;
     if object.meta().deletion_timestamp.is_some() {
         return delete(object, &io, &now).await;
@@ -86,7 +85,7 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
             StatusWrite::Written | StatusWrite::Unchanged => Action::await_change(),
         });
     }
-    let settings = &ctx.settings;
+    let settings = &kind.settings;
     let pipeline = async {
         let observed = object.observe(&io, &now).await?;
         let mut plan = object.plan(observed, &previous, &now, settings);
@@ -94,7 +93,7 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
             return Err(ReconcileError::NotLeader);
         }
         object.act(&mut plan, &io).await?;
-        Ok::<_, ReconcileError>(object.outcome(plan, &previous, &now, settings))
+        Ok::<_, Failure<K>>(object.outcome(plan, &previous, &now, settings))
     }
     .await;
     match pipeline {
@@ -126,10 +125,10 @@ async fn run<K: Reconciled>(object: &K, ctx: &Context, state: &K::State, now: No
 async fn report_failure<K: Reconciled>(
     object: &K,
     io: &Io<'_, K>,
-    error: &ReconcileError,
+    error: &Failure<K>,
     now: &Now,
-) -> Result<(), ReconcileError> {
-    if error.reason() == Reason::Unauthorized {
+) -> Result<(), Failure<K>> {
+    if error.reason() == AnyReason::Common(Reason::Unauthorized) {
         io.ctx.credentials.rejected(&io.namespace, object.secret_ref());
     }
     let previous = object.status().cloned().unwrap_or_default();
@@ -146,7 +145,7 @@ async fn report<K: Reconciled>(
     status: &K::Status,
     notes: &[Note],
     now: &Now,
-) -> Result<StatusWrite, ReconcileError> {
+) -> Result<StatusWrite, Failure<K>> {
     let status = settled::<K>(status, object.meta().generation, now);
     let version = io.resource_version();
     let written = write_status(&io.api, object, version.as_deref(), object.status(), &status).await?;
@@ -156,9 +155,13 @@ async fn report<K: Reconciled>(
         StatusWrite::Written => io.ctx.metrics.status_written(K::KIND),
         StatusWrite::Unchanged => {}
     }
-    io.ctx
-        .metrics
-        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(&status));
+    io.ctx.metrics.set_conditions(
+        K::KIND,
+        &io.namespace,
+        &object.name_any(),
+        K::conditions(&status),
+        K::condition_types(),
+    );
     for note in notes {
         publish(io.ctx, object, note).await;
     }
@@ -173,17 +176,17 @@ pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object
         } else {
             EventType::Normal
         },
-        reason: note.reason.as_str().to_string(),
+        reason: note.reason.to_string(),
         note: Some(shortened(&note.message)),
         action: note.action(),
         secondary: None,
     };
     if let Err(error) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
-        tracing::warn!(%error, reason = note.reason.as_str(), "cannot publish Event");
+        tracing::warn!(%error, reason = note.reason, "cannot publish Event");
     }
 }
 
-async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<Action, ReconcileError> {
+async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<Action, Failure<K>> {
     let name = object.name_any();
     io.ctx.metrics.forget(K::KIND, &io.namespace, &name);
     io.ctx.failures.forget(&object_key(object));
@@ -194,10 +197,7 @@ async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<
         return Ok(Action::await_change());
     };
     let notes = if is_paused(object) {
-        vec![Note::warning(
-            Reason::RestoreSkipped,
-            "deleted while paused: the platform is left as it is",
-        )]
+        object.deleted_while_paused()
     } else {
         match object.finalize(io, now).await {
             Ok(notes) => notes,
@@ -222,7 +222,7 @@ async fn remove_finalizer<K: Reconciled>(
     name: &str,
     index: usize,
     finalizer: &str,
-) -> Result<Action, ReconcileError> {
+) -> Result<Action, Failure<K>> {
     let path = format!("/metadata/finalizers/{index}");
     let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
         { "op": "test", "path": path, "value": finalizer },
@@ -239,7 +239,3 @@ async fn remove_finalizer<K: Reconciled>(
         Err(error) => Err(error.into()),
     }
 }
-
-#[cfg(test)]
-#[path = "driver_tests.rs"]
-mod tests;

@@ -1,11 +1,32 @@
-//! Reconcile failures. Each variant's [`ReconcileError::reason`] is the condition
-//! reason, Event reason and metric label.
+//! Reconcile failures: those any kind can have, and a kind's own (`E`). Each
+//! variant's [`ReconcileError::reason`] is the condition reason, Event reason and
+//! metric label.
 
-use super::status::conditions::Reason;
+use super::status::vocabulary::{AnyReason, KindReasons, Nothing, Reason};
 use crate::api::ApiError;
 
+/// The failures a kind has of its own; each names its reason.
+pub trait KindError: std::error::Error + Send + Sync + 'static {
+    type Reason: KindReasons;
+
+    fn reason(&self) -> Self::Reason;
+
+    /// The reason of the failure behind this one, which its message begins with.
+    fn cause_reason(&self) -> Option<AnyReason<Self::Reason>> {
+        None
+    }
+}
+
+impl KindError for Nothing {
+    type Reason = Nothing;
+
+    fn reason(&self) -> Nothing {
+        *self
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub enum ReconcileError<E> {
     #[error(transparent)]
     Platform(ApiError),
     #[error("Kubernetes API: {0}")]
@@ -22,39 +43,17 @@ pub enum ReconcileError {
     DefaultKeyUnreadable(String),
     #[error("the operator's default access key may not be used in namespace {0}; set spec.accessKeySecretRef")]
     DefaultKeyNotAllowed(String),
-    #[error("Shield Zone {zone} has no access list {what}")]
-    AccessListNotFound { zone: i64, what: String },
-    #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
-    AmbiguousListName { zone: i64, name: String, count: usize },
     #[error("the operator could not encode its request: {0}")]
     Encoding(String),
     #[error("the reconcile took longer than {0:?}")]
     TimedOut(std::time::Duration),
     #[error("leadership is not confirmed: another operator may be acting")]
     NotLeader,
-    #[error(
-        "configuration {configuration} of Shield Zone {zone} is written by {owner}, which claimed it first; only one \
-         AccessListConfig writes a configuration"
-    )]
-    ConfigurationClaimed {
-        zone: i64,
-        configuration: i64,
-        owner: String,
-    },
-    #[error(
-        "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
-         the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
-         {deadline} it is released without restoring", .cause.reason().as_str()
-    )]
-    RestoreBlocked {
-        zone: i64,
-        configuration: i64,
-        deadline: String,
-        cause: Box<ReconcileError>,
-    },
+    #[error(transparent)]
+    Kind(E),
 }
 
-impl From<ApiError> for ReconcileError {
+impl<E> From<ApiError> for ReconcileError<E> {
     fn from(error: ApiError) -> Self {
         match error {
             ApiError::WriteWithheld => ReconcileError::NotLeader,
@@ -63,29 +62,27 @@ impl From<ApiError> for ReconcileError {
     }
 }
 
-impl ReconcileError {
-    pub fn reason(&self) -> Reason {
-        match self {
+impl<E: KindError> ReconcileError<E> {
+    pub fn reason(&self) -> AnyReason<E::Reason> {
+        let common = match self {
+            ReconcileError::Kind(error) => return AnyReason::Kind(error.reason()),
             ReconcileError::Platform(error) => Reason::of(error),
             ReconcileError::Kube(_) => Reason::KubernetesError,
             ReconcileError::Credentials { .. }
             | ReconcileError::NoCredentials
             | ReconcileError::DefaultKeyUnreadable(_)
             | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable,
-            ReconcileError::AccessListNotFound { .. } => Reason::AccessListNotFound,
-            ReconcileError::AmbiguousListName { .. } => Reason::AmbiguousListName,
             ReconcileError::Encoding(_) => Reason::EncodingError,
             ReconcileError::TimedOut(_) => Reason::Timeout,
-            ReconcileError::ConfigurationClaimed { .. } => Reason::ConfigurationClaimed,
             ReconcileError::NotLeader => Reason::NotLeader,
-            ReconcileError::RestoreBlocked { .. } => Reason::RestoreHeld,
-        }
+        };
+        AnyReason::Common(common)
     }
 
     /// The reason of the failure behind this one, which its message begins with.
-    pub fn cause_reason(&self) -> Option<Reason> {
+    pub fn cause_reason(&self) -> Option<AnyReason<E::Reason>> {
         match self {
-            ReconcileError::RestoreBlocked { cause, .. } => Some(cause.reason()),
+            ReconcileError::Kind(error) => error.cause_reason(),
             _ => None,
         }
     }
@@ -99,7 +96,7 @@ impl ReconcileError {
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
-    /// configuration must change first): see [`Reason::is_terminal`].
+    /// configuration must change first): see [`AnyReason::is_terminal`].
     pub fn is_transient(&self) -> bool {
         !self.reason().is_terminal()
     }

@@ -15,7 +15,6 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::process_metrics::ProcessCollector;
-use super::status::conditions::{ConditionType, Reason};
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
@@ -185,7 +184,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<Reason>) {
+    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
         let result = if error_reason.is_some() { "error" } else { "success" };
         self.reconciles
             .get_or_create(&ReconcileLabels {
@@ -198,7 +197,6 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
             let kind = kind.to_string();
-            let reason = reason.as_str();
             self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
         }
     }
@@ -221,19 +219,20 @@ impl Metrics {
     }
 
     /// Publishes an object's conditions, replacing what was published for it before:
-    /// a condition type it no longer has (a Stalled that cleared) is no longer exposed.
-    pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
+    /// a condition type of `all_types` it no longer has (a Stalled that cleared) is no
+    /// longer exposed.
+    pub fn set_conditions(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        conditions: &[Condition],
+        all_types: impl Iterator<Item = &'static str>,
+    ) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
-        let absent = ConditionType::ALL
-            .iter()
-            .filter(|t| !conditions.iter().any(|c| c.type_ == t.as_str()));
+        let absent = all_types.filter(|t| !conditions.iter().any(|c| c.type_ == *t));
         for type_ in absent {
-            let key = (
-                kind,
-                namespace.to_string(),
-                name.to_string(),
-                type_.as_str().to_string(),
-            );
+            let key = (kind, namespace.to_string(), name.to_string(), type_.to_string());
             if let Some(state) = published.remove(&key) {
                 self.conditions.remove(&ConditionLabels {
                     kind,
@@ -322,7 +321,21 @@ impl RequestObserver for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::conditions::{ConditionType, Decided, merge};
+    use crate::controller::framework::status::conditions::{Decided, merge};
+    use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
+
+    fn all_types() -> impl Iterator<Item = &'static str> {
+        ConditionType::ALL.into_iter().map(Word::as_str)
+    }
+
+    fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+        crate::controller::framework::status::kstatus::settle(
+            conditions,
+            generation,
+            now,
+            AnyReason::<Nothing>::is_terminal_name,
+        )
+    }
 
     fn sample(text: &str, series: &str) -> Option<f64> {
         text.lines()
@@ -360,22 +373,16 @@ mod tests {
     #[test]
     fn reconciles_count_by_result_and_requests_by_latency_and_quota_wait() {
         let metrics = Metrics::default();
-        metrics.reconciled("AccessListConfig", Duration::from_millis(2), None);
-        metrics.reconciled("AccessListConfig", Duration::from_millis(2), Some(Reason::RateLimited));
+        metrics.reconciled("Widget", Duration::from_millis(2), None);
+        metrics.reconciled("Widget", Duration::from_millis(2), Some(Reason::RateLimited.as_str()));
         metrics.record(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
         metrics.quota_wait(Lane::Poll, true);
         metrics.quota_wait(Lane::Poll, true);
         metrics.quota_wait(Lane::Poll, false);
         let text = metrics.encode();
         for (series, value) in [
-            (
-                r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#,
-                1.0,
-            ),
-            (
-                r#"edge_operator_reconciles_total{kind="AccessListConfig",result="error"}"#,
-                1.0,
-            ),
+            (r#"edge_operator_reconciles_total{kind="Widget",result="success"}"#, 1.0),
+            (r#"edge_operator_reconciles_total{kind="Widget",result="error"}"#, 1.0),
             (
                 r#"edge_operator_platform_request_duration_seconds_count{operation="update_access_list",status_class="2xx"}"#,
                 1.0,
@@ -399,32 +406,23 @@ mod tests {
         let metrics = Metrics::default();
         let ready = merge(
             &[],
-            &[Decided::new(
-                ConditionType::Ready,
-                false,
-                Reason::VerificationFailed,
-                "",
-            )],
+            &[Decided::new(ConditionType::Ready, false, Reason::Rejected, "")],
             None,
             "t",
         );
-        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &ready);
+        metrics.set_conditions("Widget", "ns", "cert", &ready, all_types());
         let issued = merge(
             &ready,
-            &[Decided::new(ConditionType::Ready, true, Reason::Issued, "")],
+            &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
             None,
             "t2",
         );
-        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
+        metrics.set_conditions("Widget", "ns", "cert", &issued, all_types());
         metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
-        metrics.reconciled(
-            "PullZoneCertificate",
-            Duration::from_millis(3),
-            Some(Reason::ServerError),
-        );
+        metrics.reconciled("Widget", Duration::from_millis(3), Some(Reason::ServerError.as_str()));
         let text = metrics.encode();
-        assert!(text.contains(r#"reason="Issued""#), "{text}");
-        assert!(!text.contains(r#"reason="VerificationFailed""#), "{text}");
+        assert!(text.contains(r#"reason="Reconciled""#), "{text}");
+        assert!(!text.contains(r#"reason="Rejected""#), "{text}");
         assert!(
             text.contains(
                 r#"edge_operator_platform_requests_total{operation="complete_certificate",status_class="2xx"} 1"#
@@ -432,41 +430,41 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#"edge_operator_reconcile_errors_total{kind="PullZoneCertificate",reason="ServerError"} 1"#),
+            text.contains(r#"edge_operator_reconcile_errors_total{kind="Widget",reason="ServerError"} 1"#),
             "{text}"
         );
-        metrics.forget("PullZoneCertificate", "ns", "cert");
+        metrics.forget("Widget", "ns", "cert");
         assert!(!metrics.encode().contains(r#"name="cert""#));
     }
 
     #[test]
     fn a_condition_that_went_away_is_no_longer_exposed() {
         let metrics = Metrics::default();
-        let stalled = crate::controller::framework::status::kstatus::settle(
+        let stalled = settle(
             &merge(
                 &[],
-                &[Decided::new(ConditionType::Ready, false, Reason::HostnameNotFound, "")],
+                &[Decided::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
                 Some(1),
                 "t",
             ),
             Some(1),
             "t",
         );
-        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &stalled);
+        metrics.set_conditions("Widget", "ns", "cert", &stalled, all_types());
         assert!(metrics.encode().contains(r#"condition="Stalled""#));
-        let issued = crate::controller::framework::status::kstatus::settle(
+        let issued = settle(
             &merge(
                 &stalled,
-                &[Decided::new(ConditionType::Ready, true, Reason::Issued, "")],
+                &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
                 Some(1),
                 "t2",
             ),
             Some(1),
             "t2",
         );
-        metrics.set_conditions("PullZoneCertificate", "ns", "cert", &issued);
+        metrics.set_conditions("Widget", "ns", "cert", &issued, all_types());
         let text = metrics.encode();
         assert!(!text.contains(r#"condition="Stalled""#), "{text}");
-        assert!(text.contains(r#"reason="Issued""#), "{text}");
+        assert!(text.contains(r#"reason="Reconciled""#), "{text}");
     }
 }

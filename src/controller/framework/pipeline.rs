@@ -12,11 +12,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::context::{Context, Settings};
-use super::error::ReconcileError;
-use super::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::context::Context;
+use super::error::{KindError, ReconcileError};
+use super::status::conditions::{Decided, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
+use super::status::vocabulary::{AnyReason, ConditionType, KindConditions, KindReasons, Reason, ReasonWord, Word};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
 
@@ -52,26 +53,26 @@ impl Now {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Note {
     pub warning: bool,
-    pub reason: Reason,
+    pub reason: &'static str,
     pub message: String,
     /// The failure behind `reason`, when there is one.
-    pub cause: Option<Reason>,
+    pub cause: Option<&'static str>,
 }
 
 impl Note {
-    pub(crate) fn normal(reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn normal(reason: impl ReasonWord, message: impl Into<String>) -> Self {
         Self {
             warning: false,
-            reason,
+            reason: reason.as_str(),
             message: message.into(),
             cause: None,
         }
     }
 
-    pub(crate) fn warning(reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: impl ReasonWord, message: impl Into<String>) -> Self {
         Self {
             warning: true,
-            reason,
+            reason: reason.as_str(),
             message: message.into(),
             cause: None,
         }
@@ -82,7 +83,7 @@ impl Note {
     /// Event rather than a repeat of the old note.
     pub(crate) fn action(&self) -> String {
         match self.cause {
-            Some(cause) => format!("Reconcile/{}", cause.as_str()),
+            Some(cause) => format!("Reconcile/{cause}"),
             None => "Reconcile".to_string(),
         }
     }
@@ -106,25 +107,31 @@ pub(crate) struct Outcome<S> {
     pub requeue: Requeue,
 }
 
-/// What the reconciles of one kind share: the operator's context and the kind's own
-/// state (indexes and reads kept between reconciles).
+/// What the reconciles of one kind share: the operator's context, the kind's settings
+/// and its own state (indexes and reads kept between reconciles).
 pub(crate) struct KindContext<K: Reconciled> {
     pub shared: Arc<Context>,
+    pub settings: K::Settings,
     pub state: K::State,
 }
 
 impl<K: Reconciled> KindContext<K> {
-    pub(crate) fn new(shared: Arc<Context>) -> Self {
+    pub(crate) fn new(shared: Arc<Context>, settings: K::Settings) -> Self {
         Self {
             shared,
+            settings,
             state: K::State::default(),
         }
     }
 }
 
+/// A failed reconcile of kind `K`.
+pub(crate) type Failure<K> = ReconcileError<<K as Reconciled>::Error>;
+
 /// What a kind's I/O steps may use.
 pub(crate) struct Io<'a, K: Reconciled> {
     pub ctx: &'a Context,
+    pub settings: &'a K::Settings,
     pub state: &'a K::State,
     pub object: &'a K,
     pub api: Api<K>,
@@ -135,11 +142,13 @@ pub(crate) struct Io<'a, K: Reconciled> {
 }
 
 impl<'a, K: Reconciled> Io<'a, K> {
-    pub(crate) fn new(ctx: &'a Context, state: &'a K::State, object: &'a K) -> Self {
+    pub(crate) fn new(kind: &'a KindContext<K>, object: &'a K) -> Self {
         let namespace = object.namespace().unwrap_or_default();
+        let ctx = kind.shared.as_ref();
         Self {
             ctx,
-            state,
+            settings: &kind.settings,
+            state: &kind.state,
             object,
             api: Api::namespaced(ctx.kube.clone(), &namespace),
             namespace,
@@ -165,7 +174,7 @@ impl<'a, K: Reconciled> Io<'a, K> {
     }
 
     /// The object's platform client (resolved once per reconcile).
-    pub(crate) async fn client(&self) -> Result<&EdgeClient, ReconcileError> {
+    pub(crate) async fn client(&self) -> Result<&EdgeClient, Failure<K>> {
         self.client
             .get_or_try_init(|| {
                 self.ctx
@@ -191,6 +200,15 @@ pub(crate) trait Reconciled:
     const KIND: &'static str;
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
+
+    /// Its condition types beside those of every kind.
+    type Condition: KindConditions;
+    /// Its reasons beside the common ones.
+    type Reason: KindReasons;
+    /// Its failures beside those of every kind.
+    type Error: KindError;
+    /// Its flags of `edge-operator run`.
+    type Settings: clap::Args + clap::FromArgMatches + Send + Sync + 'static;
 
     type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
     /// What the kind keeps between reconciles.
@@ -218,12 +236,18 @@ pub(crate) trait Reconciled:
         &self,
         _io: &Io<'_, Self>,
         _now: &Now,
-    ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send {
+    ) -> impl Future<Output = Result<Self::Observed, Failure<Self>>> + Send {
         async { Ok(Self::Observed::default()) }
     }
 
     /// Decides, without I/O.
-    fn plan(&self, observed: Self::Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan;
+    fn plan(
+        &self,
+        observed: Self::Observed,
+        previous: &Self::Status,
+        now: &Now,
+        settings: &Self::Settings,
+    ) -> Self::Plan;
 
     /// Carries the plan out and records the platform's answers in it. A kind that
     /// never writes leaves it out.
@@ -231,7 +255,7 @@ pub(crate) trait Reconciled:
         &self,
         _plan: &mut Self::Plan,
         _io: &Io<'_, Self>,
-    ) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+    ) -> impl Future<Output = Result<(), Failure<Self>>> + Send {
         async { Ok(()) }
     }
 
@@ -241,13 +265,13 @@ pub(crate) trait Reconciled:
         plan: Self::Plan,
         previous: &Self::Status,
         now: &Now,
-        settings: &Settings,
+        settings: &Self::Settings,
     ) -> Outcome<Self::Status>;
 
     /// The status after a failed reconcile: Synced=False with the error's reason, and
     /// Ready=False too unless the error is transient and the current generation was
     /// already Ready (a failed re-read of an applied object).
-    fn failed(&self, error: &ReconcileError, previous: &Self::Status, now: &Now) -> Self::Status {
+    fn failed(&self, error: &Failure<Self>, previous: &Self::Status, now: &Now) -> Self::Status {
         let generation = self.meta().generation;
         let message = failure_message(error, now);
         let mut decided = vec![Decided::new(
@@ -264,7 +288,7 @@ pub(crate) trait Reconciled:
 
     /// Keeps what the kind maintains outside the object in step with it; runs first on
     /// every pass, paused and deleting included.
-    fn maintain(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+    fn maintain(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<(), Failure<Self>>> + Send {
         async { Ok(()) }
     }
 
@@ -275,8 +299,21 @@ pub(crate) trait Reconciled:
         &self,
         _io: &Io<'_, Self>,
         _now: &Now,
-    ) -> impl Future<Output = Result<Vec<Note>, ReconcileError>> + Send {
+    ) -> impl Future<Output = Result<Vec<Note>, Failure<Self>>> + Send {
         async { Ok(Vec::new()) }
+    }
+
+    /// The Events of a deletion while paused, which skips [`Reconciled::finalize`].
+    fn deleted_while_paused(&self) -> Vec<Note> {
+        Vec::new()
+    }
+
+    /// Every condition type an object of the kind may have.
+    fn condition_types() -> impl Iterator<Item = &'static str> {
+        ConditionType::ALL
+            .into_iter()
+            .map(Word::as_str)
+            .chain(Self::Condition::ALL.iter().map(|c| c.as_str()))
     }
 }
 
@@ -313,12 +350,15 @@ pub(crate) fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64
         .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
 }
 
-/// `status` as the driver writes it: under the status contract of [`health`].
+/// `status` as the driver writes it: under the status contract of [`kstatus`].
 pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let mut next = status.clone();
     K::set_conditions(
         &mut next,
-        kstatus::settle(K::conditions(status), generation, &now.rfc3339()),
+        kstatus::settle(K::conditions(status), generation, &now.rfc3339(), |reason| {
+            AnyReason::<K::Reason>::is_terminal_name(reason)
+                || AnyReason::<<K::Error as KindError>::Reason>::is_terminal_name(reason)
+        }),
     );
     K::set_observed_generation(&mut next, generation);
     next
@@ -363,7 +403,7 @@ pub(crate) fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: O
 
 /// An error as a condition message, bounded; a rate limit says when the next attempt
 /// is due.
-pub(crate) fn failure_message(error: &ReconcileError, now: &Now) -> String {
+pub(crate) fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now) -> String {
     let message = match error.retry_after() {
         Some(wait) => {
             let at = chrono::Duration::from_std(wait)
@@ -391,17 +431,16 @@ pub(crate) fn shortened(note: &str) -> String {
 
 /// The Warning Event for a failure whose reason, or cause, the object did not already
 /// show.
-pub(crate) fn failure_note(previous: &[Condition], error: &ReconcileError) -> Option<Note> {
+pub(crate) fn failure_note<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Note> {
     let reason = error.reason();
+    let cause = error.cause_reason().map(Word::as_str);
     let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
         c.status == ConditionStatus::False
             && c.reason == reason.as_str()
-            && error
-                .cause_reason()
-                .is_none_or(|cause| c.message.starts_with(&format!("{} ", cause.as_str())))
+            && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
     });
     (!shown).then(|| Note {
-        cause: error.cause_reason(),
+        cause,
         ..Note::warning(reason, error.to_string())
     })
 }

@@ -3,3 +3,6 @@
 pub mod access_list;
 pub mod app_watch;
 pub(crate) mod certificate;
+
+#[cfg(test)]
+mod driver_tests;

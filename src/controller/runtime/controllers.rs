@@ -16,9 +16,9 @@ use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
-use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::object_key;
-use crate::controller::framework::pipeline::{KindContext, Reconciled};
+use crate::controller::framework::pipeline::{Failure, KindContext, Reconciled};
+use crate::controller::framework::status::vocabulary::Word;
 use crate::controller::kinds::access_list::{reconcile_secret, secret_error_policy};
 use crate::crd::AccessListConfig;
 
@@ -36,7 +36,7 @@ where
 /// error level, and counted so that /readyz fails until the watch answers again or a
 /// reconcile succeeds.
 fn report_controller_event<K: Reconciled>(
-    result: Result<(ObjectRef<K>, Action), controller::Error<ReconcileError, watcher::Error>>,
+    result: Result<(ObjectRef<K>, Action), controller::Error<Failure<K>, watcher::Error>>,
     health: &Health,
     failing: &AtomicBool,
 ) {
@@ -78,7 +78,7 @@ fn referencing<K: Reconciled>(store: &Store<K>, secret: &SecretMeta) -> Vec<Obje
         .collect()
 }
 
-fn error_policy<K: Reconciled>(object: Arc<K>, error: &ReconcileError, kind: Arc<KindContext<K>>) -> Action {
+fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<KindContext<K>>) -> Action {
     let failures = kind.shared.failures.failed(object_key(object.as_ref()));
     let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
         .max(error.retry_after().unwrap_or_default());
@@ -164,7 +164,7 @@ impl Wiring<'_> {
         secrets: Store<SecretMeta>,
     ) {
         let needs_changed = access_lists.state.secret_triggers.take();
-        let Some(needs_changed) = needs_changed.filter(|_| access_lists.shared.settings.protect_secrets) else {
+        let Some(needs_changed) = needs_changed.filter(|_| access_lists.settings.protect_secrets) else {
             secret_changes.for_each(|_| std::future::ready(())).await;
             return;
         };

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures::FutureExt;
 use kube::runtime::events::{Recorder, Reporter};
 
 use self::controllers::Wiring;
@@ -23,13 +24,16 @@ use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
 use crate::controller::framework::backoff::Failures;
-use crate::controller::framework::context::{Context, Settings, duration_of_at_least};
+use crate::controller::framework::context::{Context, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::pipeline::KindContext;
 use crate::controller::framework::status::MANAGER;
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::controller::kinds::access_list::AccessListSettings;
+use crate::controller::kinds::app_watch::AppWatchSettings;
+use crate::controller::kinds::certificate::CertificateSettings;
+use crate::crd::{AccessListConfig, ContainerAppWatch, Kind, PullZoneCertificate};
 use crate::telemetry::LogFormat;
 
 /// The flags of `edge-operator run`.
@@ -68,7 +72,11 @@ pub struct RunConfig {
     #[arg(long, default_value_t = crate::api::config::DEFAULT_ANSWER_BUDGET_BYTES)]
     pub answer_budget_bytes: usize,
     #[command(flatten)]
-    pub settings: Settings,
+    pub access_lists: AccessListSettings,
+    #[command(flatten)]
+    pub certificates: CertificateSettings,
+    #[command(flatten)]
+    pub app_watches: AppWatchSettings,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
@@ -207,7 +215,6 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         failures: Failures::default(),
         metrics: metrics.clone(),
         recorder: Recorder::new(kube_client.clone(), reporter),
-        settings: config.settings.clone(),
         leader,
     });
     let health = Arc::new(Health {
@@ -238,10 +245,36 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         health: &health,
         shutdown: &shutdown,
     };
-    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone()));
-    let secrets = secret_watch.store();
-    let secret_changes = [(); 4].map(|()| secret_watch.subscribe());
-    let [for_access_lists, for_certificates, for_app_watches, for_protection] = secret_changes;
+    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(
+        ctx.clone(),
+        config.access_lists.clone(),
+    ));
+    let kinds = Kind::ALL.map(|kind| match kind {
+        Kind::AccessListConfig => wiring
+            .run(access_lists.clone(), secret_watch.subscribe(), config.concurrency)
+            .boxed(),
+        Kind::PullZoneCertificate => wiring
+            .run(
+                Arc::new(KindContext::<PullZoneCertificate>::new(
+                    ctx.clone(),
+                    config.certificates.clone(),
+                )),
+                secret_watch.subscribe(),
+                config.concurrency,
+            )
+            .boxed(),
+        Kind::ContainerAppWatch => wiring
+            .run(
+                Arc::new(KindContext::<ContainerAppWatch>::new(
+                    ctx.clone(),
+                    config.app_watches.clone(),
+                )),
+                secret_watch.subscribe(),
+                config.poll_concurrency,
+            )
+            .boxed(),
+    });
+    let protection = wiring.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let controllers = async {
         tokio::join!(
             secret_watch.run(
@@ -251,18 +284,8 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
                 health.clone(),
                 shutdown.clone().requested()
             ),
-            wiring.protect_secrets(access_lists.clone(), for_protection, secrets),
-            wiring.run(access_lists, for_access_lists, config.concurrency),
-            wiring.run(
-                Arc::new(KindContext::<PullZoneCertificate>::new(ctx.clone())),
-                for_certificates,
-                config.concurrency
-            ),
-            wiring.run(
-                Arc::new(KindContext::<ContainerAppWatch>::new(ctx.clone())),
-                for_app_watches,
-                config.poll_concurrency
-            ),
+            protection,
+            futures::future::join_all(kinds),
         );
     };
     let controllers = async {
@@ -311,13 +334,13 @@ mod tests {
         let config = parse(&["--namespace", "team", "--certificate-backoff", "1m"]).expect("valid flags");
         assert_eq!(config.logging_url(), "http://api");
         assert_eq!(config.secret_namespaces(), NamespaceSet::parse(&["team".to_string()]));
-        assert_eq!(config.settings.resync, Duration::from_secs(600));
+        assert_eq!(config.access_lists.resync, Duration::from_secs(600));
         assert_eq!(
-            config.settings.certificate_backoff.initial_backoff,
+            config.certificates.certificate_backoff.initial_backoff,
             Duration::from_secs(60)
         );
-        assert_eq!(config.settings.status_refresh, Duration::from_secs(3600));
-        assert!(config.settings.protect_secrets);
+        assert_eq!(config.app_watches.status_refresh, Duration::from_secs(3600));
+        assert!(config.access_lists.protect_secrets);
         assert!(config.election().is_none());
         let elected =
             parse(&["--leader-elect", "--identity", "pod-a", "--logging-url", "http://logs"]).expect("valid flags");

@@ -6,17 +6,24 @@
 //!   older generation turns False with reason `Progressing` until the kind decides it
 //!   again;
 //! - while `Ready` is not True, `Stalled=True` when its reason waits for a person
-//!   ([`Reason::is_terminal`]), else `Reconciling=True`; each carries Ready's reason and
+//!   (`is_terminal`: [`super::vocabulary::AnyReason::is_terminal`]), else `Reconciling=True`; each carries Ready's reason and
 //!   message, and is absent otherwise.
 //!
 //! kstatus then reads Current exactly when Ready is True for the current generation,
 //! Failed when Stalled, InProgress otherwise.
 
-use super::conditions::{ConditionType, Decided, Reason, find, merge};
+use super::conditions::{Decided, find, merge};
+use super::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::{Condition, ConditionStatus};
 
-/// `conditions` under the contract, for an object of `generation` at `now`.
-pub(crate) fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+/// `conditions` under the contract, for an object of `generation` at `now`, whose
+/// kind's reasons that wait for a person are those `is_terminal` names.
+pub(crate) fn settle(
+    conditions: &[Condition],
+    generation: Option<i64>,
+    now: &str,
+    is_terminal: fn(&str) -> bool,
+) -> Vec<Condition> {
     let current = find(conditions, ConditionType::Ready).is_some_and(|r| r.observed_generation == generation);
     let mut settled = if current {
         conditions.to_vec()
@@ -34,7 +41,7 @@ pub(crate) fn settle(conditions: &[Condition], generation: Option<i64>, now: &st
     };
     let derived = match ready.status {
         ConditionStatus::True => None,
-        _ if Reason::is_terminal_str(&ready.reason) => Some(ConditionType::Stalled),
+        _ if is_terminal(&ready.reason) => Some(ConditionType::Stalled),
         _ => Some(ConditionType::Reconciling),
     };
     // A derived condition that was already True keeps its transition time.
@@ -71,6 +78,11 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::framework::status::vocabulary::{AnyReason, Nothing};
+
+    fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+        super::settle(conditions, generation, now, AnyReason::<Nothing>::is_terminal_name)
+    }
 
     fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {
         merge(
@@ -90,13 +102,13 @@ mod tests {
 
     #[test]
     fn ready_for_the_current_generation_has_no_abnormal_condition() {
-        let settled = settle(&ready(true, Reason::InSync, 3), Some(3), "t1");
-        assert_eq!(types(&settled), [("Ready", ConditionStatus::True, "InSync")]);
+        let settled = settle(&ready(true, Reason::Reconciled, 3), Some(3), "t1");
+        assert_eq!(types(&settled), [("Ready", ConditionStatus::True, "Reconciled")]);
     }
 
     #[test]
     fn a_ready_of_an_older_generation_turns_false_and_reconciling() {
-        let mut conditions = ready(true, Reason::InSync, 1);
+        let mut conditions = ready(true, Reason::Reconciled, 1);
         conditions = merge(
             &conditions,
             &[Decided::new(ConditionType::Synced, false, Reason::ServerError, "503")],
@@ -131,12 +143,12 @@ mod tests {
 
     #[test]
     fn a_terminal_reason_stalls_and_recovery_removes_it() {
-        let stalled = settle(&ready(false, Reason::AccessListNotFound, 1), Some(1), "t1");
+        let stalled = settle(&ready(false, Reason::CredentialsUnavailable, 1), Some(1), "t1");
         assert_eq!(
             types(&stalled),
             [
-                ("Ready", ConditionStatus::False, "AccessListNotFound"),
-                ("Stalled", ConditionStatus::True, "AccessListNotFound"),
+                ("Ready", ConditionStatus::False, "CredentialsUnavailable"),
+                ("Stalled", ConditionStatus::True, "CredentialsUnavailable"),
             ]
         );
         let again = settle(&stalled, Some(1), "t2");
@@ -144,14 +156,14 @@ mod tests {
         let recovered = settle(
             &merge(
                 &stalled,
-                &[Decided::new(ConditionType::Ready, true, Reason::InSync, "")],
+                &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
                 Some(1),
                 "t3",
             ),
             Some(1),
             "t3",
         );
-        assert_eq!(types(&recovered), [("Ready", ConditionStatus::True, "InSync")]);
+        assert_eq!(types(&recovered), [("Ready", ConditionStatus::True, "Reconciled")]);
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! An object's status: its conditions, the contract GitOps tools read (`kstatus`),
-//! the time formats in it, and writing it.
+//! An object's status: the words of its conditions (`vocabulary`), their merge
+//! (`conditions`), the contract GitOps tools read (`kstatus`), the time formats in it,
+//! and writing it.
 
 pub(crate) mod conditions;
 pub(crate) mod kstatus;
 pub mod time;
+pub(crate) mod vocabulary;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
@@ -32,13 +34,13 @@ pub(crate) enum StatusWrite {
 /// overwrites a newer one (a restore point recorded meanwhile, for one). A JSON Patch
 /// `test` of the resourceVersion then `add` of `/status` does that without a merge of
 /// managed fields.
-pub(crate) async fn write_status<K, S>(
+pub(crate) async fn write_status<K, S, E>(
     api: &Api<K>,
     object: &K,
     resource_version: Option<&str>,
     current: Option<&S>,
     status: &S,
-) -> Result<StatusWrite, ReconcileError>
+) -> Result<StatusWrite, ReconcileError<E>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize + PartialEq,
@@ -76,6 +78,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::framework::status::vocabulary::Nothing;
     use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
     #[tokio::test]
@@ -106,10 +109,10 @@ mod tests {
             drift_corrections: 1,
             ..AccessListConfigStatus::default()
         };
-        let write = |version: &'static str| write_status(&api, &object, Some(version), None, &status);
+        let write = |version: &'static str| write_status::<_, _, Nothing>(&api, &object, Some(version), None, &status);
         assert_eq!(write("7").await.expect("answered"), StatusWrite::Stale);
         assert_eq!(write("8").await.expect("answered"), StatusWrite::Written);
-        let same = write_status(&api, &object, Some("7"), Some(&status), &status).await;
+        let same = write_status::<_, _, Nothing>(&api, &object, Some("7"), Some(&status), &status).await;
         assert_eq!(same.expect("nothing sent"), StatusWrite::Unchanged);
     }
 }

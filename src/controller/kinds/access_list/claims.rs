@@ -20,7 +20,8 @@ use tokio::sync::watch;
 
 use super::{FINALIZER, protected_secret};
 use crate::api::models::shield::AccessListItem;
-use crate::controller::framework::status::conditions::{ConditionType, Reason, find};
+use crate::controller::framework::status::conditions::find;
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
 

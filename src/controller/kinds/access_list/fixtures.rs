@@ -1,7 +1,9 @@
 //! Objects, lists and statuses the tests of this kind start from.
 
+use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListItem};
-use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, merge};
+use crate::controller::framework::status::conditions::{Decided, merge};
+use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy};
 
 pub(super) fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
@@ -33,7 +35,7 @@ pub(super) fn converged(generation: i64) -> AccessListConfigStatus {
         observed_generation: Some(generation),
         conditions: merge(
             &[],
-            &[Decided::new(ConditionType::Ready, true, Reason::InSync, "")],
+            &[Decided::new(ConditionType::Ready, true, AccessListReason::InSync, "")],
             Some(generation),
             "t",
         ),

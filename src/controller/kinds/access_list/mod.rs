@@ -6,13 +6,12 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use self::claims::Claims;
+use self::vocabulary::{AccessListError, AccessListReason, Failure};
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::AccessListItem;
-use crate::controller::framework::context::Settings;
-use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::conditions::Reason;
+use crate::controller::framework::status::vocabulary::{Nothing, Word};
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
 mod claims;
@@ -21,7 +20,11 @@ mod fixtures;
 mod plan;
 mod restore;
 mod secret_protection;
+mod settings;
+pub mod vocabulary;
 mod zone_lists;
+
+pub use self::settings::AccessListSettings;
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_note, is_converged, since_zone_resync, until_zone_resync};
@@ -67,6 +70,11 @@ impl Reconciled for AccessListConfig {
     const KIND: &'static str = "AccessListConfig";
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
+    type Condition = Nothing;
+    type Reason = AccessListReason;
+    type Error = AccessListError;
+    type Settings = AccessListSettings;
+
     type Status = AccessListConfigStatus;
     type State = State;
     type Observed = Observed;
@@ -78,7 +86,7 @@ impl Reconciled for AccessListConfig {
         state.secret_triggers.send(state.claims.follow(event));
     }
 
-    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
+    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, Failure> {
         let client = io.client().await?;
         let zone = self.spec.shield_zone_id;
         let converged = self
@@ -86,7 +94,7 @@ impl Reconciled for AccessListConfig {
             .as_ref()
             .is_some_and(|status| is_converged(status, self.metadata.generation));
         let freshness = if converged {
-            let interval = poll_interval(self, io.ctx.settings.resync);
+            let interval = poll_interval(self, io.settings.resync);
             ListsFreshness::SinceResync(since_zone_resync(interval, zone, now.since_epoch()))
         } else {
             ListsFreshness::Recent
@@ -101,16 +109,16 @@ impl Reconciled for AccessListConfig {
             }
         };
         if let Some(owner) = io.state.claims.claim(self, &observed.list).await {
-            return Err(ReconcileError::ConfigurationClaimed {
+            return Err(Failure::from(AccessListError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
                 configuration: observed.list.configuration_id,
                 owner,
-            });
+            }));
         }
         Ok(observed)
     }
 
-    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Planned {
+    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &AccessListSettings) -> Planned {
         let interval = poll_interval(self, settings.resync);
         Planned {
             plan: plan(&self.spec, previous, self.metadata.generation, &observed.list),
@@ -120,7 +128,7 @@ impl Reconciled for AccessListConfig {
         }
     }
 
-    async fn act(&self, planned: &mut Planned, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
+    async fn act(&self, planned: &mut Planned, io: &Io<'_, Self>) -> Result<(), Failure> {
         let plan = &planned.plan;
         record_restore_point(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
         let Some(patch) = &plan.patch else {
@@ -153,7 +161,7 @@ impl Reconciled for AccessListConfig {
         planned: Planned,
         previous: &Self::Status,
         now: &Now,
-        _settings: &Settings,
+        _settings: &AccessListSettings,
     ) -> Outcome<Self::Status> {
         let status = converged_status(
             &self.spec,
@@ -177,7 +185,7 @@ impl Reconciled for AccessListConfig {
     /// nothing). See [`restore_point_of_spec_zone`] and [`after_restore`] for when the
     /// object is released without a restore; each such release is also logged at error
     /// level, the durable record.
-    async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, ReconcileError> {
+    async fn finalize(&self, io: &Io<'_, Self>, now: &Now) -> Result<Vec<Note>, Failure> {
         let point = self.status.as_ref().and_then(|s| s.restore_point);
         let point = point
             .filter(|_| wants_finalizer(self))
@@ -198,7 +206,7 @@ impl Reconciled for AccessListConfig {
                 }
             }
         };
-        let unrestored = [Reason::RestoreFailed, Reason::RestorePointRejected];
+        let unrestored = [AccessListReason::RestoreFailed, AccessListReason::RestorePointRejected].map(Word::as_str);
         for note in notes.iter().filter(|note| unrestored.contains(&note.reason)) {
             tracing::error!(
                 namespace = %io.namespace,
@@ -211,7 +219,14 @@ impl Reconciled for AccessListConfig {
     }
 
     /// Protects the Secret this object needs for a restore, on every pass.
-    async fn maintain(&self, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
+    async fn maintain(&self, io: &Io<'_, Self>) -> Result<(), Failure> {
         protect_own_secret(self, io).await
+    }
+
+    fn deleted_while_paused(&self) -> Vec<Note> {
+        vec![Note::warning(
+            AccessListReason::RestoreSkipped,
+            "deleted while paused: the platform is left as it is",
+        )]
     }
 }

@@ -3,13 +3,14 @@
 
 use std::time::Duration;
 
+use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Note, is_ready};
-use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::status::conditions::{Decided, find, merge};
+use crate::controller::framework::status::vocabulary::{ConditionType, Word};
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy,
     RestorePoint,
@@ -19,22 +20,25 @@ use crate::crd::access_list_config::{
 pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), ReconcileError> {
+) -> Result<(&'a AccessListItem, bool), Failure> {
     let selector = match spec.configuration_id {
         Some(id) => ListSelector::Configuration(id),
         None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
     };
     let zone = spec.shield_zone_id;
-    lists.find(&selector).map_err(|error| match error {
-        ListLookupError::NoConfiguration(id) => ReconcileError::AccessListNotFound {
-            zone,
-            what: format!("with configurationId {id}"),
-        },
-        ListLookupError::NoName(name) => ReconcileError::AccessListNotFound {
-            zone,
-            what: format!("named {name:?}"),
-        },
-        ListLookupError::AmbiguousName { name, count } => ReconcileError::AmbiguousListName { zone, name, count },
+    lists.find(&selector).map_err(|error| {
+        match error {
+            ListLookupError::NoConfiguration(id) => AccessListError::NotFound {
+                zone,
+                what: format!("with configurationId {id}"),
+            },
+            ListLookupError::NoName(name) => AccessListError::NotFound {
+                zone,
+                what: format!("named {name:?}"),
+            },
+            ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousName { zone, name, count },
+        }
+        .into()
     })
 }
 
@@ -131,22 +135,22 @@ pub fn converged_status(
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
         let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
-            c.reason == Reason::Applied.as_str()
+            c.reason == AccessListReason::Applied.as_str()
                 && c.status == crate::crd::ConditionStatus::True
                 && c.observed_generation == generation
         });
         // A resync that finds nothing to change keeps the reason of this generation's
         // change, so the status of an idle object is never rewritten.
         let synced_reason = if plan.patch.is_some() || applied_earlier {
-            Reason::Applied
+            AccessListReason::Applied
         } else {
-            Reason::UpToDate
+            AccessListReason::UpToDate
         };
         (
             Decided::new(
                 ConditionType::Ready,
                 true,
-                Reason::InSync,
+                AccessListReason::InSync,
                 "the access list matches the spec",
             ),
             Decided::new(ConditionType::Synced, true, synced_reason, ""),
@@ -156,13 +160,13 @@ pub fn converged_status(
             Decided::new(
                 ConditionType::Ready,
                 false,
-                Reason::Drifted,
+                AccessListReason::Drifted,
                 describe_difference(&remaining),
             ),
             Decided::new(
                 ConditionType::Synced,
                 true,
-                Reason::Observed,
+                AccessListReason::Observed,
                 "managementPolicy is Observe: the platform is not changed",
             ),
         )
@@ -181,11 +185,11 @@ pub fn converged_status(
 pub(super) fn drift_note(plan: &Plan) -> Option<Note> {
     match (&plan.patch, plan.drift) {
         (Some(patch), true) => Some(Note::normal(
-            Reason::DriftCorrected,
+            AccessListReason::DriftCorrected,
             format!("changed outside this object; corrected: {}", describe_difference(patch)),
         )),
         (None, true) => Some(Note::warning(
-            Reason::DriftDetected,
+            AccessListReason::DriftDetected,
             "differs from the spec; managementPolicy is Observe, so it is left as it is",
         )),
         _ => None,
@@ -215,6 +219,7 @@ pub(super) fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Dura
 
 #[cfg(test)]
 mod tests {
+    use crate::controller::framework::status::vocabulary::AnyReason;
     use std::time::Duration;
 
     use super::super::fixtures::{converged, item, spec};
@@ -370,12 +375,18 @@ mod tests {
         let status = converged(3);
         let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2));
         let note = drift_note(&manage).expect("a note");
-        assert_eq!((note.warning, note.reason), (false, Reason::DriftCorrected));
+        assert_eq!(
+            (note.warning, note.reason),
+            (false, AccessListReason::DriftCorrected.as_str())
+        );
         assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
         let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
-        assert_eq!((note.warning, note.reason), (true, Reason::DriftDetected));
+        assert_eq!(
+            (note.warning, note.reason),
+            (true, AccessListReason::DriftDetected.as_str())
+        );
         assert_eq!(
             drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
             None
@@ -429,12 +440,12 @@ mod tests {
         by_name.list_name = Some("dup".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("ambiguous").reason(),
-            Reason::AmbiguousListName
+            AnyReason::Kind(AccessListReason::AmbiguousListName)
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("missing").reason(),
-            Reason::AccessListNotFound
+            AnyReason::Kind(AccessListReason::AccessListNotFound)
         );
     }
 }

@@ -6,10 +6,11 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
+use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Io, Note};
-use crate::controller::framework::status::conditions::Reason;
+use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy, RestorePoint};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
@@ -24,7 +25,7 @@ pub(super) enum AfterRestore {
     /// Release the object, with this Event.
     Done(Note),
     /// Keep the finalizer and retry; the error shows in status until then.
-    Retry(ReconcileError),
+    Retry(Failure),
 }
 
 /// Decides, without I/O, what a restore attempt means for the finalizer:
@@ -37,7 +38,7 @@ pub(super) enum AfterRestore {
 pub(super) fn after_restore(
     spec_zone: i64,
     point: &RestorePoint,
-    restored: Result<(), ReconcileError>,
+    restored: Result<(), Failure>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
@@ -45,7 +46,7 @@ pub(super) fn after_restore(
     let error = match restored {
         Ok(()) => {
             return AfterRestore::Done(Note::normal(
-                Reason::Restored,
+                AccessListReason::Restored,
                 format!(
                     "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
                     point.is_enabled,
@@ -57,7 +58,7 @@ pub(super) fn after_restore(
     };
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
         return AfterRestore::Done(Note::normal(
-            Reason::NothingToRestore,
+            AccessListReason::NothingToRestore,
             format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
         ));
     }
@@ -65,18 +66,21 @@ pub(super) fn after_restore(
     let overdue = deadline.is_none_or(|deadline| now >= deadline);
     let fixable_credentials = matches!(
         error.reason(),
-        Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable
+        AnyReason::Common(Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable)
     );
     match (overdue, deadline) {
-        (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(ReconcileError::RestoreBlocked {
-            zone,
-            configuration,
-            deadline: crate::controller::framework::status::time::rfc3339(deadline),
-            cause: Box::new(error),
-        }),
+        (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(
+            AccessListError::RestoreBlocked {
+                zone,
+                configuration,
+                deadline: crate::controller::framework::status::time::rfc3339(deadline),
+                cause: Box::new(error),
+            }
+            .into(),
+        ),
         (false, _) if error.is_transient() => AfterRestore::Retry(error),
         _ => AfterRestore::Done(Note::warning(
-            Reason::RestoreFailed,
+            AccessListReason::RestoreFailed,
             format!(
                 "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
                  released without restoring",
@@ -93,7 +97,7 @@ pub(super) fn after_restore(
 pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Note> {
     match point.shield_zone_id {
         Some(zone) if zone != spec_zone => Err(Note::warning(
-            Reason::RestorePointRejected,
+            AccessListReason::RestorePointRejected,
             format!(
                 "status.restorePoint names Shield Zone {zone}, not this object's zone {spec_zone}: \
                  released without restoring configuration {}",
@@ -108,7 +112,7 @@ pub(super) async fn restore(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
     point: RestorePoint,
-) -> Result<(), ReconcileError> {
+) -> Result<(), Failure> {
     let client = io.client().await?;
     let patch = AccessListConfigurationPatch {
         is_enabled: Some(point.is_enabled),
@@ -136,7 +140,7 @@ pub(super) async fn record_restore_point(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
     restore_point: Option<RestorePoint>,
-) -> Result<(), ReconcileError> {
+) -> Result<(), Failure> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
     if has != wants {
@@ -179,7 +183,9 @@ pub(super) async fn record_restore_point(
 mod tests {
     use super::*;
     use crate::controller::framework::pipeline::failure_note;
-    use crate::controller::framework::status::conditions::{ConditionType, Decided, merge};
+    use crate::controller::framework::status::conditions::{Decided, merge};
+    use crate::controller::framework::status::vocabulary::ConditionType;
+    use crate::controller::framework::status::vocabulary::Word;
 
     #[test]
     fn a_restore_point_of_another_zone_is_not_used() {
@@ -195,7 +201,7 @@ mod tests {
         );
         assert_eq!(restore_point_of_spec_zone(1001, point(None)), Ok(point(None)));
         let rejected = restore_point_of_spec_zone(1001, point(Some(1002))).expect_err("another zone");
-        assert_eq!(rejected.reason, Reason::RestorePointRejected);
+        assert_eq!(rejected.reason, AccessListReason::RestorePointRejected.as_str());
         assert!(rejected.message.contains("Shield Zone 1002"), "{}", rejected.message);
     }
 
@@ -262,7 +268,7 @@ mod tests {
             AfterRestore::Retry(error) => error,
             AfterRestore::Done(note) => panic!("{}", note.message),
         };
-        let shown = |error: &ReconcileError| {
+        let shown = |error: &Failure| {
             let decided = [Decided::new(
                 ConditionType::Synced,
                 false,
@@ -273,7 +279,10 @@ mod tests {
         };
         let (by_key, by_secret) = (held(revoked()), held(no_secret()));
         let note = failure_note(&[], &by_key).expect("the hold begins");
-        assert_eq!((note.reason, note.warning), (Reason::RestoreHeld, true));
+        assert_eq!(
+            (note.reason, note.warning),
+            (AccessListReason::RestoreHeld.as_str(), true)
+        );
         assert!(
             note.message.starts_with("Unauthorized holds the restore"),
             "{}",

@@ -20,6 +20,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::FINALIZER;
 use super::claims::SecretKey;
 use super::restore::wants_finalizer;
+use super::vocabulary::Failure;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::pipeline::{Io, KindContext};
@@ -81,7 +82,7 @@ async fn change_protection(
     kube: &kube::Client,
     (namespace, name): &SecretKey,
     change: ProtectionChange,
-) -> Result<(), ReconcileError> {
+) -> Result<(), Failure> {
     let secrets: kube::Api<KubeSecret> = kube::Api::namespaced(kube.clone(), namespace);
     let patch = change.patch();
     match secrets
@@ -98,8 +99,8 @@ async fn change_protection(
 pub(super) async fn protect_own_secret(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
-) -> Result<(), ReconcileError> {
-    let Some(secret) = protected_secret(object).filter(|_| io.ctx.settings.protect_secrets) else {
+) -> Result<(), Failure> {
+    let Some(secret) = protected_secret(object).filter(|_| io.settings.protect_secrets) else {
         return Ok(());
     };
     let protected = io
@@ -159,7 +160,7 @@ impl SecretTriggers {
 pub(crate) async fn reconcile_secret(
     secret: Arc<PartialObjectMeta<KubeSecret>>,
     kind: Arc<KindContext<AccessListConfig>>,
-) -> Result<Action, ReconcileError> {
+) -> Result<Action, Failure> {
     let ctx = &kind.shared;
     if !ctx.leader.may_act() {
         return Err(ReconcileError::NotLeader);
@@ -176,7 +177,7 @@ pub(crate) async fn reconcile_secret(
         tracing::info!(namespace = %key.0, secret = %key.1, ?change, "Secret in-use protection");
     }
     Ok(if needed || protected {
-        Action::requeue(ctx.settings.resync)
+        Action::requeue(kind.settings.resync)
     } else {
         Action::await_change()
     })
@@ -185,7 +186,7 @@ pub(crate) async fn reconcile_secret(
 /// A failed Secret reconcile is tried again after a short while.
 pub(crate) fn secret_error_policy(
     secret: Arc<PartialObjectMeta<KubeSecret>>,
-    error: &ReconcileError,
+    error: &Failure,
     _kind: Arc<KindContext<AccessListConfig>>,
 ) -> Action {
     tracing::warn!(namespace = ?secret.namespace(), secret = %secret.name_any(), %error, "Secret protection failed");

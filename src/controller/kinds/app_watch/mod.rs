@@ -7,7 +7,11 @@ pub mod cdn_tail;
 #[cfg(test)]
 mod fixtures;
 mod poll_schedule;
+mod settings;
 mod status;
+mod vocabulary;
+
+pub use self::settings::AppWatchSettings;
 
 use self::status::{poll_status, transition_notes};
 
@@ -18,18 +22,18 @@ use kube::ResourceExt;
 use self::cdn_summaries::CdnSummaries;
 use self::cdn_tail::TailSummary;
 use self::poll_schedule::{LastPoll, PollDecision, PollLedger, PollSchedule};
+use self::vocabulary::{AppCondition, AppReason};
 use crate::api::models::apps::Application;
 use crate::api::models::shield::{
     Dimension, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, RateLimitRule,
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::context::Settings;
-use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
-use crate::controller::framework::pipeline::{Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::conditions::{ConditionType, find};
+use crate::controller::framework::pipeline::{Failure, Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
+use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
+use crate::controller::framework::status::vocabulary::Nothing;
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
@@ -166,7 +170,7 @@ pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &No
         .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
         .map(|at| at.timestamp_millis());
     let polled_generation = status
-        .and_then(|s| find(&s.conditions, ConditionType::AppReady))
+        .and_then(|s| find(&s.conditions, AppCondition::AppReady))
         .and_then(|c| c.observed_generation);
     match schedule.decide(observed_ms, polled_generation != generation, now.millis()) {
         PollDecision::Poll { .. } => PollDecision::Poll { late: Duration::ZERO },
@@ -187,6 +191,11 @@ pub struct State {
 impl Reconciled for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
 
+    type Condition = AppCondition;
+    type Reason = AppReason;
+    type Error = Nothing;
+    type Settings = AppWatchSettings;
+
     type Status = ContainerAppWatchStatus;
     type State = State;
     type Observed = Observed;
@@ -198,7 +207,7 @@ impl Reconciled for ContainerAppWatch {
         state.polls.forget(key);
     }
 
-    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, ReconcileError> {
+    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, Failure<Self>> {
         let key = object_key(self);
         let last = io.state.polls.last(&key);
         let late = match poll_decision(self, last, now) {
@@ -232,8 +241,8 @@ impl Reconciled for ContainerAppWatch {
                                 client,
                                 pull_zone_id,
                                 (&watch.window, span),
-                                io.ctx.settings.cdn_pages_per_poll,
-                                now.millis() - io.ctx.settings.cdn_log_delay.as_millis() as i64,
+                                io.settings.cdn_pages_per_poll,
+                                now.millis() - io.settings.cdn_log_delay.as_millis() as i64,
                             )
                             .await,
                     ),
@@ -269,7 +278,7 @@ impl Reconciled for ContainerAppWatch {
         })
     }
 
-    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &Settings) -> Self::Plan {
+    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &AppWatchSettings) -> Self::Plan {
         let status = match observed.poll {
             None => previous.clone(),
             Some(Poll { reads, late }) => poll_status(self, *reads, (late, now), previous, settings),
@@ -280,7 +289,13 @@ impl Reconciled for ContainerAppWatch {
         }
     }
 
-    fn outcome(&self, plan: Plan, previous: &Self::Status, _now: &Now, _settings: &Settings) -> Outcome<Self::Status> {
+    fn outcome(
+        &self,
+        plan: Plan,
+        previous: &Self::Status,
+        _now: &Now,
+        _settings: &AppWatchSettings,
+    ) -> Outcome<Self::Status> {
         Outcome {
             events: transition_notes(previous, &plan.status),
             status: plan.status,
@@ -295,7 +310,9 @@ mod tests {
     use super::status::unless_only_slid;
     use super::*;
     use crate::api::models::apps::AppStatus;
-    use crate::controller::framework::status::conditions::{Decided, Reason, find, merge};
+    use crate::controller::framework::status::conditions::{Decided, find, merge};
+    use crate::controller::framework::status::vocabulary::ConditionType;
+    use crate::controller::framework::status::vocabulary::Word;
     use crate::crd::container_app_watch::CdnSummary;
 
     #[test]
@@ -367,7 +384,7 @@ mod tests {
         let notes = transition_notes(&fresh, &first);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
-            [Reason::SecurityEventsElevated]
+            [AppReason::SecurityEventsElevated.as_str()]
         );
         let failing = poll_status(
             &watch,
@@ -379,7 +396,7 @@ mod tests {
         let notes = transition_notes(&first, &failing);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
-            [Reason::AppNotReady]
+            [AppReason::AppNotReady.as_str()]
         );
         let still = poll_status(
             &watch,
@@ -449,14 +466,11 @@ mod tests {
         }
     }
 
-    fn settings(status_refresh: Duration) -> Settings {
-        Settings {
-            resync: Duration::from_secs(600),
-            certificate_backoff: crate::api::RetryPolicy::default(),
+    fn settings(status_refresh: Duration) -> AppWatchSettings {
+        AppWatchSettings {
             cdn_pages_per_poll: 20,
             cdn_log_delay: Duration::ZERO,
             status_refresh,
-            protect_secrets: true,
         }
     }
 
@@ -618,7 +632,7 @@ mod tests {
             observed_at: Some("2026-11-20T10:00:00Z".into()),
             conditions: merge(
                 &[],
-                &[Decided::new(ConditionType::AppReady, true, Reason::App("Active"), "")],
+                &[Decided::new(AppCondition::AppReady, true, AppReason::App("Active"), "")],
                 Some(1),
                 "2026-11-20T10:00:00Z",
             ),

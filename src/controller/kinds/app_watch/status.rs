@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use super::cdn_tail::TailSummary;
 use super::poll_schedule::PollSchedule;
+use super::settings::AppWatchSettings;
+use super::vocabulary::{AppCondition, AppReason};
 use super::{Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::context::Settings;
 use crate::controller::framework::pipeline::{Note, Now};
-use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::status::conditions::{Decided, find, merge};
+use crate::controller::framework::status::vocabulary::{ConditionType, ConditionWord, Reason, Word};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
@@ -42,9 +44,9 @@ pub(super) fn app_summary(app: &Application) -> AppSummary {
 
 pub(super) fn app_condition(app: &Application) -> Decided {
     Decided::new(
-        ConditionType::AppReady,
+        AppCondition::AppReady,
         app.status == AppStatus::Active,
-        Reason::App(app.status.reason()),
+        AppReason::of_app(&app.status),
         format!("application {} is {}", app.name, app.status),
     )
 }
@@ -104,9 +106,13 @@ pub(super) fn security_summary(
         )
     };
     let condition = Decided::new(
-        ConditionType::SecurityEvents,
+        AppCondition::SecurityEvents,
         true,
-        if elevated { Reason::Elevated } else { Reason::Quiet },
+        if elevated {
+            AppReason::Elevated
+        } else {
+            AppReason::Quiet
+        },
         message,
     );
     let summary = SecurityEventsSummary {
@@ -117,7 +123,7 @@ pub(super) fn security_summary(
     (summary, condition)
 }
 
-fn failed(type_: ConditionType, error: &ApiError) -> Decided {
+fn failed(type_: impl ConditionWord, error: &ApiError) -> Decided {
     Decided::new(type_, false, Reason::of(error), error.to_string())
 }
 
@@ -129,7 +135,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
         Decided::new(
             ConditionType::Synced,
             true,
-            Reason::PolledLate,
+            AppReason::PolledLate,
             format!(
                 "polls start after they are due: the platform request quota (--platform-rate) cannot serve every watch every {interval}; edge_operator_poll_lag_seconds says by how much"
             ),
@@ -138,7 +144,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
         Decided::new(
             ConditionType::Synced,
             true,
-            Reason::Polled,
+            AppReason::Polled,
             format!("polled every {interval}"),
         )
     }
@@ -150,7 +156,7 @@ pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided 
     let summary = &tail.summary;
     let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
     if tail.complete {
-        return Decided::new(ConditionType::CdnLogsSynced, true, Reason::Synced, counts);
+        return Decided::new(AppCondition::CdnLogsSynced, true, AppReason::Synced, counts);
     }
     let why = if tail.behind {
         format!(
@@ -160,9 +166,9 @@ pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided 
         format!("older logs are read over the next polls, {pages_per_poll} requests of 1000 entries each")
     };
     Decided::new(
-        ConditionType::CdnLogsSynced,
+        AppCondition::CdnLogsSynced,
         false,
-        Reason::Partial,
+        AppReason::Partial,
         format!(
             "covers {:.1}% of the last {} ({} to {}): {counts}; {why}",
             tail.coverage * 100.0,
@@ -179,7 +185,7 @@ pub(super) fn poll_status(
     reads: Reads,
     (late, now): (Duration, &Now),
     previous: &ContainerAppWatchStatus,
-    settings: &Settings,
+    settings: &AppWatchSettings,
 ) -> ContainerAppWatchStatus {
     let spec = &watch.spec;
     let generation = watch.metadata.generation;
@@ -193,19 +199,19 @@ pub(super) fn poll_status(
             status.app = Some(app_summary(app));
             decided.push(app_condition(app));
         }
-        Err(error) => decided.push(failed(ConditionType::AppReady, error)),
+        Err(error) => decided.push(failed(AppCondition::AppReady, error)),
     }
     match reads.rate_limits {
         Some(Ok(rules)) => {
             decided.push(Decided::new(
-                ConditionType::RateLimitsSynced,
+                AppCondition::RateLimitsSynced,
                 true,
-                Reason::Synced,
+                AppReason::Synced,
                 format!("{} rules", rules.len()),
             ));
             status.rate_limits = Some(rate_limit_summaries(&rules));
         }
-        Some(Err(error)) => decided.push(failed(ConditionType::RateLimitsSynced, &error)),
+        Some(Err(error)) => decided.push(failed(AppCondition::RateLimitsSynced, &error)),
         None => {}
     }
     if let (Some(watch), Some(searched)) = (&spec.security_events, reads.security_events) {
@@ -215,7 +221,7 @@ pub(super) fn poll_status(
                 status.security_events = Some(summary);
                 decided.push(condition);
             }
-            Err(error) => decided.push(failed(ConditionType::SecurityEvents, &error)),
+            Err(error) => decided.push(failed(AppCondition::SecurityEvents, &error)),
         }
     }
     match reads.cdn {
@@ -223,11 +229,11 @@ pub(super) fn poll_status(
             decided.push(cdn_condition(&tail, settings.cdn_pages_per_poll));
             status.cdn = Some(unless_only_slid(previous.cdn.as_ref(), tail.summary));
         }
-        Some(Some(Err(error))) => decided.push(failed(ConditionType::CdnLogsSynced, &error)),
+        Some(Some(Err(error))) => decided.push(failed(AppCondition::CdnLogsSynced, &error)),
         Some(None) => decided.push(Decided::new(
-            ConditionType::CdnLogsSynced,
+            AppCondition::CdnLogsSynced,
             false,
-            Reason::NoPullZone,
+            AppReason::NoPullZone,
             "set spec.cdn.pullZoneId: the app has no endpoint with a Pull Zone",
         )),
         None => {}
@@ -244,19 +250,19 @@ pub(super) fn ready_condition(details: &[Decided]) -> Decided {
     use crate::crd::ConditionStatus;
     let pending = details
         .iter()
-        .filter(|d| d.type_ != ConditionType::Synced)
+        .filter(|d| d.type_ != ConditionType::Synced.as_str())
         .find(|d| d.status != ConditionStatus::True);
     match pending {
-        Some(detail) => Decided::new(
-            ConditionType::Ready,
-            false,
-            detail.reason,
-            format!("{}: {}", detail.type_.as_str(), detail.message),
-        ),
+        Some(detail) => Decided {
+            type_: ConditionType::Ready.as_str(),
+            status: ConditionStatus::False,
+            reason: detail.reason,
+            message: format!("{}: {}", detail.type_, detail.message),
+        },
         None => Decided::new(
             ConditionType::Ready,
             true,
-            Reason::AppActive,
+            AppReason::AppActive,
             "the application is active and every summary is synced",
         ),
     }
@@ -307,20 +313,20 @@ fn observed_at(
 pub(super) fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
     use crate::crd::ConditionStatus;
     let mut notes = Vec::new();
-    let before = find(&previous.conditions, ConditionType::AppReady);
-    if let Some(after) = find(&status.conditions, ConditionType::AppReady)
+    let before = find(&previous.conditions, AppCondition::AppReady);
+    if let Some(after) = find(&status.conditions, AppCondition::AppReady)
         && after.status != ConditionStatus::True
         && before.is_none_or(|b| b.status == ConditionStatus::True)
     {
-        notes.push(Note::warning(Reason::AppNotReady, after.message.clone()));
+        notes.push(Note::warning(AppReason::AppNotReady, after.message.clone()));
     }
-    let elevated = Reason::Elevated.as_str();
-    let before = find(&previous.conditions, ConditionType::SecurityEvents);
-    if let Some(after) = find(&status.conditions, ConditionType::SecurityEvents)
+    let elevated = AppReason::Elevated.as_str();
+    let before = find(&previous.conditions, AppCondition::SecurityEvents);
+    if let Some(after) = find(&status.conditions, AppCondition::SecurityEvents)
         && after.reason == elevated
         && before.is_none_or(|b| b.reason != elevated)
     {
-        notes.push(Note::warning(Reason::SecurityEventsElevated, after.message.clone()));
+        notes.push(Note::warning(AppReason::SecurityEventsElevated, after.message.clone()));
     }
     notes
 }
@@ -333,7 +339,7 @@ mod tests {
     #[test]
     fn security_events_turn_elevated_at_the_threshold() {
         let (summary, condition) = security_summary(&watch(91), &grouped(), 91);
-        assert_eq!(condition.reason, Reason::Elevated);
+        assert_eq!(condition.reason, AppReason::Elevated.as_str());
         assert_eq!(summary.top.len(), 2);
         assert_eq!(summary.top[0].blocked, 70);
         assert!(
@@ -342,7 +348,7 @@ mod tests {
             condition.message
         );
         let (_, quiet) = security_summary(&watch(92), &grouped(), 91);
-        assert_eq!(quiet.reason, Reason::Quiet);
+        assert_eq!(quiet.reason, AppReason::Quiet.as_str());
     }
 
     #[test]
@@ -363,11 +369,11 @@ mod tests {
         let synced = cdn_condition(&tail(true, false), 20);
         assert_eq!(
             (synced.reason, synced.message.as_str()),
-            (Reason::Synced, "5000 requests, hit ratio 0.870")
+            (AppReason::Synced.as_str(), "5000 requests, hit ratio 0.870")
         );
         let backfilling = cdn_condition(&tail(false, false), 20);
         assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
-        assert_eq!(backfilling.reason, Reason::Partial);
+        assert_eq!(backfilling.reason, AppReason::Partial.as_str());
         assert!(
             backfilling.message.starts_with(
                 "covers 20.0% of the last 1h (2026-11-20T11:48:00.000Z to 2026-11-20T12:00:00.000Z): 5000 requests"
@@ -391,7 +397,7 @@ mod tests {
         app.status = AppStatus::Failing;
         let condition = app_condition(&app);
         assert_eq!(
-            (condition.status, condition.reason.as_str()),
+            (condition.status, condition.reason),
             (crate::crd::ConditionStatus::False, "Failing")
         );
     }

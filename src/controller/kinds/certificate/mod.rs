@@ -1,17 +1,22 @@
 //! PullZoneCertificate: decide (pure) whether to call the platform now, later or not
 //! at all; call; turn the answer into status, Events and the next attempt time.
 
+mod settings;
+mod vocabulary;
+
+pub(crate) use self::settings::CertificateSettings;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
+use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::context::Settings;
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::conditions::{ConditionType, Decided, Reason, find, merge};
+use crate::controller::framework::pipeline::{Failure, Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
+use crate::controller::framework::status::conditions::{Decided, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
@@ -52,7 +57,7 @@ pub(crate) fn decide(
     // an Issued condition of the generation issued.
     let attempted = status.attempted_generation.or_else(|| {
         ready
-            .filter(|c| c.reason == Reason::Issued.as_str())
+            .filter(|c| c.reason == CertificateReason::Issued.as_str())
             .and_then(|c| c.observed_generation)
     });
     if attempted != generation || new_request {
@@ -60,7 +65,7 @@ pub(crate) fn decide(
     }
     let reason = ready.map(|c| c.reason.as_str());
     match reason {
-        Some(r) if r == Reason::Issued.as_str() => {
+        Some(r) if r == CertificateReason::Issued.as_str() => {
             let renewal = spec
                 .renew_every
                 .as_deref()
@@ -73,7 +78,7 @@ pub(crate) fn decide(
                 None => Decision::Idle,
             }
         }
-        Some(r) if r == Reason::HostnameNotFound.as_str() => Decision::Idle,
+        Some(r) if r == CertificateReason::HostnameNotFound.as_str() => Decision::Idle,
         // Reconciles come only from changes (a Secret, the object) and the slow requeue.
         Some(r) if r == Reason::Unauthorized.as_str() => Decision::Complete,
         _ => match parse_time(status.next_attempt_time.as_deref()) {
@@ -125,7 +130,7 @@ pub(crate) fn after_attempt(
             let ready = Decided::new(
                 ConditionType::Ready,
                 true,
-                Reason::Issued,
+                CertificateReason::Issued,
                 format!("certificate issued for {}", spec.hostname),
             );
             let status = PullZoneCertificateStatus {
@@ -144,12 +149,12 @@ pub(crate) fn after_attempt(
     };
     let reason = certificate_reason(error);
     let wait = match reason {
-        Reason::HostnameNotFound => None,
-        Reason::Unauthorized => Some(UNAUTHORIZED_RETRY),
+        AnyReason::Kind(CertificateReason::HostnameNotFound) => None,
+        AnyReason::Common(Reason::Unauthorized) => Some(UNAUTHORIZED_RETRY),
         _ => Some(backoff.max(error.retry_after().unwrap_or_default())),
     };
     let message = match reason {
-        Reason::HostnameNotFound => format!(
+        AnyReason::Kind(CertificateReason::HostnameNotFound) => format!(
             "{} is not registered on any Pull Zone; fix spec.hostname",
             spec.hostname
         ),
@@ -177,7 +182,7 @@ pub(crate) fn attempt_notes(
 ) -> Vec<Note> {
     let Err(error) = result else {
         return vec![Note::normal(
-            Reason::Issued,
+            CertificateReason::Issued,
             format!("certificate issued for {}", spec.hostname),
         )];
     };
@@ -188,16 +193,6 @@ pub(crate) fn attempt_notes(
             vec![Note::warning(reason, error.to_string())]
         }
         _ => Vec::new(),
-    }
-}
-
-/// [`Reason::of`], in this kind's words where it has its own.
-fn certificate_reason(error: &ApiError) -> Reason {
-    match error {
-        ApiError::NotFound(_) => Reason::HostnameNotFound,
-        ApiError::Validation { .. } => Reason::VerificationFailed,
-        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => Reason::Unauthorized,
-        other => Reason::of(other),
     }
 }
 
@@ -213,6 +208,11 @@ pub(crate) struct Attempt {
 impl Reconciled for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
+    type Condition = Nothing;
+    type Reason = CertificateReason;
+    type Error = Nothing;
+    type Settings = CertificateSettings;
+
     type Status = PullZoneCertificateStatus;
     type State = ();
     /// The platform has no read of a certificate's state.
@@ -221,7 +221,7 @@ impl Reconciled for PullZoneCertificate {
 
     kind_accessors!();
 
-    fn plan(&self, _observed: (), previous: &Self::Status, now: &Now, _settings: &Settings) -> Attempt {
+    fn plan(&self, _observed: (), previous: &Self::Status, now: &Now, _settings: &CertificateSettings) -> Attempt {
         let requested = self.annotations().get(ANNOTATION_RECONCILE_REQUESTED_AT).cloned();
         Attempt {
             decision: decide(
@@ -236,7 +236,7 @@ impl Reconciled for PullZoneCertificate {
         }
     }
 
-    async fn act(&self, attempt: &mut Attempt, io: &Io<'_, Self>) -> Result<(), ReconcileError> {
+    async fn act(&self, attempt: &mut Attempt, io: &Io<'_, Self>) -> Result<(), Failure<Self>> {
         if attempt.decision == Decision::Complete {
             let client = io.client().await?;
             attempt.result = Some(client.complete_external_http_certificate(&self.spec.hostname).await);
@@ -249,7 +249,7 @@ impl Reconciled for PullZoneCertificate {
         attempt: Attempt,
         previous: &Self::Status,
         now: &Now,
-        settings: &Settings,
+        settings: &CertificateSettings,
     ) -> Outcome<Self::Status> {
         let Some(result) = attempt.result else {
             let requeue = match attempt.decision {

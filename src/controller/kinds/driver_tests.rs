@@ -11,12 +11,13 @@ use std::time::Duration;
 use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
-use super::{KindContext, Reconciled, reconcile};
 use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
-use crate::controller::framework::backoff::{Failures, certificate_policy};
-use crate::controller::framework::context::{Context, Settings};
+use crate::controller::framework::backoff::Failures;
+use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet, SecretIndex};
+use crate::controller::framework::driver::reconcile;
 use crate::controller::framework::metrics::Metrics;
+use crate::controller::framework::pipeline::{KindContext, Reconciled};
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 use crate::sim::{RunningSim, SimDocument};
 
@@ -121,7 +122,7 @@ impl Harness {
     fn ctx<K: Reconciled>(&self) -> Arc<KindContext<K>> {
         let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
         let kind = kinds.entry(K::KIND).or_insert_with(|| {
-            let kind = KindContext::<K>::new(self.shared.clone());
+            let kind = KindContext::<K>::new(self.shared.clone(), defaults());
             K::follow(&kind.state, &kube::runtime::watcher::Event::InitDone);
             Arc::new(kind)
         });
@@ -129,6 +130,12 @@ impl Harness {
             .downcast::<KindContext<K>>()
             .unwrap_or_else(|_| panic!("one context per kind"))
     }
+}
+
+/// A kind's settings at the defaults of its flags.
+fn defaults<S: clap::Args + clap::FromArgMatches>() -> S {
+    let flags = S::augment_args(clap::Command::new("edge-operator")).get_matches_from(["edge-operator"]);
+    S::from_arg_matches(&flags).unwrap_or_else(|e| panic!("defaults: {e}"))
 }
 
 async fn harness(object: &Value, document: SimDocument) -> Harness {
@@ -164,14 +171,6 @@ async fn harness(object: &Value, document: SimDocument) -> Harness {
         failures: Failures::default(),
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
-        settings: Settings {
-            resync: Duration::from_secs(600),
-            certificate_backoff: certificate_policy(Duration::from_secs(30)),
-            cdn_pages_per_poll: 20,
-            cdn_log_delay: Duration::ZERO,
-            status_refresh: Duration::from_secs(3600),
-            protect_secrets: true,
-        },
         leader: Arc::new(crate::controller::framework::leader::LeaderGate::sole()),
     };
     Harness {
@@ -375,12 +374,12 @@ async fn a_missing_secret_is_one_outcome_for_every_kind() {
     for value in [list, cert, app_watch] {
         let h = harness(&value, document()).await;
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
-        let result = match kind.as_str() {
-            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx()).await,
-            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await,
-            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await,
+        let failed = match kind.as_str() {
+            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_err(),
+            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await.is_err(),
+            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await.is_err(),
         };
-        assert!(result.is_err(), "{kind}");
+        assert!(failed, "{kind}");
         assert_eq!(h.log.count("platform"), 0, "{kind}");
         let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let status = &bodies

@@ -1,0 +1,116 @@
+//! The words of an AccessListConfig's status beside every kind's: its reasons and
+//! its failures.
+
+use crate::controller::framework::error::{KindError, ReconcileError};
+use crate::controller::framework::status::vocabulary::{AnyReason, KindReasons, Word};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessListReason {
+    InSync,
+    Drifted,
+    DriftCorrected,
+    DriftDetected,
+    Applied,
+    UpToDate,
+    Observed,
+    Restored,
+    RestoreSkipped,
+    AccessListNotFound,
+    AmbiguousListName,
+    ConfigurationClaimed,
+    RestoreFailed,
+    NothingToRestore,
+    RestorePointRejected,
+    /// A restore waits for credentials a person must fix, until its deadline.
+    RestoreHeld,
+}
+
+impl Word for AccessListReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            AccessListReason::InSync => "InSync",
+            AccessListReason::Drifted => "Drifted",
+            AccessListReason::DriftCorrected => "DriftCorrected",
+            AccessListReason::DriftDetected => "DriftDetected",
+            AccessListReason::Applied => "Applied",
+            AccessListReason::UpToDate => "UpToDate",
+            AccessListReason::Observed => "Observed",
+            AccessListReason::Restored => "Restored",
+            AccessListReason::RestoreSkipped => "RestoreSkipped",
+            AccessListReason::AccessListNotFound => "AccessListNotFound",
+            AccessListReason::AmbiguousListName => "AmbiguousListName",
+            AccessListReason::ConfigurationClaimed => "ConfigurationClaimed",
+            AccessListReason::RestoreFailed => "RestoreFailed",
+            AccessListReason::NothingToRestore => "NothingToRestore",
+            AccessListReason::RestorePointRejected => "RestorePointRejected",
+            AccessListReason::RestoreHeld => "RestoreHeld",
+        }
+    }
+}
+
+impl KindReasons for AccessListReason {
+    const TERMINAL: &'static [Self] = &[
+        AccessListReason::RestoreHeld,
+        AccessListReason::Drifted,
+        AccessListReason::AccessListNotFound,
+        AccessListReason::AmbiguousListName,
+        AccessListReason::ConfigurationClaimed,
+    ];
+}
+
+/// A failed reconcile of an AccessListConfig.
+pub type Failure = ReconcileError<AccessListError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccessListError {
+    #[error("Shield Zone {zone} has no access list {what}")]
+    NotFound { zone: i64, what: String },
+    #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
+    AmbiguousName { zone: i64, name: String, count: usize },
+    #[error(
+        "configuration {configuration} of Shield Zone {zone} is written by {owner}, which claimed it first; only one \
+         AccessListConfig writes a configuration"
+    )]
+    ConfigurationClaimed {
+        zone: i64,
+        configuration: i64,
+        owner: String,
+    },
+    #[error(
+        "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
+         the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
+         {deadline} it is released without restoring", .cause.reason().as_str()
+    )]
+    RestoreBlocked {
+        zone: i64,
+        configuration: i64,
+        deadline: String,
+        cause: Box<Failure>,
+    },
+}
+
+impl From<AccessListError> for Failure {
+    fn from(error: AccessListError) -> Self {
+        ReconcileError::Kind(error)
+    }
+}
+
+impl KindError for AccessListError {
+    type Reason = AccessListReason;
+
+    fn reason(&self) -> AccessListReason {
+        match self {
+            AccessListError::NotFound { .. } => AccessListReason::AccessListNotFound,
+            AccessListError::AmbiguousName { .. } => AccessListReason::AmbiguousListName,
+            AccessListError::ConfigurationClaimed { .. } => AccessListReason::ConfigurationClaimed,
+            AccessListError::RestoreBlocked { .. } => AccessListReason::RestoreHeld,
+        }
+    }
+
+    fn cause_reason(&self) -> Option<AnyReason<AccessListReason>> {
+        match self {
+            AccessListError::RestoreBlocked { cause, .. } => Some(cause.reason()),
+            _ => None,
+        }
+    }
+}
