@@ -1,7 +1,9 @@
-//! The architecture holds: the reconcile framework knows no kind. Outside its tests,
+//! The architecture holds: the reconcile framework knows no kind (outside its tests,
 //! no file under `src/controller/framework/` names a custom resource kind, its plural
-//! or its folder under `src/controller/kinds/`.
+//! or its folder under `src/controller/kinds/`), and no two sibling modules import
+//! each other.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use edge_operator::crd::Kind;
@@ -81,4 +83,98 @@ fn a_kind_name_outside_tests_is_found() {
             .iter()
             .any(|n| n.contains("containerappwatch") && kept.contains(n.as_str()))
     );
+}
+
+/// A module's path (`api::client`) from its file under `src/`.
+fn module_of(file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(repo().join("src")).expect("a file under src/");
+    let mut path: Vec<String> = relative
+        .with_extension("")
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    if path.last().is_some_and(|last| last == "mod" || last == "lib") {
+        path.pop();
+    }
+    path
+}
+
+/// The module paths a `use` declaration names, before they are cut to a module.
+fn used_paths(module: &[String], declaration: &str) -> Vec<Vec<String>> {
+    let declaration: String = declaration.chars().filter(|c| !c.is_whitespace()).collect();
+    let (head, group) = match declaration.split_once('{') {
+        Some((head, group)) => (head.trim_end_matches("::"), Some(group.trim_end_matches('}'))),
+        None => (declaration.as_str(), None),
+    };
+    let mut parts = head.split("::");
+    let mut base: Vec<String> = match parts.next() {
+        Some("crate") => Vec::new(),
+        Some("super") => module[..module.len().saturating_sub(1)].to_vec(),
+        Some("self") => module.to_vec(),
+        _ => return Vec::new(),
+    };
+    for part in parts {
+        match part {
+            "super" => {
+                base.pop();
+            }
+            part => base.push(part.to_string()),
+        }
+    }
+    let Some(group) = group else {
+        return vec![base];
+    };
+    group
+        .split(',')
+        .map(|member| {
+            let mut path = base.clone();
+            path.extend(member.split(['{', ':']).filter(|p| !p.is_empty()).map(str::to_string));
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_sibling_modules_import_each_other() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    let modules: BTreeMap<Vec<String>, PathBuf> = files
+        .iter()
+        .filter(|file| !file.starts_with(repo().join("src/bin")))
+        .map(|file| (module_of(file), file.clone()))
+        .collect();
+    let module_holding = |path: &[String]| {
+        (0..=path.len())
+            .rev()
+            .map(|len| &path[..len])
+            .find(|prefix| modules.contains_key(*prefix))
+            .map(<[String]>::to_vec)
+    };
+    let mut imports = BTreeSet::new();
+    for (module, file) in &modules {
+        let text = std::fs::read_to_string(file).expect("a readable file");
+        for line in without_tests(&text).split(';') {
+            let line = line.trim_start();
+            let line = line
+                .strip_prefix("pub(crate) ")
+                .or(line.strip_prefix("pub "))
+                .unwrap_or(line);
+            let Some(declaration) = line.strip_prefix("use ") else {
+                continue;
+            };
+            for path in used_paths(module, declaration) {
+                if let Some(target) = module_holding(&path).filter(|target| target != module) {
+                    imports.insert((module.clone(), target));
+                }
+            }
+        }
+    }
+    assert!(imports.len() > 100, "{} imports found", imports.len());
+    let nested = |a: &Vec<String>, b: &Vec<String>| a.starts_with(b) || b.starts_with(a);
+    let circles: Vec<String> = imports
+        .iter()
+        .filter(|(from, to)| from < to && !nested(from, to) && imports.contains(&(to.clone(), from.clone())))
+        .map(|(from, to)| format!("{} <-> {}", from.join("::"), to.join("::")))
+        .collect();
+    assert!(circles.is_empty(), "modules that import each other: {circles:?}");
 }
