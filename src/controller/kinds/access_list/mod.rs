@@ -30,7 +30,8 @@ pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_note, is_converged, since_zone_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{
-    AfterRestore, after_restore, record_restore_point, restore, restore_point_of_spec_zone, wants_finalizer,
+    AfterRestore, after_restore, keep_finalizer, record_restore_point, restore, restore_point_of_spec_zone,
+    wants_finalizer,
 };
 pub use self::secret_protection::SECRET_IN_USE_FINALIZER;
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
@@ -130,6 +131,7 @@ impl Reconciled for AccessListConfig {
 
     async fn act(&self, planned: &mut Planned, io: &Io<'_, Self>) -> Result<(), Failure> {
         let plan = &planned.plan;
+        keep_finalizer(self, io).await?;
         record_restore_point(self, io, plan.restore_point.filter(|_| plan.patch.is_some())).await?;
         let Some(patch) = &plan.patch else {
             return Ok(());

@@ -131,16 +131,10 @@ pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
     object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
 }
 
-/// Adds the finalizer (with `Restore`) or removes it (otherwise), and records the
-/// restore point in status before the platform is first changed. Status is the only
-/// record trusted: only the operator writes it. The finalizer write carries the
+/// Adds the finalizer (with `Restore`) or removes it (otherwise). The write carries the
 /// resourceVersion it was computed from, so it never overwrites a finalizer list that
 /// changed meanwhile.
-pub(super) async fn record_restore_point(
-    object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
-    restore_point: Option<RestorePoint>,
-) -> Result<(), Failure> {
+pub(super) async fn keep_finalizer(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), Failure> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
     if has != wants {
@@ -164,8 +158,19 @@ pub(super) async fn record_restore_point(
             .await?;
         io.wrote(&written);
     }
+    Ok(())
+}
+
+/// Records the restore point in status before the platform is first changed, once, for
+/// an object that restores. Status is the only record trusted: only the operator writes
+/// it.
+pub(super) async fn record_restore_point(
+    object: &AccessListConfig,
+    io: &Io<'_, AccessListConfig>,
+    restore_point: Option<RestorePoint>,
+) -> Result<(), Failure> {
     let recorded = object.status.as_ref().and_then(|s| s.restore_point);
-    if let Some(point) = restore_point.filter(|_| wants && recorded.is_none()) {
+    if let Some(point) = restore_point.filter(|_| wants_finalizer(object) && recorded.is_none()) {
         let written = io
             .api
             .patch_status(

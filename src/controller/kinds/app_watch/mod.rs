@@ -85,8 +85,16 @@ pub struct Reads {
     pub app: Result<Application, ApiError>,
     pub rate_limits: Option<Result<Vec<RateLimitRule>, ApiError>>,
     pub security_events: Option<Result<(EventLogsSearchResponse, i64), ApiError>>,
-    /// `None` when no CDN summary is asked for; `Some(None)` when no Pull Zone is known.
-    pub cdn: Option<Option<Result<TailSummary, ApiError>>>,
+    /// `None` when no CDN summary is asked for.
+    pub cdn: Option<CdnRead>,
+}
+
+/// The CDN summary a poll read.
+#[derive(Debug)]
+pub enum CdnRead {
+    /// Neither the spec nor the app names a Pull Zone.
+    NoPullZone,
+    Summary(Result<TailSummary, ApiError>),
 }
 
 impl Reads {
@@ -95,10 +103,10 @@ impl Reads {
             self.app.as_ref().err(),
             self.rate_limits.as_ref().and_then(|r| r.as_ref().err()),
             self.security_events.as_ref().and_then(|r| r.as_ref().err()),
-            self.cdn
-                .as_ref()
-                .and_then(|c| c.as_ref())
-                .and_then(|r| r.as_ref().err()),
+            match &self.cdn {
+                Some(CdnRead::Summary(read)) => read.as_ref().err(),
+                Some(CdnRead::NoPullZone) | None => None,
+            },
         ]
         .into_iter()
         .flatten()
@@ -234,7 +242,7 @@ impl Reconciled for ContainerAppWatch {
                     .or_else(|| app.as_ref().ok().and_then(Application::endpoint_pull_zone_id));
                 let span = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
                 Some(match pull_zone {
-                    Some(pull_zone_id) => Some(
+                    Some(pull_zone_id) => CdnRead::Summary(
                         io.state
                             .cdn
                             .summary(
@@ -246,7 +254,7 @@ impl Reconciled for ContainerAppWatch {
                             )
                             .await,
                     ),
-                    None => None,
+                    None => CdnRead::NoPullZone,
                 })
             }
             None => None,
@@ -332,7 +340,7 @@ mod tests {
             }),
             rate_limits: None,
             security_events: Some(Ok((grouped(), 91))),
-            cdn: Some(None),
+            cdn: Some(CdnRead::NoPullZone),
         }
     }
 

@@ -7,7 +7,7 @@ use super::cdn_tail::TailSummary;
 use super::poll_schedule::PollSchedule;
 use super::settings::AppWatchSettings;
 use super::vocabulary::{AppCondition, AppReason};
-use super::{Reads, schedule_of};
+use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
@@ -225,12 +225,12 @@ pub(super) fn poll_status(
         }
     }
     match reads.cdn {
-        Some(Some(Ok(tail))) => {
+        Some(CdnRead::Summary(Ok(tail))) => {
             decided.push(cdn_condition(&tail, settings.cdn_pages_per_poll));
             status.cdn = Some(unless_only_slid(previous.cdn.as_ref(), tail.summary));
         }
-        Some(Some(Err(error))) => decided.push(failed(AppCondition::CdnLogsSynced, &error)),
-        Some(None) => decided.push(Decided::new(
+        Some(CdnRead::Summary(Err(error))) => decided.push(failed(AppCondition::CdnLogsSynced, &error)),
+        Some(CdnRead::NoPullZone) => decided.push(Decided::new(
             AppCondition::CdnLogsSynced,
             false,
             AppReason::NoPullZone,
