@@ -118,6 +118,8 @@ fn the_production_knobs_reach_the_pods() {
         "--set=podLabels.team=edge",
         "--set=podAnnotations.owner=platform",
         "--set=extraArgs={--status-refresh=30m}",
+        "--set=watchLabelSelector=sharding.edgeplatform.io/key=a",
+        "--set=leaderElection.enabled=false",
         "--set=extraEnv[0].name=RUST_LOG",
         "--set=extraEnv[0].value=debug",
     ]);
@@ -148,6 +150,15 @@ fn the_production_knobs_reach_the_pods() {
     assert_eq!(operator["metadata"]["annotations"]["owner"], "platform");
     let args = container["args"].as_sequence().expect("args");
     assert!(args.iter().any(|a| a == "--status-refresh=30m"), "{args:?}");
+    for shard in [
+        "--watch-label-selector=sharding.edgeplatform.io/key=a",
+        "--lease-name=knobs-edge-operator",
+    ] {
+        assert!(
+            args.iter().any(|a| a == shard),
+            "a shard has its own Lease name: {args:?}"
+        );
+    }
     assert!(
         container["env"]
             .as_sequence()

@@ -17,3 +17,4 @@ mod operator_certificate;
 mod operator_resilience;
 mod plan;
 mod protections_together;
+mod shards;

@@ -91,6 +91,8 @@ pub(super) struct Wiring<'a> {
     pub client: &'a kube::Client,
     /// The namespace watched (all when `None`).
     pub namespace: &'a Option<String>,
+    /// The labels of the objects watched (all when `None`); Secrets are watched whole.
+    pub label_selector: Option<&'a str>,
     pub health: &'a Arc<Health>,
     pub shutdown: &'a Shutdown,
 }
@@ -111,32 +113,33 @@ impl Wiring<'_> {
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
         let failing = Arc::new(AtomicBool::new(false));
-        let stream = watcher::watcher(
-            api::<K>(self.client, self.namespace),
-            watcher::Config::default().any_semantic(),
-        )
-        .default_backoff()
-        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
-        .reflect(writer)
-        .inspect({
-            let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());
-            move |event| {
-                // A watch that answers again is healthy, whether or not an object of
-                // this kind exists to reconcile.
-                if let Ok(event) = event {
-                    health.watch_recovered(&failing);
-                    K::follow(&kind.state, event);
+        let mut watch = watcher::Config::default().any_semantic();
+        if let Some(selector) = self.label_selector {
+            watch = watch.labels(selector);
+        }
+        let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch)
+            .default_backoff()
+            .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+            .reflect(writer)
+            .inspect({
+                let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());
+                move |event| {
+                    // A watch that answers again is healthy, whether or not an object of
+                    // this kind exists to reconcile.
+                    if let Ok(event) = event {
+                        health.watch_recovered(&failing);
+                        K::follow(&kind.state, event);
+                    }
+                    forget_deleted(&kind, event);
                 }
-                forget_deleted(&kind, event);
-            }
-        })
-        .applied_objects()
-        .predicate_filter(
-            predicates::generation
-                .combine(predicates::annotations)
-                .combine(predicates::finalizers),
-            Default::default(),
-        );
+            })
+            .applied_objects()
+            .predicate_filter(
+                predicates::generation
+                    .combine(predicates::annotations)
+                    .combine(predicates::finalizers),
+                Default::default(),
+            );
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();
         controller

@@ -30,7 +30,7 @@ use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::pipeline::KindContext;
 use crate::controller::framework::status::MANAGER;
-use crate::controller::kinds::access_list::AccessListSettings;
+use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
 use crate::controller::kinds::app_watch::AppWatchSettings;
 use crate::controller::kinds::certificate::CertificateSettings;
 use crate::crd::{AccessListConfig, ContainerAppWatch, Kind, PullZoneCertificate};
@@ -52,6 +52,11 @@ pub struct RunConfig {
     /// Watch only this namespace [default: all namespaces].
     #[arg(long, env = "EDGE_WATCH_NAMESPACE")]
     pub namespace: Option<String>,
+    /// Reconcile only the objects whose labels match this selector (for example
+    /// `sharding.edgeplatform.io/key=a`): one shard of several operators, each with its
+    /// own selector and its own --lease-name. Secrets are watched whole.
+    #[arg(long, value_parser = non_empty)]
+    pub watch_label_selector: Option<String>,
     /// Reconciles running at once per kind (AccessListConfig, PullZoneCertificate).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
@@ -111,7 +116,33 @@ impl RunConfig {
     fn election(&self) -> Option<&LeaderElection> {
         self.leader_election.enabled.then_some(&self.leader_election)
     }
+
+    /// The AccessListConfig settings, with the Secret finalizer of this shard.
+    fn access_list_settings(&self) -> Result<AccessListSettings, RunError> {
+        let mut settings = self.access_lists.clone();
+        if self.watch_label_selector.is_some() {
+            if self.leader_election.lease_name == DEFAULT_LEASE_NAME {
+                return Err(RunError::Shard(
+                    "with --watch-label-selector, give this shard its own --lease-name: it names the shard's Lease \
+                     and the finalizer its Secret protection uses"
+                        .into(),
+                ));
+            }
+            settings.secret_finalizer = SecretFinalizer::of_shard(&self.leader_election.lease_name);
+        }
+        Ok(settings)
+    }
 }
+
+fn non_empty(raw: &str) -> Result<String, String> {
+    match raw.trim() {
+        "" => Err("must not be empty".to_string()),
+        value => Ok(value.to_string()),
+    }
+}
+
+/// The Lease of an operator that is not one shard of several.
+const DEFAULT_LEASE_NAME: &str = "edge-operator";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LeaderElection {
@@ -119,7 +150,7 @@ pub struct LeaderElection {
     #[arg(long = "leader-elect")]
     pub enabled: bool,
     /// Name of the Lease.
-    #[arg(long, default_value = "edge-operator")]
+    #[arg(long, default_value = DEFAULT_LEASE_NAME)]
     pub lease_name: String,
     /// Namespace of the Lease.
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
@@ -156,6 +187,10 @@ pub enum RunError {
     AccessKey(String),
     #[error("the health and metrics server stopped: {0}")]
     HealthServerStopped(String),
+    #[error("{0}")]
+    Shard(String),
+    #[error("--watch-label-selector {selector:?}: the apiserver refuses it: {message}")]
+    LabelSelector { selector: String, message: String },
 }
 
 /// The health server runs until the process ends: its end, clean or not, is an error,
@@ -168,8 +203,25 @@ fn health_server_ended(served: Result<Result<(), RunError>, tokio::task::JoinErr
     }
 }
 
+/// Refuses a selector the apiserver does not parse, before any watch retries it.
+async fn check_label_selector(client: &kube::Client, namespace: Option<&str>, selector: &str) -> Result<(), RunError> {
+    let api: kube::Api<AccessListConfig> = match namespace {
+        Some(namespace) => kube::Api::namespaced(client.clone(), namespace),
+        None => kube::Api::all(client.clone()),
+    };
+    let params = kube::api::ListParams::default().labels(selector).limit(1);
+    match api.list_metadata(&params).await {
+        Err(kube::Error::Api(response)) if response.code == 400 => Err(RunError::LabelSelector {
+            selector: selector.to_string(),
+            message: response.message,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Runs the operator until interrupted (or until it loses the leader lease).
 pub async fn run(config: RunConfig) -> Result<(), RunError> {
+    let access_list_settings = config.access_list_settings()?;
     let default_key = config
         .access_key_file
         .clone()
@@ -183,6 +235,9 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
         .headers
         .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
     let kube_client = kube::Client::try_from(kube_config)?;
+    if let Some(selector) = &config.watch_label_selector {
+        check_label_selector(&kube_client, config.namespace.as_deref(), selector).await?;
+    }
     let metrics = Arc::new(Metrics::default());
     let mut platform_config =
         ClientConfig::without_credentials(config.api_url.clone(), config.logging_url().to_string());
@@ -242,13 +297,11 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     let wiring = Wiring {
         client: &kube_client,
         namespace: &config.namespace,
+        label_selector: config.watch_label_selector.as_deref(),
         health: &health,
         shutdown: &shutdown,
     };
-    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(
-        ctx.clone(),
-        config.access_lists.clone(),
-    ));
+    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
     let kinds = Kind::ALL.map(|kind| match kind {
         Kind::AccessListConfig => wiring
             .run(access_lists.clone(), secret_watch.subscribe(), config.concurrency)
@@ -347,6 +400,35 @@ mod tests {
         assert_eq!(elected.election().map(|e| e.identity.as_str()), Some("pod-a"));
         assert_eq!(elected.logging_url(), "http://logs");
         assert_eq!(elected.secret_namespaces(), NamespaceSet::None);
+    }
+
+    #[test]
+    fn a_shard_needs_its_own_lease_name_which_names_its_secret_finalizer() {
+        let whole = parse(&[]).expect("valid flags");
+        assert_eq!(
+            whole.access_list_settings().map(|s| s.secret_finalizer).ok(),
+            Some(SecretFinalizer::default())
+        );
+        let unnamed = parse(&["--watch-label-selector", "sharding.edgeplatform.io/key=a"]).expect("valid flags");
+        let refused = unnamed
+            .access_list_settings()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(refused.contains("--lease-name"), "{refused}");
+        let shard = parse(&[
+            "--watch-label-selector",
+            "sharding.edgeplatform.io/key=a",
+            "--lease-name",
+            "edge-operator-a",
+        ])
+        .expect("valid flags");
+        assert_eq!(
+            shard.access_list_settings().map(|s| s.secret_finalizer).ok(),
+            Some(SecretFinalizer::of_shard("edge-operator-a"))
+        );
+        let empty = parse(&["--watch-label-selector", " "]).err().map(|e| e.to_string());
+        assert!(empty.is_some_and(|e| e.contains("must not be empty")));
     }
 
     #[test]

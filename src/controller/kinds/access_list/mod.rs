@@ -24,16 +24,15 @@ mod settings;
 pub mod vocabulary;
 mod zone_lists;
 
-pub use self::settings::AccessListSettings;
+pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFinalizer};
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
-use self::plan::{drift_note, is_converged, since_zone_resync, until_zone_resync};
+use self::plan::{drift_note, is_converged, predates_status, since_zone_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{
     AfterRestore, after_restore, keep_finalizer, record_restore_point, restore, restore_point_of_spec_zone,
     wants_finalizer,
 };
-pub use self::secret_protection::SECRET_IN_USE_FINALIZER;
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub(crate) use self::secret_protection::{reconcile_secret, secret_error_policy};
 
@@ -65,6 +64,27 @@ pub struct State {
     pub secret_triggers: SecretTriggers,
     /// The zones' access lists, read once for all objects of a zone.
     pub zone_lists: ZoneLists,
+}
+
+impl AccessListConfig {
+    async fn observe_list(
+        &self,
+        io: &Io<'_, Self>,
+        client: &crate::api::EdgeClient,
+        freshness: ListsFreshness,
+    ) -> Result<Observed, Failure> {
+        // Released before any wait: a write to the zone copies the lists it shares.
+        let lists = io
+            .state
+            .zone_lists
+            .read(client, self.spec.shield_zone_id, freshness)
+            .await?;
+        let (list, managed) = resolve(&self.spec, &lists)?;
+        Ok(Observed {
+            list: list.clone(),
+            managed,
+        })
+    }
 }
 
 impl Reconciled for AccessListConfig {
@@ -100,15 +120,10 @@ impl Reconciled for AccessListConfig {
         } else {
             ListsFreshness::Recent
         };
-        let observed = {
-            // Released before any wait: a write to the zone copies the lists it shares.
-            let lists = io.state.zone_lists.read(client, zone, freshness).await?;
-            let (list, managed) = resolve(&self.spec, &lists)?;
-            Observed {
-                list: list.clone(),
-                managed,
-            }
-        };
+        let mut observed = self.observe_list(io, client, freshness).await?;
+        if freshness != ListsFreshness::Recent && predates_status(self.status.as_ref(), &observed.list) {
+            observed = self.observe_list(io, client, ListsFreshness::Fresh).await?;
+        }
         if let Some(owner) = io.state.claims.claim(self, &observed.list).await {
             return Err(Failure::from(AccessListError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,

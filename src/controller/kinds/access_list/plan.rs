@@ -98,6 +98,16 @@ pub fn plan(
     }
 }
 
+/// Whether a kept read of the list disagrees with what the object's status last
+/// observed of it: the read may predate a write of another process (another shard, a
+/// previous leader), so a new read decides.
+pub(super) fn predates_status(status: Option<&AccessListConfigStatus>, item: &AccessListItem) -> bool {
+    status.and_then(|s| s.at_provider.as_ref()).is_some_and(|seen| {
+        seen.configuration_id == item.configuration_id
+            && (seen.is_enabled != item.is_enabled || seen.action != AccessListAction::describe(item.action))
+    })
+}
+
 fn observation(item: &AccessListItem, managed: bool) -> AccessListObservation {
     AccessListObservation {
         configuration_id: item.configuration_id,
@@ -368,6 +378,19 @@ mod tests {
         let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
         assert_eq!(ready.reason, "Drifted");
         assert!(ready.message.contains("isEnabled should be true"));
+    }
+
+    #[test]
+    fn a_kept_read_that_disagrees_with_the_status_is_read_again() {
+        let status = AccessListConfigStatus {
+            at_provider: Some(observation(&item(true, 2), false)),
+            ..converged(3)
+        };
+        assert!(!predates_status(Some(&status), &item(true, 2)));
+        assert!(predates_status(Some(&status), &item(false, 2)));
+        assert!(predates_status(Some(&status), &item(true, 3)));
+        assert!(!predates_status(Some(&converged(3)), &item(false, 2)));
+        assert!(!predates_status(None, &item(false, 2)));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! caches decide whether any live object still needs the Secret. An object's own pass
 //! only adds the finalizer, before the first write that may need a restore.
 
+use super::settings::SecretFinalizer;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -25,10 +26,6 @@ use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::pipeline::{Io, KindContext};
 use crate::crd::access_list_config::AccessListConfig;
-
-/// Finalizer the operator puts on a Secret that objects needing a Restore use: a
-/// namespace deletion then removes the Secret only after those objects are gone.
-pub const SECRET_IN_USE_FINALIZER: &str = "edgeplatform.io/credentials-in-use";
 
 /// Secret changes the AccessListConfig watch may queue before the protection
 /// controller takes them; beyond it a change waits for the Secret's periodic check.
@@ -68,11 +65,12 @@ impl ProtectionChange {
         }
     }
 
-    fn patch(self) -> serde_json::Value {
+    fn patch(self, finalizer: &SecretFinalizer) -> serde_json::Value {
+        let finalizer = finalizer.as_str();
         match self {
-            Self::Add => serde_json::json!({ "metadata": { "finalizers": [SECRET_IN_USE_FINALIZER] } }),
+            Self::Add => serde_json::json!({ "metadata": { "finalizers": [finalizer] } }),
             Self::Remove => {
-                serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [SECRET_IN_USE_FINALIZER] } })
+                serde_json::json!({ "metadata": { "$deleteFromPrimitiveList/finalizers": [finalizer] } })
             }
         }
     }
@@ -82,9 +80,10 @@ async fn change_protection(
     kube: &kube::Client,
     (namespace, name): &SecretKey,
     change: ProtectionChange,
+    finalizer: &SecretFinalizer,
 ) -> Result<(), Failure> {
     let secrets: kube::Api<KubeSecret> = kube::Api::namespaced(kube.clone(), namespace);
-    let patch = change.patch();
+    let patch = change.patch(finalizer);
     match secrets
         .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
         .await
@@ -103,12 +102,13 @@ pub(super) async fn protect_own_secret(
     let Some(secret) = protected_secret(object).filter(|_| io.settings.protect_secrets) else {
         return Ok(());
     };
+    let finalizer = &io.settings.secret_finalizer;
     let protected = io
         .ctx
         .credentials
         .secrets
         .get(&io.namespace, secret)
-        .is_some_and(|meta| meta.finalizers.iter().any(|f| f == SECRET_IN_USE_FINALIZER));
+        .is_some_and(|meta| meta.finalizers.iter().any(|f| f == finalizer.as_str()));
     if protected {
         return Ok(());
     }
@@ -116,6 +116,7 @@ pub(super) async fn protect_own_secret(
         &io.ctx.kube,
         &(io.namespace.clone(), secret.to_string()),
         ProtectionChange::Add,
+        finalizer,
     )
     .await
 }
@@ -171,9 +172,10 @@ pub(crate) async fn reconcile_secret(
     }
     let key = (secret.namespace().unwrap_or_default(), secret.name_any());
     let needed = claims.needs_secret(&key);
-    let protected = secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER);
+    let finalizer = &kind.settings.secret_finalizer;
+    let protected = secret.finalizers().iter().any(|f| f == finalizer.as_str());
     if let Some(change) = ProtectionChange::of(needed, protected) {
-        change_protection(&ctx.kube, &key, change).await?;
+        change_protection(&ctx.kube, &key, change, finalizer).await?;
         tracing::info!(namespace = %key.0, secret = %key.1, ?change, "Secret in-use protection");
     }
     Ok(if needed || protected {

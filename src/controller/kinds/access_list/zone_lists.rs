@@ -19,6 +19,8 @@ const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
 /// How recent a read of a zone's access lists a reconcile needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListsFreshness {
+    /// A read begun now (or after): to confirm what an older read showed.
+    Fresh,
     /// A spec to apply: a read of the last few seconds.
     Recent,
     /// An object converged to its spec (a restart, a touch): any read since the zone's
@@ -57,6 +59,7 @@ impl ZoneLists {
         let now = Instant::now();
         let recent = now.checked_sub(ZONE_LISTS_TTL);
         let not_before = match freshness {
+            ListsFreshness::Fresh => Some(now),
             ListsFreshness::Recent => recent,
             ListsFreshness::SinceResync(since) => recent.zip(now.checked_sub(since)).map(|(a, b)| a.min(b)),
         };

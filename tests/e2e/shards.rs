@@ -1,0 +1,172 @@
+//! Shards as Flux runs them: two operators on one control plane, each watching the
+//! objects of its label selector with its own Lease. Each object is written by exactly
+//! one shard; an object relabelled to the other shard is taken over from its status,
+//! without a second write, and the new shard writes its next change.
+
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::sim::document::SimAccessList;
+use kube::Api;
+
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually, free_port};
+use crate::support::sim::{example_fixtures, journal_count, platform_list, start};
+
+const WAIT: Duration = Duration::from_secs(60);
+const SHARD_LABEL: &str = "sharding.edgeplatform.io/key";
+/// The configurations of the shards' objects: 9500 for shard a, 9501 for shard b.
+const FIRST_CONFIGURATION: i64 = 9500;
+
+struct Shard {
+    _operator: Operator,
+    metrics: String,
+}
+
+impl Shard {
+    fn start(namespace: &str, api_url: &str, key: &str) -> Self {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let selector = format!("{SHARD_LABEL}={key}");
+        let lease = format!("edge-operator-shard-{key}");
+        let operator = Operator::start(
+            namespace,
+            api_url,
+            &[
+                "--metrics-addr",
+                &addr,
+                "--watch-label-selector",
+                &selector,
+                "--leader-elect",
+                "--lease-name",
+                &lease,
+                "--lease-namespace",
+                namespace,
+            ],
+        );
+        Self {
+            _operator: operator,
+            metrics: format!("http://{addr}/metrics"),
+        }
+    }
+
+    /// A sample of the shard's metrics (0 when absent), `None` while it does not answer.
+    async fn sample(&self, series: &str) -> Option<f64> {
+        let text = reqwest::get(&self.metrics).await.ok()?.text().await.ok()?;
+        Some(
+            text.lines()
+                .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or(0.0),
+        )
+    }
+
+    async fn patches(&self) -> Option<f64> {
+        self.sample(r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"}"#)
+            .await
+    }
+
+    async fn reconciles(&self) -> Option<f64> {
+        self.sample(r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#)
+            .await
+    }
+
+    async fn shows(&self, name: &str) -> bool {
+        let text = match reqwest::get(&self.metrics).await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        text.contains(&format!("name=\"{name}\""))
+    }
+}
+
+fn object(namespace: &str, name: &str, shard: &str, configuration: i64, enabled: bool) -> String {
+    format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    {SHARD_LABEL}: {shard}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
+    )
+}
+
+fn apply(yaml: &str) {
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
+    assert!(ok, "{stderr}");
+}
+
+fn is_ready(object: &AccessListConfig) -> bool {
+    object.status.as_ref().is_some_and(|s| {
+        s.conditions.iter().any(|c| {
+            c.type_ == "Ready"
+                && c.status == edge_operator::crd::ConditionStatus::True
+                && c.observed_generation == object.metadata.generation
+        })
+    })
+}
+
+#[tokio::test]
+async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write() {
+    let mut document = example_fixtures();
+    for (index, name) in ["shard a's list", "shard b's list"].into_iter().enumerate() {
+        let list = SimAccessList::new(FIRST_CONFIGURATION + index as i64, name, false, 2);
+        document.shield_zones[0].access_lists.push(list);
+    }
+    let sim = start(document).await;
+    let namespace = TestNamespace::create("shards");
+    let ns = namespace.name.as_str();
+    let shard_a = Shard::start(ns, &sim.base_url(), "a");
+    let shard_b = Shard::start(ns, &sim.base_url(), "b");
+    apply(&format!(
+        "{}---\n{}",
+        object(ns, "list-a", "a", FIRST_CONFIGURATION, true),
+        object(ns, "list-b", "b", FIRST_CONFIGURATION + 1, true)
+    ));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
+    eventually("both objects Ready", WAIT, || async {
+        let objects = api.list(&Default::default()).await.ok()?.items;
+        (objects.len() == 2 && objects.iter().all(is_ready)).then_some(())
+    })
+    .await;
+
+    // Each configuration written once, each by its own shard.
+    let configuration = |index: i64| format!("configurations/{}", FIRST_CONFIGURATION + index);
+    assert_eq!(journal_count(&sim, "PATCH", &configuration(0)), 1);
+    assert_eq!(journal_count(&sim, "PATCH", &configuration(1)), 1);
+    assert_eq!(shard_a.patches().await, Some(1.0));
+    assert_eq!(shard_b.patches().await, Some(1.0));
+    assert!(shard_a.shows("list-a").await && !shard_a.shows("list-b").await);
+    assert!(shard_b.shows("list-b").await && !shard_b.shows("list-a").await);
+
+    // list-a moves to shard b: b takes it from its status, nobody writes the platform.
+    let before = shard_b.reconciles().await.unwrap_or_default();
+    let (ok, _, stderr) = cluster().kubectl(
+        &[
+            "label",
+            "-n",
+            ns,
+            "accesslistconfig",
+            "list-a",
+            &format!("{SHARD_LABEL}=b"),
+            "--overwrite",
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    eventually("shard b to reconcile list-a", WAIT, || async {
+        let reconciled = shard_b.reconciles().await? > before && shard_b.shows("list-a").await;
+        (reconciled && !shard_a.shows("list-a").await).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        journal_count(&sim, "PATCH", &configuration(0)),
+        1,
+        "handed over without a write"
+    );
+    assert_eq!(shard_b.patches().await, Some(1.0));
+
+    // Its next change is shard b's to write, and shard a's no more.
+    apply(&object(ns, "list-a", "b", FIRST_CONFIGURATION, false));
+    eventually("shard b to write list-a's change", WAIT, || async {
+        (platform_list(&sim, FIRST_CONFIGURATION) == Some((false, 2))).then_some(())
+    })
+    .await;
+    assert_eq!(journal_count(&sim, "PATCH", &configuration(0)), 2);
+    assert_eq!(shard_b.patches().await, Some(2.0));
+    assert_eq!(shard_a.patches().await, Some(1.0));
+}
