@@ -4,6 +4,7 @@
 #   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict, for the tests)
+#   kube-state-metrics (hack/kube-state-metrics: the chart's custom-resource-state metrics, for the tests)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
 # With --node, also what the kind node image (hack/kind/build.sh) holds besides those:
 # kubelet, kubeadm, kube-scheduler, kube-proxy.
@@ -108,6 +109,19 @@ if [ "$(cat "$K8S_BIN_DIR/kstatus.sum" 2>/dev/null || true)" != "$kstatus_sum" ]
   (cd "$kstatus_src" && go build -trimpath -ldflags "-s -w" -o "$K8S_BIN_DIR/kstatus" .)
   echo "$kstatus_sum" >"$K8S_BIN_DIR/kstatus.sum"
   log "built kstatus in $((SECONDS - start))s"
+fi
+
+# kube-state-metrics: reads the objects' status with the chart's custom-resource-state
+# configuration, for the tests (hack/kube-state-metrics pins its version); rebuilt when
+# that pin changes.
+ksm_src="$here/../kube-state-metrics"
+ksm_sum="$(cat "$ksm_src/go.mod" "$ksm_src/go.sum" | sha256sum | cut -c1-16)"
+if [ "$(cat "$K8S_BIN_DIR/kube-state-metrics.sum" 2>/dev/null || true)" != "$ksm_sum" ]; then
+  log "building kube-state-metrics ..."
+  start=$SECONDS
+  (cd "$ksm_src" && GOFLAGS="" go build -trimpath -ldflags "-s -w" -o "$K8S_BIN_DIR/kube-state-metrics" k8s.io/kube-state-metrics/v2)
+  echo "$ksm_sum" >"$K8S_BIN_DIR/kube-state-metrics.sum"
+  log "built kube-state-metrics in $((SECONDS - start))s"
 fi
 
 # promtool: checks and unit-tests the chart's alerting rules.

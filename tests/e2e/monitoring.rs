@@ -170,3 +170,176 @@ async fn the_dashboard_and_the_alerts_query_only_metrics_the_operator_exposes() 
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
+
+/// A kube-state-metrics process, killed when dropped.
+struct KubeStateMetrics(std::process::Child);
+
+impl Drop for KubeStateMetrics {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The samples of `metric` whose labels include every one of `labels`.
+fn samples(text: &str, metric: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(metric)?.strip_prefix('{')?;
+            let (set, value) = rest.split_once("} ")?;
+            labels
+                .iter()
+                .all(|(name, value)| set.contains(&format!("{name}=\"{value}\"")))
+                .then(|| value.trim().parse().ok())?
+        })
+        .collect()
+}
+
+/// Per-object series the way Flux recommends: the operator counts its objects by
+/// condition, and kube-state-metrics (built from its Go module), run with the chart's
+/// custom-resource-state configuration under the chart's ClusterRole, gives each
+/// object's conditions from its status.
+#[tokio::test]
+async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_conditions() {
+    let namespace = TestNamespace::create("ksm");
+    let ns = namespace.name.as_str();
+    let account = "kube-state-metrics";
+    let account_value = format!("--set=kubeStateMetrics.serviceAccount.name={account}");
+    let namespace_value = format!("--set=kubeStateMetrics.serviceAccount.namespace={ns}");
+    let release = format!("ksm-{ns}");
+    let (ok, rendered, err) = helm(&[
+        "template",
+        &release,
+        &chart(),
+        "--namespace",
+        ns,
+        "--set=platform.apiUrl=https://api.example.net",
+        "--set=kubeStateMetrics.customResourceState.enabled=true",
+        &account_value,
+        &namespace_value,
+        "--show-only=templates/kube-state-metrics.yaml",
+    ]);
+    assert!(ok, "{err}");
+    let manifests: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&rendered)
+        .filter_map(|document| serde_yaml::Value::deserialize(document).ok())
+        .collect();
+    let config = of_kind(&manifests, "ConfigMap")["data"]["config.yaml"]
+        .as_str()
+        .expect("config.yaml")
+        .to_string();
+    let config_file = tempfile::NamedTempFile::new().expect("a config file");
+    std::fs::write(config_file.path(), &config).expect("write the configuration");
+    let rbac: String = manifests
+        .iter()
+        .filter(|object| object["kind"] != "ConfigMap")
+        .map(|object| format!("---\n{}", serde_yaml::to_string(object).expect("yaml")))
+        .collect();
+    let service_account =
+        format!("---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {account}, namespace: {ns}}}\n");
+    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&format!("{rbac}{service_account}")));
+    assert!(ok, "{err}");
+
+    let sim = start(example_fixtures()).await;
+    let operator_metrics = format!("127.0.0.1:{}", free_port());
+    let _operator = Operator::start(ns, &sim.base_url(), &["--metrics-addr", &operator_metrics]);
+    let example = repo_root()
+        .join("examples/access-list-config.yaml")
+        .display()
+        .to_string();
+    let (ok, _, err) = cluster().kubectl(&["apply", "-n", ns, "-f", &example], None);
+    assert!(ok, "{err}");
+    let no_key = "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {name: no-key}\nspec: {shieldZoneId: 1001, configurationId: 9102, enabled: true, accessKeySecretRef: {name: missing, key: accessKey}}\n";
+    let (ok, _, err) = cluster().kubectl(&["apply", "-n", ns, "-f", "-"], Some(no_key));
+    assert!(ok, "{err}");
+    let (_, name, _) = cluster().kubectl(
+        &["get", "-f", &example, "-n", ns, "-o", "jsonpath={.metadata.name}"],
+        None,
+    );
+
+    let as_account = cluster().kubeconfig_as(&format!("system:serviceaccount:{ns}:{account}"));
+    let (port, telemetry) = (free_port(), free_port());
+    let ksm_log = tempfile::NamedTempFile::new().expect("a log file");
+    let _ksm = KubeStateMetrics(
+        std::process::Command::new(k8s_bin_dir().join("kube-state-metrics"))
+            .arg(format!("--kubeconfig={}", as_account.path().display()))
+            .arg("--custom-resource-state-only")
+            .arg(format!(
+                "--custom-resource-state-config-file={}",
+                config_file.path().display()
+            ))
+            .args(["--host=127.0.0.1", "--telemetry-host=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(format!("--telemetry-port={telemetry}"))
+            .arg(format!("--namespaces={ns}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(ksm_log.reopen().expect("the log file"))
+            .spawn()
+            .expect("kube-state-metrics runs (hack/k8s/build.sh builds it)"),
+    );
+
+    let kind = ("customresource_kind", "AccessListConfig");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let ksm = match reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let ready = samples(
+            &ksm,
+            "edgeplatform_condition",
+            &[
+                kind,
+                ("namespace", ns),
+                ("name", &name),
+                ("condition", "Ready"),
+                ("reason", "InSync"),
+            ],
+        );
+        let stalled = samples(
+            &ksm,
+            "edgeplatform_condition",
+            &[
+                kind,
+                ("name", "no-key"),
+                ("condition", "Stalled"),
+                ("reason", "CredentialsUnavailable"),
+            ],
+        );
+        let not_ready = samples(
+            &ksm,
+            "edgeplatform_condition",
+            &[kind, ("name", "no-key"), ("condition", "Ready")],
+        );
+        if ready == [1.0] && stalled == [1.0] && not_ready == [0.0] {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kube-state-metrics after 90 s: Ready {ready:?}, Stalled {stalled:?}, no-key Ready {not_ready:?}\n{ksm}\n{}",
+            std::fs::read_to_string(ksm_log.path()).unwrap_or_default()
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+
+    // The operator itself counts the objects and names none of them.
+    let own = reqwest::get(format!("http://{operator_metrics}/metrics"))
+        .await
+        .expect("the operator's metrics")
+        .text()
+        .await
+        .expect("text");
+    let counted = |condition: &str, status: &str, reason: &str| {
+        let labels = [
+            ("kind", "AccessListConfig"),
+            ("condition", condition),
+            ("status", status),
+            ("reason", reason),
+        ];
+        samples(&own, "edge_operator_objects", &labels)
+    };
+    assert_eq!(counted("Ready", "True", "InSync"), [1.0], "{own}");
+    assert_eq!(counted("Stalled", "True", "CredentialsUnavailable"), [1.0], "{own}");
+    assert!(!own.contains("edge_operator_condition"), "{own}");
+    let (ok, _, err) = cluster().kubectl(&["delete", "-f", "-"], Some(&rbac));
+    assert!(ok, "{err}");
+}

@@ -96,9 +96,13 @@ this needs no cluster DNS.
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
 {{- end -}}
 
-{{- /* The resources of the custom resource kinds: the chart's one list of them. */ -}}
+{{- /* The custom resource kinds and their resources: the chart's one list of them. */ -}}
+{{- define "edge-operator.kinds" -}}
+{{- dict "AccessListConfig" "accesslistconfigs" "PullZoneCertificate" "pullzonecertificates" "ContainerAppWatch" "containerappwatches" | toJson -}}
+{{- end -}}
+
 {{- define "edge-operator.kindResources" -}}
-{{- list "accesslistconfigs" "pullzonecertificates" "containerappwatches" | toJson -}}
+{{- values (include "edge-operator.kinds" . | fromJson) | sortAlpha | toJson -}}
 {{- end -}}
 
 {{- /* Rules the operator needs on its custom resources and Events. */ -}}

@@ -155,13 +155,9 @@ async fn report<K: Reconciled>(
         StatusWrite::Written => io.ctx.metrics.status_written(K::KIND),
         StatusWrite::Unchanged => {}
     }
-    io.ctx.metrics.set_conditions(
-        K::KIND,
-        &io.namespace,
-        &object.name_any(),
-        K::conditions(&status),
-        K::condition_types(),
-    );
+    io.ctx
+        .metrics
+        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(&status));
     for note in notes {
         publish(io.ctx, object, note).await;
     }

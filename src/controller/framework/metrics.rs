@@ -1,10 +1,10 @@
 //! Prometheus metrics of the operator: reconciles by kind and result, errors by reason,
 //! durations, platform requests and their latency by operation and status class,
-//! requests waiting for the quota, per-object conditions, leadership, build and the
-//! standard process metrics.
+//! requests waiting for the quota, objects by condition (and, when asked, each object's
+//! conditions), leadership, build and the standard process metrics.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -70,6 +70,50 @@ struct ConditionState {
     reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ObjectsLabels {
+    kind: &'static str,
+    #[prometheus(flatten)]
+    state: ConditionState,
+}
+
+/// One condition of an object as published; its texts are interned, as few distinct
+/// types and reasons serve every object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Published {
+    condition: Arc<str>,
+    status: &'static str,
+    reason: Arc<str>,
+}
+
+impl Published {
+    fn state(&self) -> ConditionState {
+        ConditionState {
+            condition: self.condition.to_string(),
+            status: self.status.to_string(),
+            reason: self.reason.to_string(),
+        }
+    }
+}
+
+/// What was published of each object: (kind, `namespace/name`) → its conditions.
+#[derive(Default)]
+struct PublishedObjects {
+    objects: HashMap<(&'static str, Box<str>), Vec<Published>>,
+    texts: HashSet<Arc<str>>,
+}
+
+impl PublishedObjects {
+    fn intern(&mut self, text: &str) -> Arc<str> {
+        if let Some(kept) = self.texts.get(text) {
+            return kept.clone();
+        }
+        let text: Arc<str> = Arc::from(text);
+        self.texts.insert(text.clone());
+        text
+    }
+}
+
 pub struct Metrics {
     registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
@@ -78,18 +122,24 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     request_durations: Family<RequestLabels, Histogram>,
     quota_waiting: Family<LaneLabels, Gauge>,
-    conditions: Family<ConditionLabels, Gauge>,
+    objects: Family<ObjectsLabels, Gauge>,
+    /// Each object's conditions, only with `--object-metrics`.
+    conditions: Option<Family<ConditionLabels, Gauge>>,
     status_writes: Family<KindLabels, Counter>,
     poll_lag: Family<KindLabels, Histogram>,
     leader: Gauge,
-    published: Mutex<HashMap<ConditionKey, ConditionState>>,
+    published: Mutex<PublishedObjects>,
 }
-
-/// (kind, namespace, name, condition type).
-type ConditionKey = (&'static str, String, String, String);
 
 impl Default for Metrics {
     fn default() -> Self {
+        Self::new(false)
+    }
+}
+
+impl Metrics {
+    /// The metrics; with `per_object`, also a series per condition of each object.
+    pub fn new(per_object: bool) -> Self {
         let mut root = Registry::default();
         root.register_collector(Box::new(ProcessCollector));
         let registry = root.sub_registry_with_prefix("edge_operator");
@@ -103,7 +153,8 @@ impl Default for Metrics {
             Histogram::new(exponential_buckets(0.005, 2.0, 14))
         });
         let quota_waiting = Family::<LaneLabels, Gauge>::default();
-        let conditions = Family::<ConditionLabels, Gauge>::default();
+        let objects = Family::<ObjectsLabels, Gauge>::default();
+        let conditions = per_object.then(Family::<ConditionLabels, Gauge>::default);
         let status_writes = Family::<KindLabels, Counter>::default();
         let poll_lag = Family::<KindLabels, Histogram>::new_with_constructor(|| {
             Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
@@ -146,10 +197,17 @@ impl Default for Metrics {
             quota_waiting.clone(),
         );
         registry.register(
-            "condition",
-            "1 for each object's current condition status and reason",
-            conditions.clone(),
+            "objects",
+            "Objects by kind and by the status and reason of each of their conditions",
+            objects.clone(),
         );
+        if let Some(conditions) = &conditions {
+            registry.register(
+                "condition",
+                "1 for each object's current condition status and reason",
+                conditions.clone(),
+            );
+        }
         registry.register(
             "status_writes",
             "Status writes by kind: one per change a reader acts on",
@@ -174,6 +232,7 @@ impl Default for Metrics {
             requests,
             request_durations,
             quota_waiting,
+            objects,
             conditions,
             status_writes,
             poll_lag,
@@ -219,71 +278,76 @@ impl Metrics {
     }
 
     /// Publishes an object's conditions, replacing what was published for it before:
-    /// a condition type of `all_types` it no longer has (a Stalled that cleared) is no
-    /// longer exposed.
-    pub fn set_conditions(
-        &self,
-        kind: &'static str,
-        namespace: &str,
-        name: &str,
-        conditions: &[Condition],
-        all_types: impl Iterator<Item = &'static str>,
-    ) {
+    /// a condition it no longer has (a Stalled that cleared) is no longer counted.
+    pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
-        let absent = all_types.filter(|t| !conditions.iter().any(|c| c.type_ == *t));
-        for type_ in absent {
-            let key = (kind, namespace.to_string(), name.to_string(), type_.to_string());
-            if let Some(state) = published.remove(&key) {
-                self.conditions.remove(&ConditionLabels {
-                    kind,
-                    object_namespace: namespace.to_string(),
-                    name: name.to_string(),
-                    state,
-                });
-            }
-        }
-        for condition in conditions {
-            let key = (kind, namespace.to_string(), name.to_string(), condition.type_.clone());
-            let state = ConditionState {
-                condition: condition.type_.clone(),
-                status: match condition.status {
+        let now: Vec<Published> = conditions
+            .iter()
+            .map(|c| Published {
+                condition: published.intern(&c.type_),
+                status: match c.status {
                     ConditionStatus::True => "True",
                     ConditionStatus::False => "False",
                     ConditionStatus::Unknown => "Unknown",
-                }
-                .to_string(),
-                reason: condition.reason.clone(),
-            };
-            let labels = |state: ConditionState| ConditionLabels {
-                kind,
-                object_namespace: namespace.to_string(),
-                name: name.to_string(),
-                state,
-            };
-            if let Some(previous) = published.insert(key, state.clone())
-                && previous != state
-            {
-                self.conditions.remove(&labels(previous));
-            }
-            self.conditions.get_or_create(&labels(state)).set(1);
+                },
+                reason: published.intern(&c.reason),
+            })
+            .collect();
+        let key = (kind, format!("{namespace}/{name}").into_boxed_str());
+        let before = published.objects.get(&key).cloned().unwrap_or_default();
+        if before == now {
+            return;
         }
+        self.unpublish(kind, namespace, name, before.iter().filter(|p| !now.contains(p)));
+        for condition in now.iter().filter(|p| !before.contains(p)) {
+            let state = condition.state();
+            if let Some(family) = &self.conditions {
+                family
+                    .get_or_create(&self.object_labels(kind, namespace, name, state.clone()))
+                    .set(1);
+            }
+            self.objects.get_or_create(&ObjectsLabels { kind, state }).inc();
+        }
+        published.objects.insert(key, now);
     }
 
     /// Forgets a deleted object's conditions.
     pub fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
-        published.retain(|(k, ns, n, _), state| {
-            let gone = *k == kind && ns == namespace && n == name;
-            if gone {
-                self.conditions.remove(&ConditionLabels {
-                    kind,
-                    object_namespace: namespace.to_string(),
-                    name: name.to_string(),
-                    state: state.clone(),
-                });
+        let key = (kind, format!("{namespace}/{name}").into_boxed_str());
+        if let Some(before) = published.objects.remove(&key) {
+            self.unpublish(kind, namespace, name, before.iter());
+        }
+    }
+
+    fn object_labels(&self, kind: &'static str, namespace: &str, name: &str, state: ConditionState) -> ConditionLabels {
+        ConditionLabels {
+            kind,
+            object_namespace: namespace.to_string(),
+            name: name.to_string(),
+            state,
+        }
+    }
+
+    /// Takes `gone` conditions of an object out of the counts (a count that reaches
+    /// zero is no longer exposed) and out of its own series.
+    fn unpublish<'a>(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        gone: impl Iterator<Item = &'a Published>,
+    ) {
+        for condition in gone {
+            let state = condition.state();
+            if let Some(family) = &self.conditions {
+                family.remove(&self.object_labels(kind, namespace, name, state.clone()));
             }
-            !gone
-        });
+            let labels = ObjectsLabels { kind, state };
+            if self.objects.get_or_create(&labels).dec() <= 1 {
+                self.objects.remove(&labels);
+            }
+        }
     }
 
     /// The OpenMetrics text exposition.
@@ -323,10 +387,6 @@ mod tests {
     use super::*;
     use crate::controller::framework::status::conditions::{Decided, merge};
     use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
-
-    fn all_types() -> impl Iterator<Item = &'static str> {
-        ConditionType::ALL.into_iter().map(Word::as_str)
-    }
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
         crate::controller::framework::status::kstatus::settle(
@@ -403,21 +463,21 @@ mod tests {
 
     #[test]
     fn condition_gauges_follow_the_current_reason_only() {
-        let metrics = Metrics::default();
+        let metrics = Metrics::new(true);
         let ready = merge(
             &[],
             &[Decided::new(ConditionType::Ready, false, Reason::Rejected, "")],
             None,
             "t",
         );
-        metrics.set_conditions("Widget", "ns", "cert", &ready, all_types());
+        metrics.set_conditions("Widget", "ns", "cert", &ready);
         let issued = merge(
             &ready,
             &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
             None,
             "t2",
         );
-        metrics.set_conditions("Widget", "ns", "cert", &issued, all_types());
+        metrics.set_conditions("Widget", "ns", "cert", &issued);
         metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
         metrics.reconciled("Widget", Duration::from_millis(3), Some(Reason::ServerError.as_str()));
         let text = metrics.encode();
@@ -439,7 +499,7 @@ mod tests {
 
     #[test]
     fn a_condition_that_went_away_is_no_longer_exposed() {
-        let metrics = Metrics::default();
+        let metrics = Metrics::new(true);
         let stalled = settle(
             &merge(
                 &[],
@@ -450,7 +510,7 @@ mod tests {
             Some(1),
             "t",
         );
-        metrics.set_conditions("Widget", "ns", "cert", &stalled, all_types());
+        metrics.set_conditions("Widget", "ns", "cert", &stalled);
         assert!(metrics.encode().contains(r#"condition="Stalled""#));
         let issued = settle(
             &merge(
@@ -462,9 +522,61 @@ mod tests {
             Some(1),
             "t2",
         );
-        metrics.set_conditions("Widget", "ns", "cert", &issued, all_types());
+        metrics.set_conditions("Widget", "ns", "cert", &issued);
         let text = metrics.encode();
         assert!(!text.contains(r#"condition="Stalled""#), "{text}");
         assert!(text.contains(r#"reason="Reconciled""#), "{text}");
+    }
+
+    fn ready(status: bool, reason: Reason) -> Vec<Condition> {
+        merge(
+            &[],
+            &[Decided::new(ConditionType::Ready, status, reason, "")],
+            Some(1),
+            "t",
+        )
+    }
+
+    #[test]
+    fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
+        let metrics = Metrics::default();
+        metrics.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
+        metrics.set_conditions("Widget", "ns", "b", &ready(true, Reason::Reconciled));
+        metrics.set_conditions("Widget", "ns", "c", &ready(false, Reason::Unauthorized));
+        let ready_true = r#"edge_operator_objects{kind="Widget",condition="Ready",status="True",reason="Reconciled"}"#;
+        let ready_false =
+            r#"edge_operator_objects{kind="Widget",condition="Ready",status="False",reason="Unauthorized"}"#;
+        let text = metrics.encode();
+        assert_eq!(
+            (sample(&text, ready_true), sample(&text, ready_false)),
+            (Some(2.0), Some(1.0)),
+            "{text}"
+        );
+        assert!(
+            !text.contains("edge_operator_condition"),
+            "no series per object by default: {text}"
+        );
+        metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
+        metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
+        metrics.forget("Widget", "ns", "a");
+        let text = metrics.encode();
+        assert_eq!(
+            (sample(&text, ready_true), sample(&text, ready_false)),
+            (Some(2.0), None),
+            "{text}"
+        );
+        for name in ["b", "c"] {
+            metrics.forget("Widget", "ns", name);
+        }
+        assert!(
+            !metrics.encode().contains("edge_operator_objects{"),
+            "a count of zero is not exposed"
+        );
+
+        let per_object = Metrics::new(true);
+        per_object.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
+        let text = per_object.encode();
+        assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
+        assert_eq!(sample(&text, ready_true), Some(1.0));
     }
 }

@@ -17,7 +17,7 @@ use super::error::{KindError, ReconcileError};
 use super::status::conditions::{Decided, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{AnyReason, ConditionType, KindConditions, KindReasons, Reason, ReasonWord, Word};
+use super::status::vocabulary::{AnyReason, ConditionType, KindReasons, Reason, ReasonWord, Word};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
 
@@ -201,8 +201,6 @@ pub(crate) trait Reconciled:
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
 
-    /// Its condition types beside those of every kind.
-    type Condition: KindConditions;
     /// Its reasons beside the common ones.
     type Reason: KindReasons;
     /// Its failures beside those of every kind.
@@ -306,14 +304,6 @@ pub(crate) trait Reconciled:
     /// The Events of a deletion while paused, which skips [`Reconciled::finalize`].
     fn deleted_while_paused(&self) -> Vec<Note> {
         Vec::new()
-    }
-
-    /// Every condition type an object of the kind may have.
-    fn condition_types() -> impl Iterator<Item = &'static str> {
-        ConditionType::ALL
-            .into_iter()
-            .map(Word::as_str)
-            .chain(Self::Condition::ALL.iter().map(|c| c.as_str()))
     }
 }
 

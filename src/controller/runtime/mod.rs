@@ -82,6 +82,12 @@ pub struct RunConfig {
     pub certificates: CertificateSettings,
     #[command(flatten)]
     pub app_watches: AppWatchSettings,
+    /// Also expose a series per condition of each object (`edge_operator_condition`):
+    /// tens of thousands of series at 10,000 objects. Without it, objects are counted
+    /// by condition (`edge_operator_objects`), and kube-state-metrics can give each
+    /// object's conditions from its status (the chart's `kubeStateMetrics` values).
+    #[arg(long)]
+    pub object_metrics: bool,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
@@ -238,7 +244,7 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
     if let Some(selector) = &config.watch_label_selector {
         check_label_selector(&kube_client, config.namespace.as_deref(), selector).await?;
     }
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::new(config.object_metrics));
     let mut platform_config =
         ClientConfig::without_credentials(config.api_url.clone(), config.logging_url().to_string());
     platform_config.retry = RetryPolicy {

@@ -16,9 +16,7 @@ pub(crate) trait ConditionWord: Word {}
 pub(crate) trait ReasonWord: Word {}
 
 /// The condition types a kind has beside every kind's [`ConditionType`]s.
-pub(crate) trait KindConditions: Word {
-    const ALL: &'static [Self];
-}
+pub(crate) trait KindConditions: Word {}
 
 /// The reasons a kind has beside the common [`Reason`]s.
 pub trait KindReasons: Word {
@@ -40,15 +38,6 @@ pub(crate) enum ConditionType {
     Stalled,
     /// The last reconcile reached the platform and did what it had to.
     Synced,
-}
-
-impl ConditionType {
-    pub(crate) const ALL: [ConditionType; 4] = [
-        ConditionType::Ready,
-        ConditionType::Reconciling,
-        ConditionType::Stalled,
-        ConditionType::Synced,
-    ];
 }
 
 impl Word for ConditionType {
@@ -211,10 +200,6 @@ impl Word for Nothing {
     fn as_str(self) -> &'static str {
         match self {}
     }
-}
-
-impl KindConditions for Nothing {
-    const ALL: &'static [Self] = &[];
 }
 
 impl KindReasons for Nothing {

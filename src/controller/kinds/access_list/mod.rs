@@ -11,7 +11,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::AccessListItem;
 use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::vocabulary::{Nothing, Word};
+use crate::controller::framework::status::vocabulary::Word;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
 mod claims;
@@ -91,7 +91,6 @@ impl Reconciled for AccessListConfig {
     const KIND: &'static str = "AccessListConfig";
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
-    type Condition = Nothing;
     type Reason = AccessListReason;
     type Error = AccessListError;
     type Settings = AccessListSettings;

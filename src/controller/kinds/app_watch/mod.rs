@@ -199,7 +199,6 @@ pub struct State {
 impl Reconciled for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
 
-    type Condition = AppCondition;
     type Reason = AppReason;
     type Error = Nothing;
     type Settings = AppWatchSettings;

@@ -27,14 +27,7 @@ impl Word for AppCondition {
     }
 }
 
-impl KindConditions for AppCondition {
-    const ALL: &'static [Self] = &[
-        AppCondition::AppReady,
-        AppCondition::RateLimitsSynced,
-        AppCondition::SecurityEvents,
-        AppCondition::CdnLogsSynced,
-    ];
-}
+impl KindConditions for AppCondition {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum AppReason {

@@ -208,7 +208,6 @@ pub(crate) struct Attempt {
 impl Reconciled for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
-    type Condition = Nothing;
     type Reason = CertificateReason;
     type Error = Nothing;
     type Settings = CertificateSettings;
