@@ -41,6 +41,9 @@ const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 1.0;
 /// Reconciles at idle ask the apiserver nothing (their Secret is cached per
 /// resourceVersion); only a watch that ends and starts again makes a request.
 const IDLE_APISERVER_REQUESTS_PER_RECONCILE_TARGET: f64 = 0.02;
+/// Series the operator exposes, whatever the number of objects: objects are counted,
+/// not listed (a series per object is `--object-metrics`).
+const SERIES_TARGET: usize = 200;
 const MEMORY_TARGET_MB: f64 = 40.0;
 const LARGE_MEMORY_TARGET_MB: f64 = 120.0;
 /// Objects created and written before a floor is measured, so it does not pay for a
@@ -299,6 +302,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         writes <= STATUS_WRITES_PER_OBJECT_TARGET,
     );
 
+    metric_series(&operator, objects, report).await;
     idle(cluster, &sim, settings, (&namespace, &operator), status_writes, report).await?;
     operator.ensure_running()?;
     let memory = operator.peak_rss_mb()?;
@@ -319,6 +323,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
             &format!("convergence, {large} objects"),
             format!("{:.1} s", convergence.as_secs_f64()),
         );
+        metric_series(&operator, large, report).await;
         let memory = operator.peak_rss_mb()?;
         report.check_at_scale(
             SUITE,
@@ -331,6 +336,19 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         start_up(cluster, &sim, &namespace, large, report).await?;
     }
     Ok(())
+}
+
+/// The series the operator exposes with `objects` converged objects: as many whatever
+/// their number, and those a series per object (`--object-metrics`) would add.
+async fn metric_series(operator: &OperatorProcess, objects: usize, report: &mut Report) {
+    let (series, per_object) = operator.series().await.unwrap_or_default();
+    report.check(
+        SUITE,
+        &format!("metric series, {objects} objects"),
+        format!("{series} (with --object-metrics: {})", series + per_object),
+        &format!("<= {SERIES_TARGET}"),
+        series > 0 && series <= SERIES_TARGET,
+    );
 }
 
 /// A new operator, with the default resync, on `objects` converged objects (the

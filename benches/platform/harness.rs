@@ -238,6 +238,24 @@ impl OperatorProcess {
             .sum()
     }
 
+    /// The series the operator exposes, and those `--object-metrics` would add (one
+    /// per condition of each object: the sum of `edge_operator_objects`).
+    pub(crate) async fn series(&self) -> Option<(usize, usize)> {
+        let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+        let per_object: f64 = samples
+            .iter()
+            .filter(|l| l.starts_with("edge_operator_objects{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        Some((samples.len(), per_object as usize))
+    }
+
     /// Peak resident memory so far (VmHWM), in MB.
     pub(crate) fn peak_rss_mb(&self) -> anyhow::Result<f64> {
         let pid = i32::try_from(self.child.id()).context("a process id")?;
