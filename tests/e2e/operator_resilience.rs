@@ -212,9 +212,10 @@ async fn metrics_and_health_endpoints() {
         r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#,
         r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"} 1"#,
         r#"edge_operator_reconcile_duration_seconds_count{kind="AccessListConfig"}"#,
-        r#"name="measured""#,
-        r#"reason="InSync""#,
+        r#"edge_operator_objects{kind="AccessListConfig",condition="Ready",status="True",reason="InSync"} 1"#,
     ] {
         assert!(text.contains(series), "{series} missing from:\n{text}");
     }
+    // Objects are counted, not listed, unless --object-metrics asks for it.
+    assert!(!text.contains(r#"name="measured""#), "{text}");
 }

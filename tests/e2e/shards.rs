@@ -41,6 +41,8 @@ impl Shard {
                 &lease,
                 "--lease-namespace",
                 namespace,
+                // Which objects a shard holds shows in its per-object series.
+                "--object-metrics",
             ],
         );
         Self {
