@@ -82,6 +82,10 @@ fn busiest_10s_of_logging(sim: &Sim) -> usize {
 pub(crate) struct Cluster {
     pub client: Client,
     pub operator_bin: PathBuf,
+    /// A command the operator runs under (EDGE_BENCH_OPERATOR_WRAPPER, split on spaces),
+    /// which must exec it so that its pid stays the operator's: `env LD_PRELOAD=…` takes
+    /// a heap profile (docs/benchmark.md).
+    operator_wrapper: Vec<String>,
     pub audit_log: PathBuf,
     /// Distinguishes this run's namespaces and files.
     pub run_id: String,
@@ -94,6 +98,11 @@ impl Cluster {
         Ok(Self {
             client: Client::try_default().await.context("no cluster in KUBECONFIG")?,
             operator_bin: env!("CARGO_BIN_EXE_edge-operator").into(),
+            operator_wrapper: std::env::var("EDGE_BENCH_OPERATOR_WRAPPER")
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
             audit_log: audit_log.into(),
             run_id: format!("{:x}", std::process::id()),
         })
@@ -195,7 +204,15 @@ impl Cluster {
         let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));
         std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
         let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new(&self.operator_bin)
+        let mut command = match self.operator_wrapper.split_first() {
+            Some((wrapper, wrapper_args)) => {
+                let mut command = Command::new(wrapper);
+                command.args(wrapper_args).arg(&self.operator_bin);
+                command
+            }
+            None => Command::new(&self.operator_bin),
+        };
+        let child = command
             .args(["run", "--api-url", api_url, "--namespace", namespace])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
             .arg("--access-key-file")

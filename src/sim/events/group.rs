@@ -2,6 +2,8 @@
 //! space fits a packed word, dimension by dimension otherwise), then each group's
 //! counts, context and sparkline, with buffers kept between searches.
 
+use std::collections::BinaryHeap;
+
 use super::page::{page_bounds, response};
 use super::store::{Column, Dictionary, EventStore};
 use super::validate::ValidSearch;
@@ -17,10 +19,10 @@ struct Scratch {
     keys: Vec<u64>,
     spare_keys: Vec<u64>,
     counts: Vec<u32>,
-    starts: Vec<usize>,
-    runs: Vec<Run>,
-    run_order: Vec<u32>,
 }
+
+/// Heap slots reserved up front for the best runs (deeper pages grow it).
+const MAX_KEPT_CAPACITY: usize = 4096;
 
 /// Sets of buffers kept for the next searches (more concurrent searches allocate).
 const KEPT_SCRATCH: usize = 2;
@@ -49,6 +51,9 @@ impl Scratch {
 struct KeyOrder {
     scratch: Scratch,
     ordered_once: bool,
+    /// The order lives in the low halves of `keys` (one packed sort) rather than in
+    /// `rows` and `codes` (dimension by dimension).
+    packed: bool,
 }
 
 impl KeyOrder {
@@ -65,7 +70,53 @@ impl KeyOrder {
         Self {
             scratch,
             ordered_once: false,
+            packed: false,
         }
+    }
+
+    /// The row at position `p` of the order.
+    fn row_at(&self, p: usize) -> usize {
+        if self.packed {
+            self.scratch.keys[p] as u32 as usize
+        } else {
+            self.scratch.rows[p] as usize
+        }
+    }
+
+    /// How many runs of rows share their tuple, and the first `keep` runs by count
+    /// descending, then key ascending, in that order. The runs are never all held: a
+    /// heap keeps the best `keep` seen.
+    fn top_runs(&self, keep: usize) -> (usize, Vec<Run>) {
+        // One u64 per run that orders as wanted: the count's complement, then the run's
+        // start (runs start in key order).
+        let rank = |start: usize, end: usize| (u64::from(u32::MAX - (end - start) as u32) << 32) | start as u64;
+        let mut best = BinaryHeap::with_capacity(keep.min(MAX_KEPT_CAPACITY) + 1);
+        let mut total = 0;
+        let mut take = |start: usize, end: usize| {
+            total += 1;
+            let run = rank(start, end);
+            if best.len() < keep {
+                best.push(run);
+            } else if best.peek().is_some_and(|&worst| run < worst) {
+                best.pop();
+                best.push(run);
+            }
+        };
+        let Scratch { keys, codes, .. } = &self.scratch;
+        if self.packed {
+            for_each_run(keys.len(), |p| keys[p] >> 32 != keys[p - 1] >> 32, &mut take);
+        } else {
+            for_each_run(codes.len(), |p| codes[p] != codes[p - 1], &mut take);
+        }
+        let runs = best
+            .into_sorted_vec()
+            .into_iter()
+            .map(|run| Run {
+                start: run as u32 as usize,
+                count: (u32::MAX - (run >> 32) as u32) as usize,
+            })
+            .collect();
+        (total, runs)
     }
 
     /// Orders the rows by `column` first, then by the current order (a stable counting
@@ -109,11 +160,26 @@ impl KeyOrder {
     }
 }
 
+/// Calls `take(start, end)` for each run of positions `0..len`, a run starting at 0 and
+/// wherever `starts_run` holds.
+fn for_each_run(len: usize, starts_run: impl Fn(usize) -> bool, take: &mut impl FnMut(usize, usize)) {
+    let mut start = 0;
+    for p in 1..len {
+        if starts_run(p) {
+            take(start, p);
+            start = p;
+        }
+    }
+    if len > 0 {
+        take(start, len);
+    }
+}
+
 /// The widest groupBy key space sorted in one pass: a row's key (its mixed-radix
 /// tuple of dictionary ranks) and its row number share one `u64`.
 pub(super) const PACKED_KEY_BITS: u32 = 32;
-/// Bits of the key sorted per radix pass (2,048 buckets: the counts stay in L1).
-const RADIX_BITS: u32 = 11;
+/// The widest digit of a radix pass (4,096 buckets: the counts stay in L1).
+const MAX_RADIX_BITS: u32 = 12;
 
 impl KeyOrder {
     /// Bits of the key space of `columns`, when it fits `packed_key_bits`.
@@ -152,8 +218,6 @@ impl KeyOrder {
             })
             .collect();
         let Scratch {
-            rows: sorted,
-            codes,
             keys,
             spare_keys,
             counts,
@@ -169,11 +233,13 @@ impl KeyOrder {
         }));
         spare_keys.clear();
         spare_keys.resize(keys.len(), 0);
+        let passes = key_bits.div_ceil(MAX_RADIX_BITS).max(1);
+        let digit_bits = key_bits.div_ceil(passes).max(1);
         let mut shift = 32;
         while shift < 32 + key_bits {
-            let digit = |packed: u64| ((packed >> shift) & ((1 << RADIX_BITS) - 1)) as usize;
+            let digit = |packed: u64| ((packed >> shift) & ((1 << digit_bits) - 1)) as usize;
             counts.clear();
-            counts.resize(1 << RADIX_BITS, 0);
+            counts.resize(1 << digit_bits, 0);
             for &packed in keys.iter() {
                 counts[digit(packed)] += 1;
             }
@@ -192,19 +258,12 @@ impl KeyOrder {
                 }
                 std::mem::swap(keys, spare_keys);
             }
-            shift += RADIX_BITS;
+            shift += digit_bits;
         }
-        sorted.clear();
-        sorted.extend(keys.iter().map(|&packed| packed as u32));
-        codes.clear();
-        let mut code = 0u32;
-        codes.extend(keys.iter().enumerate().map(|(p, &packed)| {
-            code += u32::from(p > 0 && packed >> 32 != keys[p - 1] >> 32);
-            code
-        }));
         Self {
             scratch,
             ordered_once: true,
+            packed: true,
         }
     }
 }
@@ -246,8 +305,6 @@ impl Buckets {
 struct Run {
     start: usize,
     count: usize,
-    first_seen: i64,
-    last_seen: i64,
 }
 
 /// Per-value counts of one dimension over a group, in a dense scratch array reused
@@ -327,7 +384,7 @@ pub(super) fn grouped(
     let columns: Vec<Column> = search.group_by.iter().map(|&d| Column::Dimension(d)).collect();
     // After ordering, the rows are ordered by the groupBy values, so each group is a
     // contiguous run, runs in key order.
-    let mut key_order = match KeyOrder::packed_key_bits(store, &columns, packed_key_bits) {
+    let key_order = match KeyOrder::packed_key_bits(store, &columns, packed_key_bits) {
         Some(key_bits) => KeyOrder::packed(Scratch::take(), store, &columns, rows, key_bits),
         None => {
             // Least significant dimension first.
@@ -338,42 +395,9 @@ pub(super) fn grouped(
             key_order
         }
     };
-    let Scratch {
-        rows: sorted,
-        codes,
-        starts,
-        runs,
-        run_order: order,
-        ..
-    } = &mut key_order.scratch;
-    starts.clear();
-    starts.extend((0..sorted.len()).filter(|&p| p == 0 || codes[p] != codes[p - 1]));
-    // Counting sorts are stable and rows start in timestamp-descending order, so a
-    // run's first row is its latest event and its last row its earliest.
-    runs.clear();
-    runs.extend(
-        starts
-            .iter()
-            .zip(starts.iter().skip(1).chain([&sorted.len()]))
-            .map(|(&start, &end)| Run {
-                start,
-                count: end - start,
-                first_seen: store.timestamp(sorted[end - 1] as usize),
-                last_seen: store.timestamp(sorted[start] as usize),
-            }),
-    );
-    let total = runs.len();
     let (start, end) = page_bounds(search);
-    // Count descending, then key ascending, which is run order.
-    order.clear();
-    order.extend(0..runs.len() as u32);
-    let by_count = |a: &u32, b: &u32| runs[*b as usize].count.cmp(&runs[*a as usize].count).then(a.cmp(b));
-    if end < order.len() {
-        order.select_nth_unstable_by(end, by_count);
-        order.truncate(end);
-    }
-    order.sort_unstable_by(by_count);
-    let page: Vec<Run> = order.iter().skip(start).map(|&i| runs[i as usize]).collect();
+    let (total, top) = key_order.top_runs(end);
+    let page = top.get(start..).unwrap_or_default();
 
     let action_kinds: Vec<Option<usize>> = store
         .dictionary(Column::Dimension(Dimension::Action))
@@ -391,8 +415,8 @@ pub(super) fn grouped(
         .map(|run| {
             let mut actions = [0i64; 3];
             let mut sparkline = vec![0i64; search.buckets];
-            for &row in &sorted[run.start..run.start + run.count] {
-                let row = row as usize;
+            for p in run.start..run.start + run.count {
+                let row = key_order.row_at(p);
                 countries.add(column(Dimension::Country)[row]);
                 asns.add(column(Dimension::Asn)[row]);
                 features.add(column(Dimension::Feature)[row]);
@@ -404,7 +428,11 @@ pub(super) fn grouped(
                     sparkline[buckets.of(store.timestamp(row))] += 1;
                 }
             }
-            let first_row = sorted[run.start] as usize;
+            // The sorts are stable and rows start in timestamp-descending order, so a
+            // run's first row is its latest event and its last row its earliest.
+            let first_row = key_order.row_at(run.start);
+            let last_seen = store.timestamp(first_row);
+            let first_seen = store.timestamp(key_order.row_at(run.start + run.count - 1));
             let key = search
                 .group_by
                 .iter()
@@ -416,8 +444,8 @@ pub(super) fn grouped(
             EventGroup {
                 key: Some(key),
                 count: run.count as i64,
-                first_seen: run.first_seen,
-                last_seen: run.last_seen,
+                first_seen,
+                last_seen,
                 context: Some(GroupContext {
                     country: countries.take_mode(store, Dimension::Country),
                     asn: asns.take_mode(store, Dimension::Asn),

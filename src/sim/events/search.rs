@@ -13,6 +13,7 @@
 //!   descending then logId ascending.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use super::group::{PACKED_KEY_BITS, grouped};
 use super::page::{page_bounds, response};
@@ -20,47 +21,112 @@ use super::store::{Column, EventStore};
 use super::validate::{QUERY_COLUMNS, ValidSearch};
 use crate::api::models::shield::{Dimension, EventLogsSearchResponse, EventRow};
 
-/// Per-dictionary-id truth tables: each predicate is evaluated once per distinct value.
-struct MatchTables {
-    filters: Vec<(Column, Vec<bool>)>,
-    terms: Vec<[Vec<bool>; QUERY_COLUMNS.len()]>,
+/// Rows tested at once: a chunk's masks stay in L1.
+const CHUNK: usize = 4096;
+
+/// Per-dictionary-id truth tables (1 or 0): each predicate is evaluated once per
+/// distinct value; rows are then tested a chunk at a time, one column at a time.
+struct MatchTables<'a> {
+    filters: Vec<(&'a [u32], Vec<u8>)>,
+    terms: Vec<Vec<(&'a [u32], Vec<u8>)>>,
 }
 
-impl MatchTables {
-    fn build(search: &ValidSearch, store: &EventStore) -> Self {
-        let table = |column: Column, test: &dyn Fn(&str) -> bool| -> Vec<bool> {
-            store.dictionary(column).values().map(test).collect()
+impl<'a> MatchTables<'a> {
+    fn build(search: &ValidSearch, store: &'a EventStore) -> Self {
+        let table = |column: Column, test: &dyn Fn(&str) -> bool| -> (&'a [u32], Vec<u8>) {
+            let truth = store.dictionary(column).values().map(|v| u8::from(test(v))).collect();
+            (store.column(column), truth)
         };
         let filters = search
             .filters
             .iter()
-            .map(|(dimension, predicate)| {
-                let column = Column::Dimension(*dimension);
-                (column, table(column, &|v| predicate.matches(v)))
-            })
+            .map(|(dimension, predicate)| table(Column::Dimension(*dimension), &|v| predicate.matches(v)))
             .collect();
         let terms = search
             .terms
             .iter()
-            .map(|term| QUERY_COLUMNS.map(|column| table(column, &|v| v.to_lowercase().contains(term.as_str()))))
+            .map(|term| {
+                QUERY_COLUMNS
+                    .iter()
+                    .map(|&column| table(column, &|v| v.to_lowercase().contains(term.as_str())))
+                    .collect()
+            })
             .collect();
         Self { filters, terms }
     }
 
-    fn is_empty(&self) -> bool {
-        self.filters.is_empty() && self.terms.is_empty()
+    /// The rows of `window` that match, in row order.
+    fn matches(&self, window: Range<usize>) -> Matches<'_, 'a> {
+        Matches {
+            tables: self,
+            next: window.start,
+            end: window.end,
+            found: Vec::with_capacity(CHUNK),
+            at: 0,
+            keep: vec![0; CHUNK],
+            any: vec![0; CHUNK],
+        }
     }
+}
 
-    fn matches(&self, store: &EventStore, row: usize) -> bool {
-        self.filters
-            .iter()
-            .all(|(column, table)| table[store.column(*column)[row] as usize])
-            && self.terms.iter().all(|tables| {
-                QUERY_COLUMNS
-                    .iter()
-                    .zip(tables)
-                    .any(|(&column, table)| table[store.column(column)[row] as usize])
-            })
+/// The matching rows of a window, found a chunk at a time: each predicate is a
+/// branch-free lookup over the chunk of its column, and the chunk's matches are then
+/// handed out.
+struct Matches<'t, 'a> {
+    tables: &'t MatchTables<'a>,
+    next: usize,
+    end: usize,
+    found: Vec<u32>,
+    at: usize,
+    keep: Vec<u8>,
+    any: Vec<u8>,
+}
+
+impl Matches<'_, '_> {
+    fn test_next_chunk(&mut self) {
+        let (start, end) = (self.next, (self.next + CHUNK).min(self.end));
+        self.next = end;
+        self.found.clear();
+        self.at = 0;
+        let keep = &mut self.keep[..end - start];
+        keep.fill(1);
+        let lookup = |into: &mut [u8], (ids, truth): &(&[u32], Vec<u8>), merge: fn(&mut u8, u8)| {
+            for (slot, &id) in into.iter_mut().zip(&ids[start..end]) {
+                merge(slot, truth[id as usize]);
+            }
+        };
+        for filter in &self.tables.filters {
+            lookup(keep, filter, |slot, hit| *slot &= hit);
+        }
+        for columns in &self.tables.terms {
+            let any = &mut self.any[..end - start];
+            any.fill(0);
+            for column in columns {
+                lookup(any, column, |slot, hit| *slot |= hit);
+            }
+            keep.iter_mut().zip(any.iter()).for_each(|(slot, &hit)| *slot &= hit);
+        }
+        self.found.extend(
+            keep.iter()
+                .zip(start as u32..)
+                .filter(|&(&kept, _)| kept != 0)
+                .map(|(_, row)| row),
+        );
+    }
+}
+
+impl Iterator for Matches<'_, '_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.at == self.found.len() {
+            if self.next >= self.end {
+                return None;
+            }
+            self.test_next_chunk();
+        }
+        self.at += 1;
+        Some(self.found[self.at - 1] as usize)
     }
 }
 
@@ -73,12 +139,7 @@ pub fn execute(search: &ValidSearch, store: &EventStore) -> EventLogsSearchRespo
 /// `packed_key_bits` bits, and dimension by dimension otherwise.
 pub(super) fn execute_with(search: &ValidSearch, store: &EventStore, packed_key_bits: u32) -> EventLogsSearchResponse {
     let tables = MatchTables::build(search, store);
-    let window = store.window(search.from, search.to);
-    let rows: Box<dyn Iterator<Item = usize>> = if tables.is_empty() {
-        Box::new(window)
-    } else {
-        Box::new(window.filter(move |&row| tables.matches(store, row)))
-    };
+    let rows = tables.matches(store.window(search.from, search.to));
     if search.group_by.is_empty() {
         flat(search, store, rows)
     } else {
