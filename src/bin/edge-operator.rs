@@ -6,6 +6,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use edge_operator::controller::runtime::{RunConfig, run};
 
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Kubernetes operator for the Edge Platform: AccessListConfig, PullZoneCertificate and
 /// ContainerAppWatch (edgeplatform.io/v1alpha1).
 #[derive(Debug, Parser)]

@@ -107,6 +107,16 @@ pub struct AccessListsResponse {
 }
 
 impl AccessListsResponse {
+    /// The same lists without the members kept as sent (`other`, `description`): what a
+    /// reader that keeps many zones' lists holds.
+    pub fn typed_only(mut self) -> Self {
+        for item in self.managed_lists.iter_mut().chain(self.custom_lists.iter_mut()) {
+            item.other = serde_json::Map::new();
+            item.description = None;
+        }
+        self
+    }
+
     pub fn all_lists(&self) -> impl Iterator<Item = &AccessListItem> {
         self.managed_lists.iter().chain(&self.custom_lists)
     }
@@ -205,4 +215,39 @@ pub struct AccessListConfigurationResponse {
     pub data: Option<AccessListConfiguration>,
     #[serde(default)]
     pub error: Option<GenericRequestResponse>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_only_keeps_the_typed_members_and_drops_the_rest() {
+        let lists: AccessListsResponse = serde_json::from_value(serde_json::json!({
+            "managedLists": [{"listId": 1, "configurationId": 11, "name": "bots", "isEnabled": true,
+                              "type": 0, "action": 2, "entryCount": 5, "description": "long text",
+                              "category": "threats", "lastUpdated": "2026-11-25T00:00:00Z"}],
+            "customLists": [{"configurationId": 12, "name": "mine", "requiredPlan": null}],
+            "customEntryCount": 3
+        }))
+        .expect("an answer");
+        let kept = lists.clone().typed_only();
+        let first = &kept.managed_lists[0];
+        assert_eq!(
+            (
+                first.configuration_id,
+                first.name.as_str(),
+                first.is_enabled,
+                first.action,
+                first.entry_count
+            ),
+            (11, "bots", true, 2, 5)
+        );
+        assert!(
+            kept.all_lists()
+                .all(|item| item.other.is_empty() && item.description.is_none())
+        );
+        assert_eq!(kept.custom_entry_count, Some(3));
+        assert!(lists.all_lists().any(|item| !item.other.is_empty()));
+    }
 }

@@ -10,7 +10,7 @@
 //! together never both write.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -42,8 +42,33 @@ enum Target {
 /// (namespace, Secret name).
 pub(super) type SecretKey = (String, String);
 
-/// The order that decides ownership: the oldest, then the smallest uid.
-type Age = (Option<Time>, String);
+/// The order that decides ownership: the oldest, then the smallest uid (shared by the
+/// object's entry and every set that names it).
+type Age = (Option<Time>, Arc<str>);
+
+/// The objects that name one configuration, oldest first. Nearly always one, so a
+/// sorted vector: a B-tree would allocate a node of eleven for it.
+#[derive(Debug, Default)]
+struct Ages(Vec<Age>);
+
+impl Ages {
+    fn insert(&mut self, age: &Age) {
+        if let Err(at) = self.0.binary_search(age) {
+            self.0.insert(at, age.clone());
+        }
+    }
+
+    fn remove(&mut self, age: &Age) {
+        if let Ok(at) = self.0.binary_search(age) {
+            self.0.remove(at);
+        }
+    }
+
+    /// The oldest that is not `uid`.
+    fn oldest_but(&self, uid: &str) -> Option<Age> {
+        self.0.iter().find(|age| &*age.1 != uid).cloned()
+    }
+}
 
 /// What one object says about its claims.
 #[derive(Debug, Clone, Default)]
@@ -84,7 +109,7 @@ fn unreachable(object: &AccessListConfig) -> bool {
 impl Entry {
     fn of(object: &AccessListConfig) -> Self {
         let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
-        let uid = object.uid().unwrap_or_else(|| format!("{namespace}/{name}"));
+        let uid: Arc<str> = object.uid().unwrap_or_else(|| format!("{namespace}/{name}")).into();
         let manages = object.spec.management_policy == ManagementPolicy::Manage;
         let deleting = object.metadata.deletion_timestamp.is_some();
         let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
@@ -126,20 +151,20 @@ impl Entry {
 
 #[derive(Debug, Default)]
 struct Index {
-    entries: HashMap<String, Entry>,
-    proven: HashMap<ListKey, BTreeSet<Age>>,
-    targets: HashMap<(i64, Target), BTreeSet<Age>>,
+    entries: HashMap<Arc<str>, Entry>,
+    proven: HashMap<ListKey, Ages>,
+    targets: HashMap<(i64, Target), Ages>,
     secret_users: HashMap<SecretKey, usize>,
 }
 
-fn insert<K: Eq + std::hash::Hash>(map: &mut HashMap<K, BTreeSet<Age>>, key: K, age: &Age) {
-    map.entry(key).or_default().insert(age.clone());
+fn insert<K: Eq + std::hash::Hash>(map: &mut HashMap<K, Ages>, key: K, age: &Age) {
+    map.entry(key).or_default().insert(age);
 }
 
-fn remove<K: Eq + std::hash::Hash>(map: &mut HashMap<K, BTreeSet<Age>>, key: K, age: &Age) {
+fn remove<K: Eq + std::hash::Hash>(map: &mut HashMap<K, Ages>, key: K, age: &Age) {
     if let std::collections::hash_map::Entry::Occupied(mut set) = map.entry(key) {
         set.get_mut().remove(age);
-        if set.get().is_empty() {
+        if set.get().0.is_empty() {
             set.remove();
         }
     }
@@ -213,7 +238,7 @@ impl Index {
                 mine
             }
         };
-        let others = |ages: Option<&BTreeSet<Age>>| ages.and_then(|ages| ages.iter().find(|age| age.1 != uid).cloned());
+        let others = |ages: Option<&Ages>| ages.and_then(|ages| ages.oldest_but(&uid));
         let proven = others(self.proven.get(&key)).map(|age| (false, age));
         let named = [
             Target::Configuration(list.configuration_id),

@@ -33,7 +33,7 @@ pub enum ListsFreshness {
 type ZoneKey = (String, i64);
 
 /// The zones' access lists, shared (not copied) by the reconciles of a zone: a zone
-/// may hold hundreds of lists.
+/// may hold hundreds of lists, kept with their typed members only.
 pub struct ZoneLists {
     reads: SharedReads<ZoneKey, Arc<AccessListsResponse>, ApiError>,
 }
@@ -66,7 +66,10 @@ impl ZoneLists {
         let lists = self
             .reads
             .get_or_read_since((credential_id(client), zone), not_before, || async {
-                client.access_lists(zone).await.map(Arc::new)
+                client
+                    .access_lists(zone)
+                    .await
+                    .map(|lists| Arc::new(lists.typed_only()))
             })
             .await?;
         Ok(lists)
