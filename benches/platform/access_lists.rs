@@ -44,8 +44,9 @@ const IDLE_APISERVER_REQUESTS_PER_RECONCILE_TARGET: f64 = 0.02;
 /// Series the operator exposes, whatever the number of objects: objects are counted,
 /// not listed (a series per object is `--object-metrics`).
 const SERIES_TARGET: usize = 200;
-const MEMORY_TARGET_MB: f64 = 40.0;
-const LARGE_MEMORY_TARGET_MB: f64 = 120.0;
+const MEMORY_TARGET_MB: f64 = 32.0;
+/// Peak RSS per object at the large size, the process's own footprint included.
+const LARGE_BYTES_PER_OBJECT_TARGET: f64 = 7_000.0;
 /// Objects created and written before a floor is measured, so it does not pay for a
 /// cold apiserver.
 const WARM_UP_OBJECTS: usize = 200;
@@ -325,12 +326,13 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         );
         metric_series(&operator, large, report).await;
         let memory = operator.peak_rss_mb()?;
+        let per_object = memory * 1024.0 * 1024.0 / large as f64;
         report.check_at_scale(
             SUITE,
             &format!("operator peak RSS, {large} objects"),
-            format!("{memory:.1} MB"),
-            &format!("<= {LARGE_MEMORY_TARGET_MB} MB"),
-            memory <= LARGE_MEMORY_TARGET_MB,
+            format!("{memory:.1} MB ({per_object:.0} B per object)"),
+            &format!("<= {LARGE_BYTES_PER_OBJECT_TARGET:.0} B per object"),
+            per_object <= LARGE_BYTES_PER_OBJECT_TARGET,
         );
         drop(operator);
         start_up(cluster, &sim, &namespace, large, report).await?;

@@ -273,7 +273,7 @@ impl OperatorProcess {
         Some((samples.len(), per_object as usize))
     }
 
-    /// Peak resident memory so far (VmHWM), in MB.
+    /// Peak resident memory so far (VmHWM), in MB (MiB).
     pub(crate) fn peak_rss_mb(&self) -> anyhow::Result<f64> {
         let pid = i32::try_from(self.child.id()).context("a process id")?;
         procfs::process::Process::new(pid)

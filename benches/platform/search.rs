@@ -18,7 +18,8 @@ use crate::Settings;
 use crate::report::Report;
 
 const SUITE: &str = "search";
-const GROUPED_TARGET_MS: f64 = 40.0;
+const GROUPED_TARGET_MS: f64 = 25.0;
+const FLAT_TARGET_MS: f64 = 5.0;
 const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
 
@@ -189,6 +190,13 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
             ratio <= RATIO_TARGET,
         );
     }
+    report.check_at_scale(
+        SUITE,
+        "flat, 2 filters: median",
+        format!("{:.1} ms", ours[0]),
+        &format!("<= {FLAT_TARGET_MS} ms"),
+        ours[0] <= FLAT_TARGET_MS,
+    );
     report.check_at_scale(
         SUITE,
         "groupBy [ruleId, ip], buckets 100: median",

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The operator's peak heap by structure at N objects (default 10,000): the operator
 # suite of the benchmark with the operator under heaptrack (Debian's package, installed
-# when missing), then one table per operator process (the convergence run first, then
-# the start-up).
+# when missing) and the system allocator (heaptrack does not follow jemalloc's), then
+# one table per operator process (the convergence run first, then the start-up).
 #
 #   hack/bench/heap-profile.sh [OBJECTS]
 set -euo pipefail
@@ -19,6 +19,7 @@ chmod +x "$out/wrap"
 # Times and memory under heaptrack miss the benchmark's targets; only the profiles count.
 EDGE_BENCH_SUITES=operator EDGE_BENCH_OBJECTS="$objects" EDGE_BENCH_LARGE_OBJECTS=0 \
   EDGE_BENCH_IDLE=20s EDGE_BENCH_RESYNC=10s EDGE_BENCH_OPERATOR_WRAPPER="$out/wrap" \
+  EDGE_BENCH_CARGO_ARGS=--no-default-features \
   hack/bench/run.sh || true
 for raw in "$out"/operator.*.raw; do
   /usr/lib/heaptrack/libexec/heaptrack_interpret <"$raw" | gzip >"${raw%.raw}.gz"

@@ -22,6 +22,8 @@ case "${1:-}" in
   *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
 esac
 suites="${EDGE_BENCH_SUITES:-search,operator,rate,cdn}"
+# Extra cargo arguments of the build measured (hack/bench/heap-profile.sh drops jemalloc).
+read -ra cargo_args <<<"${EDGE_BENCH_CARGO_ARGS:-}"
 
 if [[ ",$suites," == *,search,* ]]; then
   venv="$EDGE_CACHE_DIR/bench-venv"
@@ -34,7 +36,7 @@ if [[ ",$suites," == *,search,* ]]; then
 fi
 
 # The benchmark and the edge-operator it runs, built before anything is measured.
-cargo bench --profile "$profile" --locked --bench platform --no-run
+cargo bench --profile "$profile" --locked --bench platform --no-run "${cargo_args[@]}"
 
 if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *,cdn,* ]]; then
   export EDGE_CLUSTER_NAME="bench-$$"
@@ -46,4 +48,4 @@ if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *
   export EDGE_BENCH_AUDIT_LOG="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME/audit.log"
 fi
 
-EDGE_BENCH_SUITES="$suites" cargo bench --profile "$profile" --locked --bench platform
+EDGE_BENCH_SUITES="$suites" cargo bench --profile "$profile" --locked --bench platform "${cargo_args[@]}"
