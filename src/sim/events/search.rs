@@ -24,16 +24,19 @@ use crate::api::models::shield::{Dimension, EventLogsSearchResponse, EventRow};
 /// Rows tested at once: a chunk's masks stay in L1.
 const CHUNK: usize = 4096;
 
-/// Per-dictionary-id truth tables (1 or 0): each predicate is evaluated once per
-/// distinct value; rows are then tested a chunk at a time, one column at a time.
+/// A column's dictionary ids, and whether a predicate holds (1) or not (0) for each id.
+type Truth<'a> = (&'a [u32], Vec<u8>);
+
+/// Per-dictionary-id truth tables: each predicate is evaluated once per distinct value;
+/// rows are then tested a chunk at a time, one column at a time.
 struct MatchTables<'a> {
-    filters: Vec<(&'a [u32], Vec<u8>)>,
-    terms: Vec<Vec<(&'a [u32], Vec<u8>)>>,
+    filters: Vec<Truth<'a>>,
+    terms: Vec<Vec<Truth<'a>>>,
 }
 
 impl<'a> MatchTables<'a> {
     fn build(search: &ValidSearch, store: &'a EventStore) -> Self {
-        let table = |column: Column, test: &dyn Fn(&str) -> bool| -> (&'a [u32], Vec<u8>) {
+        let table = |column: Column, test: &dyn Fn(&str) -> bool| -> Truth<'a> {
             let truth = store.dictionary(column).values().map(|v| u8::from(test(v))).collect();
             (store.column(column), truth)
         };
@@ -90,7 +93,7 @@ impl Matches<'_, '_> {
         self.at = 0;
         let keep = &mut self.keep[..end - start];
         keep.fill(1);
-        let lookup = |into: &mut [u8], (ids, truth): &(&[u32], Vec<u8>), merge: fn(&mut u8, u8)| {
+        let lookup = |into: &mut [u8], (ids, truth): &Truth, merge: fn(&mut u8, u8)| {
             for (slot, &id) in into.iter_mut().zip(&ids[start..end]) {
                 merge(slot, truth[id as usize]);
             }
