@@ -124,6 +124,7 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
     let heap_per_event = store.heap_bytes() as f64 / count as f64;
 
     let window = EventLogsSearchRequest::window(now_ms - 24 * 3_600_000, now_ms);
+    // Each query with the median it must not exceed, where one is gated.
     let queries = [
         (
             "flat, 2 filters",
@@ -131,17 +132,19 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
                 .clone()
                 .filter(EventLogsFilter::new(Dimension::Country, FilterOp::In, ["US", "DE"]))
                 .filter(EventLogsFilter::new(Dimension::Url, FilterOp::Contains, ["login"])),
+            Some(FLAT_TARGET_MS),
         ),
         (
             "groupBy [ruleId, ip], buckets 100",
             window.clone().group_by([Dimension::RuleId, Dimension::Ip]).buckets(100),
+            Some(GROUPED_TARGET_MS),
         ),
-        ("groupBy [country]", window.clone().group_by([Dimension::Country])),
+        ("groupBy [country]", window.clone().group_by([Dimension::Country]), None),
     ];
 
     let mut ours = Vec::new();
     let mut results = Vec::new();
-    for (name, request) in &queries {
+    for (name, request, _) in &queries {
         let search = validate(request, now_ms).map_err(|e| format!("{name}: {e}"))?;
         let mut samples = Vec::new();
         let mut last = None;
@@ -156,7 +159,7 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
     }
     let spec = json!({
         "runs": runs, "from": now_ms - 24 * 3_600_000, "to": now_ms,
-        "queries": queries.iter().map(|(_, r)| serde_json::to_value(r).unwrap_or(Value::Null)).collect::<Vec<_>>(),
+        "queries": queries.iter().map(|(_, r, _)| serde_json::to_value(r).unwrap_or(Value::Null)).collect::<Vec<_>>(),
     });
     let duck = duckdb(&settings.python, &store, &spec)?;
 
@@ -168,7 +171,7 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
         &format!("<= {BYTES_PER_EVENT_TARGET:.0} B"),
         rss_per_event <= BYTES_PER_EVENT_TARGET,
     );
-    for (i, (name, _)) in queries.iter().enumerate() {
+    for (i, (name, _, target_ms)) in queries.iter().enumerate() {
         let duck_ms = duck["medians_ms"][i].as_f64().unwrap_or(f64::NAN);
         let ratio = ours[i] / duck_ms;
         let same = duck["results"][i] == results[i];
@@ -189,21 +192,16 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
             &format!("ratio <= {RATIO_TARGET}"),
             ratio <= RATIO_TARGET,
         );
+        if let Some(target_ms) = target_ms {
+            report.check_at_scale(
+                SUITE,
+                &format!("{name}: median"),
+                format!("{:.1} ms", ours[i]),
+                &format!("<= {target_ms} ms"),
+                ours[i] <= *target_ms,
+            );
+        }
     }
-    report.check_at_scale(
-        SUITE,
-        "flat, 2 filters: median",
-        format!("{:.1} ms", ours[0]),
-        &format!("<= {FLAT_TARGET_MS} ms"),
-        ours[0] <= FLAT_TARGET_MS,
-    );
-    report.check_at_scale(
-        SUITE,
-        "groupBy [ruleId, ip], buckets 100: median",
-        format!("{:.1} ms", ours[1]),
-        &format!("<= {GROUPED_TARGET_MS} ms"),
-        ours[1] <= GROUPED_TARGET_MS,
-    );
     Ok(())
 }
 

@@ -21,7 +21,10 @@ EDGE_BENCH_SUITES=operator EDGE_BENCH_OBJECTS="$objects" EDGE_BENCH_LARGE_OBJECT
   EDGE_BENCH_IDLE=20s EDGE_BENCH_RESYNC=10s EDGE_BENCH_OPERATOR_WRAPPER="$out/wrap" \
   EDGE_BENCH_CARGO_ARGS=--no-default-features \
   hack/bench/run.sh || true
-for raw in "$out"/operator.*.raw; do
+shopt -s nullglob
+raws=("$out"/operator.*.raw)
+[ "${#raws[@]}" -gt 0 ] || { echo "no profile in $out: the benchmark started no operator (see above)" >&2; exit 1; }
+for raw in "${raws[@]}"; do
   /usr/lib/heaptrack/libexec/heaptrack_interpret <"$raw" | gzip >"${raw%.raw}.gz"
   heaptrack_print -f "${raw%.raw}.gz" --print-peaks 0 --print-allocators 0 --print-temporary 0 \
     --flamegraph-cost-type peak -F "${raw%.raw}.stacks" | grep -E '^peak (heap|RSS)'
