@@ -1,6 +1,8 @@
 //! Grouped searches: rows ordered by their groupBy tuple (one radix sort when the key
-//! space fits a packed word, dimension by dimension otherwise), then each group's
-//! counts, context and sparkline, with buffers kept between searches.
+//! space fits a packed word, dimension by dimension otherwise), the page's groups
+//! chosen with a bounded heap, then their context and sparkline (in one pass in row
+//! order when the page's rows are dense, group by group otherwise), with buffers kept
+//! between searches.
 
 use std::collections::BinaryHeap;
 
@@ -19,6 +21,8 @@ struct Scratch {
     keys: Vec<u64>,
     spare_keys: Vec<u64>,
     counts: Vec<u32>,
+    /// The page slot of each row of the page's row span (row-order context pass).
+    slots: Vec<u16>,
 }
 
 /// Heap slots reserved up front for the best runs (deeper pages grow it).
@@ -175,9 +179,35 @@ fn for_each_run(len: usize, starts_run: impl Fn(usize) -> bool, take: &mut impl 
     }
 }
 
-/// The widest groupBy key space sorted in one pass: a row's key (its mixed-radix
-/// tuple of dictionary ranks) and its row number share one `u64`.
-pub(super) const PACKED_KEY_BITS: u32 = 32;
+/// How a grouped search orders its rows and counts its page's context; tests force
+/// each side of every choice.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grouping {
+    /// The widest groupBy key space sorted in one pass (see [`KeyOrder::packed`]).
+    pub(super) packed_key_bits: u32,
+    pub(super) context: ContextPass,
+}
+
+/// How the page's groups get their context and sparkline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), expect(dead_code, reason = "searches choose; tests force each pass"))]
+pub(super) enum ContextPass {
+    /// In row order when the page's rows are dense enough, group by group otherwise.
+    Cheapest,
+    /// One pass over the rows in row order, every group counted at once.
+    RowOrder,
+    /// Group by group, each group's rows in turn.
+    ByGroup,
+}
+
+impl Grouping {
+    /// A row's key (its mixed-radix tuple of dictionary ranks) and its row number share
+    /// one `u64`.
+    pub(super) const FASTEST: Grouping = Grouping {
+        packed_key_bits: 32,
+        context: ContextPass::Cheapest,
+    };
+}
 /// The widest digit of a radix pass (4,096 buckets: the counts stay in L1).
 const MAX_RADIX_BITS: u32 = 12;
 
@@ -268,35 +298,46 @@ impl KeyOrder {
     }
 }
 
-/// Sparkline bucket of a timestamp: `(t - from) * buckets / (to - from)`, exactly.
+/// Sparkline buckets: the bucket of `t` is `(t - from) * buckets / (to - from)`,
+/// exactly. Rows come in timestamp-descending order, so a walk down the buckets'
+/// first timestamps finds each row's bucket without a division.
 struct Buckets {
-    from: i64,
-    count: i64,
-    span: i128,
-    /// `to - from` when `(to - from) * buckets` fits an i64, so i64 arithmetic is exact.
-    narrow_span: Option<i64>,
+    /// The smallest timestamp of each bucket.
+    starts: Vec<i64>,
 }
 
 impl Buckets {
     fn new(search: &ValidSearch) -> Self {
-        let count = search.buckets as i64;
-        let narrow_span = search
-            .to
-            .checked_sub(search.from)
-            .filter(|span| span.checked_mul(count).is_some());
-        Self {
-            from: search.from,
-            count,
-            span: i128::from(search.to) - i128::from(search.from),
-            narrow_span,
-        }
+        let span = i128::from(search.to) - i128::from(search.from);
+        let count = search.buckets as i128;
+        // The smallest t with (t - from) * count >= b * span: from + ceil(b * span / count).
+        let starts = (0..count)
+            .map(|b| (i128::from(search.from) + (b * span + count - 1) / count) as i64)
+            .collect();
+        Self { starts }
     }
 
-    fn of(&self, timestamp: i64) -> usize {
-        match self.narrow_span {
-            Some(span) => ((timestamp - self.from) * self.count / span) as usize,
-            None => ((i128::from(timestamp) - i128::from(self.from)) * i128::from(self.count) / self.span) as usize,
+    /// A walk from the last bucket down.
+    fn walk(&self) -> BucketWalk<'_> {
+        BucketWalk {
+            starts: &self.starts,
+            bucket: self.starts.len().saturating_sub(1),
         }
+    }
+}
+
+struct BucketWalk<'a> {
+    starts: &'a [i64],
+    bucket: usize,
+}
+
+impl BucketWalk<'_> {
+    /// The bucket of `t`, which lies in the window and is not later than the last `t`.
+    fn at(&mut self, t: i64) -> usize {
+        while self.bucket > 0 && t < self.starts[self.bucket] {
+            self.bucket -= 1;
+        }
+        self.bucket
     }
 }
 
@@ -375,16 +416,181 @@ fn action_kind(action: &str) -> Option<usize> {
         .position(|spellings| spellings.iter().any(|s| s.eq_ignore_ascii_case(action)))
 }
 
+/// The columns a group's context reads.
+struct ContextColumns<'a> {
+    country: &'a [u32],
+    asn: &'a [u32],
+    feature: &'a [u32],
+    rule_id: &'a [u32],
+    action: &'a [u32],
+    /// [`action_kind`] of each action id.
+    action_kinds: Vec<Option<usize>>,
+    timestamps: &'a [i64],
+}
+
+impl<'a> ContextColumns<'a> {
+    fn new(store: &'a EventStore) -> Self {
+        let column = |dimension: Dimension| store.column(Column::Dimension(dimension));
+        Self {
+            country: column(Dimension::Country),
+            asn: column(Dimension::Asn),
+            feature: column(Dimension::Feature),
+            rule_id: column(Dimension::RuleId),
+            action: column(Dimension::Action),
+            action_kinds: store
+                .dictionary(Column::Dimension(Dimension::Action))
+                .values()
+                .map(action_kind)
+                .collect(),
+            timestamps: store.timestamps(),
+        }
+    }
+}
+
+/// Dimensions whose values a group's context tallies.
+const TALLIED: [Dimension; 4] = [
+    Dimension::Country,
+    Dimension::Asn,
+    Dimension::Feature,
+    Dimension::RuleId,
+];
+
+/// One group's context and sparkline, counted a row at a time.
+struct ContextCount {
+    countries: Tally,
+    asns: Tally,
+    features: Tally,
+    rule_ids: Tally,
+    actions: [i64; 3],
+    sparkline: Vec<i64>,
+}
+
+impl ContextCount {
+    fn new(store: &EventStore, buckets: usize) -> Self {
+        Self {
+            countries: Tally::new(store, Dimension::Country),
+            asns: Tally::new(store, Dimension::Asn),
+            features: Tally::new(store, Dimension::Feature),
+            rule_ids: Tally::new(store, Dimension::RuleId),
+            actions: [0; 3],
+            sparkline: vec![0; buckets],
+        }
+    }
+
+    fn add(&mut self, columns: &ContextColumns, row: usize, walk: &mut BucketWalk) {
+        self.countries.add(columns.country[row]);
+        self.asns.add(columns.asn[row]);
+        self.features.add(columns.feature[row]);
+        self.rule_ids.add(columns.rule_id[row]);
+        if let Some(kind) = columns.action_kinds[columns.action[row] as usize] {
+            self.actions[kind] += 1;
+        }
+        if !self.sparkline.is_empty() {
+            self.sparkline[walk.at(columns.timestamps[row])] += 1;
+        }
+    }
+
+    /// The context and sparkline counted, then resets.
+    fn take(&mut self, store: &EventStore) -> (GroupContext, Option<Vec<i64>>) {
+        let context = GroupContext {
+            country: self.countries.take_mode(store, Dimension::Country),
+            asn: self.asns.take_mode(store, Dimension::Asn),
+            blocked: self.actions[0],
+            challenged: self.actions[1],
+            logged: self.actions[2],
+            features: self.features.take_distinct(store, Dimension::Feature),
+            rule_ids: self.rule_ids.take_distinct(store, Dimension::RuleId),
+        };
+        self.actions = [0; 3];
+        let sparkline = (!self.sparkline.is_empty()).then(|| {
+            let buckets = self.sparkline.len();
+            std::mem::replace(&mut self.sparkline, vec![0; buckets])
+        });
+        (context, sparkline)
+    }
+}
+
+/// Page slot of a row outside the page.
+const NO_SLOT: u16 = u16::MAX;
+/// The row-order pass reads every row between the page's first and last; it is
+/// chosen when at least one in this many of those rows is in the page.
+const ROW_ORDER_MIN_SHARE: usize = 4;
+/// Most tally entries of the row-order pass (each page group tallies densely).
+const ROW_ORDER_TALLY_BUDGET: usize = 1 << 20;
+
+impl KeyOrder {
+    /// The context and sparkline of each run of `page`; `slots` is the row-order
+    /// pass's buffer.
+    fn contexts(
+        &self,
+        store: &EventStore,
+        page: &[Run],
+        buckets: &Buckets,
+        pass: ContextPass,
+        slots: &mut Vec<u16>,
+    ) -> Vec<(GroupContext, Option<Vec<i64>>)> {
+        let columns = ContextColumns::new(store);
+        let rows_of = |run: &Run| (run.start..run.start + run.count).map(|p| self.row_at(p));
+        let span = page
+            .iter()
+            .map(|run| self.row_at(run.start)..self.row_at(run.start + run.count - 1) + 1)
+            .reduce(|a, b| a.start.min(b.start)..a.end.max(b.end))
+            .unwrap_or_default();
+        let page_rows: usize = page.iter().map(|run| run.count).sum();
+        let tallied: usize = TALLIED
+            .iter()
+            .map(|&d| store.dictionary(Column::Dimension(d)).len())
+            .sum();
+        let row_order = match pass {
+            ContextPass::RowOrder => true,
+            ContextPass::ByGroup => false,
+            ContextPass::Cheapest => {
+                page_rows.saturating_mul(ROW_ORDER_MIN_SHARE) >= span.len()
+                    && page.len().saturating_mul(tallied) <= ROW_ORDER_TALLY_BUDGET
+            }
+        };
+        if !row_order {
+            let mut count = ContextCount::new(store, buckets.starts.len());
+            return page
+                .iter()
+                .map(|run| {
+                    let mut walk = buckets.walk();
+                    rows_of(run).for_each(|row| count.add(&columns, row, &mut walk));
+                    count.take(store)
+                })
+                .collect();
+        }
+        slots.clear();
+        slots.resize(span.len(), NO_SLOT);
+        for (slot, run) in page.iter().enumerate() {
+            for row in rows_of(run) {
+                slots[row - span.start] = slot as u16;
+            }
+        }
+        let mut counts: Vec<ContextCount> = page
+            .iter()
+            .map(|_| ContextCount::new(store, buckets.starts.len()))
+            .collect();
+        let mut walk = buckets.walk();
+        for (row, &slot) in span.zip(slots.iter()) {
+            if slot != NO_SLOT {
+                counts[slot as usize].add(&columns, row, &mut walk);
+            }
+        }
+        counts.iter_mut().map(|count| count.take(store)).collect()
+    }
+}
+
 pub(super) fn grouped(
     search: &ValidSearch,
     store: &EventStore,
     rows: impl Iterator<Item = usize>,
-    packed_key_bits: u32,
+    grouping: Grouping,
 ) -> EventLogsSearchResponse {
     let columns: Vec<Column> = search.group_by.iter().map(|&d| Column::Dimension(d)).collect();
     // After ordering, the rows are ordered by the groupBy values, so each group is a
     // contiguous run, runs in key order.
-    let key_order = match KeyOrder::packed_key_bits(store, &columns, packed_key_bits) {
+    let mut key_order = match KeyOrder::packed_key_bits(store, &columns, grouping.packed_key_bits) {
         Some(key_bits) => KeyOrder::packed(Scratch::take(), store, &columns, rows, key_bits),
         None => {
             // Least significant dimension first.
@@ -398,41 +604,16 @@ pub(super) fn grouped(
     let (start, end) = page_bounds(search);
     let (total, top) = key_order.top_runs(end);
     let page = top.get(start..).unwrap_or_default();
-
-    let action_kinds: Vec<Option<usize>> = store
-        .dictionary(Column::Dimension(Dimension::Action))
-        .values()
-        .map(action_kind)
-        .collect();
-    let mut countries = Tally::new(store, Dimension::Country);
-    let mut asns = Tally::new(store, Dimension::Asn);
-    let mut features = Tally::new(store, Dimension::Feature);
-    let mut rule_ids = Tally::new(store, Dimension::RuleId);
-    let buckets = Buckets::new(search);
-    let column = |dimension: Dimension| store.column(Column::Dimension(dimension));
+    let mut slots = std::mem::take(&mut key_order.scratch.slots);
+    let contexts = key_order.contexts(store, page, &Buckets::new(search), grouping.context, &mut slots);
+    key_order.scratch.slots = slots;
     let groups = page
         .iter()
-        .map(|run| {
-            let mut actions = [0i64; 3];
-            let mut sparkline = vec![0i64; search.buckets];
-            for p in run.start..run.start + run.count {
-                let row = key_order.row_at(p);
-                countries.add(column(Dimension::Country)[row]);
-                asns.add(column(Dimension::Asn)[row]);
-                features.add(column(Dimension::Feature)[row]);
-                rule_ids.add(column(Dimension::RuleId)[row]);
-                if let Some(kind) = action_kinds[column(Dimension::Action)[row] as usize] {
-                    actions[kind] += 1;
-                }
-                if search.buckets > 0 {
-                    sparkline[buckets.of(store.timestamp(row))] += 1;
-                }
-            }
+        .zip(contexts)
+        .map(|(run, (context, sparkline))| {
             // The sorts are stable and rows start in timestamp-descending order, so a
             // run's first row is its latest event and its last row its earliest.
             let first_row = key_order.row_at(run.start);
-            let last_seen = store.timestamp(first_row);
-            let first_seen = store.timestamp(key_order.row_at(run.start + run.count - 1));
             let key = search
                 .group_by
                 .iter()
@@ -444,18 +625,10 @@ pub(super) fn grouped(
             EventGroup {
                 key: Some(key),
                 count: run.count as i64,
-                first_seen,
-                last_seen,
-                context: Some(GroupContext {
-                    country: countries.take_mode(store, Dimension::Country),
-                    asn: asns.take_mode(store, Dimension::Asn),
-                    blocked: actions[0],
-                    challenged: actions[1],
-                    logged: actions[2],
-                    features: features.take_distinct(store, Dimension::Feature),
-                    rule_ids: rule_ids.take_distinct(store, Dimension::RuleId),
-                }),
-                sparkline: (search.buckets > 0).then_some(sparkline),
+                first_seen: store.timestamp(key_order.row_at(run.start + run.count - 1)),
+                last_seen: store.timestamp(first_row),
+                context: Some(context),
+                sparkline,
             }
         })
         .collect();

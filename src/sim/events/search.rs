@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::group::{PACKED_KEY_BITS, grouped};
+use super::group::{Grouping, grouped};
 use super::page::{page_bounds, response};
 use super::store::{Column, EventStore};
 use super::validate::{QUERY_COLUMNS, ValidSearch};
@@ -56,6 +56,11 @@ impl<'a> MatchTables<'a> {
             })
             .collect();
         Self { filters, terms }
+    }
+
+    /// Whether every row matches (no filter, no query term).
+    fn is_empty(&self) -> bool {
+        self.filters.is_empty() && self.terms.is_empty()
     }
 
     /// The rows of `window` that match, in row order.
@@ -135,18 +140,30 @@ impl Iterator for Matches<'_, '_> {
 
 /// Runs a validated search.
 pub fn execute(search: &ValidSearch, store: &EventStore) -> EventLogsSearchResponse {
-    execute_with(search, store, PACKED_KEY_BITS)
+    execute_with(search, store, Grouping::FASTEST)
 }
 
-/// [`execute`], grouping in one radix sort when the groupBy key space fits
-/// `packed_key_bits` bits, and dimension by dimension otherwise.
-pub(super) fn execute_with(search: &ValidSearch, store: &EventStore, packed_key_bits: u32) -> EventLogsSearchResponse {
+/// [`execute`], grouping by `grouping`.
+pub(super) fn execute_with(search: &ValidSearch, store: &EventStore, grouping: Grouping) -> EventLogsSearchResponse {
     let tables = MatchTables::build(search, store);
-    let rows = tables.matches(store.window(search.from, search.to));
+    let window = store.window(search.from, search.to);
+    if tables.is_empty() {
+        answer(search, store, window, grouping)
+    } else {
+        answer(search, store, tables.matches(window), grouping)
+    }
+}
+
+fn answer(
+    search: &ValidSearch,
+    store: &EventStore,
+    rows: impl Iterator<Item = usize>,
+    grouping: Grouping,
+) -> EventLogsSearchResponse {
     if search.group_by.is_empty() {
         flat(search, store, rows)
     } else {
-        grouped(search, store, rows, packed_key_bits)
+        grouped(search, store, rows, grouping)
     }
 }
 

@@ -220,6 +220,11 @@ impl EventStore {
         self.timestamps[row]
     }
 
+    /// Every row's timestamp, in row order.
+    pub fn timestamps(&self) -> &[i64] {
+        &self.timestamps
+    }
+
     pub fn column(&self, column: Column) -> &[u32] {
         &self.columns[column.index()]
     }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use proptest::prelude::*;
 
+use super::group::{ContextPass, Grouping};
 use super::*;
 use crate::api::models::shield::{
     Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, EventRow, FilterOp,
@@ -596,9 +597,14 @@ proptest! {
         let actual = run(&store, &request).expect("generated requests are valid");
         let expected = reference_search(&events, &request);
         prop_assert_eq!(&actual, &expected);
-        // The same search grouped dimension by dimension, as for key spaces too large
-        // to sort in one pass.
+        // The same search by every other strategy: grouped dimension by dimension, as
+        // for key spaces too large to sort in one pass, and each context pass.
         let search = validate(&request, NOW).expect("generated requests are valid");
-        prop_assert_eq!(super::search::execute_with(&search, &store, 0), expected);
+        for packed_key_bits in [0, Grouping::FASTEST.packed_key_bits] {
+            for context in [ContextPass::RowOrder, ContextPass::ByGroup] {
+                let grouping = Grouping { packed_key_bits, context };
+                prop_assert_eq!(&super::search::execute_with(&search, &store, grouping), &expected);
+            }
+        }
     }
 }
