@@ -304,7 +304,15 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
     );
 
     metric_series(&operator, objects, report).await;
-    idle(cluster, &sim, settings, (&namespace, &operator), status_writes, report).await?;
+    idle(
+        cluster,
+        &sim,
+        settings,
+        (&namespace, &operator, objects),
+        status_writes,
+        report,
+    )
+    .await?;
     operator.ensure_running()?;
     let memory = operator.peak_rss_mb()?;
     report.check_at_scale(
@@ -318,13 +326,24 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
     start_up(cluster, &sim, &namespace, objects, report).await?;
 
     if let Some(large) = settings.large_objects {
-        let (operator, namespace, convergence) = against_floor(cluster, &sim, settings, large, report).await?;
+        let (mut operator, namespace, convergence) = against_floor(cluster, &sim, settings, large, report).await?;
         report.info(
             SUITE,
             &format!("convergence, {large} objects"),
             format!("{:.1} s", convergence.as_secs_f64()),
         );
         metric_series(&operator, large, report).await;
+        let status_writes = cluster.status_writes(&namespace)?;
+        idle(
+            cluster,
+            &sim,
+            settings,
+            (&namespace, &operator, large),
+            status_writes,
+            report,
+        )
+        .await?;
+        operator.ensure_running()?;
         let memory = operator.peak_rss_mb()?;
         let per_object = memory * 1024.0 * 1024.0 / large as f64;
         report.check_at_scale(
@@ -407,14 +426,14 @@ async fn start_up(
     Ok(())
 }
 
-/// Converged objects left alone for `settings.idle`: nothing may be written, the
+/// `objects` converged objects left alone for `settings.idle`: nothing may be written, the
 /// platform is read only on the resync schedule, and the apiserver is not asked again
 /// for what the watches already said (the Secret above all).
 async fn idle(
     cluster: &Cluster,
     sim: &RunningSim,
     settings: &Settings,
-    (namespace, operator): (&str, &OperatorProcess),
+    (namespace, operator, objects): (&str, &OperatorProcess, usize),
     status_writes_before: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
@@ -431,7 +450,7 @@ async fn idle(
         .max(1.0);
     let reads_per_zone = reads as f64 / (ZONES as f64 * resyncs);
     let label = format!(
-        "idle {} (resync {})",
+        "{objects} objects, idle {} (resync {})",
         humantime::format_duration(settings.idle),
         humantime::format_duration(settings.resync)
     );

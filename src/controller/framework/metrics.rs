@@ -79,7 +79,7 @@ struct ObjectsLabels {
 
 /// One condition of an object as published; its texts are interned, as few distinct
 /// types and reasons serve every object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Published {
     condition: Arc<str>,
     status: &'static str,
@@ -97,21 +97,25 @@ impl Published {
 }
 
 /// What was published of each object: (kind, `namespace/name`) → its conditions.
+/// Texts and whole condition sets are interned: most objects share a few sets.
 #[derive(Default)]
 struct PublishedObjects {
-    objects: HashMap<(&'static str, Box<str>), Vec<Published>>,
+    objects: HashMap<(&'static str, Box<str>), Arc<[Published]>>,
     texts: HashSet<Arc<str>>,
+    sets: HashSet<Arc<[Published]>>,
 }
 
-impl PublishedObjects {
-    fn intern(&mut self, text: &str) -> Arc<str> {
-        if let Some(kept) = self.texts.get(text) {
-            return kept.clone();
-        }
-        let text: Arc<str> = Arc::from(text);
-        self.texts.insert(text.clone());
-        text
+/// The kept copy of `value`, kept now when new.
+fn interned<T: ?Sized + Eq + std::hash::Hash>(kept: &mut HashSet<Arc<T>>, value: &T) -> Arc<T>
+where
+    for<'a> Arc<T>: From<&'a T>,
+{
+    if let Some(copy) = kept.get(value) {
+        return copy.clone();
     }
+    let copy = Arc::from(value);
+    kept.insert(Arc::clone(&copy));
+    copy
 }
 
 pub struct Metrics {
@@ -284,18 +288,18 @@ impl Metrics {
         let now: Vec<Published> = conditions
             .iter()
             .map(|c| Published {
-                condition: published.intern(&c.type_),
+                condition: interned(&mut published.texts, c.type_.as_str()),
                 status: match c.status {
                     ConditionStatus::True => "True",
                     ConditionStatus::False => "False",
                     ConditionStatus::Unknown => "Unknown",
                 },
-                reason: published.intern(&c.reason),
+                reason: interned(&mut published.texts, c.reason.as_str()),
             })
             .collect();
         let key = (kind, format!("{namespace}/{name}").into_boxed_str());
-        let before = published.objects.get(&key).cloned().unwrap_or_default();
-        if before == now {
+        let before = published.objects.get(&key).cloned().unwrap_or_else(|| Arc::new([]));
+        if *before == *now {
             return;
         }
         self.unpublish(kind, namespace, name, before.iter().filter(|p| !now.contains(p)));
@@ -308,6 +312,7 @@ impl Metrics {
             }
             self.objects.get_or_create(&ObjectsLabels { kind, state }).inc();
         }
+        let now = interned(&mut published.sets, now.as_slice());
         published.objects.insert(key, now);
     }
 

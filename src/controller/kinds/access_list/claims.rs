@@ -73,8 +73,8 @@ impl Ages {
 /// What one object says about its claims.
 #[derive(Debug, Clone, Default)]
 struct Entry {
-    namespace: String,
-    name: String,
+    /// `namespace/name`.
+    object: Box<str>,
     age: Age,
     /// The zone and configuration its spec names, when it may write (manages, is not
     /// being deleted, and its credentials were not refused).
@@ -83,8 +83,8 @@ struct Entry {
     proven: Vec<ListKey>,
     /// The configuration this process let it write, until its status says so.
     taken: Option<ListKey>,
-    /// The Secret it needs kept for its restore.
-    secret: Option<SecretKey>,
+    /// The Secret (of its namespace) it needs kept for its restore.
+    secret: Option<Box<str>>,
 }
 
 /// Reasons of a Synced condition that mean the object's credentials cannot reach its
@@ -132,9 +132,8 @@ impl Entry {
             _ => Vec::new(),
         };
         Self {
-            secret: protected_secret(object).map(|secret| (namespace.clone(), secret.to_string())),
-            namespace,
-            name,
+            secret: protected_secret(object).map(Box::from),
+            object: format!("{namespace}/{name}").into(),
             age: (object.metadata.creation_timestamp.clone(), uid),
             target: target
                 .filter(|_| manages && !deleting && !unreachable(object))
@@ -142,6 +141,16 @@ impl Entry {
             proven,
             taken: None,
         }
+    }
+
+    /// (namespace, name).
+    fn names(&self) -> (&str, &str) {
+        self.object.split_once('/').unwrap_or(("", &self.object))
+    }
+
+    fn secret(&self) -> Option<SecretKey> {
+        let secret = self.secret.as_deref()?;
+        Some((self.names().0.to_string(), secret.to_string()))
     }
 
     fn proves(&self, list: ListKey) -> bool {
@@ -181,9 +190,9 @@ impl Index {
             entry.taken = previous.taken.filter(|list| !entry.proven.contains(list));
         }
         let touched = previous
-            .and_then(|p| p.secret)
+            .and_then(|p| p.secret())
             .into_iter()
-            .chain(entry.secret.clone())
+            .chain(entry.secret())
             .collect();
         self.insert(entry);
         touched
@@ -196,8 +205,8 @@ impl Index {
         if let Some(target) = &entry.target {
             insert(&mut self.targets, target.clone(), &entry.age);
         }
-        if let Some(secret) = &entry.secret {
-            *self.secret_users.entry(secret.clone()).or_default() += 1;
+        if let Some(secret) = entry.secret() {
+            *self.secret_users.entry(secret).or_default() += 1;
         }
         self.entries.insert(entry.age.1.clone(), entry);
     }
@@ -210,8 +219,8 @@ impl Index {
         if let Some(target) = &entry.target {
             remove(&mut self.targets, target.clone(), &entry.age);
         }
-        if let Some(secret) = &entry.secret
-            && let std::collections::hash_map::Entry::Occupied(mut users) = self.secret_users.entry(secret.clone())
+        if let Some(secret) = entry.secret()
+            && let std::collections::hash_map::Entry::Occupied(mut users) = self.secret_users.entry(secret)
         {
             *users.get_mut() -= 1;
             if *users.get() == 0 {
@@ -253,8 +262,9 @@ impl Index {
         match rival.filter(|rival| *rival < me_rank) {
             Some((_, age)) => {
                 let owner = &self.entries[&age.1];
-                Some(if owner.namespace == mine.namespace {
-                    format!("AccessListConfig {:?}", owner.name)
+                let (owner_namespace, owner_name) = owner.names();
+                Some(if owner_namespace == mine.names().0 {
+                    format!("AccessListConfig {owner_name:?}")
                 } else {
                     "an AccessListConfig of another namespace".to_string()
                 })
@@ -313,7 +323,7 @@ impl Claims {
                 state
                     .current
                     .remove(&uid)
-                    .and_then(|entry| entry.secret)
+                    .and_then(|entry| entry.secret())
                     .into_iter()
                     .collect()
             }
