@@ -141,6 +141,11 @@ impl Dictionary {
         self.values.iter().map(|v| &**v)
     }
 
+    /// Each id's [`Dictionary::rank`].
+    pub(super) fn ranks(&self) -> &[u32] {
+        &self.ranks
+    }
+
     /// Position of `id` in ascending string order of all values.
     pub fn rank(&self, id: u32) -> u32 {
         self.ranks[id as usize]

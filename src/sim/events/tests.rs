@@ -564,7 +564,7 @@ fn arb_request() -> impl Strategy<Value = EventLogsSearchRequest> {
             "10.0", "rule 94", "ADMIN", "curl", "x y z", "",
         ])),
         prop::collection::vec(arb_filter(), 0..3),
-        prop::option::of(prop::sample::subsequence(Dimension::ALL.to_vec(), 1..4).prop_shuffle()),
+        prop::option::of(prop::sample::subsequence(Dimension::ALL.to_vec(), 1..6).prop_shuffle()),
         prop::option::of(0..40i32),
         prop::option::of(0..4i32),
         prop::option::of(-2..30i32),
@@ -598,12 +598,15 @@ proptest! {
         let expected = reference_search(&events, &request);
         prop_assert_eq!(&actual, &expected);
         // The same search by every other strategy: grouped dimension by dimension, as
-        // for key spaces too large to sort in one pass, and each context pass.
+        // for key spaces too large to sort in one pass, each context pass, and tallies
+        // that list what they counted, as for large dictionaries.
         let search = validate(&request, NOW).expect("generated requests are valid");
         for packed_key_bits in [0, Grouping::FASTEST.packed_key_bits] {
             for context in [ContextPass::RowOrder, ContextPass::ByGroup] {
-                let grouping = Grouping { packed_key_bits, context };
-                prop_assert_eq!(&super::search::execute_with(&search, &store, grouping), &expected);
+                for scanned_dictionary in [0, Grouping::FASTEST.scanned_dictionary] {
+                    let grouping = Grouping { packed_key_bits, context, scanned_dictionary };
+                    prop_assert_eq!(&super::search::execute_with(&search, &store, grouping), &expected);
+                }
             }
         }
     }
