@@ -18,7 +18,7 @@ use crate::Settings;
 use crate::report::Report;
 
 const SUITE: &str = "search";
-const GROUPED_TARGET_MS: f64 = 25.0;
+const GROUPED_TARGET_MS: f64 = 15.0;
 const FLAT_TARGET_MS: f64 = 5.0;
 const RATIO_TARGET: f64 = 1.0;
 const BYTES_PER_EVENT_TARGET: f64 = 150.0;
