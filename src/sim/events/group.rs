@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use super::page::{page_bounds, response};
 use super::store::{Column, EventStore};
-use super::validate::ValidSearch;
+use super::validate::{MAX_PAGE_SIZE, ValidSearch};
 use crate::api::models::shield::{Dimension, EventGroup, EventLogsSearchResponse, GroupContext};
 
 /// Buffers of the grouping passes, kept between searches: a search over a million
@@ -548,6 +548,8 @@ impl ContextCount {
 
 /// Page slot of a row outside the page.
 const NO_SLOT: u16 = u16::MAX;
+// Every slot of a page fits a `u16` below `NO_SLOT`.
+const _: () = assert!(MAX_PAGE_SIZE < NO_SLOT as i32);
 /// The row-order pass reads every row between the page's first and last; it is
 /// chosen when at least one in this many of those rows is in the page.
 const ROW_ORDER_MIN_SHARE: usize = 4;
