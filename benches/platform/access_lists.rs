@@ -304,18 +304,15 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         writes <= STATUS_WRITES_PER_OBJECT_TARGET,
     );
 
-    metric_series(&operator, objects, report).await;
-    idle(
+    let memory = at_rest(
         cluster,
         &sim,
         settings,
-        (&namespace, &operator, objects),
+        (&namespace, &mut operator, objects),
         status_writes,
         report,
     )
     .await?;
-    operator.ensure_running()?;
-    let memory = operator.peak_rss_mb()?;
     report.check_at_scale(
         SUITE,
         &format!("operator peak RSS, {objects} objects"),
@@ -333,19 +330,16 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
             &format!("convergence, {large} objects"),
             format!("{:.1} s", convergence.as_secs_f64()),
         );
-        metric_series(&operator, large, report).await;
         let status_writes = cluster.status_writes(&namespace)?;
-        idle(
+        let memory = at_rest(
             cluster,
             &sim,
             settings,
-            (&namespace, &operator, large),
+            (&namespace, &mut operator, large),
             status_writes,
             report,
         )
         .await?;
-        operator.ensure_running()?;
-        let memory = operator.peak_rss_mb()?;
         let per_object = memory * 1024.0 * 1024.0 / large as f64;
         report.check_at_scale(
             SUITE,
@@ -425,6 +419,30 @@ async fn start_up(
     no_writes(report, &label, status_writes, platform_writes);
     report.info(SUITE, &format!("{label}: operator peak RSS"), format!("{memory:.1} MB"));
     Ok(())
+}
+
+/// Converged objects at rest: the metric series, then the idle period; answers the
+/// operator's peak RSS (MB), once it is known to have lasted.
+async fn at_rest(
+    cluster: &Cluster,
+    sim: &RunningSim,
+    settings: &Settings,
+    (namespace, operator, objects): (&str, &mut OperatorProcess, usize),
+    status_writes_before: usize,
+    report: &mut Report,
+) -> anyhow::Result<f64> {
+    metric_series(operator, objects, report).await;
+    idle(
+        cluster,
+        sim,
+        settings,
+        (namespace, operator, objects),
+        status_writes_before,
+        report,
+    )
+    .await?;
+    operator.ensure_running()?;
+    operator.peak_rss_mb()
 }
 
 /// `objects` converged objects left alone for `settings.idle`: nothing may be written, the

@@ -482,7 +482,8 @@ impl<'a> ContextColumns<'a> {
     }
 }
 
-/// Dimensions whose values a group's context tallies.
+/// Dimensions whose values a group's context tallies, in the order of
+/// [`ContextCount`]'s tallies.
 const TALLIED: [Dimension; 4] = [
     Dimension::Country,
     Dimension::Asn,
@@ -502,12 +503,12 @@ struct ContextCount {
 
 impl ContextCount {
     fn new(store: &EventStore, buckets: usize, scanned: usize) -> Self {
-        let tally = |dimension| Tally::new(store, dimension, scanned);
+        let [countries, asns, features, rule_ids] = TALLIED.map(|dimension| Tally::new(store, dimension, scanned));
         Self {
-            countries: tally(Dimension::Country),
-            asns: tally(Dimension::Asn),
-            features: tally(Dimension::Feature),
-            rule_ids: tally(Dimension::RuleId),
+            countries,
+            asns,
+            features,
+            rule_ids,
             actions: [0; 3],
             sparkline: vec![0; buckets],
         }
