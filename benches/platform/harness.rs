@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, bail, ensure};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
@@ -282,6 +282,25 @@ impl OperatorProcess {
             .and_then(|status| status.vmhwm)
             .map(|kb| kb as f64 / 1024.0)
             .context("no VmHWM in the operator's /proc/<pid>/status")
+    }
+
+    /// Stops the process (SIGSTOP) until [`Self::resume`]: a measurement taken meanwhile
+    /// does not share the machine with it.
+    pub(crate) fn pause(&self) -> anyhow::Result<()> {
+        self.signal("-STOP")
+    }
+
+    pub(crate) fn resume(&self) -> anyhow::Result<()> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .context("running kill")?;
+        ensure!(status.success(), "kill {signal} {} failed: {status}", self.child.id());
+        Ok(())
     }
 
     /// Fails when the process has exited (a crash would otherwise look like slowness).

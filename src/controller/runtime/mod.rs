@@ -195,6 +195,8 @@ pub enum RunError {
     HealthServerStopped(String),
     #[error("{0}")]
     Shard(String),
+    #[error("the operator's task ended: {0}")]
+    Stopped(String),
     #[error("--watch-label-selector {selector:?}: the apiserver refuses it: {message}")]
     LabelSelector { selector: String, message: String },
 }
@@ -225,8 +227,20 @@ async fn check_label_selector(client: &kube::Client, namespace: Option<&str>, se
     }
 }
 
-/// Runs the operator until interrupted (or until it loses the leader lease).
+/// Runs the operator until interrupted (or until it loses the leader lease), as a task
+/// of the runtime's workers: a future the binary blocks on runs on the main thread,
+/// apart from the I/O driver, so that every response would wake a second thread.
 pub async fn run(config: RunConfig) -> Result<(), RunError> {
+    match tokio::spawn(operate(config)).await {
+        Ok(outcome) => outcome,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => Err(RunError::Stopped(error.to_string())),
+        },
+    }
+}
+
+async fn operate(config: RunConfig) -> Result<(), RunError> {
     let access_list_settings = config.access_list_settings()?;
     let default_key = config
         .access_key_file
