@@ -284,22 +284,14 @@ impl OperatorProcess {
             .context("no VmHWM in the operator's /proc/<pid>/status")
     }
 
-    /// Stops the process (SIGSTOP) until [`Self::resume`]: a measurement taken meanwhile
-    /// does not share the machine with it.
-    pub(crate) fn pause(&self) -> anyhow::Result<()> {
-        self.signal("-STOP")
-    }
-
-    pub(crate) fn resume(&self) -> anyhow::Result<()> {
-        self.signal("-CONT")
-    }
-
-    fn signal(&self, signal: &str) -> anyhow::Result<()> {
+    /// Stops the process (SIGSTOP) for good: a measurement taken meanwhile does not share
+    /// the machine with it, and it is killed when dropped.
+    pub(crate) fn stop(&self) -> anyhow::Result<()> {
         let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
+            .args(["-STOP", &self.child.id().to_string()])
             .status()
             .context("running kill")?;
-        ensure!(status.success(), "kill {signal} {} failed: {status}", self.child.id());
+        ensure!(status.success(), "kill -STOP {} failed: {status}", self.child.id());
         Ok(())
     }
 
