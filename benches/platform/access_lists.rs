@@ -266,6 +266,18 @@ impl Rounds {
         Ok(())
     }
 
+    /// Measures the last floor, with the last round's `operator` stopped, and reports.
+    async fn finish(
+        mut self,
+        cluster: &Cluster,
+        operator: &OperatorProcess,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        self.floor_after(cluster, operator).await?;
+        self.report(report);
+        Ok(())
+    }
+
     /// The ratio of the mean convergence to the mean floor, with every measurement.
     fn report(&self, report: &mut Report) {
         let objects = self.objects;
@@ -301,7 +313,7 @@ impl Rounds {
 /// Convergence of `objects` against the floor at that size, over [`ROUNDS`] rounds: a
 /// floor, then each round a convergence (a new operator, a new namespace) and a floor
 /// measured with that operator stopped; the last round's floor is the caller's
-/// ([`Rounds::floor_after`]), once its operator has been measured at rest. The
+/// ([`Rounds::finish`]), once its operator has been measured at rest. The
 /// apiserver slows as it fills: floors on both sides of each convergence count against
 /// neither, and the rounds average the apiserver's run-to-run noise. Answers the last
 /// round's operator, running, and its namespace.
@@ -334,7 +346,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
     let objects = settings.objects;
     let sim = spawn(document(objects)).await?;
     report.info(SUITE, "AccessListConfigs over 20 Shield Zones", objects.to_string());
-    let (mut operator, namespace, mut rounds) = against_floor(cluster, &sim, settings, objects).await?;
+    let (mut operator, namespace, rounds) = against_floor(cluster, &sim, settings, objects).await?;
     let convergence = rounds.convergence();
     // Let reconciles that are still writing finish before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -389,13 +401,12 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         &format!("<= {MEMORY_TARGET_MB} MB"),
         memory <= MEMORY_TARGET_MB,
     );
-    rounds.floor_after(cluster, &operator).await?;
-    rounds.report(report);
+    rounds.finish(cluster, &operator, report).await?;
     drop(operator);
     start_up(cluster, &sim, &namespace, objects, report).await?;
 
     if let Some(large) = settings.large_objects {
-        let (mut operator, namespace, mut rounds) = against_floor(cluster, &sim, settings, large).await?;
+        let (mut operator, namespace, rounds) = against_floor(cluster, &sim, settings, large).await?;
         let status_writes = cluster.status_writes(&namespace)?;
         let memory = at_rest(
             cluster,
@@ -414,8 +425,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
             &format!("<= {LARGE_BYTES_PER_OBJECT_TARGET:.0} B per object"),
             per_object <= LARGE_BYTES_PER_OBJECT_TARGET,
         );
-        rounds.floor_after(cluster, &operator).await?;
-        rounds.report(report);
+        rounds.finish(cluster, &operator, report).await?;
         drop(operator);
         start_up(cluster, &sim, &namespace, large, report).await?;
     }
