@@ -130,32 +130,35 @@ async fn create_all(api: &Api<AccessListConfig>, objects: usize) -> anyhow::Resu
         .context("creating AccessListConfigs")
 }
 
+/// How long deleting a namespace of `objects` objects may take.
+fn deletion_time(objects: usize) -> Duration {
+    Duration::from_secs(60) + Duration::from_millis(20 * objects as u64)
+}
+
 /// The floor: what any implementation must do, done by a bare client against an
 /// emulator of its own, after a warm-up of the same work on a few objects. `when` names
-/// the measurement.
+/// the measurement; its namespaces are deleted once it is measured.
 async fn floor(cluster: &Cluster, objects: usize, when: &str) -> anyhow::Result<Duration> {
     let sim = spawn(document(objects)).await?;
-    bare_client_work(
-        cluster,
-        &sim,
-        &format!("warm-up-{when}-for-{objects}"),
-        WARM_UP_OBJECTS.min(objects),
-    )
-    .await?;
+    let warm_up = WARM_UP_OBJECTS.min(objects);
+    let (namespace, _) = bare_client_work(cluster, &sim, &format!("warm-up-{when}-for-{objects}"), warm_up).await?;
+    cluster.delete_namespace(&namespace, deletion_time(warm_up)).await?;
     sim.sim.replace(document(objects));
-    bare_client_work(cluster, &sim, &format!("floor-{when}"), objects).await
+    let (namespace, floor) = bare_client_work(cluster, &sim, &format!("floor-{when}"), objects).await?;
+    cluster.delete_namespace(&namespace, deletion_time(objects)).await?;
+    Ok(floor)
 }
 
 /// Creates `objects` AccessListConfigs, reads each zone once, then PATCHes each
 /// configuration and writes each status (the status the operator would write, with a
-/// merge patch), as fast as a bare client can; answers the time until a watch saw
-/// every status, as convergence is timed.
+/// merge patch), as fast as a bare client can; answers the namespace and the time until
+/// a watch saw every status, as convergence is timed.
 async fn bare_client_work(
     cluster: &Cluster,
     sim: &RunningSim,
     purpose: &str,
     objects: usize,
-) -> anyhow::Result<Duration> {
+) -> anyhow::Result<(String, Duration)> {
     let mut config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
@@ -163,7 +166,7 @@ async fn bare_client_work(
     );
     config.retry = RetryPolicy::none();
     let platform = EdgeClient::new(config)?;
-    let (_, api) = namespace_with_key(cluster, &format!("{purpose}-{objects}")).await?;
+    let (namespace, api) = namespace_with_key(cluster, &format!("{purpose}-{objects}")).await?;
     let waiter = ready_waiter(api.clone(), objects, is_in_sync);
     let started = Instant::now();
     create_all(&api, objects).await?;
@@ -209,7 +212,7 @@ async fn bare_client_work(
     let ready_at = tokio::time::timeout(Duration::from_secs(60), waiter)
         .await
         .context("the watch did not see every status written within 60 s")???;
-    Ok(ready_at.duration_since(started))
+    Ok((namespace, ready_at.duration_since(started)))
 }
 
 /// Creates `objects` AccessListConfigs at once in a new namespace watched by a new
@@ -258,22 +261,18 @@ impl Rounds {
         Self::mean(&self.convergences)
     }
 
-    /// Measures a floor with `operator` stopped for good.
-    async fn floor_after(&mut self, cluster: &Cluster, operator: &OperatorProcess) -> anyhow::Result<()> {
-        operator.stop()?;
+    /// Measures a floor: the operator of the convergence before it is gone, and so is
+    /// that convergence's namespace.
+    async fn floor(&mut self, cluster: &Cluster) -> anyhow::Result<()> {
         let when = self.floors.len().to_string();
         self.floors.push(floor(cluster, self.objects, &when).await?);
         Ok(())
     }
 
-    /// Measures the last floor, with the last round's `operator` stopped, and reports.
-    async fn finish(
-        mut self,
-        cluster: &Cluster,
-        operator: &OperatorProcess,
-        report: &mut Report,
-    ) -> anyhow::Result<()> {
-        self.floor_after(cluster, operator).await?;
+    /// Measures the last floor, once the last round's `namespace` is deleted, and reports.
+    async fn finish(mut self, cluster: &Cluster, namespace: &str, report: &mut Report) -> anyhow::Result<()> {
+        cluster.delete_namespace(namespace, deletion_time(self.objects)).await?;
+        self.floor(cluster).await?;
         self.report(report);
         Ok(())
     }
@@ -312,11 +311,12 @@ impl Rounds {
 
 /// Convergence of `objects` against the floor at that size, over [`ROUNDS`] rounds: a
 /// floor, then each round a convergence (a new operator, a new namespace) and a floor
-/// measured with that operator stopped; the last round's floor is the caller's
-/// ([`Rounds::finish`]), once its operator has been measured at rest. The
-/// apiserver slows as it fills: floors on both sides of each convergence count against
-/// neither, and the rounds average the apiserver's run-to-run noise. Answers the last
-/// round's operator, running, and its namespace.
+/// once that operator and namespace are gone; the last round's floor is the caller's
+/// ([`Rounds::finish`]), once its objects have been measured at rest. Every measurement
+/// starts with the same objects in the apiserver (it slows as it fills), floors on both
+/// sides of each convergence count against neither, and the rounds average the
+/// apiserver's run-to-run noise. Answers the last round's operator, running, and its
+/// namespace.
 async fn against_floor(
     cluster: &Cluster,
     sim: &RunningSim,
@@ -337,7 +337,9 @@ async fn against_floor(
         if round == ROUNDS {
             return Ok((operator, namespace, rounds));
         }
-        rounds.floor_after(cluster, &operator).await?;
+        drop(operator);
+        cluster.delete_namespace(&namespace, deletion_time(objects)).await?;
+        rounds.floor(cluster).await?;
         round += 1;
     }
 }
@@ -401,9 +403,9 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         &format!("<= {MEMORY_TARGET_MB} MB"),
         memory <= MEMORY_TARGET_MB,
     );
-    rounds.finish(cluster, &operator, report).await?;
     drop(operator);
     start_up(cluster, &sim, &namespace, objects, report).await?;
+    rounds.finish(cluster, &namespace, report).await?;
 
     if let Some(large) = settings.large_objects {
         let (mut operator, namespace, rounds) = against_floor(cluster, &sim, settings, large).await?;
@@ -425,9 +427,9 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
             &format!("<= {LARGE_BYTES_PER_OBJECT_TARGET:.0} B per object"),
             per_object <= LARGE_BYTES_PER_OBJECT_TARGET,
         );
-        rounds.finish(cluster, &operator, report).await?;
         drop(operator);
         start_up(cluster, &sim, &namespace, large, report).await?;
+        rounds.finish(cluster, &namespace, report).await?;
     }
     Ok(())
 }

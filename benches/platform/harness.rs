@@ -4,12 +4,13 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -121,6 +122,25 @@ impl Cluster {
             .await
             .with_context(|| format!("creating namespace {name}"))?;
         Ok((name.clone(), Api::namespaced(self.client.clone(), &name)))
+    }
+
+    /// Deletes a namespace of this run and waits until it is gone, its objects with it,
+    /// so that the next measurement finds the apiserver as the previous one did.
+    pub(crate) async fn delete_namespace(&self, name: &str, within: Duration) -> anyhow::Result<()> {
+        let namespaces = Api::<Namespace>::all(self.client.clone());
+        let Some(namespace) = namespaces.get_opt(name).await? else {
+            return Ok(());
+        };
+        let uid = namespace.uid().unwrap_or_default();
+        let gone = await_condition(namespaces.clone(), name, conditions::is_deleted(&uid));
+        namespaces
+            .delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting namespace {name}"))?;
+        tokio::time::timeout(within, gone)
+            .await
+            .with_context(|| format!("namespace {name} was not gone within {within:?}"))??;
+        Ok(())
     }
 
     /// Status writes to objects of `namespace` the apiserver completed so far.
@@ -282,17 +302,6 @@ impl OperatorProcess {
             .and_then(|status| status.vmhwm)
             .map(|kb| kb as f64 / 1024.0)
             .context("no VmHWM in the operator's /proc/<pid>/status")
-    }
-
-    /// Stops the process (SIGSTOP) for good: a measurement taken meanwhile does not share
-    /// the machine with it, and it is killed when dropped.
-    pub(crate) fn stop(&self) -> anyhow::Result<()> {
-        let status = Command::new("kill")
-            .args(["-STOP", &self.child.id().to_string()])
-            .status()
-            .context("running kill")?;
-        ensure!(status.success(), "kill -STOP {} failed: {status}", self.child.id());
-        Ok(())
     }
 
     /// Fails when the process has exited (a crash would otherwise look like slowness).

@@ -10,7 +10,6 @@ pub(crate) mod vocabulary;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::error::ReconcileError;
 
@@ -42,7 +41,7 @@ pub(crate) async fn write_status<K, S, E>(
     status: &S,
 ) -> Result<StatusWrite, ReconcileError<E>>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone,
     S: Serialize + PartialEq,
 {
     if current == Some(status) {
@@ -55,16 +54,15 @@ where
     ops.push(serde_json::json!({ "op": "add", "path": "/status", "value": status }));
     let patch: json_patch::Patch =
         serde_json::from_value(serde_json::Value::Array(ops)).map_err(|e| ReconcileError::Encoding(e.to_string()))?;
-    let written = api
-        .patch_status(
-            &object.name_any(),
-            &PatchParams {
-                field_manager: Some(MANAGER.to_string()),
-                ..PatchParams::default()
-            },
-            &Patch::<()>::Json(patch),
-        )
-        .await;
+    let params = PatchParams {
+        field_manager: Some(MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    let request = kube::core::Request::new(api.resource_url())
+        .patch_subresource("status", &object.name_any(), &params, &Patch::<()>::Json(patch))
+        .map_err(|e| ReconcileError::Encoding(e.to_string()))?;
+    // The answer, the whole object, is not decoded: the object's watch brings it.
+    let written = api.clone().into_client().request_text(request).await;
     match written {
         Ok(_) => Ok(StatusWrite::Written),
         // A failed `test` is 422; a conflict on the way is 409.
