@@ -33,7 +33,7 @@ const ZONES: i64 = 20;
 /// Creates, PATCHes and status writes in flight at once, for the floor and the creates.
 const CLIENT_CONCURRENCY: usize = 32;
 const CONVERGENCE_TARGET: Duration = Duration::from_secs(10);
-const RATIO_TARGET: f64 = 1.25;
+const RATIO_TARGET: f64 = 1.10;
 const CALLS_PER_OBJECT_TARGET: f64 = 1.05;
 const STATUS_WRITES_PER_OBJECT_TARGET: f64 = 1.1;
 /// The objects of a zone re-read together: one read per zone and resync.
