@@ -14,6 +14,7 @@ use super::contract;
 use super::error::{ApiError, bounded_text};
 use super::limiter::{DirectLimiter, KeyedLimiter, Lane};
 use super::operation::Operation;
+use super::transport;
 
 /// Outcome class of one HTTP exchange: `2xx`..`5xx`, or `error` when no answer came.
 pub fn status_class(status: Option<u16>) -> &'static str {
@@ -128,11 +129,13 @@ impl EdgeClient {
         }
         // The platform never redirects an API call: a redirect is an error, so the
         // credentials (custom headers, which reqwest keeps across hosts) stay put.
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
-            .user_agent(config.user_agent.clone())
+            .user_agent(config.user_agent.clone());
+        let http = transport::configure(builder, &config.transport, |name| std::env::var(name).ok())
+            .map_err(ApiError::InvalidInput)?
             .build()
             .map_err(|e| ApiError::InvalidInput(format!("HTTP client: {e}")))?;
         let budget_kib = u32::try_from(config.answer_budget_bytes.div_ceil(1024))
@@ -337,10 +340,10 @@ fn too_long(limit: usize) -> ApiError {
 }
 
 /// Error bodies are read only this far: the platform's message fits many times over.
-const ERROR_BODY_BYTES: usize = 64 << 10;
+pub(super) const ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// Reads a body chunk by chunk, refusing one longer than `limit` before holding it.
-async fn read_body(mut response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
+pub(super) async fn read_body(mut response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(too_long(limit));
     }

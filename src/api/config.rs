@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use governor::Quota;
 
+use super::transport::Transport;
+
 /// A credential value; its `Debug` output is redacted and it has no `Display`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -188,6 +190,8 @@ pub struct ClientConfig {
     /// `Required::AlwaysSent`), or the call fails with `Decode`. Off, the client reads
     /// leniently: missing and unknown members never fail a read.
     pub strict_contract: bool,
+    /// The certificate authorities trusted, and the proxy of https requests.
+    pub transport: Transport,
 }
 
 /// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
@@ -282,6 +286,7 @@ impl ClientConfig {
             answer_budget_bytes: DEFAULT_ANSWER_BUDGET_BYTES,
             plain_http: PlainHttp::default(),
             strict_contract: false,
+            transport: Transport::default(),
         }
     }
 }

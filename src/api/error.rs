@@ -120,6 +120,8 @@ pub enum ApiError {
     Timeout,
     #[error("transport error: {0}")]
     Transport(String),
+    #[error("TLS with {host}: {problem}")]
+    Tls { host: String, problem: String },
     #[error("cannot decode the platform's answer: {0}")]
     Decode(String),
     #[error("invalid request: {0}")]
@@ -151,6 +153,13 @@ impl ApiError {
     pub(crate) fn from_transport(error: reqwest::Error) -> Self {
         if error.is_timeout() {
             return ApiError::Timeout;
+        }
+        if let Some(problem) = super::transport::tls_problem(&error) {
+            let host = error
+                .url()
+                .and_then(|url| Some(format!("{}:{}", url.host_str()?, url.port_or_known_default()?)))
+                .unwrap_or_else(|| "the platform".into());
+            return ApiError::Tls { host, problem };
         }
         // The URL carries no credential (keys travel in headers), but keep the message
         // to the cause alone.
@@ -219,6 +228,7 @@ impl ApiError {
             ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => "UnexpectedStatus",
             ApiError::Timeout => "Timeout",
             ApiError::Transport(_) => "TransportError",
+            ApiError::Tls { .. } => "TlsError",
             ApiError::Decode(_) => "DecodeError",
             ApiError::InvalidInput(_) => "InvalidInput",
             ApiError::WriteWithheld => "WriteWithheld",

@@ -12,11 +12,14 @@ pub mod limiter;
 pub mod logging;
 pub mod models;
 pub mod operation;
+pub mod probe;
 pub mod pullzone;
 pub mod shield;
+pub mod transport;
 
 pub use client::{EdgeClient, Hooks, RequestObserver, WriteGate, status_class};
 pub use config::{ClientConfig, Credentials, PlainHttp, RetryPolicy, Secret, SecretFile, USER_AGENT};
 pub use error::{ApiError, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
 pub use logging::LogQuery;
 pub use operation::Operation;
+pub use transport::{HttpsProxy, Transport, TransportFlags, TrustedRoots};

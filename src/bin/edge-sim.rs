@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use edge_operator::api::SecretFile;
-use edge_operator::sim::{AdminAccess, Sim, SimDocument, serve};
+use edge_operator::sim::{AdminAccess, ServerTls, Sim, SimDocument, serve};
 
 const DEMO_FIXTURES: &str = include_str!("../../examples/edge-sim-fixtures.yaml");
 
@@ -32,6 +32,13 @@ struct Args {
     /// admin API is open to every client that reaches the address.
     #[arg(long, env = "EDGE_SIM_ADMIN_TOKEN_FILE")]
     admin_token_file: Option<PathBuf>,
+    /// PEM certificate chain (leaf first) to serve https with, every API on the one
+    /// address; with --tls-key.
+    #[arg(long, env = "EDGE_SIM_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "EDGE_SIM_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Seed of the generated data: the same seed gives the same data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -60,6 +67,11 @@ async fn main() -> anyhow::Result<()> {
             AdminAccess::Open
         }
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls::from_files(cert, key).map_err(anyhow::Error::msg)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let sim = Sim::new(document);
     let generated = sim.generate(args.generate_events, args.generate_logs, args.seed)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -67,10 +79,18 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     tracing::info!(
         listen = %listener.local_addr()?,
+        scheme,
         events = generated.events,
         logs = generated.logs,
         "edge-sim ready"
     );
-    serve(listener, sim, admin, edge_operator::signal::terminate_or_interrupt()).await?;
+    serve(
+        listener,
+        sim,
+        admin,
+        tls,
+        edge_operator::signal::terminate_or_interrupt(),
+    )
+    .await?;
     Ok(())
 }

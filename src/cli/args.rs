@@ -39,6 +39,8 @@ pub struct Connection {
     /// otherwise http is accepted for loopback addresses only. Keys travel in clear text.
     #[arg(long, global = true)]
     pub allow_http_in_cluster: bool,
+    #[command(flatten)]
+    pub transport: crate::api::TransportFlags,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +74,26 @@ pub enum Command {
     /// Manifests of what the platform already has, ready for a GitOps repository.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Whether the platform can be reached and used with these URLs, key, CAs and
+    /// proxy: one line per check (name resolution, TLS, the key, the clock, the
+    /// logging API, the zones, Pull Zones and apps named), exit 1 on a failure.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A Shield Zone the key must see (its access lists are read). Repeatable.
+    #[arg(long = "zone")]
+    pub zones: Vec<i64>,
+    /// A Pull Zone whose logs the key must read. Repeatable.
+    #[arg(long = "pull-zone")]
+    pub pull_zones: Vec<i64>,
+    /// An application the key must see. Repeatable.
+    #[arg(long = "app")]
+    pub apps: Vec<String>,
+    /// The largest difference allowed between this machine's clock and the platform's.
+    #[arg(long, default_value = "30s")]
+    pub max_clock_skew: humantime::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use super::args::{
     PlanArgs, SearchArgs, SetArgs, ZoneListCommand,
 };
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
-use super::{Failure, certificates, logs, plan, print_json, render, since};
+use super::{Failure, certificates, doctor, logs, plan, print_json, render, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, Secret};
 
@@ -28,6 +28,10 @@ fn connect(connection: &Connection, credentials: Result<Option<Credentials>, Fai
     config.credentials = credentials;
     config.timeout = connection.timeout.into();
     config.plain_http = PlainHttp::allowing_in_cluster(connection.allow_http_in_cluster);
+    connection
+        .transport
+        .apply(&mut config.transport)
+        .map_err(Failure::usage)?;
     Ok(EdgeClient::new(config)?)
 }
 
@@ -186,6 +190,11 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             show(json, &app, render::app);
         }
         Command::Logs(args) => logs::logs(&client(&cli.connection, true)?, args, cli.output).await?,
+        Command::Doctor(args) => {
+            let checks = doctor::examine(&platform()?, &client(&cli.connection, true)?, args).await;
+            show(json, &checks, |checks| doctor::render(checks));
+            return Ok(doctor::exit_code(&checks));
+        }
         Command::Export(ExportCommand::AccessLists {
             zone,
             manage,

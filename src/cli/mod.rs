@@ -6,6 +6,7 @@ pub mod access_lists;
 pub mod args;
 pub mod certificates;
 pub mod commands;
+pub mod doctor;
 pub mod logs;
 pub mod parse;
 pub mod plan;

@@ -23,4 +23,4 @@ pub mod world;
 pub use document::SimDocument;
 pub use emulator::{Fault, JournalEntry, Sim};
 pub use http::admin::{ADMIN_TOKEN_HEADER, AdminAccess};
-pub use http::{RunningSim, serve, spawn, spawn_sim, spawn_sim_with};
+pub use http::{RunningSim, ServerTls, serve, spawn, spawn_sim, spawn_sim_with};

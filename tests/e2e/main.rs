@@ -15,6 +15,7 @@ mod operator_access_list;
 mod operator_app_watch;
 mod operator_certificate;
 mod operator_resilience;
+mod operator_tls;
 mod plan;
 mod protections_together;
 mod shards;

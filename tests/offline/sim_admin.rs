@@ -322,7 +322,7 @@ async fn a_guarded_admin_api_needs_the_token_and_follows_its_file() {
     let file = dir.path().join("token");
     std::fs::write(&file, "first-token\n").expect("token file");
     let access = AdminAccess::Token(SecretFile::open(file.clone(), "admin token").expect("token file"));
-    let sim = spawn_sim_with(Sim::new(fixtures_at()), access)
+    let sim = spawn_sim_with(Sim::new(fixtures_at()), access, None)
         .await
         .expect("edge-sim starts");
     let base = sim.base_url();

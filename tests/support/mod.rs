@@ -7,3 +7,4 @@ pub(crate) mod helm;
 pub(crate) mod hostile_server;
 pub(crate) mod operator;
 pub(crate) mod sim;
+pub(crate) mod tls;

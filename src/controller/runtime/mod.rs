@@ -73,6 +73,8 @@ pub struct RunConfig {
     /// addresses only. Keys travel in clear text.
     #[arg(long)]
     pub allow_http_in_cluster: bool,
+    #[command(flatten)]
+    pub transport: crate::api::TransportFlags,
     /// The most bytes of platform answers read at once, all polls together.
     #[arg(long, default_value_t = crate::api::config::DEFAULT_ANSWER_BUDGET_BYTES)]
     pub answer_budget_bytes: usize,
@@ -183,6 +185,8 @@ pub enum RunError {
     KubeConfig(#[from] kube::config::InferConfigError),
     #[error("platform client: {0}")]
     Platform(#[from] crate::api::ApiError),
+    #[error("platform connection: {0}")]
+    PlatformConnection(String),
     #[error("leader election: {0}")]
     Lease(#[from] kube_lease_manager::LeaseManagerError),
     #[error("metrics server on {addr}: {source}")]
@@ -268,6 +272,10 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
     platform_config.plain_http = PlainHttp::allowing_in_cluster(config.allow_http_in_cluster);
     platform_config.answer_budget_bytes = config.answer_budget_bytes;
+    config
+        .transport
+        .apply(&mut platform_config.transport)
+        .map_err(RunError::PlatformConnection)?;
     let leader = Arc::new(match config.election() {
         Some(election) => LeaderGate::elected(election.lease_duration),
         None => LeaderGate::sole(),

@@ -75,12 +75,14 @@ async fn method_not_allowed(request: Request) -> Response {
 pub struct RunningSim {
     pub addr: SocketAddr,
     pub sim: Arc<Sim>,
+    /// `http` or `https`.
+    pub scheme: &'static str,
     shutdown: Option<oneshot::Sender<()>>,
 }
 
 impl RunningSim {
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 
@@ -92,15 +94,72 @@ impl Drop for RunningSim {
     }
 }
 
-/// Serves `sim` on `listener` until `shutdown` resolves.
+/// The certificate chain and key edge-sim serves https with.
+#[derive(Clone)]
+pub struct ServerTls(Arc<rustls::ServerConfig>);
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServerTls(<key redacted>)")
+    }
+}
+
+impl ServerTls {
+    /// A server certificate chain (leaf first) and its private key, both PEM.
+    pub fn from_pem(chain: &[u8], key: &[u8]) -> Result<Self, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_slice_iter(chain)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("the certificate chain is not PEM: {e}"))?;
+        if chain.is_empty() {
+            return Err("the certificate file holds no PEM certificate".into());
+        }
+        let key =
+            PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("the key file holds no PEM private key: {e}"))?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| format!("the certificate and key do not make a server identity: {e}"))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Self(Arc::new(config)))
+    }
+
+    /// [`ServerTls::from_pem`] of two files.
+    pub fn from_files(chain: &std::path::Path, key: &std::path::Path) -> Result<Self, String> {
+        let read = |path: &std::path::Path| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()));
+        Self::from_pem(&read(chain)?, &read(key)?)
+    }
+}
+
+/// How long open connections may finish their requests once shutdown starts.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `sim` on `listener` (https with `tls`) until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
     sim: Arc<Sim>,
     admin: AdminAccess,
+    tls: Option<ServerTls>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(&sim, admin))
-        .with_graceful_shutdown(shutdown)
+    let router = router(&sim, admin);
+    let Some(tls) = tls else {
+        return axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+    };
+    let handle = axum_server::Handle::new();
+    let stopper = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stopper.graceful_shutdown(Some(DRAIN));
+    });
+    let config = axum_server::tls_rustls::RustlsConfig::from_config(tls.0);
+    axum_server::tls_rustls::from_tcp_rustls(listener.into_std()?, config)?
+        .handle(handle)
+        .serve(router.into_make_service())
         .await
 }
 
@@ -111,17 +170,18 @@ pub async fn spawn(document: SimDocument) -> std::io::Result<RunningSim> {
 
 /// Starts an existing emulator on a free port of 127.0.0.1, its admin API open.
 pub async fn spawn_sim(sim: Arc<Sim>) -> std::io::Result<RunningSim> {
-    spawn_sim_with(sim, AdminAccess::Open).await
+    spawn_sim_with(sim, AdminAccess::Open, None).await
 }
 
-/// Starts an existing emulator on a free port of 127.0.0.1.
-pub async fn spawn_sim_with(sim: Arc<Sim>, admin: AdminAccess) -> std::io::Result<RunningSim> {
+/// Starts an existing emulator on a free port of 127.0.0.1, serving https with `tls`.
+pub async fn spawn_sim_with(sim: Arc<Sim>, admin: AdminAccess, tls: Option<ServerTls>) -> std::io::Result<RunningSim> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (tx, rx) = oneshot::channel();
     let served = sim.clone();
     tokio::spawn(async move {
-        if let Err(error) = serve(listener, served, admin, async {
+        if let Err(error) = serve(listener, served, admin, tls, async {
             let _ = rx.await;
         })
         .await
@@ -132,6 +192,7 @@ pub async fn spawn_sim_with(sim: Arc<Sim>, admin: AdminAccess) -> std::io::Resul
     Ok(RunningSim {
         addr,
         sim,
+        scheme,
         shutdown: Some(tx),
     })
 }

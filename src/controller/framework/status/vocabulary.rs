@@ -73,6 +73,8 @@ pub enum Reason {
     UnexpectedStatus,
     Timeout,
     TransportError,
+    /// The platform's TLS identity is not trusted, or not valid for its host.
+    TlsError,
     DecodeError,
     InvalidInput,
     KubernetesError,
@@ -98,6 +100,7 @@ impl Word for Reason {
             Reason::UnexpectedStatus => "UnexpectedStatus",
             Reason::Timeout => "Timeout",
             Reason::TransportError => "TransportError",
+            Reason::TlsError => "TlsError",
             Reason::DecodeError => "DecodeError",
             Reason::InvalidInput => "InvalidInput",
             Reason::KubernetesError => "KubernetesError",
@@ -123,6 +126,7 @@ impl Reason {
             ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => Reason::UnexpectedStatus,
             ApiError::Timeout => Reason::Timeout,
             ApiError::Transport(_) => Reason::TransportError,
+            ApiError::Tls { .. } => Reason::TlsError,
             ApiError::Decode(_) => Reason::DecodeError,
             ApiError::InvalidInput(_) => Reason::InvalidInput,
             ApiError::WriteWithheld => Reason::NotLeader,
@@ -131,7 +135,7 @@ impl Reason {
 }
 
 /// The common reasons that wait for a person (see [`AnyReason::is_terminal`]).
-const TERMINAL: [Reason; 9] = [
+const TERMINAL: [Reason; 10] = [
     Reason::Paused,
     Reason::Unauthorized,
     Reason::Forbidden,
@@ -141,6 +145,7 @@ const TERMINAL: [Reason; 9] = [
     Reason::DecodeError,
     Reason::InvalidInput,
     Reason::CredentialsUnavailable,
+    Reason::TlsError,
 ];
 
 /// A reason of kind `R`'s vocabulary: common, or its own.
@@ -235,6 +240,10 @@ mod tests {
         errors.extend([
             ApiError::Timeout,
             ApiError::Transport("x".into()),
+            ApiError::Tls {
+                host: "x".into(),
+                problem: "x".into(),
+            },
             ApiError::Decode("x".into()),
             ApiError::InvalidInput("x".into()),
         ]);
