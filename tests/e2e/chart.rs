@@ -408,11 +408,33 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
     };
     install("install");
     let installed = emulator_secret_token(&namespace.name, "sim-edge-operator-emulator-admin");
+    let ca_of = || {
+        let (ok, ca, err) = cluster().kubectl(
+            &[
+                "get",
+                "secret",
+                "sim-edge-operator-emulator-tls",
+                "-n",
+                &namespace.name,
+                "-o",
+                "jsonpath={.data.ca\\.crt}",
+            ],
+            None,
+        );
+        assert!(ok && !ca.is_empty(), "{err}");
+        ca
+    };
+    let installed_ca = ca_of();
     install("upgrade");
     assert_eq!(
         emulator_secret_token(&namespace.name, "sim-edge-operator-emulator-admin"),
         installed,
         "the token survives an upgrade"
+    );
+    assert_eq!(
+        ca_of(),
+        installed_ca,
+        "the emulator's CA, which the operator trusts, survives an upgrade"
     );
     let (ok, _, err) = helm(&["uninstall", "sim", "--namespace", &namespace.name, "--wait=false"]);
     assert!(ok, "{err}");
@@ -724,4 +746,115 @@ async fn the_installation_check_passes_on_a_ready_operator_and_says_what_is_wron
     let nowhere = format!("http://127.0.0.1:{}", free_port());
     let (ok, _, err) = installation_check(&nowhere, "default", "1s");
     assert!(!ok && err.contains("did not answer ready"), "{err}");
+}
+
+/// The operator's container of the rendered `manifests`.
+fn operator_container(manifests: &str, release: &str) -> serde_yaml::Value {
+    objects_of_kind(manifests, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == format!("{release}-edge-operator"))
+        .map(|d| d["spec"]["template"]["spec"]["containers"][0].clone())
+        .expect("the operator Deployment")
+}
+
+fn args_of(container: &serde_yaml::Value) -> Vec<String> {
+    container["args"]
+        .as_sequence()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_operator_trusts_the_emulators_ca_or_the_bundle_given_and_takes_the_proxy_given() {
+    let render = |extra: &[&str]| {
+        let chart = chart();
+        let mut args = vec!["template", "tls", &chart, "--namespace", "team"];
+        args.extend(extra);
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{extra:?}: {err}");
+        manifests
+    };
+    let ca_file = "--ca-file=/etc/edge-operator/ca/ca.crt".to_string();
+
+    let emulated = render(&["--set=emulator.enabled=true"]);
+    let args = args_of(&operator_container(&emulated, "tls"));
+    assert!(
+        args.contains(&"--api-url=https://tls-edge-operator-emulator.team.svc:8080".to_string()),
+        "{args:?}"
+    );
+    assert!(args.contains(&ca_file), "{args:?}");
+    assert!(!args.iter().any(|a| a == "--allow-http-in-cluster"), "{args:?}");
+    let emulator = objects_of_kind(&emulated, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == "tls-edge-operator-emulator")
+        .expect("the emulator");
+    let emulator_args = args_of(&emulator["spec"]["template"]["spec"]["containers"][0]);
+    assert!(
+        emulator_args.contains(&"--tls-cert=/etc/edge-sim-tls/tls.crt".to_string()),
+        "{emulator_args:?}"
+    );
+    let tls = objects_of_kind(&emulated, "Secret")
+        .into_iter()
+        .find(|s| s["metadata"]["name"] == "tls-edge-operator-emulator-tls")
+        .expect("the emulator's TLS Secret");
+    for key in ["ca.crt", "tls.crt", "tls.key"] {
+        assert!(tls["data"][key].as_str().is_some_and(|v| !v.is_empty()), "{key}");
+    }
+
+    let plain = render(&["--set=emulator.enabled=true", "--set=emulator.tls.enabled=false"]);
+    let args = args_of(&operator_container(&plain, "tls"));
+    assert!(
+        args.iter().any(|a| a == "--allow-http-in-cluster") && !args.contains(&ca_file),
+        "{args:?}"
+    );
+    assert!(args.iter().any(|a| a.starts_with("--api-url=http://$(")), "{args:?}");
+
+    let bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+    let bundled = render(&[
+        API_URL,
+        &format!("--set=platform.tls.caBundle={bundle}"),
+        "--set=platform.tls.caBundleOnly=true",
+        "--set=platform.proxy=none",
+    ]);
+    let args = args_of(&operator_container(&bundled, "tls"));
+    for expected in [ca_file.as_str(), "--ca-file-only", "--proxy=none"] {
+        assert!(args.iter().any(|a| a == expected), "{expected}: {args:?}");
+    }
+    let config_map = objects_of_kind(&bundled, "ConfigMap")
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == "tls-edge-operator-ca")
+        .expect("the CA bundle's ConfigMap");
+    assert!(
+        config_map["data"]["ca.crt"]
+            .as_str()
+            .is_some_and(|pem| pem.contains("MIIB"))
+    );
+
+    let from_secret = render(&[
+        API_URL,
+        "--set=platform.tls.existingSecret=corporate-ca",
+        "--set=platform.tls.key=bundle.pem",
+        "--set=platform.proxy=http://proxy.corp:3128",
+    ]);
+    let deployment = objects_of_kind(&from_secret, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == "tls-edge-operator")
+        .expect("the operator");
+    let volume = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_sequence()
+        .and_then(|volumes| volumes.iter().find(|v| v["name"] == "trusted-ca").cloned())
+        .expect("the trusted-ca volume");
+    assert_eq!(volume["secret"]["secretName"], "corporate-ca");
+    assert_eq!(volume["secret"]["items"][0]["key"], "bundle.pem");
+    let args = args_of(&deployment["spec"]["template"]["spec"]["containers"][0]);
+    assert!(args.iter().any(|a| a == "--proxy=http://proxy.corp:3128"), "{args:?}");
+
+    let chart = chart();
+    let (refused, _, err) = helm(&["template", "tls", &chart, API_URL, "--set=platform.proxy=proxy.corp"]);
+    assert!(
+        !refused && err.contains("proxy"),
+        "a proxy that is no URL is refused: {err}"
+    );
 }

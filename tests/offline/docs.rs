@@ -251,3 +251,39 @@ fn every_chart_value_is_documented() {
         missing.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The words (`=> "Word"` arms) of `file`'s lines that mention `marker`.
+fn words_of(file: &str, marker: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join(file)).expect("source");
+    text.lines()
+        .filter(|line| line.contains(marker))
+        .filter_map(|line| {
+            line.split_once("=> \"")?
+                .1
+                .split_once('"')
+                .map(|(word, _)| word.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
+    let mut reasons = words_of("src/controller/framework/status/vocabulary.rs", "Reason::");
+    for kind in ["access_list", "app_watch", "certificate"] {
+        reasons.extend(words_of(
+            &format!("src/controller/kinds/{kind}/vocabulary.rs"),
+            "Reason::",
+        ));
+    }
+    reasons.extend(words_of("src/api/models/apps.rs", "AppStatus::"));
+    assert!(reasons.len() > 40, "reasons read from the vocabularies: {reasons:?}");
+    let page = std::fs::read_to_string(repo().join("docs/troubleshooting.md")).expect("docs/troubleshooting.md");
+    let missing: Vec<&String> = reasons
+        .iter()
+        .filter(|reason| !page.contains(&format!("`{reason}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "reasons docs/troubleshooting.md does not explain: {missing:?}"
+    );
+}

@@ -14,6 +14,7 @@ mod edgectl;
 mod hostile_network;
 mod layout;
 mod plan;
+mod release;
 mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;

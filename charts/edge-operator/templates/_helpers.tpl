@@ -86,9 +86,39 @@ this needs no cluster DNS.
 {{- define "edge-operator.apiUrl" -}}
 {{- if .Values.platform.apiUrl -}}
 {{- .Values.platform.apiUrl -}}
+{{- else if and .Values.emulator.enabled .Values.emulator.tls.enabled -}}
+{{- printf "https://%s:%v" (include "edge-operator.emulatorHost" .) .Values.emulator.port -}}
 {{- else if .Values.emulator.enabled -}}
 {{- $service := include "edge-operator.emulatorName" . | upper | replace "-" "_" -}}
 {{- printf "http://$(%s_SERVICE_HOST):$(%s_SERVICE_PORT)" $service $service -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The operator talks to the in-cluster emulator: platform.apiUrl is empty. */ -}}
+{{- define "edge-operator.usesEmulator" -}}
+{{- if and .Values.emulator.enabled (not .Values.platform.apiUrl) -}}true{{- end -}}
+{{- end -}}
+
+{{- /* The emulator's Service name that its certificate holds and the operator uses. */ -}}
+{{- define "edge-operator.emulatorHost" -}}
+{{- printf "%s.%s.svc" (include "edge-operator.emulatorName" .) .Release.Namespace -}}
+{{- end -}}
+
+{{- /*
+The volume source of the CAs the operator trusts besides the image's, as YAML, or
+nothing: platform.tls's bundle, ConfigMap or Secret, else the emulator's CA when the
+operator talks to the emulator over https.
+*/ -}}
+{{- define "edge-operator.caVolume" -}}
+{{- $tls := .Values.platform.tls -}}
+{{- if $tls.caBundle -}}
+configMap: {name: {{ printf "%s-ca" (include "edge-operator.fullname" .) }}, items: [{key: ca.crt, path: ca.crt}]}
+{{- else if $tls.existingConfigMap -}}
+configMap: {name: {{ $tls.existingConfigMap }}, items: [{key: {{ $tls.key }}, path: ca.crt}]}
+{{- else if $tls.existingSecret -}}
+secret: {secretName: {{ $tls.existingSecret }}, items: [{key: {{ $tls.key }}, path: ca.crt}]}
+{{- else if and (include "edge-operator.usesEmulator" .) .Values.emulator.tls.enabled -}}
+secret: {secretName: {{ printf "%s-tls" (include "edge-operator.emulatorName" .) }}, items: [{key: ca.crt, path: ca.crt}]}
 {{- end -}}
 {{- end -}}
 

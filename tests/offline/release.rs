@@ -1,0 +1,84 @@
+//! One version everywhere a user reads one: Cargo's, the chart's version and
+//! appVersion, the image tags and archive names the docs give, and a CHANGELOG entry.
+
+use std::path::PathBuf;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every version that follows one of `prefixes` in `text` (e.g. `edge-sim:0.2.0`).
+fn versions_after<'a>(text: &'a str, prefixes: &[&str]) -> Vec<&'a str> {
+    let mut found = Vec::new();
+    for prefix in prefixes {
+        for (at, _) in text.match_indices(prefix) {
+            let rest = &text[at + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
+            let version = rest[..end].trim_end_matches('.');
+            if version.split('.').count() == 3 && version.split('.').all(|p| !p.is_empty()) {
+                found.push(version);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_chart_and_every_image_tag_the_docs_give_carry_cargos_version() {
+    let chart: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("charts/edge-operator/Chart.yaml")).expect("Chart.yaml"),
+    )
+    .expect("YAML");
+    assert_eq!(chart["version"].as_str(), Some(VERSION), "Chart.yaml version");
+    assert_eq!(chart["appVersion"].as_str(), Some(VERSION), "Chart.yaml appVersion");
+
+    let mut files = vec![repo().join("README.md"), repo().join("Dockerfile")];
+    files.extend(
+        std::fs::read_dir(repo().join("docs"))
+            .expect("docs/")
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md") && !path.ends_with("benchmark.md")),
+    );
+    let prefixes = [
+        "edge-operator/edge-operator:",
+        "edge-operator/edge-sim:",
+        "edge-operator-",
+        "edge-sim-",
+    ];
+    let mut tags = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable");
+        for version in versions_after(&text, &prefixes) {
+            tags += 1;
+            assert_eq!(version, VERSION, "{} names an image of {version}", file.display());
+        }
+    }
+    assert!(tags >= 4, "the docs name the images and archives: {tags}");
+}
+
+#[test]
+fn the_changelog_has_an_entry_for_this_version() {
+    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).expect("CHANGELOG.md");
+    assert!(
+        changelog
+            .lines()
+            .any(|line| line.starts_with(&format!("## {VERSION} "))),
+        "CHANGELOG.md has no `## {VERSION} — <date>` heading"
+    );
+}
+
+#[test]
+fn versions_are_read_after_their_prefix_only() {
+    assert_eq!(
+        versions_after(
+            "run ghcr.io/edge-operator/edge-sim:1.2.3. Or edge-sim-10.0.1.oci.tar",
+            &["edge-sim:", "edge-sim-"]
+        ),
+        ["1.2.3", "10.0.1"]
+    );
+    assert!(versions_after("edge-sim-ca and edge-operator-e2e", &["edge-sim-", "edge-operator-"]).is_empty());
+}
