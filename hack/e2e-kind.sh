@@ -7,6 +7,9 @@
 #      (tests/node); the cluster deleted
 #   4. the README's "Test your manifests on kind" block, run verbatim in the repository
 #      root with KIND_NODE_IMAGE set (it creates and deletes its own cluster)
+#   5. the README's Install and first-object blocks, run verbatim on a cluster of their
+#      own against a stand-in for a real account: edge-sim serving https with a private
+#      CA on the node's address (a NodePort), the CA given as EDGE_CA_FILE
 # Needs root when it starts Docker or builds the node image. Each step prints its time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,9 +28,11 @@ took() { printf '==> %s: %ss\n' "$1" "$((SECONDS - step_start))"; }
 # sees: the run ends at the failing step, named here.
 trap 'printf "==> FAILED: %s (exit %s)\n" "$current_step" "$?" >&2' ERR
 
+install_cluster="${cluster}-install"
 teardown() {
   kind delete cluster --name "$cluster" >/dev/null 2>&1 || true
   kind delete cluster --name edge >/dev/null 2>&1 || true
+  kind delete cluster --name "$install_cluster" >/dev/null 2>&1 || true
   hack/kind/docker.sh down
   rm -rf "$work"
 }
@@ -76,10 +81,15 @@ EDGE_TEST_KUBECONFIG="$KUBECONFIG" cargo test --locked --test node -- --nocaptur
 took "suites"
 kind delete cluster --name "$cluster"
 
+# The README's sh block after the line <!-- recipe: $1 -->, into file $2.
+recipe() {
+  awk -v marker="<!-- recipe: $1 -->" '$0 == marker { found = 1; next } found && /^```sh$/ { block = 1; next } block && /^```$/ { exit } block' \
+    README.md >"$2"
+  [ -s "$2" ] || { echo "README.md has no block after <!-- recipe: $1 -->" >&2; exit 1; }
+}
+
 step "README: Test your manifests on kind"
-awk '/^<!-- recipe: kind -->$/ { found = 1; next } found && /^```sh$/ { block = 1; next } block && /^```$/ { exit } block' \
-  README.md >"$work/recipe.sh"
-[ -s "$work/recipe.sh" ] || { echo "README.md has no block after <!-- recipe: kind -->" >&2; exit 1; }
+recipe kind "$work/recipe.sh"
 # On failure the recipe's cluster is still there (its last line deletes it): show why.
 recipe_diagnosis() {
   kubectl get -n edge deployments,pods,leases,edgeplatform -o wide || true
@@ -91,3 +101,76 @@ recipe_diagnosis() {
 require_node_image
 bash -euxo pipefail "$work/recipe.sh" || { recipe_diagnosis; exit 1; }
 took "README recipe"
+
+step "README: Install and the first objects, against a stand-in account over https"
+recipe install "$work/install.sh"
+recipe first-object "$work/first-object.sh"
+require_node_image
+kind create cluster --name "$install_cluster" --image "$KIND_NODE_IMAGE" --wait 120s
+for image in "${images[@]}"; do
+  kind load image-archive --name "$install_cluster" "$image"
+done
+node_ip="$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$install_cluster-control-plane")"
+# A private CA no system trusts, and the stand-in's certificate for the node's address.
+pki="$work/pki"
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=edge-install-test-ca \
+  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$node_ip" \
+  -addext "subjectAltName=IP:$node_ip" -keyout "$pki/tls.key" -out "$pki/tls.csr" 2>/dev/null
+openssl x509 -req -in "$pki/tls.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 2 \
+  -copy_extensions copy -out "$pki/tls.crt" 2>/dev/null
+kubectl create namespace platform
+kubectl create secret tls edge-sim-tls -n platform --cert "$pki/tls.crt" --key "$pki/tls.key"
+kubectl create configmap edge-sim-fixtures -n platform --from-file=fixtures.yaml=examples/edge-sim-fixtures.yaml
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+kubectl apply -n platform -f - <<MANIFESTS
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: edge-sim}
+spec:
+  selector: {matchLabels: {app: edge-sim}}
+  template:
+    metadata: {labels: {app: edge-sim}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: edge-sim
+          image: ghcr.io/edge-operator/edge-sim:$version
+          imagePullPolicy: Never
+          args: [--listen=0.0.0.0:8443, --fixtures=/etc/edge-sim/fixtures.yaml,
+                 --tls-cert=/etc/edge-sim-tls/tls.crt, --tls-key=/etc/edge-sim-tls/tls.key]
+          ports: [{name: https, containerPort: 8443}]
+          readinessProbe: {tcpSocket: {port: https}, periodSeconds: 2}
+          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+          volumeMounts:
+            - {name: fixtures, mountPath: /etc/edge-sim, readOnly: true}
+            - {name: tls, mountPath: /etc/edge-sim-tls, readOnly: true}
+      volumes:
+        - {name: fixtures, configMap: {name: edge-sim-fixtures}}
+        - {name: tls, secret: {secretName: edge-sim-tls}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: edge-sim}
+spec:
+  type: NodePort
+  selector: {app: edge-sim}
+  ports: [{name: https, port: 8443, targetPort: https, nodePort: 30443}]
+MANIFESTS
+kubectl rollout status -n platform deployment/edge-sim --timeout=120s
+install_diagnosis() {
+  kubectl get -n edge-system deployments,pods -o wide || true
+  kubectl get -n team-a edgeplatform -o yaml || true
+  kubectl logs -n edge-system deployment/edge-edge-operator --tail=200 || true
+  kubectl get events -n team-a --sort-by=.lastTimestamp || true
+}
+# The user's environment: the account's URL, key and CA, a zone, the image pushed.
+export EDGE_API_URL="https://$node_ip:30443" EDGE_ACCESS_KEY=demo-access-key EDGE_CA_FILE="$pki/ca.crt" \
+  EDGE_ZONE=1001 EDGE_IMAGE_REPOSITORY=ghcr.io/edge-operator/edge-operator
+export PATH="$CARGO_TARGET_DIR/release:$PATH"
+# Not traced: the blocks hold the access key.
+bash -eu -o pipefail "$work/install.sh" || { install_diagnosis; exit 1; }
+bash -eu -o pipefail "$work/first-object.sh" || { install_diagnosis; exit 1; }
+kind delete cluster --name "$install_cluster"
+took "README install"

@@ -3,9 +3,11 @@
 # registry, into ${EDGE_CACHE_DIR}/images:
 #   edge-operator-<version>.oci.tar  ghcr.io/edge-operator/edge-operator:<version>
 #   edge-sim-<version>.oci.tar       ghcr.io/edge-operator/edge-sim:<version>
-#   edge-operator-git-<commit>.oci.tar  ghcr.io/edge-operator/edge-operator:git-<commit>
+#   edge-operator-<previous version>-<commit>.oci.tar
+#                                    ghcr.io/edge-operator/edge-operator:<previous version>
 #     (`previous` only: the operator of PREVIOUS_RELEASE_COMMIT, built from git history
-#     for the upgrade test; kept in the cache, as it never changes)
+#     for the upgrade test, tagged as its chart's default image; kept in the cache, as
+#     it never changes)
 # Both product images hold the three release binaries, the shared libraries they load,
 # a CA bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
 # their entrypoint. Load them with `kind load image-archive FILE` or `docker load -i FILE`.
@@ -70,19 +72,24 @@ product() {
 }
 
 previous() {
-  local commit="$PREVIOUS_RELEASE_COMMIT"
-  local archive="$out/edge-operator-git-$commit.oci.tar"
+  local commit="$PREVIOUS_RELEASE_COMMIT" previous_version
+  if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+    echo "commit $commit (the previous release) is not in this clone's history; clone without --depth" >&2
+    exit 1
+  fi
+  previous_version="$(git show "$commit:Cargo.toml" | sed -n 's/^version = "\(.*\)"/\1/p' | head -n1)"
+  if [[ "$previous_version" == "$version" ]]; then
+    echo "the previous release ($commit) has this version, $version: move Cargo.toml's version" >&2
+    exit 1
+  fi
+  local archive="$out/edge-operator-$previous_version-$commit.oci.tar"
   if [[ ! -f "$archive" ]]; then
-    if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
-      echo "commit $commit (the previous release) is not in this clone's history; clone without --depth" >&2
-      exit 1
-    fi
     log "building the operator of the previous release ($commit)"
     mkdir -p "$work/source"
     git archive "$commit" | tar -x -C "$work/source"
     (cd "$work/source" && CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" cargo build --release --locked --bin edge-operator >&2)
     rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/release" edge-operator
-    python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:git-$commit" \
+    python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:$previous_version" \
       --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 \
       --label "org.opencontainers.image.revision=$commit" --output "$archive.part" >&2
     mv "$archive.part" "$archive"

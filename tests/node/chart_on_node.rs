@@ -81,7 +81,7 @@ async fn the_operator_pod_runs_restricted_with_its_own_token_and_reconciles_the_
         "the operator read the in-cluster emulator"
     );
     let emulator = format!("{}-emulator", release.fullname());
-    let (opened, _, refusal) = release.try_service_get(&emulator, "http", "/_sim/requests");
+    let (opened, _, refusal) = release.try_service_get("https", &emulator, "http", "/_sim/requests");
     // kubectl reports a 401 as "You must be logged in to the server"; its own
     // credentials work for every other request of this test.
     assert!(

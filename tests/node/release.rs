@@ -152,25 +152,33 @@ impl Release {
         leases.get(&self.fullname()).await.ok()?.spec?.holder_identity
     }
 
-    /// A GET of one of the release's Services through the apiserver's Service proxy
-    /// (works wherever the test runs, without routes to Pod addresses).
+    /// A GET of one of the release's plain-http Services through the apiserver's Service
+    /// proxy (works wherever the test runs, without routes to Pod addresses).
     pub(crate) fn service_get(&self, service: &str, port: &str, path: &str) -> String {
-        let (ok, out, err) = self.try_service_get(service, port, path);
+        let (ok, out, err) = self.try_service_get("http", service, port, path);
         assert!(ok, "GET {path} of {service}: {err}");
         out
     }
 
-    /// [`Release::service_get`] that may fail: (success, body, error).
-    pub(crate) fn try_service_get(&self, service: &str, port: &str, path: &str) -> (bool, String, String) {
+    /// [`Release::service_get`] with `scheme` (`http` or `https`), that may fail:
+    /// (success, body, error).
+    pub(crate) fn try_service_get(
+        &self,
+        scheme: &str,
+        service: &str,
+        port: &str,
+        path: &str,
+    ) -> (bool, String, String) {
         let url = format!(
-            "/api/v1/namespaces/{}/services/http:{service}:{port}/proxy{path}",
+            "/api/v1/namespaces/{}/services/{scheme}:{service}:{port}/proxy{path}",
             self.namespace.name
         );
         cluster().kubectl(&["get", "--raw", &url], None)
     }
 
-    /// A GET of the in-cluster emulator's admin API through the apiserver's Service
-    /// proxy, with the token of the chart's Secret in the header the proxy forwards.
+    /// A GET of the in-cluster emulator's admin API (https) through the apiserver's
+    /// Service proxy, with the token of the chart's Secret in the header the proxy
+    /// forwards.
     pub(crate) async fn emulator_admin_get(&self, path: &str) -> String {
         let client = cluster().client().await;
         let emulator = format!("{}-emulator", self.fullname());
@@ -184,7 +192,7 @@ impl Release {
             .and_then(|mut data| data.remove("token"))
             .expect("the Secret holds a token");
         let request = http::Request::get(format!(
-            "/api/v1/namespaces/{}/services/http:{emulator}:http/proxy{path}",
+            "/api/v1/namespaces/{}/services/https:{emulator}:http/proxy{path}",
             self.namespace.name
         ))
         .header(ADMIN_TOKEN_HEADER, String::from_utf8(token.0).expect("a text token"))

@@ -71,6 +71,13 @@ impl PreviousSources {
         self.dir.join("charts/edge-operator").display().to_string()
     }
 
+    /// The previous chart's appVersion: the tag of its default image.
+    fn version(&self) -> String {
+        let chart = std::fs::read_to_string(self.dir.join("charts/edge-operator/Chart.yaml")).expect("Chart.yaml");
+        let chart: serde_yaml::Value = serde_yaml::from_str(&chart).expect("YAML");
+        chart["appVersion"].as_str().expect("an appVersion").to_string()
+    }
+
     /// The example fixtures without the access lists' `category` and `requiredPlan`: the
     /// previous release decodes them as text where the platform's schemas make them
     /// integers, so it served only lists without them.
@@ -143,6 +150,9 @@ fn deploy_emulator(name: &str, namespace: &str, fixtures: &Path) -> String {
         "--show-only=templates/emulator.yaml",
         "--set=emulator.enabled=true",
         "--set=emulator.image.pullPolicy=Never",
+        // The previous release trusts no private CA: it reaches the stand-in platform over
+        // plain http, as it allowed in the cluster.
+        "--set=emulator.tls.enabled=false",
         &format!("--set-file=emulator.fixtures={}", fixtures.display()),
     ]);
     assert!(ok, "helm template: {err}");
@@ -299,6 +309,17 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     }
 }
 
+/// The image a Pod's container runs, as its status reports it: (image, image ID).
+fn running_image(pod: &k8s_openapi::api::core::v1::Pod) -> (String, String) {
+    let status = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|statuses| statuses.first())
+        .expect("the operator container's status");
+    (status.image.clone(), status.image_id.clone())
+}
+
 /// The CRDs' `metadata`, by name.
 fn crd_metadata() -> Vec<Value> {
     let list: Value = serde_json::from_str(&kubectl(
@@ -331,8 +352,7 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     // The previous release, as its users installed it: its chart creates its CRDs.
     let values = previous_values(&api_url, &ns);
     let previous_chart = previous.chart();
-    let tag = format!("--set=image.tag=git-{commit}");
-    let mut args: Vec<&str> = vec!["install", &name, &previous_chart, "--namespace", &ns, &tag];
+    let mut args: Vec<&str> = vec!["install", &name, &previous_chart, "--namespace", &ns];
     args.extend(values.iter().map(String::as_str));
     args.extend(["--wait", "--timeout=120s"]);
     let started = Instant::now();
@@ -364,6 +384,12 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     let old_pods = release.operator_pods().await;
     assert_eq!(old_pods.len(), 1);
     let old_pod = old_pods[0].metadata.name.clone().expect("a Pod name");
+    let (old_image, old_image_id) = running_image(&old_pods[0]);
+    println!("the previous release runs {old_image} ({old_image_id})");
+    assert!(
+        old_image.ends_with(&format!(":{}", previous.version())),
+        "the previous chart's default image: {old_image}"
+    );
     let recorded = settled_restore_point(&ns).await;
     println!("restore point recorded by the previous release: {recorded:?}");
     // Without one, the new operator records the values before its own first write.
@@ -380,10 +406,10 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     }
 
     // `helm upgrade --reset-then-reuse-values` (docs/operations.md) while a change
-    // arrives, with the image of the working tree instead of the previous release's tag;
-    // objects using the operator's key need their namespace listed (the default key is
-    // denied elsewhere since the previous release), and the emulator's plain http URL
-    // needs allowing (http is refused beyond loopback since the previous release).
+    // arrives, with the chart's default image (its appVersion's tag); objects using the
+    // operator's key need their namespace listed (the default key is denied elsewhere
+    // since the previous release), and the emulator's plain http URL needs allowing
+    // (http is refused beyond loopback since the previous release).
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
     let change = tokio::task::spawn_blocking({
@@ -402,7 +428,6 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
         "--namespace",
         &ns,
         "--reset-then-reuse-values",
-        "--set=image.tag=",
         "--set=platform.allowHttpInCluster=true",
         &default_key,
         "--wait",
@@ -485,6 +510,17 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     assert!(
         new_pods.len() == 1 && new_pods[0].metadata.name.as_deref() != Some(old_pod.as_str()),
         "the upgrade replaced the operator Pod"
+    );
+    let (new_image, new_image_id) = running_image(&new_pods[0]);
+    println!("after the upgrade: {new_image} ({new_image_id})");
+    assert_eq!(
+        new_image,
+        format!("ghcr.io/edge-operator/edge-operator:{}", env!("CARGO_PKG_VERSION")),
+        "the chart's default image is this version's"
+    );
+    assert_ne!(
+        new_image_id, old_image_id,
+        "the Pod runs the new image, not the one the node held"
     );
     assert!(rollout.samples > 10, "{rollout:?}");
     assert_eq!(rollout.most_running, 1, "never two operators at once: {rollout:?}");
