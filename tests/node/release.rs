@@ -19,6 +19,8 @@ pub(crate) struct Release {
     pub namespace: TestNamespace,
     /// From `helm install` to the release's Pods Ready (`--wait`).
     pub ready_after: Duration,
+    /// How the in-cluster emulator serves: `https` (the chart's default) or `http`.
+    emulator_scheme: &'static str,
     uninstalled: bool,
 }
 
@@ -64,7 +66,7 @@ impl Release {
             let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", &namespace.name], None);
             panic!("helm install failed: {err}\n{pods}");
         }
-        Self::installed(name, namespace, ready_after)
+        Self::installed(name, namespace, ready_after, "https")
     }
 
     /// A namespace of its own under the `restricted` Pod Security Standard, and the name
@@ -86,11 +88,18 @@ impl Release {
     }
 
     /// A release the caller installed (`name` in `namespace`), uninstalled when dropped.
-    pub(crate) fn installed(name: String, namespace: TestNamespace, ready_after: Duration) -> Self {
+    /// A release installed otherwise, whose emulator serves `emulator_scheme`.
+    pub(crate) fn installed(
+        name: String,
+        namespace: TestNamespace,
+        ready_after: Duration,
+        emulator_scheme: &'static str,
+    ) -> Self {
         Self {
             name,
             namespace,
             ready_after,
+            emulator_scheme,
             uninstalled: false,
         }
     }
@@ -176,9 +185,8 @@ impl Release {
         cluster().kubectl(&["get", "--raw", &url], None)
     }
 
-    /// A GET of the in-cluster emulator's admin API (https) through the apiserver's
-    /// Service proxy, with the token of the chart's Secret in the header the proxy
-    /// forwards.
+    /// A GET of the in-cluster emulator's admin API through the apiserver's Service
+    /// proxy, with the token of the chart's Secret in the header the proxy forwards.
     pub(crate) async fn emulator_admin_get(&self, path: &str) -> String {
         let client = cluster().client().await;
         let emulator = format!("{}-emulator", self.fullname());
@@ -192,8 +200,8 @@ impl Release {
             .and_then(|mut data| data.remove("token"))
             .expect("the Secret holds a token");
         let request = http::Request::get(format!(
-            "/api/v1/namespaces/{}/services/https:{emulator}:http/proxy{path}",
-            self.namespace.name
+            "/api/v1/namespaces/{}/services/{}:{emulator}:http/proxy{path}",
+            self.namespace.name, self.emulator_scheme
         ))
         .header(ADMIN_TOKEN_HEADER, String::from_utf8(token.0).expect("a text token"))
         .body(Vec::new())

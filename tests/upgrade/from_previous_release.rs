@@ -358,7 +358,7 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     let started = Instant::now();
     let (ok, _, err) = helm(&args);
     assert!(ok, "helm install of the previous release: {err}");
-    let release = Release::installed(name, namespace, started.elapsed());
+    let release = Release::installed(name, namespace, started.elapsed(), "http");
     for (file, _, _) in EXAMPLES {
         kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&previous.example(file)));
     }
