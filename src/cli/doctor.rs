@@ -171,17 +171,10 @@ fn first_contact(base_url: &str, outcome: &Result<Probe, ApiError>) -> Vec<Check
                 format!("accepted (an unknown application answered HTTP {})", probe.status),
             ),
         ],
-        Err(ApiError::Unauthorized(_) | ApiError::Forbidden(_)) => vec![
+        Err(refused @ (ApiError::Unauthorized(_) | ApiError::Forbidden(_))) => vec![
             connected,
             tls_ok(),
-            check(
-                "access key",
-                Verdict::Fail,
-                format!(
-                    "refused: {}",
-                    outcome.as_ref().err().map(ToString::to_string).unwrap_or_default()
-                ),
-            ),
+            check("access key", Verdict::Fail, format!("refused: {refused}")),
         ],
         Err(ApiError::Tls { host, problem }) => {
             vec![connected, check("tls", Verdict::Fail, format!("{host}: {problem}"))]
