@@ -159,6 +159,9 @@ spec:
   ports: [{name: https, port: 8443, targetPort: https, nodePort: 30443}]
 MANIFESTS
 kubectl rollout status -n platform deployment/edge-sim --timeout=120s
+# A Ready Pod is reachable through the NodePort only once kube-proxy has programmed it.
+timeout 60 bash -c "until (exec 3<>/dev/tcp/$node_ip/30443) 2>/dev/null; do sleep 1; done" ||
+  { echo "edge-sim is not reachable at $node_ip:30443 after 60 s" >&2; exit 1; }
 install_diagnosis() {
   kubectl get -n edge-system deployments,pods -o wide || true
   kubectl get -n team-a edgeplatform -o yaml || true
