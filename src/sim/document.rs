@@ -16,9 +16,14 @@ use crate::api::contract::{BodyValidator, Document, Required};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SimDocument {
-    /// Accepted `AccessKey` values.
+    /// `AccessKey` values of the default account, which owns every resource that no
+    /// entry of `accounts` lists.
     #[serde(default)]
     pub access_keys: Vec<String>,
+    /// Further accounts: their keys see only the resources they list, and the keys of
+    /// other accounts do not see those.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<Account>,
     /// HS256 secret of the logging API's bearer tokens; none disables bearer auth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwt_secret: Option<String>,
@@ -33,6 +38,25 @@ pub struct SimDocument {
     #[serde(default)]
     pub apps: Vec<Value>,
 }
+
+/// An account: its keys and the resources it owns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Account {
+    pub name: String,
+    #[serde(default)]
+    pub access_keys: Vec<String>,
+    #[serde(default)]
+    pub shield_zones: Vec<i64>,
+    /// Pull Zones, with their hostnames and logs.
+    #[serde(default)]
+    pub pull_zones: Vec<i64>,
+    #[serde(default)]
+    pub apps: Vec<String>,
+}
+
+/// The name of the account of the top-level `accessKeys`.
+pub const DEFAULT_ACCOUNT: &str = "default";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -166,6 +190,44 @@ pub struct Hostname {
     pub certificate: Option<Certificate>,
 }
 
+/// A resource that belongs to an account.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Resource {
+    ShieldZone(i64),
+    PullZone(i64),
+    App(String),
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resource::ShieldZone(id) => write!(f, "Shield Zone {id}"),
+            Resource::PullZone(id) => write!(f, "Pull Zone {id}"),
+            Resource::App(id) => write!(f, "application {id}"),
+        }
+    }
+}
+
+/// Who owns what: keys to account names, and the resources of named accounts (the
+/// rest belong to [`DEFAULT_ACCOUNT`]).
+#[derive(Debug, Clone, Default)]
+pub struct Ownership {
+    keys: std::collections::HashMap<String, std::sync::Arc<str>>,
+    owners: std::collections::HashMap<Resource, std::sync::Arc<str>>,
+}
+
+impl Ownership {
+    /// The account of `key`, if it is a known key.
+    pub fn account_of(&self, key: &str) -> Option<std::sync::Arc<str>> {
+        self.keys.get(key).cloned()
+    }
+
+    /// Whether `account` owns `resource`.
+    pub fn owns(&self, account: &str, resource: &Resource) -> bool {
+        self.owners.get(resource).map_or(DEFAULT_ACCOUNT, |owner| owner) == account
+    }
+}
+
 /// Why a document was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
@@ -257,7 +319,98 @@ impl SimDocument {
                 return Err(invalid(format!("apps[{i}].id"), "duplicate application id"));
             }
         }
+        self.check_accounts()
+    }
+
+    /// Account names and keys are unique, and each resource an account lists exists
+    /// and belongs to no other account.
+    fn check_accounts(&self) -> Result<(), DocumentError> {
+        let invalid = |member: String, message: &str| DocumentError::Invalid {
+            member,
+            message: message.to_string(),
+        };
+        let mut names = HashSet::from([DEFAULT_ACCOUNT]);
+        let mut keys: HashSet<&str> = self.access_keys.iter().map(String::as_str).collect();
+        let mut owned = HashSet::new();
+        for (i, account) in self.accounts.iter().enumerate() {
+            if account.name.is_empty() || !names.insert(&account.name) {
+                return Err(invalid(
+                    format!("accounts[{i}].name"),
+                    "must be non-empty, unique and not \"default\"",
+                ));
+            }
+            for (j, key) in account.access_keys.iter().enumerate() {
+                if !keys.insert(key) {
+                    return Err(invalid(
+                        format!("accounts[{i}].accessKeys[{j}]"),
+                        "this key already belongs to an account",
+                    ));
+                }
+            }
+            let resources = account
+                .shield_zones
+                .iter()
+                .map(|id| {
+                    (
+                        "shieldZones",
+                        Resource::ShieldZone(*id),
+                        self.shield_zones.iter().any(|z| z.id == *id),
+                    )
+                })
+                .chain(account.pull_zones.iter().map(|id| {
+                    (
+                        "pullZones",
+                        Resource::PullZone(*id),
+                        self.pull_zones.iter().any(|z| z.id == *id),
+                    )
+                }))
+                .chain(account.apps.iter().map(|id| {
+                    let exists = self
+                        .apps
+                        .iter()
+                        .any(|app| app.get("id").and_then(Value::as_str) == Some(id));
+                    ("apps", Resource::App(id.clone()), exists)
+                }));
+            for (member, resource, exists) in resources {
+                if !exists {
+                    return Err(invalid(
+                        format!("accounts[{i}].{member}"),
+                        &format!("{resource} is not in the document"),
+                    ));
+                }
+                if !owned.insert(resource.clone()) {
+                    return Err(invalid(
+                        format!("accounts[{i}].{member}"),
+                        &format!("{resource} already belongs to another account"),
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Each key's account, and the owner of each resource that an account lists.
+    pub fn ownership(&self) -> Ownership {
+        let mut ownership = Ownership::default();
+        for key in &self.access_keys {
+            ownership.keys.insert(key.clone(), DEFAULT_ACCOUNT.into());
+        }
+        for account in &self.accounts {
+            let name: std::sync::Arc<str> = account.name.as_str().into();
+            for key in &account.access_keys {
+                ownership.keys.insert(key.clone(), name.clone());
+            }
+            let resources = account
+                .shield_zones
+                .iter()
+                .map(|id| Resource::ShieldZone(*id))
+                .chain(account.pull_zones.iter().map(|id| Resource::PullZone(*id)))
+                .chain(account.apps.iter().map(|id| Resource::App(id.clone())));
+            for resource in resources {
+                ownership.owners.insert(resource, name.clone());
+            }
+        }
+        ownership
     }
 
     /// Fills in what the platform always sends and the fixtures left out, where a

@@ -176,8 +176,9 @@ impl Sim {
         Some(fault)
     }
 
-    pub fn is_access_key(&self, key: &str) -> bool {
-        self.world().document.access_keys.iter().any(|k| k == key)
+    /// The account of `key`, if it is a known key.
+    pub fn account_of(&self, key: &str) -> Option<Arc<str>> {
+        self.world().account_of(key)
     }
 }
 

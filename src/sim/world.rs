@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::document::{Certificate, Challenge, Hostname, PullZone, ShieldZone, SimDocument};
+use super::document::{Certificate, Challenge, Hostname, Ownership, PullZone, Resource, ShieldZone, SimDocument};
 use super::events::EventStore;
 use super::logs::PullZoneLogs;
 
@@ -52,6 +52,7 @@ pub struct ZoneAccessLists {
 #[derive(Debug, Default)]
 pub struct World {
     pub document: SimDocument,
+    ownership: Ownership,
     events: HashMap<i64, Arc<EventStore>>,
     logs: HashMap<i64, Arc<PullZoneLogs>>,
 }
@@ -59,9 +60,30 @@ pub struct World {
 impl World {
     pub fn new(document: SimDocument) -> Self {
         Self {
+            ownership: document.ownership(),
             document,
             ..Self::default()
         }
+    }
+
+    /// The account of `key`, if it is a known key.
+    pub fn account_of(&self, key: &str) -> Option<Arc<str>> {
+        self.ownership.account_of(key)
+    }
+
+    /// Whether `account` sees `resource` (resources of other accounts answer as missing
+    /// ones do). A hostname belongs to the account of its Pull Zone.
+    pub fn sees(&self, account: &str, resource: &Resource) -> bool {
+        self.ownership.owns(account, resource)
+    }
+
+    /// Whether `account` sees the Pull Zone that holds `hostname` (false when none does).
+    pub fn sees_hostname(&self, account: &str, hostname: &str) -> bool {
+        self.document
+            .pull_zones
+            .iter()
+            .find(|z| z.hostnames.iter().any(|h| h.hostname.eq_ignore_ascii_case(hostname)))
+            .is_some_and(|zone| self.sees(account, &Resource::PullZone(zone.id)))
     }
 
     /// A snapshot of a Pull Zone's logs (empty for a Pull Zone without any).

@@ -15,6 +15,7 @@ mod hostile_network;
 mod layout;
 mod plan;
 mod release;
+mod sim_accounts;
 mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;

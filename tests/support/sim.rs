@@ -27,6 +27,22 @@ pub(crate) fn fixtures_at() -> SimDocument {
     document
 }
 
+pub(crate) const TEAM_B_KEY: &str = "team-b-access-key";
+
+/// The example fixtures, with zone 1002, Pull Zone 502 (static.example.com) in account
+/// team-b; the rest in the default account.
+pub(crate) fn two_accounts() -> SimDocument {
+    let mut document = fixtures_at();
+    document.accounts = vec![edge_operator::sim::document::Account {
+        name: "team-b".into(),
+        access_keys: vec![TEAM_B_KEY.into()],
+        shield_zones: vec![1002],
+        pull_zones: vec![502],
+        apps: Vec::new(),
+    }];
+    document
+}
+
 pub(crate) async fn start(document: SimDocument) -> RunningSim {
     spawn(document).await.expect("edge-sim starts")
 }

@@ -121,6 +121,9 @@ pub fn current_document(sim: &Sim) -> SimDocument {
 async fn get_state(State(sim): State<Arc<Sim>>) -> Response {
     let mut document = current_document(&sim);
     document.access_keys = document.access_keys.iter().map(|_| REDACTED.to_string()).collect();
+    for account in &mut document.accounts {
+        account.access_keys = account.access_keys.iter().map(|_| REDACTED.to_string()).collect();
+    }
     document.jwt_secret = document.jwt_secret.map(|_| REDACTED.to_string());
     json(StatusCode::OK, &document)
 }

@@ -16,6 +16,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
 use super::respond::{header_str, json, off_the_runtime};
 use crate::api::models::{LoggingError, LoggingErrorBody};
+use crate::sim::document::Resource;
 use crate::sim::emulator::Sim;
 use crate::sim::logs::{LogQuery, v1_day, v1_file};
 
@@ -41,14 +42,12 @@ fn invalid_request(message: impl Into<String>) -> Response {
     logging_error(StatusCode::BAD_REQUEST, "invalid_request", message)
 }
 
-fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
+/// The account of an `AccessKey`; `None` for a bearer token, which the platform mints
+/// for the Pull Zones its holder may read.
+fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<Option<Arc<str>>, Response> {
     let forbidden = || logging_error(StatusCode::FORBIDDEN, "forbidden", "the credentials are not valid");
     if let Some(key) = header_str(headers, "AccessKey") {
-        return if sim.is_access_key(key) {
-            Ok(())
-        } else {
-            Err(forbidden())
-        };
+        return sim.account_of(key).map(Some).ok_or_else(forbidden);
     }
     let Some(authorization) = header_str(headers, header::AUTHORIZATION.as_str()) else {
         return Err(logging_error(
@@ -79,14 +78,15 @@ fn authenticate(sim: &Sim, headers: &HeaderMap) -> Result<(), Response> {
     if expires * 1000 <= sim.clock.now_ms() {
         return Err(forbidden());
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Pull Zone state and the rate limit, shared by both versions.
-fn admit(sim: &Sim, pull_zone_id: i64) -> Result<(), Response> {
+fn admit(sim: &Sim, account: Option<&str>, pull_zone_id: i64) -> Result<(), Response> {
     {
         let world = sim.world();
-        match world.pull_zone(pull_zone_id) {
+        let visible = account.is_none_or(|account| world.sees(account, &Resource::PullZone(pull_zone_id)));
+        match world.pull_zone(pull_zone_id).filter(|_| visible) {
             None => {
                 return Err(logging_error(
                     StatusCode::FORBIDDEN,
@@ -138,9 +138,9 @@ async fn query_v2(
     headers: HeaderMap,
 ) -> Response {
     let result = (|| {
-        authenticate(&sim, &headers)?;
+        let account = authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(&pull_zone)?;
-        admit(&sim, pull_zone_id)?;
+        admit(&sim, account.as_deref(), pull_zone_id)?;
         let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
             .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
         let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
@@ -168,11 +168,11 @@ async fn day_file_v1(
         );
     };
     let result = (|| {
-        authenticate(&sim, &headers)?;
+        let account = authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(pull_zone)?;
         let now = sim.clock.now();
         let day = v1_day(&day, now).map_err(invalid_request)?;
-        admit(&sim, pull_zone_id)?;
+        admit(&sim, account.as_deref(), pull_zone_id)?;
         Ok((day, now, sim.world().pull_zone_logs(pull_zone_id)))
     })();
     match result {

@@ -54,13 +54,21 @@ fn fault_response(fault: &Fault) -> Response {
     response
 }
 
+/// The account whose key a request carries.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Arc<str>);
+
 /// 401 unless the `AccessKey` header carries a known key: ProblemDetails, except on
-/// the rate-limit list, whose published 401 is `{statusCode: 401}`.
-pub async fn require_access_key(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
+/// the rate-limit list, whose published 401 is `{statusCode: 401}`. Hands the key's
+/// account to the handler as a [`Caller`].
+pub async fn require_access_key(State(sim): State<Arc<Sim>>, mut request: Request, next: Next) -> Response {
     let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
-    let detail = match key {
-        Some(key) if sim.is_access_key(key) => return next.run(request).await,
-        Some(_) => "the AccessKey is not valid",
+    let detail = match key.map(|key| sim.account_of(key)) {
+        Some(Some(account)) => {
+            request.extensions_mut().insert(Caller(account));
+            return next.run(request).await;
+        }
+        Some(None) => "the AccessKey is not valid",
         None => "the AccessKey header is missing",
     };
     if request.uri().path().starts_with(RATE_LIMITS_PATH) {

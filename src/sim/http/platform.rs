@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::Response;
@@ -13,7 +13,7 @@ use axum::routing::{get, patch, post};
 
 use crate::sim::events::{execute, validate};
 
-use super::middleware::{RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
+use super::middleware::{Caller, RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
 use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, problem};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
@@ -21,6 +21,7 @@ use crate::api::models::shield::{
     EventLogsSearchRequest, PageInfo, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
+use crate::sim::document::Resource;
 use crate::sim::emulator::Sim;
 use crate::sim::world::WorldError;
 
@@ -64,7 +65,12 @@ fn zone_not_found(id: i64) -> Response {
     )
 }
 
-async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, body: Bytes) -> Response {
+async fn search_events(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(zone): Path<String>,
+    body: Bytes,
+) -> Response {
     let zone = match path_id(&zone, "shieldZoneId") {
         Ok(zone) => zone,
         Err(response) => return response,
@@ -79,7 +85,7 @@ async fn search_events(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, bo
     };
     let store = {
         let world = sim.world();
-        if world.shield_zone(zone).is_none() {
+        if world.shield_zone(zone).is_none() || !world.sees(&caller.0, &Resource::ShieldZone(zone)) {
             return zone_not_found(zone);
         }
         world.shield_zone_events(zone)
@@ -92,11 +98,18 @@ fn shield_error(error: WorldError) -> Response {
     problem(StatusCode::NOT_FOUND, "Not Found", error.to_string(), None)
 }
 
-async fn access_lists(State(sim): State<Arc<Sim>>, Path(zone): Path<String>) -> Response {
+async fn access_lists(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(zone): Path<String>,
+) -> Response {
     let zone = match path_id(&zone, "shieldZoneId") {
         Ok(zone) => zone,
         Err(response) => return response,
     };
+    if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
+        return zone_not_found(zone);
+    }
     let lists = match sim.world().access_lists(zone) {
         Ok(lists) => lists,
         Err(error) => return shield_error(error),
@@ -131,6 +144,7 @@ fn patch_refused(message: String, error_key: &str) -> Response {
 
 async fn update_access_list(
     State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
     Path((zone, configuration)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
@@ -138,6 +152,9 @@ async fn update_access_list(
         (Ok(zone), Ok(configuration)) => (zone, configuration),
         (Err(response), _) | (_, Err(response)) => return response,
     };
+    if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
+        return zone_not_found(zone);
+    }
     let patch: AccessListConfigurationPatch = match serde_json::from_slice(&body) {
         Ok(patch) => patch,
         Err(error) => return patch_refused(format!("invalid body: {error}"), "validation_error"),
@@ -174,10 +191,18 @@ fn status_body(status: StatusCode) -> Response {
     )
 }
 
-async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQuery(query): RawQuery) -> Response {
+async fn rate_limits(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(zone): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let Ok(zone) = zone.parse::<i64>() else {
         return status_body(StatusCode::BAD_REQUEST);
     };
+    if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
+        return status_body(StatusCode::NOT_FOUND);
+    }
     let params: Vec<(String, String)> =
         serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
     let mut page = 1;
@@ -210,12 +235,22 @@ async fn rate_limits(State(sim): State<Arc<Sim>>, Path(zone): Path<String>, RawQ
 }
 
 /// The Shield Zone that protects a Pull Zone (each fixture zone names its Pull Zone).
-async fn shield_zone_by_pull_zone(State(sim): State<Arc<Sim>>, Path(pull_zone): Path<String>) -> Response {
+async fn shield_zone_by_pull_zone(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(pull_zone): Path<String>,
+) -> Response {
     let pull_zone = match path_id(&pull_zone, "pullZoneId") {
         Ok(id) => id,
         Err(response) => return response,
     };
-    let zone = sim.world().shield_zone_of_pull_zone(pull_zone);
+    let zone = {
+        let world = sim.world();
+        world
+            .shield_zone_of_pull_zone(pull_zone)
+            .filter(|zone| world.sees(&caller.0, &Resource::ShieldZone(*zone)))
+            .filter(|_| world.sees(&caller.0, &Resource::PullZone(pull_zone)))
+    };
     match zone {
         Some(shield_zone) => json(
             StatusCode::OK,
@@ -241,7 +276,11 @@ fn field_error(status: StatusCode, key: &str, message: String) -> Response {
     )
 }
 
-async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
+async fn complete_certificate(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
     let request: CompleteCertificateRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(error) => {
@@ -260,7 +299,14 @@ async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Respo
             "Hostname is required".into(),
         );
     }
-    let completed = sim.world_mut().complete_certificate(hostname);
+    let completed = {
+        let mut world = sim.world_mut();
+        if world.sees_hostname(&caller.0, hostname) {
+            world.complete_certificate(hostname)
+        } else {
+            Err(WorldError::HostnameNotFound(hostname.to_string()))
+        }
+    };
     match completed {
         Ok(()) => empty(StatusCode::OK),
         Err(error @ WorldError::ChallengePending(_)) => field_error(
@@ -272,9 +318,14 @@ async fn complete_certificate(State(sim): State<Arc<Sim>>, body: Bytes) -> Respo
     }
 }
 
-async fn app(State(sim): State<Arc<Sim>>, Path(app_id): Path<String>) -> Response {
+async fn app(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(app_id): Path<String>,
+) -> Response {
     let world = sim.world();
-    match world.app(&app_id) {
+    let visible = world.sees(&caller.0, &Resource::App(app_id.clone()));
+    match world.app(&app_id).filter(|_| visible) {
         Some(app) => json(StatusCode::OK, app),
         None => json(
             StatusCode::NOT_FOUND,
