@@ -1,13 +1,18 @@
-//! What the AccessListConfig watch tells about all objects at once: which object may
-//! write which configuration, and which Secrets objects need for a restore. Finding a
-//! configuration's owner costs the same with ten objects as with ten thousand.
+//! What the AccessListConfig watch and this process's reads tell about all objects at
+//! once: which object may write which configuration, and which Secrets objects need for
+//! a restore. Finding a configuration's owner costs the same with ten objects as with
+//! ten thousand.
 //!
-//! One object writes a configuration. Its owner is, first, the object that has written
-//! it (its status says so, or this process let it write): it keeps the configuration
-//! until it is deleted. Otherwise the oldest object (`creationTimestamp`, then uid) whose
-//! spec names it and whose credentials have not been refused. The decision and the
-//! record of the winner happen under one lock, before any write, so objects created
-//! together never both write.
+//! Only an object whose own credentials have read its zone in this process and resolved
+//! its configuration is a claimant: a paused object, one whose key was refused or one of
+//! another account (whose zone answers as missing) blocks no one. Its owner is, first,
+//! the claimant that has written it (its status says so, or this process let it write):
+//! it keeps the configuration until it is deleted. Otherwise the oldest claimant
+//! (`creationTimestamp`, then uid). Status alone proves nothing: a configuration that a
+//! status names counts only once the object's own read resolved to it, or, until this
+//! process has tried the object's credentials, when its status does not say they were
+//! refused. The decision and the record of the winner happen under one lock, before any
+//! write, so objects created together never both write.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,10 +25,11 @@ use tokio::sync::watch;
 
 use super::{FINALIZER, protected_secret};
 use crate::api::models::shield::AccessListItem;
+use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
-use crate::crd::ConditionStatus;
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
+use crate::crd::{ConditionStatus, SecretKeyRef};
 
 /// How long a reconcile waits for the first full listing of AccessListConfigs before
 /// judging claims (so a newer object cannot win while an older one is not yet known).
@@ -31,13 +37,6 @@ const READY_WAIT: Duration = Duration::from_secs(30);
 
 /// (Shield Zone id, configuration id).
 type ListKey = (i64, i64);
-
-/// How a spec names its configuration, in its zone.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Target {
-    Configuration(i64),
-    Name(String),
-}
 
 /// (namespace, Secret name).
 pub(super) type SecretKey = (String, String);
@@ -70,17 +69,34 @@ impl Ages {
     }
 }
 
-/// What one object says about its claims.
+/// What this process learnt of an object's credentials on its own configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Proof {
+    /// Not tried by this process yet.
+    #[default]
+    Untried,
+    /// Its credentials read its zone, and its spec resolved to this configuration.
+    Read(ListKey),
+    /// Its credentials were refused, or its zone or list is not theirs to see.
+    Refused,
+}
+
+/// What one object says about its claims, and what this process proved of it.
 #[derive(Debug, Clone, Default)]
 struct Entry {
     /// `namespace/name`.
     object: Box<str>,
     age: Age,
-    /// The zone and configuration its spec names, when it may write (manages, is not
-    /// being deleted, and its credentials were not refused).
-    target: Option<(i64, Target)>,
-    /// The configurations it has written or may still restore.
-    proven: Vec<ListKey>,
+    /// It manages, is not being deleted and is not paused: it may write.
+    writes: bool,
+    /// The configurations its status says it wrote or may still restore (when it
+    /// manages, is not paused, and is not deleted unless a restore is pending).
+    recorded: Vec<ListKey>,
+    /// Its Synced condition says its credentials were refused.
+    refused_before: bool,
+    /// The Secret its credentials come from: a proof holds for these credentials only.
+    credentials: Option<SecretKeyRef>,
+    proof: Proof,
     /// The configuration this process let it write, until its status says so.
     taken: Option<ListKey>,
     /// The Secret (of its namespace) it needs kept for its restore.
@@ -96,7 +112,12 @@ const UNREACHABLE: [Reason; 4] = [
     Reason::CredentialsUnavailable,
 ];
 
-fn unreachable(object: &AccessListConfig) -> bool {
+/// Whether `reason` says an object's credentials cannot reach its configuration.
+pub(super) fn refuses_credentials(reason: Reason) -> bool {
+    UNREACHABLE.contains(&reason)
+}
+
+fn refused_before(object: &AccessListConfig) -> bool {
     let conditions = object
         .status
         .as_ref()
@@ -110,21 +131,17 @@ impl Entry {
     fn of(object: &AccessListConfig) -> Self {
         let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
         let uid: Arc<str> = object.uid().unwrap_or_else(|| format!("{namespace}/{name}")).into();
-        let manages = object.spec.management_policy == ManagementPolicy::Manage;
+        let manages = object.spec.management_policy == ManagementPolicy::Manage && !is_paused(object);
         let deleting = object.metadata.deletion_timestamp.is_some();
         let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
         let zone = object.spec.shield_zone_id;
-        let target = match (&object.spec.configuration_id, &object.spec.list_name) {
-            (Some(id), _) => Some(Target::Configuration(*id)),
-            (None, Some(name)) => Some(Target::Name(name.clone())),
-            (None, None) => None,
-        };
-        let proven = match object.status.as_ref() {
+        let recorded = match object.status.as_ref() {
             Some(status) if manages && (!deleting || restoring) => {
                 let written = status.at_provider.as_ref().map(|p| (zone, p.configuration_id));
                 let restored = status
                     .restore_point
-                    .map(|p| (p.shield_zone_id.unwrap_or(zone), p.configuration_id));
+                    .filter(|p| p.shield_zone_id.is_none_or(|z| z == zone))
+                    .map(|p| (zone, p.configuration_id));
                 let mut lists: Vec<ListKey> = written.into_iter().chain(restored).collect();
                 lists.dedup();
                 lists
@@ -135,12 +152,23 @@ impl Entry {
             secret: protected_secret(object).map(Box::from),
             object: format!("{namespace}/{name}").into(),
             age: (object.metadata.creation_timestamp.clone(), uid),
-            target: target
-                .filter(|_| manages && !deleting && !unreachable(object))
-                .map(|target| (zone, target)),
-            proven,
+            writes: manages && !deleting,
+            recorded,
+            refused_before: refused_before(object),
+            credentials: object.spec.access_key_secret_ref.clone(),
+            proof: Proof::Untried,
             taken: None,
         }
+    }
+
+    /// Carries what this process proved of `previous` over to this newer view of the
+    /// same object, while its credentials are the same.
+    fn carry(mut self, previous: &Entry) -> Self {
+        if previous.credentials == self.credentials {
+            self.proof = previous.proof;
+            self.taken = previous.taken.filter(|list| !self.recorded.contains(list));
+        }
+        self
     }
 
     /// (namespace, name).
@@ -153,8 +181,44 @@ impl Entry {
         Some((self.names().0.to_string(), secret.to_string()))
     }
 
-    fn proves(&self, list: ListKey) -> bool {
-        self.proven.contains(&list) || self.taken == Some(list)
+    /// The configuration it asks to write, once its credentials resolved it.
+    fn target(&self) -> Option<ListKey> {
+        match self.proof {
+            Proof::Read(list) if self.writes => Some(list),
+            _ => None,
+        }
+    }
+
+    /// The configuration it owns by having written it, as this process knows: its
+    /// status says so and its read resolved to it, or this process let it write.
+    fn proven(&self) -> Option<ListKey> {
+        match self.proof {
+            Proof::Read(list) if self.recorded.contains(&list) => Some(list),
+            _ => self.taken,
+        }
+    }
+
+    /// The configurations its status says it owns, until this process tries its
+    /// credentials (after a restart), unless its status says they were refused.
+    fn vouched(&self) -> &[ListKey] {
+        match self.proof {
+            Proof::Untried if !self.refused_before => &self.recorded,
+            _ => &[],
+        }
+    }
+
+    /// How strong its claim on `list` is: 0 proven, 1 vouched by its status, 2 named
+    /// by its spec and read, 3 none.
+    fn standing(&self, list: ListKey) -> u8 {
+        if self.proven() == Some(list) {
+            0
+        } else if self.vouched().contains(&list) {
+            1
+        } else if self.target() == Some(list) {
+            2
+        } else {
+            3
+        }
     }
 }
 
@@ -162,7 +226,8 @@ impl Entry {
 struct Index {
     entries: HashMap<Arc<str>, Entry>,
     proven: HashMap<ListKey, Ages>,
-    targets: HashMap<(i64, Target), Ages>,
+    vouched: HashMap<ListKey, Ages>,
+    targets: HashMap<ListKey, Ages>,
     secret_users: HashMap<SecretKey, usize>,
 }
 
@@ -184,10 +249,8 @@ impl Index {
     fn apply(&mut self, object: &AccessListConfig) -> Vec<SecretKey> {
         let mut entry = Entry::of(object);
         let previous = self.remove(&entry.age.1);
-        if let Some(previous) = &previous
-            && previous.target == entry.target
-        {
-            entry.taken = previous.taken.filter(|list| !entry.proven.contains(list));
+        if let Some(previous) = &previous {
+            entry = entry.carry(previous);
         }
         let touched = previous
             .and_then(|p| p.secret())
@@ -199,11 +262,14 @@ impl Index {
     }
 
     fn insert(&mut self, entry: Entry) {
-        for list in entry.proven.iter().chain(&entry.taken) {
-            insert(&mut self.proven, *list, &entry.age);
+        if let Some(list) = entry.proven() {
+            insert(&mut self.proven, list, &entry.age);
         }
-        if let Some(target) = &entry.target {
-            insert(&mut self.targets, target.clone(), &entry.age);
+        for list in entry.vouched() {
+            insert(&mut self.vouched, *list, &entry.age);
+        }
+        if let Some(target) = entry.target() {
+            insert(&mut self.targets, target, &entry.age);
         }
         if let Some(secret) = entry.secret() {
             *self.secret_users.entry(secret).or_default() += 1;
@@ -213,11 +279,14 @@ impl Index {
 
     fn remove(&mut self, uid: &str) -> Option<Entry> {
         let entry = self.entries.remove(uid)?;
-        for list in entry.proven.iter().chain(&entry.taken) {
-            remove(&mut self.proven, *list, &entry.age);
+        if let Some(list) = entry.proven() {
+            remove(&mut self.proven, list, &entry.age);
         }
-        if let Some(target) = &entry.target {
-            remove(&mut self.targets, target.clone(), &entry.age);
+        for list in entry.vouched() {
+            remove(&mut self.vouched, *list, &entry.age);
+        }
+        if let Some(target) = entry.target() {
+            remove(&mut self.targets, target, &entry.age);
         }
         if let Some(secret) = entry.secret()
             && let std::collections::hash_map::Entry::Occupied(mut users) = self.secret_users.entry(secret)
@@ -230,35 +299,38 @@ impl Index {
         Some(entry)
     }
 
-    /// The object other than `me` that owns `list`, if any; else records `me` as its
-    /// writer.
+    /// Replaces `me`'s entry (as known, else as `me` says) with `change` applied.
+    fn update(&mut self, me: &AccessListConfig, change: impl FnOnce(&mut Entry)) -> Entry {
+        let uid = Entry::of(me).age.1;
+        let mut entry = self.remove(&uid).unwrap_or_else(|| Entry::of(me));
+        change(&mut entry);
+        self.insert(entry.clone());
+        entry
+    }
+
+    /// Records that `me`'s credentials were refused: it claims nothing.
+    fn refuse(&mut self, me: &AccessListConfig) {
+        self.update(me, |entry| {
+            entry.proof = Proof::Refused;
+            entry.taken = None;
+        });
+    }
+
+    /// Records that `me`'s credentials resolved `list`; then the object other than `me`
+    /// that owns it, if any, else records `me` as its writer.
     fn claim(&mut self, me: &AccessListConfig, list: &AccessListItem) -> Option<String> {
         if me.spec.management_policy != ManagementPolicy::Manage {
             return None;
         }
-        let zone = me.spec.shield_zone_id;
-        let key = (zone, list.configuration_id);
-        let mine = Entry::of(me);
+        let key = (me.spec.shield_zone_id, list.configuration_id);
+        let mine = self.update(me, |entry| entry.proof = Proof::Read(key));
         let uid = mine.age.1.clone();
-        let mine = match self.entries.get(&uid) {
-            Some(known) => known.clone(),
-            None => {
-                self.insert(mine.clone());
-                mine
-            }
-        };
         let others = |ages: Option<&Ages>| ages.and_then(|ages| ages.oldest_but(&uid));
-        let proven = others(self.proven.get(&key)).map(|age| (false, age));
-        let named = [
-            Target::Configuration(list.configuration_id),
-            Target::Name(list.name.clone()),
-        ]
-        .into_iter()
-        .filter_map(|target| others(self.targets.get(&(zone, target))))
-        .min()
-        .map(|age| (true, age));
-        let rival = proven.or(named);
-        let me_rank = (!mine.proves(key), mine.age.clone());
+        let rival = [&self.proven, &self.vouched, &self.targets]
+            .into_iter()
+            .zip(0..)
+            .find_map(|(claimants, standing)| others(claimants.get(&key)).map(|age| (standing, age)));
+        let me_rank = (mine.standing(key), mine.age.clone());
         match rival.filter(|rival| *rival < me_rank) {
             Some((_, age)) => {
                 let owner = &self.entries[&age.1];
@@ -270,12 +342,8 @@ impl Index {
                 })
             }
             None => {
-                if !mine.proves(key) {
-                    self.remove(&uid);
-                    self.insert(Entry {
-                        taken: Some(key),
-                        ..mine
-                    });
+                if mine.proven() != Some(key) {
+                    self.update(me, |entry| entry.taken = Some(key));
                 }
                 None
             }
@@ -337,18 +405,12 @@ impl Claims {
             }
             Event::InitDone => {
                 let mut listed = state.relisting.take().unwrap_or_default();
-                // What this process let objects write, until their status says so.
+                // What this process proved of objects, and let them write.
                 for (uid, entry) in &state.current.entries {
-                    if let (Some(taken), Some(now)) = (entry.taken, listed.entries.get(uid))
-                        && now.target == entry.target
-                        && !now.proven.contains(&taken)
+                    if entry.proof != Proof::Untried
+                        && let Some(now) = listed.remove(uid)
                     {
-                        let now = Entry {
-                            taken: Some(taken),
-                            ..now.clone()
-                        };
-                        listed.remove(uid);
-                        listed.insert(now);
+                        listed.insert(now.carry(entry));
                     }
                 }
                 let previous = std::mem::replace(&mut state.current, listed);
@@ -368,6 +430,12 @@ impl Claims {
         self.lock().current.secret_users.contains_key(secret)
     }
 
+    /// Records that `me`'s credentials were refused, or cannot see its zone or list:
+    /// it blocks no one.
+    pub fn refuse(&self, me: &AccessListConfig) {
+        self.lock().current.refuse(me);
+    }
+
     /// Waits for the first listing, at most [`READY_WAIT`]; whether it is done.
     pub async fn listed(&self) -> bool {
         let mut listed = self.listed.subscribe();
@@ -376,8 +444,9 @@ impl Claims {
             .is_ok_and(|done| done.is_ok())
     }
 
-    /// `None` when `me` may write `list` of its zone (then it is recorded as its writer)
-    /// or only observes it; else who owns it, named only within `me`'s namespace.
+    /// Records that `me`'s credentials resolved `list` of its zone. `None` when `me` may
+    /// write it (then it is recorded as its writer) or only observes it; else who owns
+    /// it, named only within `me`'s namespace.
     /// Waits for the first listing, at most [`READY_WAIT`]; past that it judges by what
     /// it knows.
     pub async fn claim(&self, me: &AccessListConfig, list: &AccessListItem) -> Option<String> {
@@ -472,11 +541,38 @@ mod tests {
     }
 
     #[test]
-    fn of_objects_created_together_the_oldest_writes_whoever_asks_first() {
+    fn only_objects_whose_own_credentials_read_the_configuration_claim_it() {
+        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
+        let newer = object("newer", "2026-11-20T10:00:01Z", None);
+        let claims = listed(&[&newer, &older]);
+        assert_eq!(
+            owner(&claims, &newer, 9101),
+            None,
+            "older never read it: newer may write"
+        );
+        for _ in 0..2 {
+            assert_eq!(
+                owner(&claims, &older, 9101).as_deref(),
+                Some("AccessListConfig \"newer\"")
+            );
+        }
+        assert_eq!(owner(&claims, &newer, 9102), None, "another configuration");
+    }
+
+    #[test]
+    fn once_the_owner_is_gone_the_oldest_claimant_that_read_it_writes() {
+        let owner_object = written(object("owner", "2026-11-20T09:00:00Z", Some(9101)), 9101);
         let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
         let same_second = object("same-second", "2026-11-20T10:00:00Z", None);
         let newer = object("newer", "2026-11-20T10:00:01Z", Some(9101));
-        let claims = listed(&[&newer, &same_second, &older]);
+        let claims = listed(&[&owner_object, &newer, &same_second, &older]);
+        for claimant in [&newer, &same_second, &older] {
+            assert_eq!(
+                owner(&claims, claimant, 9101).as_deref(),
+                Some("AccessListConfig \"owner\"")
+            );
+        }
+        claims.follow(&Event::Delete(owner_object));
         for _ in 0..2 {
             assert_eq!(
                 owner(&claims, &newer, 9101).as_deref(),
@@ -489,7 +585,6 @@ mod tests {
             );
         }
         assert_eq!(owner(&claims, &older, 9101), None);
-        assert_eq!(owner(&claims, &newer, 9102), None, "another configuration");
     }
 
     #[test]
@@ -511,6 +606,48 @@ mod tests {
         );
         claims.follow(&Event::Delete(newer));
         assert_eq!(owner(&claims, &older, 9101), None);
+    }
+
+    #[test]
+    fn paused_refused_and_misdirected_squatters_block_no_one() {
+        let mut paused = written(object("paused", "2026-11-20T09:00:00Z", Some(9101)), 9101);
+        paused
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(crate::crd::ANNOTATION_PAUSED.into(), "true".into());
+        let refused_here = written(object("refused-here", "2026-11-20T09:00:00Z", Some(9101)), 9101);
+        let elsewhere = written(object("elsewhere", "2026-11-20T09:00:00Z", Some(9102)), 9101);
+        let victim = object("victim", "2026-11-20T12:00:00Z", Some(9101));
+        let claims = listed(&[&paused, &refused_here, &elsewhere, &victim]);
+        assert!(
+            owner(&claims, &victim, 9101).is_some(),
+            "forged statuses count until their credentials are tried"
+        );
+        claims.refuse(&refused_here);
+        assert_eq!(
+            owner(&claims, &elsewhere, 9102),
+            None,
+            "its read resolved 9102, not 9101"
+        );
+        assert_eq!(
+            owner(&claims, &victim, 9101),
+            None,
+            "paused, refused, or resolved elsewhere"
+        );
+        claims.follow(&Event::Apply(refused_here.clone()));
+        assert_eq!(owner(&claims, &victim, 9101), None, "a refusal outlives watch events");
+        let mut new_key = refused_here;
+        new_key.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+            name: "other".into(),
+            key: "accessKey".into(),
+        });
+        claims.follow(&Event::Apply(new_key));
+        assert_eq!(
+            owner(&claims, &victim, 9101),
+            None,
+            "the victim holds it now; another key proves nothing until it reads"
+        );
     }
 
     #[test]
@@ -544,7 +681,7 @@ mod tests {
 
     #[test]
     fn an_owner_in_another_namespace_is_not_named() {
-        let mut theirs = object("theirs", "2026-11-20T10:00:00Z", Some(9101));
+        let mut theirs = written(object("theirs", "2026-11-20T10:00:00Z", Some(9101)), 9101);
         theirs.metadata.namespace = Some("other-team".into());
         let mine = object("mine", "2026-11-20T12:00:00Z", Some(9101));
         let claims = listed(&[&theirs, &mine]);
@@ -611,7 +748,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn claims_are_judged_once_listed_or_after_the_wait() {
-        let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
+        let old = written(object("old", "2026-11-20T10:00:00Z", Some(9101)), 9101);
         let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
         let claims = std::sync::Arc::new(Claims::default());
         claims.follow(&Event::Init);

@@ -11,7 +11,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::AccessListItem;
 use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::pipeline::{Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
-use crate::controller::framework::status::vocabulary::Word;
+use crate::controller::framework::status::vocabulary::{AnyReason, Word};
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
 mod claims;
@@ -30,7 +30,7 @@ pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_note, is_converged, predates_status, since_zone_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{
-    AfterRestore, after_restore, keep_finalizer, record_restore_point, restore, restore_point_of_spec_zone,
+    AfterRestore, Restore, after_restore, keep_finalizer, record_restore_point, restore, restore_point_of_spec_zone,
     wants_finalizer,
 };
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
@@ -85,6 +85,37 @@ impl AccessListConfig {
             managed,
         })
     }
+
+    /// The list its spec names, read with its own credentials: recent enough to apply a
+    /// spec, or since the zone's resync instant once converged.
+    async fn read_own_list(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, Failure> {
+        let client = io.client().await?;
+        let zone = self.spec.shield_zone_id;
+        let converged = self
+            .status
+            .as_ref()
+            .is_some_and(|status| is_converged(status, self.metadata.generation));
+        let freshness = if converged {
+            let interval = poll_interval(self, io.settings.resync);
+            ListsFreshness::SinceResync(since_zone_resync(interval, zone, now.since_epoch()))
+        } else {
+            ListsFreshness::Recent
+        };
+        let mut observed = self.observe_list(io, client, freshness).await?;
+        if freshness != ListsFreshness::Recent && predates_status(self.status.as_ref(), &observed.list) {
+            observed = self.observe_list(io, client, ListsFreshness::Fresh).await?;
+        }
+        Ok(observed)
+    }
+}
+
+/// Whether a failure says the object's credentials cannot see its list (refused, or
+/// the zone or list is not theirs): then it claims nothing.
+fn cannot_see_its_list(error: &Failure) -> bool {
+    match error.reason() {
+        AnyReason::Common(reason) => claims::refuses_credentials(reason),
+        AnyReason::Kind(reason) => reason == AccessListReason::AccessListNotFound,
+    }
 }
 
 impl Reconciled for AccessListConfig {
@@ -107,22 +138,15 @@ impl Reconciled for AccessListConfig {
     }
 
     async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, Failure> {
-        let client = io.client().await?;
-        let zone = self.spec.shield_zone_id;
-        let converged = self
-            .status
-            .as_ref()
-            .is_some_and(|status| is_converged(status, self.metadata.generation));
-        let freshness = if converged {
-            let interval = poll_interval(self, io.settings.resync);
-            ListsFreshness::SinceResync(since_zone_resync(interval, zone, now.since_epoch()))
-        } else {
-            ListsFreshness::Recent
+        let observed = match self.read_own_list(io, now).await {
+            Ok(observed) => observed,
+            Err(error) => {
+                if cannot_see_its_list(&error) {
+                    io.state.claims.refuse(self);
+                }
+                return Err(error);
+            }
         };
-        let mut observed = self.observe_list(io, client, freshness).await?;
-        if freshness != ListsFreshness::Recent && predates_status(self.status.as_ref(), &observed.list) {
-            observed = self.observe_list(io, client, ListsFreshness::Fresh).await?;
-        }
         if let Some(owner) = io.state.claims.claim(self, &observed.list).await {
             return Err(Failure::from(AccessListError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
@@ -209,18 +233,21 @@ impl Reconciled for AccessListConfig {
         let notes = match point {
             None => Vec::new(),
             Some(Err(rejected)) => vec![rejected],
-            Some(Ok(point)) => {
-                let restored = restore(self, io, point).await;
-                let deleted_at = self
-                    .metadata
-                    .deletion_timestamp
-                    .as_ref()
-                    .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-                match after_restore(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
-                    AfterRestore::Done(note) => vec![note],
-                    AfterRestore::Retry(error) => return Err(error),
+            Some(Ok(point)) => match restore(self, io, point).await {
+                Ok(Restore::Rejected(rejected)) => vec![rejected],
+                restored => {
+                    let deleted_at = self
+                        .metadata
+                        .deletion_timestamp
+                        .as_ref()
+                        .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
+                    let restored = restored.map(|_| ());
+                    match after_restore(self.spec.shield_zone_id, &point, restored, deleted_at, now.time) {
+                        AfterRestore::Done(note) => vec![note],
+                        AfterRestore::Retry(error) => return Err(error),
+                    }
                 }
-            }
+            },
         };
         let unrestored = [AccessListReason::RestoreFailed, AccessListReason::RestorePointRejected].map(Word::as_str);
         for note in notes.iter().filter(|note| unrestored.contains(&note.reason)) {

@@ -6,7 +6,9 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
+use super::plan::resolve;
 use super::vocabulary::{AccessListError, AccessListReason, Failure};
+use super::zone_lists::ListsFreshness;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::pipeline::{Io, Note};
@@ -56,7 +58,9 @@ pub(super) fn after_restore(
         }
         Err(error) => error,
     };
-    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_)) = error {
+    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_))
+    | ReconcileError::Kind(AccessListError::NotFound { .. }) = error
+    {
         return AfterRestore::Done(Note::normal(
             AccessListReason::NothingToRestore,
             format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
@@ -108,23 +112,70 @@ pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) ->
     }
 }
 
+/// The restore point, if it names the configuration the spec resolves to now (with the
+/// object's own credentials) and no other object owns that configuration. Else the
+/// point was not recorded by the operator for this object, and the Warning Event of a
+/// release without restoring.
+pub(super) fn restore_point_of_list(
+    zone: i64,
+    point: &RestorePoint,
+    resolved: i64,
+    owner: Option<String>,
+) -> Result<(), Note> {
+    let configuration = point.configuration_id;
+    if configuration != resolved {
+        return Err(Note::warning(
+            AccessListReason::RestorePointRejected,
+            format!(
+                "status.restorePoint names configuration {configuration}, but the spec names configuration {resolved} of Shield Zone {zone}: released without restoring"
+            ),
+        ));
+    }
+    match owner {
+        None => Ok(()),
+        Some(owner) => Err(Note::warning(
+            AccessListReason::RestorePointRejected,
+            format!(
+                "configuration {configuration} of Shield Zone {zone} is written by {owner}, not this object: \
+                 released without restoring"
+            ),
+        )),
+    }
+}
+
+/// What a restore did.
+#[derive(Debug)]
+pub(super) enum Restore {
+    Written,
+    /// The restore point was refused: nothing was written.
+    Rejected(Note),
+}
+
+/// Resolves the spec's list with the object's credentials, checks the restore point
+/// against it and the claims, then writes the recorded values back.
 pub(super) async fn restore(
     object: &AccessListConfig,
     io: &Io<'_, AccessListConfig>,
     point: RestorePoint,
-) -> Result<(), Failure> {
+) -> Result<Restore, Failure> {
     let client = io.client().await?;
+    let zone = object.spec.shield_zone_id;
+    let lists = io.state.zone_lists.read(client, zone, ListsFreshness::Recent).await?;
+    let (list, _) = resolve(&object.spec, &lists)?;
+    let owner = io.state.claims.claim(object, list).await;
+    if let Err(rejected) = restore_point_of_list(zone, &point, list.configuration_id, owner) {
+        return Ok(Restore::Rejected(rejected));
+    }
     let patch = AccessListConfigurationPatch {
         is_enabled: Some(point.is_enabled),
         action: Some(point.action),
     };
-    let zone = object.spec.shield_zone_id;
     client.update_access_list(zone, point.configuration_id, &patch).await?;
     io.state
         .zone_lists
         .note_write(client, zone, point.configuration_id, point.is_enabled, point.action)
         .await;
-    Ok(())
+    Ok(Restore::Written)
 }
 
 pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -208,6 +259,33 @@ mod tests {
         let rejected = restore_point_of_spec_zone(1001, point(Some(1002))).expect_err("another zone");
         assert_eq!(rejected.reason, AccessListReason::RestorePointRejected.as_str());
         assert!(rejected.message.contains("Shield Zone 1002"), "{}", rejected.message);
+    }
+
+    #[test]
+    fn a_restore_point_of_another_configuration_or_owner_is_not_used() {
+        let point = RestorePoint {
+            shield_zone_id: Some(1001),
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        assert_eq!(restore_point_of_list(1001, &point, 9101, None), Ok(()));
+        let elsewhere = restore_point_of_list(1001, &point, 9102, None).expect_err("another configuration");
+        assert_eq!(elsewhere.reason, AccessListReason::RestorePointRejected.as_str());
+        assert!(
+            elsewhere.message.contains("configuration 9101") && elsewhere.message.contains("configuration 9102"),
+            "{}",
+            elsewhere.message
+        );
+        let owned = restore_point_of_list(
+            1001,
+            &point,
+            9101,
+            Some("an AccessListConfig of another namespace".into()),
+        )
+        .expect_err("another owner");
+        assert_eq!(owned.reason, AccessListReason::RestorePointRejected.as_str());
+        assert!(owned.message.contains("another namespace"), "{}", owned.message);
     }
 
     #[test]
