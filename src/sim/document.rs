@@ -208,26 +208,6 @@ impl std::fmt::Display for Resource {
     }
 }
 
-/// Who owns what: keys to account names, and the resources of named accounts (the
-/// rest belong to [`DEFAULT_ACCOUNT`]).
-#[derive(Debug, Clone, Default)]
-pub struct Ownership {
-    keys: std::collections::HashMap<String, std::sync::Arc<str>>,
-    owners: std::collections::HashMap<Resource, std::sync::Arc<str>>,
-}
-
-impl Ownership {
-    /// The account of `key`, if it is a known key.
-    pub fn account_of(&self, key: &str) -> Option<std::sync::Arc<str>> {
-        self.keys.get(key).cloned()
-    }
-
-    /// Whether `account` owns `resource`.
-    pub fn owns(&self, account: &str, resource: &Resource) -> bool {
-        self.owners.get(resource).map_or(DEFAULT_ACCOUNT, |owner| owner) == account
-    }
-}
-
 /// Why a document was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
@@ -389,28 +369,28 @@ impl SimDocument {
         Ok(())
     }
 
-    /// Each key's account, and the owner of each resource that an account lists.
-    pub fn ownership(&self) -> Ownership {
-        let mut ownership = Ownership::default();
-        for key in &self.access_keys {
-            ownership.keys.insert(key.clone(), DEFAULT_ACCOUNT.into());
+    /// The account of `key`, if it is a known key.
+    pub fn account_of(&self, key: &str) -> Option<&str> {
+        if self.access_keys.iter().any(|k| k == key) {
+            return Some(DEFAULT_ACCOUNT);
         }
-        for account in &self.accounts {
-            let name: std::sync::Arc<str> = account.name.as_str().into();
-            for key in &account.access_keys {
-                ownership.keys.insert(key.clone(), name.clone());
-            }
-            let resources = account
-                .shield_zones
-                .iter()
-                .map(|id| Resource::ShieldZone(*id))
-                .chain(account.pull_zones.iter().map(|id| Resource::PullZone(*id)))
-                .chain(account.apps.iter().map(|id| Resource::App(id.clone())));
-            for resource in resources {
-                ownership.owners.insert(resource, name.clone());
-            }
-        }
-        ownership
+        self.accounts
+            .iter()
+            .find(|account| account.access_keys.iter().any(|k| k == key))
+            .map(|account| account.name.as_str())
+    }
+
+    /// The account that owns `resource`: the one that lists it, else the default one.
+    pub fn owner_of(&self, resource: &Resource) -> &str {
+        let lists = |account: &&Account| match resource {
+            Resource::ShieldZone(id) => account.shield_zones.contains(id),
+            Resource::PullZone(id) => account.pull_zones.contains(id),
+            Resource::App(id) => account.apps.contains(id),
+        };
+        self.accounts
+            .iter()
+            .find(lists)
+            .map_or(DEFAULT_ACCOUNT, |account| account.name.as_str())
     }
 
     /// Fills in what the platform always sends and the fixtures left out, where a

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::document::{Certificate, Challenge, Hostname, Ownership, PullZone, Resource, ShieldZone, SimDocument};
+use super::document::{Certificate, Challenge, Hostname, PullZone, Resource, ShieldZone, SimDocument};
 use super::events::EventStore;
 use super::logs::PullZoneLogs;
 
@@ -52,7 +52,6 @@ pub struct ZoneAccessLists {
 #[derive(Debug, Default)]
 pub struct World {
     pub document: SimDocument,
-    ownership: Ownership,
     events: HashMap<i64, Arc<EventStore>>,
     logs: HashMap<i64, Arc<PullZoneLogs>>,
 }
@@ -60,7 +59,6 @@ pub struct World {
 impl World {
     pub fn new(document: SimDocument) -> Self {
         Self {
-            ownership: document.ownership(),
             document,
             ..Self::default()
         }
@@ -68,13 +66,13 @@ impl World {
 
     /// The account of `key`, if it is a known key.
     pub fn account_of(&self, key: &str) -> Option<Arc<str>> {
-        self.ownership.account_of(key)
+        self.document.account_of(key).map(Arc::from)
     }
 
     /// Whether `account` sees `resource` (resources of other accounts answer as missing
     /// ones do). A hostname belongs to the account of its Pull Zone.
     pub fn sees(&self, account: &str, resource: &Resource) -> bool {
-        self.ownership.owns(account, resource)
+        self.document.owner_of(resource) == account
     }
 
     /// Whether `account` sees the Pull Zone that holds `hostname` (false when none does).

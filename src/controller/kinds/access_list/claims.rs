@@ -35,8 +35,19 @@ use crate::crd::{ConditionStatus, SecretKeyRef};
 /// judging claims (so a newer object cannot win while an older one is not yet known).
 const READY_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a claimant waits for an older object naming the same configuration to have
+/// its credentials tried (so the oldest of objects applied together wins), at most.
+const OLDER_CLAIMANT_WAIT: Duration = Duration::from_secs(10);
+
 /// (Shield Zone id, configuration id).
 type ListKey = (i64, i64);
+
+/// How a spec names its configuration, in its zone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Target {
+    Configuration(i64),
+    Name(String),
+}
 
 /// (namespace, Secret name).
 pub(super) type SecretKey = (String, String);
@@ -94,6 +105,8 @@ struct Entry {
     recorded: Vec<ListKey>,
     /// Its Synced condition says its credentials were refused.
     refused_before: bool,
+    /// The zone and configuration its spec names.
+    named: Option<(i64, Target)>,
     /// The Secret its credentials come from: a proof holds for these credentials only.
     credentials: Option<SecretKeyRef>,
     proof: Proof,
@@ -155,6 +168,11 @@ impl Entry {
             writes: manages && !deleting,
             recorded,
             refused_before: refused_before(object),
+            named: match (&object.spec.configuration_id, &object.spec.list_name) {
+                (Some(id), _) => Some((zone, Target::Configuration(*id))),
+                (None, Some(name)) => Some((zone, Target::Name(name.clone()))),
+                (None, None) => None,
+            },
             credentials: object.spec.access_key_secret_ref.clone(),
             proof: Proof::Untried,
             taken: None,
@@ -198,6 +216,13 @@ impl Entry {
         }
     }
 
+    /// What its spec names while it may write and its credentials are untried.
+    fn untried(&self) -> Option<&(i64, Target)> {
+        self.named
+            .as_ref()
+            .filter(|_| self.writes && self.proof == Proof::Untried && !self.refused_before)
+    }
+
     /// The configurations its status says it owns, until this process tries its
     /// credentials (after a restart), unless its status says they were refused.
     fn vouched(&self) -> &[ListKey] {
@@ -228,6 +253,7 @@ struct Index {
     proven: HashMap<ListKey, Ages>,
     vouched: HashMap<ListKey, Ages>,
     targets: HashMap<ListKey, Ages>,
+    untried: HashMap<(i64, Target), Ages>,
     secret_users: HashMap<SecretKey, usize>,
 }
 
@@ -271,6 +297,9 @@ impl Index {
         if let Some(target) = entry.target() {
             insert(&mut self.targets, target, &entry.age);
         }
+        if let Some(named) = entry.untried() {
+            insert(&mut self.untried, named.clone(), &entry.age);
+        }
         if let Some(secret) = entry.secret() {
             *self.secret_users.entry(secret).or_default() += 1;
         }
@@ -287,6 +316,9 @@ impl Index {
         }
         if let Some(target) = entry.target() {
             remove(&mut self.targets, target, &entry.age);
+        }
+        if let Some(named) = entry.untried() {
+            remove(&mut self.untried, named.clone(), &entry.age);
         }
         if let Some(secret) = entry.secret()
             && let std::collections::hash_map::Entry::Occupied(mut users) = self.secret_users.entry(secret)
@@ -314,6 +346,28 @@ impl Index {
             entry.proof = Proof::Refused;
             entry.taken = None;
         });
+    }
+
+    /// Whether an object older than `me` names `list` and has not had its credentials
+    /// tried yet, while `me` does not hold `list`.
+    fn older_untried(&self, me: &AccessListConfig, list: &AccessListItem) -> bool {
+        let mine = Entry::of(me);
+        let zone = me.spec.shield_zone_id;
+        let key = (zone, list.configuration_id);
+        if self
+            .entries
+            .get(&mine.age.1)
+            .is_some_and(|known| known.standing(key) <= 1)
+        {
+            return false;
+        }
+        [
+            Target::Configuration(list.configuration_id),
+            Target::Name(list.name.clone()),
+        ]
+        .into_iter()
+        .filter_map(|target| self.untried.get(&(zone, target))?.oldest_but(&mine.age.1))
+        .any(|age| age < mine.age)
     }
 
     /// Records that `me`'s credentials resolved `list`; then the object other than `me`
@@ -354,6 +408,8 @@ impl Index {
 /// Which object writes each configuration, and which Secrets restores need.
 pub struct Claims {
     state: Mutex<State>,
+    /// Bumped whenever an object's credentials are tried.
+    tried: watch::Sender<u64>,
     /// Whether the watch has listed every object once.
     listed: watch::Sender<bool>,
 }
@@ -370,6 +426,7 @@ impl Default for Claims {
     fn default() -> Self {
         Self {
             state: Mutex::default(),
+            tried: watch::Sender::new(0),
             listed: watch::Sender::new(false),
         }
     }
@@ -434,6 +491,7 @@ impl Claims {
     /// it blocks no one.
     pub fn refuse(&self, me: &AccessListConfig) {
         self.lock().current.refuse(me);
+        self.tried.send_modify(|count| *count = count.wrapping_add(1));
     }
 
     /// Waits for the first listing, at most [`READY_WAIT`]; whether it is done.
@@ -449,9 +507,25 @@ impl Claims {
     /// it, named only within `me`'s namespace.
     /// Waits for the first listing, at most [`READY_WAIT`]; past that it judges by what
     /// it knows.
+    ///
+    /// While an older object that names the same configuration has not had its
+    /// credentials tried, waits for that, at most [`OLDER_CLAIMANT_WAIT`]: of objects
+    /// applied together the oldest wins, and an object that is never tried delays a
+    /// claimant once, by that long.
     pub async fn claim(&self, me: &AccessListConfig, list: &AccessListItem) -> Option<String> {
         self.listed().await;
-        self.lock().current.claim(me, list)
+        let mut tried = self.tried.subscribe();
+        let waited = tokio::time::timeout(OLDER_CLAIMANT_WAIT, async {
+            while self.lock().current.older_untried(me, list) {
+                if tried.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let _ = waited.await;
+        let owner = self.lock().current.claim(me, list);
+        self.tried.send_modify(|count| *count = count.wrapping_add(1));
+        owner
     }
 }
 
@@ -744,6 +818,43 @@ mod tests {
             !claims.needs_secret(&key("own")),
             "a's deletion was missed, the re-list tells"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claimant_waits_a_bounded_time_for_older_objects_to_be_tried() {
+        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
+        let newer = object("newer", "2026-11-20T12:00:00Z", None);
+        let claims = std::sync::Arc::new(listed(&[&older, &newer]));
+        let judging = tokio::spawn({
+            let (claims, newer) = (claims.clone(), newer.clone());
+            async move { claims.claim(&newer, &list(9101)).await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!judging.is_finished(), "older is not tried yet");
+        assert_eq!(claims.claim(&older, &list(9101)).await, None);
+        assert_eq!(
+            judging.await.expect("task").as_deref(),
+            Some("AccessListConfig \"older\""),
+            "of objects applied together, the oldest"
+        );
+
+        let squatter = object("squatter", "2026-11-20T09:00:00Z", Some(9102));
+        let victim = object("victim", "2026-11-20T12:00:00Z", Some(9102));
+        let claims = listed(&[&squatter, &victim]);
+        let started = tokio::time::Instant::now();
+        assert_eq!(
+            claims.claim(&victim, &list(9102)).await,
+            None,
+            "never tried: waited for once"
+        );
+        assert_eq!(started.elapsed(), OLDER_CLAIMANT_WAIT);
+        let started = tokio::time::Instant::now();
+        assert_eq!(claims.claim(&victim, &list(9102)).await, None);
+        assert_eq!(started.elapsed(), Duration::ZERO, "the owner does not wait again");
+        claims.refuse(&victim);
+        let started = tokio::time::Instant::now();
+        let _ = claims.claim(&squatter, &list(9102)).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "nobody older");
     }
 
     #[tokio::test(start_paused = true)]
