@@ -522,6 +522,16 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         ("rolebinding", format!("{fullname}-leader-election"), true),
         ("clusterrole", fullname.clone(), false),
         ("clusterrolebinding", fullname.clone(), false),
+        (
+            "validatingadmissionpolicy",
+            format!("{fullname}-secret-finalizers-only"),
+            false,
+        ),
+        (
+            "validatingadmissionpolicybinding",
+            format!("{fullname}-secret-finalizers-only"),
+            false,
+        ),
     ] {
         let mut args = vec!["get", kind, name.as_str()];
         if namespaced {
@@ -616,7 +626,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
     for (verb, resource, scope, granted) in [
         ("update", own_lease.as_str(), served, true),
         ("get", own_lease.as_str(), served, true),
-        ("create", "leases.coordination.k8s.io", served, true),
+        ("create", "leases.coordination.k8s.io", served, false),
         ("update", "leases.coordination.k8s.io/another-release", served, false),
         ("get", "leases.coordination.k8s.io/another-release", served, false),
         ("get", "secrets", served, true),
@@ -649,6 +659,65 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         None,
     );
     assert!(!refused && err.contains("forbidden"), "{err}");
+
+    // RBAC grants patch on Secrets; the admission policy admits only finalizer changes.
+    let secret = format!("{fullname}-credentials");
+    let patch_secret = |patch: &str, dry_run: &str| {
+        cluster().kubectl(
+            &[
+                "patch",
+                "secret",
+                &secret,
+                "-n",
+                &namespace.name,
+                "--type=merge",
+                "-p",
+                patch,
+                &as_operator,
+                dry_run,
+            ],
+            None,
+        )
+    };
+    let stolen = r#"{"data":{"accessKey":"c3RvbGVu"}}"#;
+    // The policy is served a moment after its creation: wait for it without writing.
+    eventually("the policy to refuse the operator", Duration::from_secs(30), || async {
+        let (ok, _, _) = patch_secret(stolen, "--dry-run=server");
+        (!ok).then_some(())
+    })
+    .await;
+    for patch in [
+        stolen,
+        r#"{"stringData":{"accessKey":"stolen"}}"#,
+        r#"{"metadata":{"labels":{"stolen":"yes"}}}"#,
+        r#"{"metadata":{"annotations":{"stolen":"yes"}}}"#,
+    ] {
+        let (ok, _, err) = patch_secret(patch, "--dry-run=none");
+        assert!(
+            !ok && err.contains("may change only metadata.finalizers"),
+            "{patch}: {err}"
+        );
+    }
+    let (ok, _, err) = patch_secret(
+        r#"{"metadata":{"finalizers":["edgeplatform.io/test-finalizer"]}}"#,
+        "--dry-run=none",
+    );
+    assert!(ok, "a finalizer change is admitted: {err}");
+    let (ok, _, err) = patch_secret(r#"{"metadata":{"finalizers":null}}"#, "--dry-run=none");
+    assert!(ok, "and its removal: {err}");
+    let (_, data, _) = cluster().kubectl(
+        &[
+            "get",
+            "secret",
+            &secret,
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.data.accessKey}",
+        ],
+        None,
+    );
+    assert_eq!(data, "ZGVtby1hY2Nlc3Mta2V5", "the key is unchanged");
     let (_, _, _) = helm(&["uninstall", &release, "--namespace", &namespace.name]);
 }
 
