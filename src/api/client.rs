@@ -267,8 +267,10 @@ impl EdgeClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
-        let body = read_body(response, ERROR_BODY_BYTES).await.unwrap_or_default();
-        Err(ApiError::from_response(status, retry_after, &body))
+        // Within the answer budget like any body: error answers come in bursts too.
+        let body = self.body(response, ERROR_BODY_BYTES).await;
+        let bytes = body.as_ref().map(|answer| answer.bytes.as_slice()).unwrap_or_default();
+        Err(ApiError::from_response(status, retry_after, bytes))
     }
 
     /// The body of a successful answer: at most `limit` bytes (and
@@ -448,6 +450,33 @@ mod tests {
             matches!(&error, ApiError::InvalidInput(m) if m.contains("no credentials")),
             "{error:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_is_read_within_the_answer_budget() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let router = axum::Router::new().fallback(|| {
+            std::future::ready((
+                axum::http::StatusCode::BAD_REQUEST,
+                "{\"title\": \"Bad\", \"detail\": \"the platform's words\"}",
+            ))
+        });
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::Secret::new("k")));
+        config.answer_budget_bytes = 1024;
+        config.retry = crate::api::RetryPolicy::none();
+        config.timeout = std::time::Duration::from_millis(500);
+        let client = EdgeClient::new(config).expect("client");
+        let held = client.shared.answers.clone().acquire_many_owned(1).await.expect("room");
+        let error = client.get_app("app").await.expect_err("400").to_string();
+        assert!(
+            !error.contains("the platform's words"),
+            "read with no room left: {error}"
+        );
+        drop(held);
+        let error = client.get_app("app").await.expect_err("400").to_string();
+        assert!(error.contains("the platform's words"), "{error}");
     }
 
     #[tokio::test]

@@ -206,8 +206,9 @@ pub enum PlainHttp {
     /// Loopback addresses and `localhost` only.
     #[default]
     LoopbackOnly,
-    /// Also cluster-internal addresses: private and unique-local IPs, single-label
-    /// names and Service names (`*.svc`, `*.svc.<cluster domain>`).
+    /// Also cluster-internal addresses: private and unique-local IPs (not link-local:
+    /// the metadata endpoints live there), single-label names and Service names
+    /// (`<service>.<namespace>.svc`, `<service>.<namespace>.svc.cluster.local`).
     InCluster,
 }
 
@@ -231,15 +232,20 @@ impl PlainHttp {
             other => return Err(format!("the scheme {other:?} is not supported; use https")),
         }
         let private = |ip: IpAddr| match ip {
-            IpAddr::V4(v4) => v4.is_private() || v4.is_link_local(),
-            IpAddr::V6(v6) => v6.is_unique_local() || v6.is_unicast_link_local(),
+            IpAddr::V4(v4) => v4.is_private(),
+            IpAddr::V6(v6) => v6.is_unique_local(),
         };
         let (loopback, in_cluster) = match url.host() {
             Some(Host::Ipv4(ip)) => (ip.is_loopback(), private(IpAddr::V4(ip))),
             Some(Host::Ipv6(ip)) => (ip.is_loopback(), private(IpAddr::V6(ip))),
             Some(Host::Domain(name)) => {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
-                let service = !name.contains('.') || name.ends_with(".svc") || name.contains(".svc.");
+                let labels: Vec<&str> = name.split('.').collect();
+                let service = match labels.as_slice() {
+                    [_] => true,
+                    [_, _, "svc"] | [_, _, "svc", "cluster", "local"] => labels.iter().all(|l| !l.is_empty()),
+                    _ => false,
+                };
                 (name == "localhost", service)
             }
             None => (false, false),
@@ -329,6 +335,12 @@ mod tests {
             "http://api.example.net",
             "http://8.8.8.8",
             "http://svc.example.com",
+            "http://evil.svc.example.com",
+            "http://a.b.svc.example.com",
+            "http://edge-sim.demo.svc.cluster.local.example.com",
+            "http://169.254.169.254/latest/meta-data",
+            "http://[fe80::1]",
+            "http://..svc",
             "ftp://127.0.0.1",
         ] {
             assert!(check(PlainHttp::InCluster, url).is_err(), "{url}");
