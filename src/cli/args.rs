@@ -26,11 +26,19 @@ pub struct Connection {
     /// Base URL of the logging API [default: the API URL].
     #[arg(long, env = "EDGE_LOGGING_URL", global = true)]
     pub logging_url: Option<String>,
-    /// Access key sent as the AccessKey header.
-    #[arg(long, env = "EDGE_ACCESS_KEY", global = true, hide_env_values = true)]
+    /// File holding the access key sent as the AccessKey header; else the environment
+    /// variable EDGE_ACCESS_KEY. Never an argument: it would show in process lists.
+    #[arg(long, env = "EDGE_ACCESS_KEY_FILE", global = true)]
+    pub access_key_file: Option<std::path::PathBuf>,
+    /// File holding a bearer token (JWT) for the logging API, used by `logs` instead of
+    /// the access key; else the environment variable EDGE_BEARER_TOKEN.
+    #[arg(long, env = "EDGE_BEARER_TOKEN_FILE", global = true)]
+    pub bearer_token_file: Option<std::path::PathBuf>,
+    /// Refused with a message saying what to use instead.
+    #[arg(long, global = true, hide = true)]
     pub access_key: Option<String>,
-    /// Bearer token (JWT) for the logging API; used by `logs` instead of the access key.
-    #[arg(long, env = "EDGE_BEARER_TOKEN", global = true, hide_env_values = true)]
+    /// Refused with a message saying what to use instead.
+    #[arg(long, global = true, hide = true)]
     pub bearer_token: Option<String>,
     /// Timeout of each request.
     #[arg(long, global = true, default_value = "30s")]

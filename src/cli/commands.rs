@@ -35,12 +35,52 @@ fn connect(connection: &Connection, credentials: Result<Option<Credentials>, Fai
     Ok(EdgeClient::new(config)?)
 }
 
+/// A secret from `file` (trimmed), else from the environment variable `env`; never
+/// from an argument (`flag`), which process lists show.
+fn secret_input(
+    argument: Option<&String>,
+    flag: &str,
+    file: Option<&std::path::Path>,
+    env: &str,
+) -> Result<Option<String>, Failure> {
+    if argument.is_some() {
+        return Err(Failure::usage(format!(
+            "--{flag} is refused: a secret on the command line shows in process lists; set {env} or pass --{flag}-file"
+        )));
+    }
+    match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map(|text| Some(text.trim().to_string()))
+            .map_err(|e| Failure::usage(format!("--{flag}-file {}: {e}", path.display()))),
+        None => Ok(std::env::var(env).ok().filter(|value| !value.is_empty())),
+    }
+}
+
+impl Connection {
+    fn access_key(&self) -> Result<Option<String>, Failure> {
+        secret_input(
+            self.access_key.as_ref(),
+            "access-key",
+            self.access_key_file.as_deref(),
+            "EDGE_ACCESS_KEY",
+        )
+    }
+
+    fn bearer_token(&self) -> Result<Option<String>, Failure> {
+        secret_input(
+            self.bearer_token.as_ref(),
+            "bearer-token",
+            self.bearer_token_file.as_deref(),
+            "EDGE_BEARER_TOKEN",
+        )
+    }
+}
+
 /// A client for `edgectl plan`: the access key is optional (Secrets may come from
 /// `--secrets-from`).
 fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
     let key = connection
-        .access_key
-        .clone()
+        .access_key()?
         .map(|key| Credentials::AccessKey(Secret::new(key)));
     let has_key = key.is_some();
     Ok((connect(connection, Ok(key))?, has_key))
@@ -77,15 +117,16 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
 
 /// The logging API takes a bearer token where given; everything else the access key.
 fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
-    let bearer = connection.bearer_token.clone().filter(|_| logging);
-    let credentials = match (bearer, connection.access_key.clone()) {
+    let bearer = if logging { connection.bearer_token()? } else { None };
+    let credentials = match (bearer, connection.access_key()?) {
         (Some(token), _) => Ok(Credentials::Bearer(Secret::new(token))),
         (None, Some(key)) => Ok(Credentials::AccessKey(Secret::new(key))),
         (None, None) if logging => Err(Failure::usage(
-            "credentials are missing: pass --access-key or --bearer-token (or set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN)",
+            "credentials are missing: set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN (or pass --access-key-file or \
+             --bearer-token-file)",
         )),
         (None, None) => Err(Failure::usage(
-            "the access key is missing: pass --access-key or set EDGE_ACCESS_KEY",
+            "the access key is missing: set EDGE_ACCESS_KEY or pass --access-key-file",
         )),
     };
     connect(connection, credentials.map(Some))

@@ -303,8 +303,8 @@ async fn bad_input_exits_1_with_one_line_and_help_is_complete() {
                 "logs",
                 "cert",
                 "--api-url",
-                "--access-key",
-                "--bearer-token",
+                "--access-key-file",
+                "--bearer-token-file",
                 "--output",
             ][..],
         ),
@@ -569,7 +569,13 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
     assert_eq!(read.code, 0, "{}", read.stderr);
     assert_eq!(read.stdout.lines().count(), 4, "{}", read.stdout);
     let forged = bearer_token("not-the-secret", now + chrono::Duration::hours(1));
-    let mut refused = command(&base, &["logs", "--pull-zone", "501", "--bearer-token", &forged]);
+    let forged_file = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(forged_file.path(), format!("{forged}\n")).expect("written");
+    let forged_path = forged_file.path().to_str().expect("path");
+    let mut refused = command(
+        &base,
+        &["logs", "--pull-zone", "501", "--bearer-token-file", forged_path],
+    );
     refused.env_remove("EDGE_ACCESS_KEY");
     let refused = run(refused).await;
     assert_eq!(refused.code, 1);
@@ -582,4 +588,46 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
     let main_api = run(main_api).await;
     assert_eq!(main_api.code, 1, "the main API takes the access key only");
     assert!(main_api.stderr.contains("EDGE_ACCESS_KEY"), "{}", main_api.stderr);
+}
+
+#[tokio::test]
+async fn secrets_come_from_files_or_the_environment_never_from_arguments() {
+    let sim = start(fixtures_at()).await;
+    let base = sim.base_url();
+    for flag in ["--access-key", "--bearer-token"] {
+        let refused = edgectl(&base, &["app", "get", "app-shop", flag, "typed-secret"]).await;
+        assert_eq!(refused.code, 1, "{flag}");
+        assert!(
+            refused.stderr.contains("process lists") && refused.stderr.contains(&format!("{flag}-file")),
+            "{flag}: {}",
+            refused.stderr
+        );
+        assert!(!refused.stderr.contains("typed-secret"), "{}", refused.stderr);
+    }
+    let key_file = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(key_file.path(), format!("{ACCESS_KEY}\n")).expect("written");
+    let mut from_file = command(
+        &base,
+        &[
+            "app",
+            "get",
+            "app-shop",
+            "--access-key-file",
+            key_file.path().to_str().expect("path"),
+        ],
+    );
+    from_file.env_remove("EDGE_ACCESS_KEY");
+    let read = run(from_file).await;
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    let missing = edgectl(
+        &base,
+        &["app", "get", "app-shop", "--access-key-file", "/nonexistent/key"],
+    )
+    .await;
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("--access-key-file /nonexistent/key"),
+        "{}",
+        missing.stderr
+    );
 }
