@@ -293,4 +293,8 @@ pub struct ContainerAppWatchStatus {
     /// CDN traffic of the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdn: Option<CdnSummary>,
+    /// What was cut to keep this status under 64 KiB (texts to 256 bytes, lists to
+    /// their first entries); absent when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<String>,
 }

@@ -112,7 +112,7 @@ fn observation(item: &AccessListItem, managed: bool) -> AccessListObservation {
     AccessListObservation {
         configuration_id: item.configuration_id,
         list_id: item.list_id,
-        name: item.name.clone(),
+        name: crate::api::bounded_text(&item.name, 256),
         is_enabled: item.is_enabled,
         action: AccessListAction::describe(item.action),
         list_type: access_list_type_name(item.list_type),

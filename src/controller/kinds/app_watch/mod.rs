@@ -9,6 +9,7 @@ mod fixtures;
 mod poll_schedule;
 mod settings;
 mod status;
+mod status_bounds;
 mod vocabulary;
 
 pub use self::settings::AppWatchSettings;

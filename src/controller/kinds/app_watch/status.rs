@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::cdn_tail::TailSummary;
 use super::poll_schedule::PollSchedule;
 use super::settings::AppWatchSettings;
+use super::status_bounds::bounded;
 use super::vocabulary::{AppCondition, AppReason};
 use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
@@ -240,6 +241,7 @@ pub(super) fn poll_status(
     }
     decided.push(ready_condition(&decided));
     status.conditions = merge(&previous.conditions, &decided, generation, &now.rfc3339());
+    let mut status = bounded(status);
     status.observed_at = observed_at(previous, &status, now, settings.status_refresh);
     status
 }
