@@ -19,3 +19,4 @@ mod operator_tls;
 mod plan;
 mod protections_together;
 mod shards;
+mod tenants;

@@ -21,6 +21,12 @@ impl Operator {
         Self::start_with_kubeconfig(namespace, api_url, extra, &cluster().kubeconfig)
     }
 
+    /// Starts the operator watching every namespace, with the example access key; give
+    /// it `--watch-label-selector` so it leaves other tests' objects alone.
+    pub(crate) fn start_across_namespaces(api_url: &str, extra: &[&str]) -> Self {
+        Self::spawn(None, api_url, extra, &cluster().kubeconfig)
+    }
+
     /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
     pub(crate) fn start_with_kubeconfig(
         namespace: &str,
@@ -28,21 +34,27 @@ impl Operator {
         extra: &[&str],
         kubeconfig: &std::path::Path,
     ) -> Self {
+        Self::spawn(Some(namespace), api_url, extra, kubeconfig)
+    }
+
+    fn spawn(namespace: Option<&str>, api_url: &str, extra: &[&str], kubeconfig: &std::path::Path) -> Self {
+        let scope = namespace.unwrap_or("all-namespaces");
         let files = tempfile::Builder::new()
-            .prefix(&format!("edge-operator-{namespace}-"))
+            .prefix(&format!("edge-operator-{scope}-"))
             .tempdir()
             .expect("a directory for the operator's files");
         let key_file = files.path().join("accessKey");
         std::fs::write(&key_file, ACCESS_KEY).expect("write the key file");
         let log = std::fs::File::create(files.path().join(LOG)).expect("log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_edge-operator"));
-        command
-            .arg("run")
-            .args(["--api-url", api_url, "--namespace", namespace]);
+        command.arg("run").args(["--api-url", api_url]);
+        if let Some(namespace) = namespace {
+            command.args(["--namespace", namespace]);
+        }
         if !extra.contains(&"--metrics-addr") {
             command.args(["--metrics-addr", "127.0.0.1:0"]);
         }
-        if !extra.contains(&"--default-key-namespaces") {
+        if let Some(namespace) = namespace.filter(|_| !extra.contains(&"--default-key-namespaces")) {
             command.args(["--default-key-namespaces", namespace]);
         }
         let child = command

@@ -1,0 +1,216 @@
+//! Two tenants in two platform accounts share one operator: squatters of one cannot
+//! block, steer or rewrite what the other manages.
+
+use std::time::Duration;
+
+use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::sim::SimDocument;
+use edge_operator::sim::document::Account;
+use kube::Api;
+use serde_json::json;
+
+use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::sim::{ACCESS_KEY, TEAM_B_KEY, example_fixtures, journal_count, platform_list, start};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Zone 1001 (its lists, Pull Zone 501 and app-shop) belongs to team-b; the example key
+/// is the default account's, which owns zone 1002 only.
+fn team_b_owns_zone_1001() -> SimDocument {
+    let mut document = example_fixtures();
+    document.accounts = vec![Account {
+        name: "team-b".into(),
+        access_keys: vec![TEAM_B_KEY.into()],
+        shield_zones: vec![1001],
+        pull_zones: vec![501],
+        apps: vec!["app-shop".into()],
+    }];
+    document
+}
+
+fn kubectl(args: &[&str], stdin: Option<&str>) {
+    let (ok, _, stderr) = cluster().kubectl(args, stdin);
+    assert!(ok, "kubectl {args:?}: {stderr}");
+}
+
+/// An AccessListConfig of zone 1001 carrying the test's label.
+fn access_list(
+    namespace: &str,
+    name: &str,
+    label: &str,
+    spec: serde_json::Value,
+    annotations: serde_json::Value,
+) -> String {
+    let mut spec_object = json!({"shieldZoneId": 1001});
+    if let (Some(target), Some(given)) = (spec_object.as_object_mut(), spec.as_object()) {
+        target.extend(given.clone());
+    }
+    json!({
+        "apiVersion": "edgeplatform.io/v1alpha1",
+        "kind": "AccessListConfig",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"edge-tenants": label}, "annotations": annotations},
+        "spec": spec_object,
+    })
+    .to_string()
+}
+
+fn secret(namespace: &str, name: &str, key: &str) -> String {
+    json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": {"accessKey": key},
+    })
+    .to_string()
+}
+
+/// Writes `status` as someone granted `accesslistconfigs/status` could.
+fn forge_status(namespace: &str, name: &str, status: serde_json::Value) {
+    let patch = json!({ "status": status }).to_string();
+    kubectl(
+        &[
+            "patch",
+            "accesslistconfig",
+            name,
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+        None,
+    );
+}
+
+/// What a squatter's status claims: that it wrote configuration 9101 and may restore it.
+fn claims_9101() -> serde_json::Value {
+    json!({
+        "atProvider": {"configurationId": 9101, "listId": 11, "name": "Known bad actors", "isEnabled": false,
+                       "action": "Block", "type": "IP", "managed": true},
+        "restorePoint": {"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 0},
+    })
+}
+
+async fn warnings(namespace: &str, reason: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster().client().await, namespace);
+    api.list(&Default::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some(reason))
+                .filter_map(|e| e.note)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
+    let sim = start(team_b_owns_zone_1001()).await;
+    let (a, b) = (TestNamespace::create("tenant-a"), TestNamespace::create("tenant-b"));
+    let label = a.name.clone();
+    kubectl(
+        &["apply", "-f", "-"],
+        Some(&secret(&a.name, "refused-key", "not-a-key")),
+    );
+    kubectl(
+        &["apply", "-f", "-"],
+        Some(&secret(&a.name, "own-account-key", ACCESS_KEY)),
+    );
+    kubectl(&["apply", "-f", "-"], Some(&secret(&b.name, "team-b-key", TEAM_B_KEY)));
+    let squat = |reference: Option<&str>| {
+        let mut spec = json!({"configurationId": 9101, "enabled": false, "action": "Block"});
+        if let Some(reference) = reference {
+            spec["accessKeySecretRef"] = json!({"name": reference, "key": "accessKey"});
+        }
+        spec
+    };
+    // Tenant A: older than B's object, each claiming 9101 in a forged status.
+    for (name, reference, annotations) in [
+        ("paused", None, json!({"edgeplatform.io/paused": "true"})),
+        ("refused", Some("refused-key"), json!({})),
+        ("other-account", Some("own-account-key"), json!({})),
+    ] {
+        kubectl(
+            &["apply", "-f", "-"],
+            Some(&access_list(&a.name, name, &label, squat(reference), annotations)),
+        );
+        forge_status(&a.name, name, claims_9101());
+    }
+    let selector = format!("edge-tenants={label}");
+    let secret_namespaces = format!("{},{}", a.name, b.name);
+    let lease = format!("edge-operator-{label}");
+    let _operator = Operator::start_across_namespaces(
+        &sim.base_url(),
+        &[
+            "--watch-label-selector",
+            &selector,
+            "--secret-namespaces",
+            &secret_namespaces,
+            "--default-key-namespaces",
+            "nobody",
+            "--lease-name",
+            &lease,
+        ],
+    );
+    let tenant_a: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &a.name);
+    wait_for_condition(&tenant_a, "refused", "Synced", Some("False"), "Unauthorized", WAIT).await;
+    wait_for_condition(&tenant_a, "other-account", "Synced", Some("False"), "NotFound", WAIT).await;
+
+    // Tenant B's object, the newest, is Ready and writes.
+    let wanted = json!({
+        "configurationId": 9101, "enabled": true, "action": "Challenge",
+        "accessKeySecretRef": {"name": "team-b-key", "key": "accessKey"},
+    });
+    kubectl(
+        &["apply", "-f", "-"],
+        Some(&access_list(&b.name, "owner", &label, wanted, json!({}))),
+    );
+    let tenant_b: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &b.name);
+    wait_for_condition(&tenant_b, "owner", "Ready", Some("True"), "InSync", WAIT).await;
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((true, 3)),
+        "B's values are on the platform"
+    );
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1, "only B wrote");
+
+    // A restore point forged on another of B's objects aims at 9101: nothing is written.
+    let forger = json!({
+        "configurationId": 9102, "enabled": true, "deletionPolicy": "Restore",
+        "accessKeySecretRef": {"name": "team-b-key", "key": "accessKey"},
+    });
+    kubectl(
+        &["apply", "-f", "-"],
+        Some(&access_list(&b.name, "forger", &label, forger, json!({}))),
+    );
+    let forger = wait_for_condition(&tenant_b, "forger", "Ready", Some("True"), "InSync", WAIT).await;
+    assert!(
+        forger
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f.contains("restore")),
+        "a Restore object carries the restore finalizer"
+    );
+    forge_status(
+        &b.name,
+        "forger",
+        json!({"restorePoint": {"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 0}}),
+    );
+    kubectl(
+        &["delete", "accesslistconfig", "forger", "-n", &b.name, "--timeout=60s"],
+        None,
+    );
+    let said = eventually("a RestorePointRejected Event", WAIT, || async {
+        warnings(&b.name, "RestorePointRejected").await.into_iter().next()
+    })
+    .await;
+    assert!(said.contains("9101") && said.contains("9102"), "{said}");
+    assert_eq!(platform_list(&sim, 9101), Some((true, 3)), "9101 keeps B's values");
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1);
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9102"), 0);
+}
