@@ -79,6 +79,8 @@ impl Connection {
 /// A client for `edgectl plan`: the access key is optional (Secrets may come from
 /// `--secrets-from`).
 fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
+    // Refuses a token given as an argument, though `plan` has no use for one.
+    connection.bearer_token()?;
     let key = connection
         .access_key()?
         .map(|key| Credentials::AccessKey(Secret::new(key)));
@@ -117,7 +119,7 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
 
 /// The logging API takes a bearer token where given; everything else the access key.
 fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
-    let bearer = if logging { connection.bearer_token()? } else { None };
+    let bearer = connection.bearer_token()?.filter(|_| logging);
     let credentials = match (bearer, connection.access_key()?) {
         (Some(token), _) => Ok(Credentials::Bearer(Secret::new(token))),
         (None, Some(key)) => Ok(Credentials::AccessKey(Secret::new(key))),
