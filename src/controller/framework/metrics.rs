@@ -15,6 +15,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::process_metrics::ProcessCollector;
+use super::status::vocabulary::is_written;
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
@@ -282,11 +283,13 @@ impl Metrics {
     }
 
     /// Publishes an object's conditions, replacing what was published for it before:
-    /// a condition it no longer has (a Stalled that cleared) is no longer counted.
+    /// a condition it no longer has (a Stalled that cleared) is no longer counted, and
+    /// one whose type or reason this process never writes is not counted at all.
     pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         let now: Vec<Published> = conditions
             .iter()
+            .filter(|c| is_written(&c.type_) && is_written(&c.reason))
             .map(|c| Published {
                 condition: interned(&mut published.texts, c.type_.as_str()),
                 status: match c.status {
@@ -583,5 +586,24 @@ mod tests {
         let text = per_object.encode();
         assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
         assert_eq!(sample(&text, ready_true), Some(1.0));
+    }
+
+    #[test]
+    fn conditions_this_process_never_writes_are_not_counted() {
+        let metrics = Metrics::new(true);
+        let mut conditions = ready(true, Reason::Reconciled);
+        conditions.push(Condition {
+            type_: "Forged-d41d8cd9".into(),
+            reason: "Reconciled".into(),
+            ..conditions[0].clone()
+        });
+        conditions.push(Condition {
+            reason: "ForgedReason-d41d8cd9".into(),
+            ..conditions[0].clone()
+        });
+        metrics.set_conditions("Widget", "ns", "a", &conditions);
+        let text = metrics.encode();
+        assert!(!text.contains("d41d8cd9"), "{text}");
+        assert!(text.contains(r#"condition="Ready""#), "{text}");
     }
 }

@@ -1,7 +1,7 @@
 //! Conditions kept in the Kubernetes convention: one per type; an unchanged status
 //! keeps its lastTransitionTime.
 
-use super::vocabulary::{ConditionWord, ReasonWord};
+use super::vocabulary::{ConditionWord, ReasonWord, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
@@ -20,6 +20,8 @@ impl Decided {
         reason: impl ReasonWord,
         message: impl Into<String>,
     ) -> Self {
+        note_written(type_.as_str());
+        note_written(reason.as_str());
         Self {
             type_: type_.as_str(),
             status: if status {

@@ -27,6 +27,26 @@ pub trait KindReasons: Word {
 impl<T: KindConditions> ConditionWord for T {}
 impl<T: KindReasons> ReasonWord for T {}
 
+/// The words this process has written into conditions. Only these become metric label
+/// values: whatever else a status holds (anyone granted the status subresource may
+/// write any text there) is not counted.
+static WRITTEN: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn written() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<&'static str>> {
+    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Records a word this process writes into a condition.
+pub(crate) fn note_written(word: &'static str) {
+    written().insert(word);
+}
+
+/// Whether this process has written `word` into a condition.
+pub(crate) fn is_written(word: &str) -> bool {
+    written().contains(word)
+}
+
 /// The condition types of every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ConditionType {
