@@ -61,10 +61,23 @@ async fn in_turn(turn: &Mutex<()>, mut check: impl FnMut() -> Result<(), NotUnti
     started.elapsed()
 }
 
+/// Keys held before idle ones are pruned.
+const KEYS_BEFORE_PRUNING: usize = 64;
+
+/// The queue of each key, and how many there were after the last pruning.
+#[derive(Default)]
+struct Turns {
+    queues: HashMap<i64, Arc<Mutex<()>>>,
+    after_pruning: usize,
+}
+
 /// One limiter per key (the Pull Zone id for the logging API), first come first served.
+/// Keys nobody waits on and whose quota has recovered are forgotten whenever the keys
+/// held double, so keys that come and go (a Pull Zone id changed in a spec) hold at
+/// most about twice those in use.
 pub struct KeyedLimiter {
     gcra: KeyedGcra,
-    turns: std::sync::Mutex<HashMap<i64, Arc<Mutex<()>>>>,
+    turns: std::sync::Mutex<Turns>,
 }
 
 impl KeyedLimiter {
@@ -79,9 +92,22 @@ impl KeyedLimiter {
     pub async fn until_ready(&self, key: i64) -> Duration {
         let turn = {
             let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
-            turns.entry(key).or_default().clone()
+            let held = turns.queues.len().max(self.gcra.len());
+            if held >= (2 * turns.after_pruning).max(KEYS_BEFORE_PRUNING) {
+                self.gcra.retain_recent();
+                turns.queues.retain(|_, queue| Arc::strong_count(queue) > 1);
+                turns.after_pruning = turns.queues.len().max(self.gcra.len());
+            }
+            turns.queues.entry(key).or_default().clone()
         };
         in_turn(&turn, || self.gcra.check_key(&key)).await
+    }
+
+    /// Keys held (waited on, or pruned at most since the count doubled).
+    #[cfg(test)]
+    fn keys(&self) -> (usize, usize) {
+        let turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        (turns.queues.len(), self.gcra.len())
     }
 }
 
@@ -164,6 +190,25 @@ mod tests {
             limiter.until_ready(8).await,
             Duration::ZERO,
             "other keys have their own budget"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_that_went_idle_are_forgotten() {
+        let limiter = KeyedLimiter::new(default_logging_quota());
+        // A thousand keys a minute, for ten minutes: each key used once.
+        for minute in 0..10 {
+            for key in 0..1_000 {
+                limiter.until_ready(minute * 1_000 + key).await;
+            }
+            tokio::time::advance(Duration::from_secs(60)).await;
+        }
+        limiter.until_ready(-1).await;
+        let (queues, states) = limiter.keys();
+        // Of 10,000 keys, at most twice those of the last minute are held.
+        assert!(
+            queues <= 2_001 && states <= 2_001,
+            "{queues} queues, {states} limiter states held"
         );
     }
 

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use super::status::time::parse_go_duration;
-use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL};
+use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_RECONCILE_REQUESTED_AT};
 
 /// Whether the object carries `edgeplatform.io/paused: "true"`.
 pub(crate) fn is_paused<K: ResourceExt>(object: &K) -> bool {
@@ -39,4 +40,58 @@ pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K
         object.namespace().unwrap_or_default(),
         object.name_any()
     )
+}
+
+/// The annotations the operator reads; the watch caches keep only these.
+const READ_ANNOTATIONS: [&str; 3] = [
+    ANNOTATION_PAUSED,
+    ANNOTATION_POLL_INTERVAL,
+    ANNOTATION_RECONCILE_REQUESTED_AT,
+];
+/// The longest value of a read annotation kept (a duration, a time, "true").
+const ANNOTATION_VALUE_BYTES: usize = 128;
+
+/// Drops from an object's metadata what the operator never reads (labels, managed
+/// fields, other annotations, over-long values), before the watch caches hold it:
+/// tenants may put 256 KiB of annotations on each object, and `kubectl apply` copies a
+/// whole Secret into one.
+pub(crate) fn keep_what_is_read(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    meta.labels = None;
+    if let Some(annotations) = &mut meta.annotations {
+        annotations
+            .retain(|name, value| READ_ANNOTATIONS.contains(&name.as_str()) && value.len() <= ANNOTATION_VALUE_BYTES);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caches_keep_only_the_annotations_read_and_nothing_long() {
+        let mut meta = ObjectMeta {
+            labels: Some([("team".to_string(), "a".to_string())].into()),
+            annotations: Some(
+                [
+                    (ANNOTATION_PAUSED, "true".to_string()),
+                    (ANNOTATION_POLL_INTERVAL, "x".repeat(ANNOTATION_VALUE_BYTES + 1)),
+                    ("kubectl.kubernetes.io/last-applied-configuration", "x".repeat(200_000)),
+                ]
+                .map(|(k, v)| (k.to_string(), v))
+                .into(),
+            ),
+            managed_fields: Some(Vec::new()),
+            name: Some("kept".into()),
+            ..ObjectMeta::default()
+        };
+        keep_what_is_read(&mut meta);
+        assert_eq!(meta.labels, None);
+        assert_eq!(meta.managed_fields, None);
+        assert_eq!(
+            meta.annotations,
+            Some([(ANNOTATION_PAUSED.to_string(), "true".to_string())].into())
+        );
+        assert_eq!(meta.name.as_deref(), Some("kept"));
+    }
 }

@@ -16,7 +16,7 @@ use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
-use crate::controller::framework::object::object_key;
+use crate::controller::framework::object::{keep_what_is_read, object_key};
 use crate::controller::framework::pipeline::{Failure, KindContext, Reconciled};
 use crate::controller::framework::status::vocabulary::Word;
 use crate::controller::kinds::access_list::{reconcile_secret, secret_error_policy};
@@ -119,7 +119,7 @@ impl Wiring<'_> {
         }
         let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch)
             .default_backoff()
-            .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+            .modify(|object: &mut K| keep_what_is_read(object.meta_mut()))
             .reflect(writer)
             .inspect({
                 let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());

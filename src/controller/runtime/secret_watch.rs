@@ -16,6 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::server::Health;
 use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
+use crate::controller::framework::object::keep_what_is_read;
 
 pub(super) type SecretMeta = PartialObjectMeta<KubeSecret>;
 
@@ -59,7 +60,12 @@ impl SecretWatch {
         health: Arc<Health>,
         stop: impl Future<Output = ()> + Send,
     ) {
-        let watch = |api: Api<SecretMeta>| watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let watch = |api: Api<SecretMeta>| {
+            watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|secret: &mut SecretMeta| keep_what_is_read(&mut secret.metadata))
+                .boxed()
+        };
         let events = match &namespaces {
             NamespaceSet::All => watch(Api::all(client)),
             NamespaceSet::Only(names) => {
