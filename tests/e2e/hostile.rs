@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, http, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -35,20 +35,6 @@ fn key_secret(namespace: &str, name: &str, key: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\nstringData:\n  accessKey: {key}\n"
     )
-}
-
-async fn events_of(namespace: &str, reason: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster().client().await, namespace);
-    api.list(&Default::default())
-        .await
-        .map(|list| {
-            list.items
-                .into_iter()
-                .filter(|e| e.reason.as_deref() == Some(reason))
-                .filter_map(|e| e.note)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use kube::Api;
 use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, TEAM_B_KEY, example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -90,20 +90,6 @@ fn claims_9101() -> serde_json::Value {
                        "action": "Block", "type": "IP", "managed": true},
         "restorePoint": {"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 0},
     })
-}
-
-async fn warnings(namespace: &str, reason: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster().client().await, namespace);
-    api.list(&Default::default())
-        .await
-        .map(|list| {
-            list.items
-                .into_iter()
-                .filter(|e| e.reason.as_deref() == Some(reason))
-                .filter_map(|e| e.note)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,7 +192,7 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
         None,
     );
     let said = eventually("a RestorePointRejected Event", WAIT, || async {
-        warnings(&b.name, "RestorePointRejected").await.into_iter().next()
+        events_of(&b.name, "RestorePointRejected").await.into_iter().next()
     })
     .await;
     assert!(said.contains("9101") && said.contains("9102"), "{said}");

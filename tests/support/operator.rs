@@ -195,3 +195,19 @@ pub(crate) async fn wait_for_condition<K: HasConditions>(
         }
     }
 }
+
+/// The notes of the Events of `namespace` with `reason`.
+pub(crate) async fn events_of(namespace: &str, reason: &str) -> Vec<String> {
+    let api: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(cluster().client().await, namespace);
+    api.list(&Default::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some(reason))
+                .filter_map(|e| e.note)
+                .collect()
+        })
+        .unwrap_or_default()
+}
