@@ -98,6 +98,8 @@ pub(crate) struct Answer {
 pub struct EdgeClient {
     config: Arc<ClientConfig>,
     shared: Arc<Shared>,
+    /// Whose observe-only polls these are: the quota's poll line serves parties in turn.
+    party: Arc<str>,
 }
 
 impl std::fmt::Debug for EdgeClient {
@@ -151,6 +153,7 @@ impl EdgeClient {
                 answers_kib: budget_kib,
             }),
             config: Arc::new(config),
+            party: Arc::from(""),
         })
     }
 
@@ -162,6 +165,16 @@ impl EdgeClient {
                 ..(*self.config).clone()
             }),
             shared: self.shared.clone(),
+            party: self.party.clone(),
+        }
+    }
+
+    /// The same client, its observe-only polls waiting their turn as `party`'s (a
+    /// namespace): the shared quota serves the parties' polls in turn.
+    pub fn polling_for(&self, party: &str) -> Self {
+        Self {
+            party: party.into(),
+            ..self.clone()
         }
     }
 
@@ -232,7 +245,7 @@ impl EdgeClient {
         if let Some(global) = &self.shared.global_limiter {
             let lane = operation.lane();
             let _waiting = QuotaWait::start(self.shared.hooks.observer.as_deref(), lane);
-            global.until_ready(lane).await;
+            global.until_ready(lane, &self.party).await;
         }
         if let Api::Logging { pull_zone_id } = api {
             self.shared.logging_limiter.until_ready(pull_zone_id).await;

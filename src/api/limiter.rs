@@ -1,7 +1,7 @@
 //! Rate limiters on tokio's clock (governor's GCRA), so waiting follows tokio time and
 //! a test with a paused clock exercises the real limiter without real waiting.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Add;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use governor::nanos::Nanos;
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{NotUntil, Quota, RateLimiter};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, oneshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TokioInstant(tokio::time::Instant);
@@ -130,13 +130,111 @@ impl Lane {
     }
 }
 
+/// The polls' line: one queue per party (a namespace), the parties served in turn, one
+/// request each. A party with a thousand polls waiting delays another's request by one
+/// of its own, not by all of them.
+#[derive(Default)]
+struct FairLine {
+    state: std::sync::Mutex<FairState>,
+}
+
+#[derive(Default)]
+struct FairState {
+    /// Whether a request holds the line.
+    busy: bool,
+    waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<()>>>,
+    /// Parties with requests waiting, the next to be served first.
+    order: VecDeque<Arc<str>>,
+}
+
+/// A request's hold on the line; handed to the next party's request when dropped.
+struct FairTurn<'a>(&'a FairLine);
+
+/// A request waiting for the line. Dropped after the line was handed to it but before
+/// it took it (its request given up), it hands the line on.
+struct Waiting<'a> {
+    line: &'a FairLine,
+    handed: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(mut handed) = self.handed.take()
+            && handed.try_recv().is_ok()
+        {
+            self.line.hand_on();
+        }
+    }
+}
+
+impl FairLine {
+    fn state(&self) -> std::sync::MutexGuard<'_, FairState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn enter(&self, party: &str) -> FairTurn<'_> {
+        let mut waiting = {
+            let mut state = self.state();
+            if !state.busy {
+                state.busy = true;
+                return FairTurn(self);
+            }
+            let (hand, handed) = oneshot::channel();
+            let party: Arc<str> = party.into();
+            let queue = state.waiting.entry(party.clone()).or_default();
+            queue.push_back(hand);
+            if queue.len() == 1 {
+                state.order.push_back(party);
+            }
+            Waiting {
+                line: self,
+                handed: Some(handed),
+            }
+        };
+        if let Some(handed) = waiting.handed.as_mut() {
+            // The sender is dropped only once the line is handed on.
+            let _ = handed.await;
+        }
+        waiting.handed = None;
+        FairTurn(self)
+    }
+
+    /// Hands the line to the next party's first request still waiting, else frees it.
+    fn hand_on(&self) {
+        let mut state = self.state();
+        while let Some(party) = state.order.pop_front() {
+            let Some(queue) = state.waiting.get_mut(&party) else {
+                continue;
+            };
+            let next = queue.pop_front();
+            if queue.is_empty() {
+                state.waiting.remove(&party);
+            } else {
+                state.order.push_back(party);
+            }
+            // A waiter that gave up (its request was dropped) is skipped.
+            if next.is_some_and(|hand| hand.send(()).is_ok()) {
+                return;
+            }
+        }
+        state.busy = false;
+    }
+}
+
+impl Drop for FairTurn<'_> {
+    fn drop(&mut self) {
+        self.0.hand_on();
+    }
+}
+
 /// One limiter for everything. Changes go before polls: polls first wait in a line of
 /// their own, so at most one poll is ever queued for the quota, and a change waits for
-/// the changes before it and that one poll, however many polls are waiting.
+/// the changes before it and that one poll, however many polls are waiting. The polls'
+/// line serves the parties (namespaces) in turn.
 pub struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
-    polls: Mutex<()>,
+    polls: FairLine,
 }
 
 impl DirectLimiter {
@@ -144,15 +242,16 @@ impl DirectLimiter {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
-            polls: Mutex::default(),
+            polls: FairLine::default(),
         }
     }
 
-    /// Waits until one more request may go in `lane`; returns how long it waited.
-    pub async fn until_ready(&self, lane: Lane) -> Duration {
+    /// Waits until one more request of `party` may go in `lane`; returns how long it
+    /// waited.
+    pub async fn until_ready(&self, lane: Lane, party: &str) -> Duration {
         let started = tokio::time::Instant::now();
         let _poll_line = match lane {
-            Lane::Poll => Some(self.polls.lock().await),
+            Lane::Poll => Some(self.polls.enter(party).await),
             Lane::Change => None,
         };
         in_turn(&self.turn, || self.gcra.check()).await;
@@ -220,11 +319,11 @@ mod tests {
         let polls: Vec<_> = (0..1_000)
             .map(|_| {
                 let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(Lane::Poll).await })
+                tokio::spawn(async move { limiter.until_ready(Lane::Poll, "busy").await })
             })
             .collect();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let waited = limiter.until_ready(Lane::Change).await;
+        let waited = limiter.until_ready(Lane::Change, "busy").await;
         assert!(
             waited <= Duration::from_millis(200),
             "a change behind 1,000 polls at 10/s waited {waited:?}"
@@ -232,6 +331,40 @@ mod tests {
         for poll in polls {
             poll.abort();
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_party_with_a_thousand_polls_waiting_delays_another_by_one_request() {
+        let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
+            std::num::NonZeroU32::new(10).expect("non-zero"),
+        )));
+        let busy: Vec<_> = (0..1_000)
+            .map(|_| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.until_ready(Lane::Poll, "team-a").await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // Four requests of one poll of team-b, one after the other.
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            waits.push(limiter.until_ready(Lane::Poll, "team-b").await);
+        }
+        // Each waits for the request in the quota, one of team-a's and its own slot
+        // (100 ms each); in arrival order it would wait for 950 of team-a's.
+        let longest = waits.iter().max().copied().unwrap_or_default();
+        assert!(
+            longest <= Duration::from_millis(300),
+            "team-b behind 1,000 polls of team-a at 10/s waited {waits:?}"
+        );
+        for poll in busy {
+            poll.abort();
+        }
+        let waited = limiter.until_ready(Lane::Poll, "team-a").await;
+        assert!(
+            waited <= Duration::from_millis(250),
+            "the line goes past the waiters that gave up: {waited:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

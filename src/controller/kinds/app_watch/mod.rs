@@ -222,7 +222,7 @@ impl Reconciled for ContainerAppWatch {
             PollDecision::Wait { due_ms } => return Ok(Observed { poll: None, due_ms }),
             PollDecision::Poll { late } => late,
         };
-        let client = io.client().await?;
+        let client = &io.client().await?.polling_for(&io.namespace);
         io.ctx.metrics.polled(Self::KIND, late);
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
