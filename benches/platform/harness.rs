@@ -221,7 +221,45 @@ impl Cluster {
         namespace: &str,
         extra: &[&str],
     ) -> anyhow::Result<OperatorProcess> {
-        let key_file = std::env::temp_dir().join(format!("edge-bench-key-{namespace}"));
+        self.spawn_operator(
+            api_url,
+            namespace,
+            &["--namespace", namespace, "--default-key-namespaces", namespace],
+            extra,
+        )
+    }
+
+    /// Starts the operator on the objects labelled `label` (`key=value`) of every
+    /// namespace in `namespaces`, with a Lease of its own.
+    pub(crate) fn start_operator_across(
+        &self,
+        api_url: &str,
+        label: &str,
+        namespaces: &[&str],
+        extra: &[&str],
+    ) -> anyhow::Result<OperatorProcess> {
+        let name = label.replace(['=', '.', '/'], "-");
+        let lease = format!("edge-bench-{name}");
+        let default_key = namespaces.join(",");
+        let scope = [
+            "--watch-label-selector",
+            label,
+            "--lease-name",
+            &lease,
+            "--default-key-namespaces",
+            &default_key,
+        ];
+        self.spawn_operator(api_url, &name, &scope, extra)
+    }
+
+    fn spawn_operator(
+        &self,
+        api_url: &str,
+        name: &str,
+        scope: &[&str],
+        extra: &[&str],
+    ) -> anyhow::Result<OperatorProcess> {
+        let key_file = std::env::temp_dir().join(format!("edge-bench-key-{name}"));
         std::fs::write(&key_file, ACCESS_KEY).context("writing the access key file")?;
         let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut command = match self.operator_wrapper.split_first() {
@@ -233,11 +271,11 @@ impl Cluster {
             None => Command::new(&self.operator_bin),
         };
         let child = command
-            .args(["run", "--api-url", api_url, "--namespace", namespace])
+            .args(["run", "--api-url", api_url])
+            .args(scope)
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
             .arg("--access-key-file")
             .arg(&key_file)
-            .args(["--default-key-namespaces", namespace])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

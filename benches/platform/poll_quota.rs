@@ -234,14 +234,7 @@ async fn run_with_quota(
         .unwrap_or_default();
     let ended = chrono::Utc::now().timestamp_millis();
     let measured_from = started + start_up.as_millis() as i64;
-    let mut polls: HashMap<String, Vec<i64>> = HashMap::new();
-    for entry in sim.sim.journal() {
-        if entry.method == "GET"
-            && let Some(app) = entry.path.strip_prefix("/mc/apps/")
-        {
-            polls.entry(app.to_string()).or_default().push(entry.time_ms);
-        }
-    }
+    let mut polls = poll_times(&sim);
     let mut lags = Vec::new();
     let mut longest_gap = Duration::ZERO;
     let mut refreshed = 0;
@@ -285,6 +278,101 @@ async fn run_with_quota(
         most_writes_per_refresh,
         patch_latencies,
     })
+}
+
+/// When each app was polled (its GET), by app id, in Unix ms.
+fn poll_times(sim: &RunningSim) -> HashMap<String, Vec<i64>> {
+    let mut polls: HashMap<String, Vec<i64>> = HashMap::new();
+    for entry in sim.sim.journal() {
+        if entry.method == "GET"
+            && let Some(app) = entry.path.strip_prefix("/mc/apps/")
+        {
+            polls.entry(app.to_string()).or_default().push(entry.time_ms);
+        }
+    }
+    polls
+}
+
+/// Lags (gap beyond the interval) of the polls of each app after `from` (Unix ms).
+fn lags_by_app(sim: &RunningSim, interval: Duration, from: i64) -> HashMap<String, Vec<Duration>> {
+    poll_times(sim)
+        .into_iter()
+        .map(|(app, mut times)| {
+            times.sort_unstable();
+            let lags = times
+                .windows(2)
+                .filter(|pair| pair[0] >= from)
+                .map(|pair| Duration::from_millis(u64::try_from(pair[1] - pair[0]).unwrap_or_default()))
+                .map(|gap| gap.saturating_sub(interval))
+                .collect();
+            (app, lags)
+        })
+        .collect()
+}
+
+/// One tenant's `watches` watches saturate a quota of `quota`/s; another tenant's one
+/// watch, in its own namespace, is polled on time all the same: answers (the lone
+/// watch's lags, the busy tenant's lags), each sorted.
+async fn fair_share(
+    cluster: &Cluster,
+    watches: usize,
+    interval: Duration,
+    quota: u32,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let sim = spawn(document(watches + 1)).await?;
+    let (busy, busy_api) = cluster.namespace::<ContainerAppWatch>("fair-busy").await?;
+    let (lone, lone_api) = cluster.namespace::<ContainerAppWatch>("fair-lone").await?;
+    let label = format!("edge-bench-fair={busy}");
+    let mut operator = cluster.start_operator_across(
+        &sim.base_url(),
+        &label,
+        &[&busy, &lone],
+        &["--platform-rate", &quota.to_string()],
+    )?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.ensure_running()?;
+    let interval_text = humantime::format_duration(interval).to_string();
+    let labelled = |index: usize| -> anyhow::Result<ContainerAppWatch> {
+        let mut watch = watch(index, &interval_text)?;
+        watch.metadata.labels = Some([("edge-bench-fair".to_string(), busy.clone())].into());
+        Ok(watch)
+    };
+    let started = chrono::Utc::now().timestamp_millis();
+    stream::iter(0..watches)
+        .map(|i| {
+            let (api, watch) = (&busy_api, labelled(i));
+            async move {
+                api.create(&PostParams::default(), &watch?)
+                    .await
+                    .map(drop)
+                    .context("creating")
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await?;
+    lone_api
+        .create(&PostParams::default(), &labelled(watches)?)
+        .await
+        .context("creating the lone watch")?;
+    let start_up = start_up(watches, interval, quota);
+    tokio::time::sleep(start_up + interval * 3).await;
+    operator.ensure_running()?;
+    let lags = lags_by_app(&sim, interval, started + start_up.as_millis() as i64);
+    let lone_app = format!("app-{watches:04}");
+    let mut lone_lags = lags.get(&lone_app).cloned().unwrap_or_default();
+    let mut busy_lags: Vec<Duration> = lags
+        .into_iter()
+        .filter(|(app, _)| *app != lone_app)
+        .flat_map(|(_, lags)| lags)
+        .collect();
+    lone_lags.sort_unstable();
+    busy_lags.sort_unstable();
+    drop(operator);
+    for namespace in [&busy, &lone] {
+        cluster.delete_namespace(namespace, Duration::from_secs(120)).await?;
+    }
+    Ok((lone_lags, busy_lags))
 }
 
 pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
@@ -384,6 +472,21 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         format!("{}/{watches}", polls.late_in_status),
         "> 0",
         polls.late_in_status > 0,
+    );
+
+    let (lone, busy) = fair_share(cluster, watches, interval, short).await?;
+    let fair = format!("fair share, quota {short}/s: {label} in one namespace, 1 watch in another");
+    report.info(
+        SUITE,
+        &format!("{fair}: the busy namespace's poll lag median / max"),
+        median_and_max(&busy, 1),
+    );
+    report.check(
+        SUITE,
+        &format!("{fair}: the lone watch's poll lag, max of {} polls", lone.len()),
+        format!("{:.1} s", lone.last().copied().unwrap_or_default().as_secs_f64()),
+        &format!("<= {} s", ON_TIME_P99.as_secs()),
+        lone.len() >= 2 && lone.last().is_some_and(|max| *max <= ON_TIME_P99),
     );
     Ok(())
 }

@@ -61,7 +61,8 @@ pub struct RunConfig {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// ContainerAppWatch polls running at once. They mostly wait for the platform quota,
-    /// which serves them in the order they fall due; beyond this many, the due ones wait
+    /// which serves namespaces in turn, each one's in the order they fall due; beyond this
+    /// many, the due ones wait
     /// in no particular order.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
     pub poll_concurrency: u16,

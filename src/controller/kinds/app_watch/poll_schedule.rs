@@ -4,9 +4,10 @@
 //! polled again, for example after an operator restart. A poll that starts late says
 //! by how much. Pure: the time comes in.
 //!
-//! Polls queue for the global platform quota in the order they fall due. When the quota
-//! cannot serve every interval, every object is late by about the same amount and none
-//! starves. The next poll is placed on the object's phase at least half an interval
+//! Polls queue for the global platform quota, the namespaces served in turn and each
+//! namespace's polls in the order they fall due. When the quota cannot serve every
+//! interval, the watches of the busiest namespaces are late by about the same amount and
+//! none starves, while a namespace with few watches stays on time. The next poll is placed on the object's phase at least half an interval
 //! after the last one, so lateness does not accumulate.
 
 use std::collections::HashMap;
