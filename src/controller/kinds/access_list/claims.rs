@@ -349,8 +349,11 @@ impl Index {
     }
 
     /// Whether an object older than `me` names `list` and has not had its credentials
-    /// tried yet, while `me` does not hold `list`.
+    /// tried yet, while `me` manages and does not hold `list`.
     fn older_untried(&self, me: &AccessListConfig, list: &AccessListItem) -> bool {
+        if me.spec.management_policy != ManagementPolicy::Manage {
+            return false;
+        }
         let mine = Entry::of(me);
         let zone = me.spec.shield_zone_id;
         let key = (zone, list.configuration_id);
@@ -855,6 +858,18 @@ mod tests {
         let started = tokio::time::Instant::now();
         let _ = claims.claim(&squatter, &list(9102)).await;
         assert_eq!(started.elapsed(), Duration::ZERO, "nobody older");
+
+        let older = object("older", "2026-11-20T09:00:00Z", Some(9201));
+        let mut observer = object("observer", "2026-11-20T12:00:00Z", Some(9201));
+        observer.spec.management_policy = ManagementPolicy::Observe;
+        let claims = listed(&[&older, &observer]);
+        let started = tokio::time::Instant::now();
+        assert_eq!(claims.claim(&observer, &list(9201)).await, None);
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "an observer claims nothing and waits for no one"
+        );
     }
 
     #[tokio::test(start_paused = true)]
