@@ -153,3 +153,72 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
         "observe only: nothing but reads and searches"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap() {
+    let mut document = example_fixtures();
+    let long_name = "n".repeat(1_000);
+    document.shield_zones[0].rate_limits = (1..=10_000)
+        .map(|id| {
+            serde_json::from_value(
+                json!({"id": id, "shieldZoneId": 1001, "ruleName": format!("{id}-{long_name}"),
+                "ruleConfiguration": {"actionType": 1, "requestCount": 10, "timeframe": 60, "blockTime": 300}}),
+            )
+            .expect("rule")
+        })
+        .collect();
+    let sim = start(document).await;
+    let base = sim.base_url();
+    let now = chrono::Utc::now().timestamp_millis();
+    // Attacker traffic: 50 user agents and URLs of 10,000 characters each.
+    let events: Vec<Value> = (0..50)
+        .map(|i| {
+            json!({"timestamp": now - 1000 * (i + 1), "feature": "waf", "ruleId": "942100", "ip": "203.0.113.9",
+                   "ja4": "j", "ua": format!("{i}{}", "u".repeat(10_000)), "url": format!("/{i}{}", "p".repeat(10_000)),
+                   "asn": "64500", "country": "DE", "action": "block"})
+        })
+        .collect();
+    post(&base, "/_sim/shield-zones/1001/events", Value::Array(events)).await;
+    let namespace = TestNamespace::create("caw-bounded");
+    let _operator = Operator::start(&namespace.name, &base, &[]);
+    let yaml = format!(
+        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: flooded\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    groupBy: [ua, url]\n    top: 50\n",
+        namespace.name
+    );
+    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(ok, "{stderr}");
+    let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
+    let status = eventually("rules and events summarised", Duration::from_secs(60), || async {
+        let status = api.get("flooded").await.ok()?.status?;
+        let synced = |type_: &str| {
+            status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.status == edge_operator::crd::ConditionStatus::True)
+        };
+        (synced("RateLimitsSynced") && synced("SecurityEvents")).then_some(status)
+    })
+    .await;
+    let bytes = serde_json::to_vec(&status).expect("JSON").len();
+    assert!(bytes <= 64 << 10, "status of {bytes} bytes");
+    let truncated = status.truncated.join("\n");
+    assert!(truncated.contains("of 10000 rules kept"), "{truncated}");
+    assert!(truncated.contains("group keys cut to 256 bytes"), "{truncated}");
+    let rules = status.rate_limits.expect("rules");
+    assert!(
+        !rules.is_empty() && rules.iter().all(|r| r.name.len() <= 256),
+        "{} rules, longest name {:?}; {truncated}",
+        rules.len(),
+        rules.iter().map(|r| r.name.len()).max()
+    );
+    assert!(
+        status.conditions.iter().all(|c| c.message.len() <= 2048),
+        "condition messages are bounded"
+    );
+    let rules_synced = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "RateLimitsSynced")
+        .expect("RateLimitsSynced");
+    assert_eq!(rules_synced.message, "10000 rules", "the condition counts them all");
+}

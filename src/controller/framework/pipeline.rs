@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 
 use super::context::Context;
 use super::error::{KindError, ReconcileError};
-use super::status::conditions::{Decided, find, merge};
+use super::status::conditions::{Decided, MAX_CONDITION_MESSAGE_BYTES, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{AnyReason, ConditionType, KindReasons, Reason, ReasonWord, Word};
@@ -409,10 +409,6 @@ pub(crate) fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now
 
 /// The longest Event note the apiserver accepts.
 const MAX_NOTE_BYTES: usize = 1024;
-
-/// The longest condition message: the platform's words (at most
-/// [`crate::api::MAX_PLATFORM_TEXT`]) with the operator's around them.
-const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
 
 /// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
 pub(crate) fn shortened(note: &str) -> String {

@@ -13,6 +13,11 @@ pub(crate) struct Decided {
     pub message: String,
 }
 
+/// The longest condition message: the platform's words (at most
+/// [`crate::api::MAX_PLATFORM_TEXT`]) with the operator's around them, or a summary
+/// naming what the Internet sent (user agents, URLs).
+pub(crate) const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
+
 impl Decided {
     pub(crate) fn new(
         type_: impl ConditionWord,
@@ -30,7 +35,7 @@ impl Decided {
                 ConditionStatus::False
             },
             reason: reason.as_str(),
-            message: message.into(),
+            message: crate::api::bounded_text(&message.into(), MAX_CONDITION_MESSAGE_BYTES),
         }
     }
 }
