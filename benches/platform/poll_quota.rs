@@ -63,7 +63,23 @@ fn watch(index: usize, interval: &str) -> anyhow::Result<ContainerAppWatch> {
     .context("building a ContainerAppWatch")
 }
 
-/// The q-quantile of sorted values.
+/// Creates `watches`, 32 at a time.
+async fn create_all(
+    api: &kube::Api<ContainerAppWatch>,
+    watches: impl Iterator<Item = anyhow::Result<ContainerAppWatch>>,
+) -> anyhow::Result<()> {
+    stream::iter(watches)
+        .map(|watch| async move {
+            api.create(&PostParams::default(), &watch?)
+                .await
+                .map(drop)
+                .context("creating")
+        })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
+}
+
 /// "median s / max s" of sorted durations, with `decimals` digits.
 fn median_and_max(sorted: &[Duration], decimals: usize) -> String {
     let median = quantile(sorted, 0.5).as_secs_f64();
@@ -71,6 +87,7 @@ fn median_and_max(sorted: &[Duration], decimals: usize) -> String {
     format!("{median:.decimals$} s / {max:.decimals$} s")
 }
 
+/// The q-quantile of sorted values.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -188,19 +205,7 @@ async fn run_with_quota(
     operator.ensure_running()?;
     let interval_text = humantime::format_duration(interval).to_string();
     let started = chrono::Utc::now().timestamp_millis();
-    stream::iter(0..watches)
-        .map(|i| {
-            let (api, interval_text) = (&api, &interval_text);
-            async move {
-                api.create(&PostParams::default(), &watch(i, interval_text)?)
-                    .await
-                    .map(drop)
-                    .context("creating")
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<()>()
-        .await?;
+    create_all(&api, (0..watches).map(|i| watch(i, &interval_text))).await?;
     let start_up = start_up(watches, interval, quota);
     tokio::time::sleep(start_up).await;
     let writes_at_start_up = watch_status_writes(cluster, &namespace)?
@@ -338,19 +343,7 @@ async fn fair_share(
         Ok(watch)
     };
     let started = chrono::Utc::now().timestamp_millis();
-    stream::iter(0..watches)
-        .map(|i| {
-            let (api, watch) = (&busy_api, labelled(i));
-            async move {
-                api.create(&PostParams::default(), &watch?)
-                    .await
-                    .map(drop)
-                    .context("creating")
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<()>()
-        .await?;
+    create_all(&busy_api, (0..watches).map(labelled)).await?;
     lone_api
         .create(&PostParams::default(), &labelled(watches)?)
         .await
