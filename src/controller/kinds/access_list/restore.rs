@@ -6,7 +6,6 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
-use super::plan::resolve;
 use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use super::zone_lists::ListsFreshness;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
@@ -160,9 +159,8 @@ pub(super) async fn restore(
 ) -> Result<Restore, Failure> {
     let client = io.client().await?;
     let zone = object.spec.shield_zone_id;
-    let lists = io.state.zone_lists.read(client, zone, ListsFreshness::Recent).await?;
-    let (list, _) = resolve(&object.spec, &lists)?;
-    let owner = io.state.claims.claim(object, list).await;
+    let list = object.observe_list(io, client, ListsFreshness::Recent).await?.list;
+    let owner = io.state.claims.claim(object, &list).await;
     if let Err(rejected) = restore_point_of_list(zone, &point, list.configuration_id, owner) {
         return Ok(Restore::Rejected(rejected));
     }
