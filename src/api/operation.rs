@@ -60,6 +60,50 @@ impl Operation {
         }
     }
 
+    /// The operation a request makes, from its method and path.
+    pub fn of(method: &http::Method, path: &str) -> Option<Self> {
+        let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+        let operation = match segments.as_slice() {
+            ["shield", "event-logs", _, "search"] => Operation::SearchEvents,
+            ["shield", "shield-zone", _, "access-lists"] => Operation::ListAccessLists,
+            ["shield", "shield-zone", _, "access-lists", "configurations", _] => Operation::UpdateAccessList,
+            ["shield", "rate-limits", _] => Operation::ListRateLimits,
+            ["pullzone", "completeExternalHttpCertificate"] => Operation::CompleteCertificate,
+            ["mc", "apps", _] => Operation::GetApp,
+            ["v2", "pullzones", _, "logs"] => Operation::QueryLogs,
+            [_, file] if file.ends_with(".log") => Operation::GetLogFile,
+            _ => return None,
+        };
+        (*method == operation.method()).then_some(operation)
+    }
+
+    pub fn method(self) -> http::Method {
+        match self {
+            Operation::SearchEvents | Operation::CompleteCertificate => http::Method::POST,
+            Operation::UpdateAccessList => http::Method::PATCH,
+            _ => http::Method::GET,
+        }
+    }
+
+    /// The path with its parameters named, as the API reference writes it.
+    pub fn template(self) -> &'static str {
+        match self {
+            Operation::SearchEvents => "/shield/event-logs/{shieldZoneId}/search",
+            Operation::ListAccessLists => "/shield/shield-zone/{shieldZoneId}/access-lists",
+            Operation::UpdateAccessList => "/shield/shield-zone/{shieldZoneId}/access-lists/configurations/{id}",
+            Operation::ListRateLimits => "/shield/rate-limits/{shieldZoneId}",
+            Operation::CompleteCertificate => "/pullzone/completeExternalHttpCertificate",
+            Operation::GetApp => "/mc/apps/{appId}",
+            Operation::QueryLogs => "/v2/pullzones/{pullZoneId}/logs",
+            Operation::GetLogFile => "/{MM-dd-yy}/{pullZoneId}.log",
+        }
+    }
+
+    /// Whether the operation is served by the logging API's base URL.
+    pub fn is_logging(self) -> bool {
+        matches!(self, Operation::QueryLogs | Operation::GetLogFile)
+    }
+
     /// Whether the operation changes the platform.
     pub fn is_write(self) -> bool {
         matches!(self, Operation::UpdateAccessList | Operation::CompleteCertificate)
@@ -98,6 +142,44 @@ mod tests {
                 Operation::GetLogFile => 7,
             };
             assert_eq!(place, index, "{}", operation.as_str());
+        }
+    }
+
+    #[test]
+    fn a_request_is_told_its_operation_by_method_and_path() {
+        use http::Method;
+        let cases = [
+            (
+                Method::POST,
+                "/shield/event-logs/7/search",
+                Some(Operation::SearchEvents),
+            ),
+            (
+                Method::GET,
+                "/shield/shield-zone/7/access-lists",
+                Some(Operation::ListAccessLists),
+            ),
+            (
+                Method::PATCH,
+                "/shield/shield-zone/7/access-lists/configurations/3",
+                Some(Operation::UpdateAccessList),
+            ),
+            (Method::GET, "/shield/rate-limits/7", Some(Operation::ListRateLimits)),
+            (
+                Method::POST,
+                "/pullzone/completeExternalHttpCertificate",
+                Some(Operation::CompleteCertificate),
+            ),
+            (Method::GET, "/mc/apps/app-1", Some(Operation::GetApp)),
+            (Method::GET, "/v2/pullzones/9/logs", Some(Operation::QueryLogs)),
+            (Method::GET, "/11-20-26/9.log", Some(Operation::GetLogFile)),
+            (Method::DELETE, "/mc/apps/app-1", None),
+            (Method::GET, "/shield/event-logs/7/search", None),
+            (Method::GET, "/_sim/state", None),
+            (Method::GET, "/", None),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(Operation::of(&method, path), expected, "{method} {path}");
         }
     }
 }

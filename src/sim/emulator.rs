@@ -100,6 +100,7 @@ pub struct Sim {
     pub limiter: PullZoneLimiter,
     journal: Mutex<Journal>,
     faults: Mutex<Vec<Fault>>,
+    changes: Arc<tokio::sync::Notify>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -115,7 +116,7 @@ impl Sim {
 
     /// Replaces all state (document, events, logs, rate-limit history) with `document`.
     pub fn replace(&self, document: SimDocument) {
-        self.clock.set(document.clock);
+        self.set_clock(document.clock);
         self.limiter.clear();
         *self.world_mut() = World::new(document.complete());
     }
@@ -124,8 +125,28 @@ impl Sim {
         self.world.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The world to change; [`Sim::changes`] is told.
     pub fn world_mut(&self) -> RwLockWriteGuard<'_, World> {
+        self.changes.notify_one();
         self.world.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the clock (`None`: real time); [`Sim::changes`] is told.
+    pub fn set_clock(&self, now: Option<chrono::DateTime<chrono::Utc>>) {
+        self.clock.set(now);
+        self.changes.notify_one();
+    }
+
+    /// Told of every change of the document or the clock.
+    pub fn changes(&self) -> Arc<tokio::sync::Notify> {
+        self.changes.clone()
+    }
+
+    /// The current document: the fixtures with every change applied, and the clock.
+    pub fn document(&self) -> SimDocument {
+        let mut document = self.world().document.clone();
+        document.clock = self.clock.fixed();
+        document
     }
 
     /// Records an exchange; past [`MAX_JOURNAL`] entries or [`MAX_JOURNAL_BYTES`] the

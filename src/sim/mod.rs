@@ -9,6 +9,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod always_sent;
+pub mod atomic_file;
 pub mod clock;
 pub mod document;
 pub mod emulator;
@@ -17,6 +18,8 @@ pub mod generator;
 pub mod http;
 pub mod logs;
 pub mod ratelimit;
+pub mod recording;
+pub mod state_file;
 pub mod wire_form;
 pub mod world;
 

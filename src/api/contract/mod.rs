@@ -439,6 +439,28 @@ fn pointer_in<'a>(schemas: &'a mut Map<String, Value>, pointer: &str) -> Option<
     }
 }
 
+/// What a recorded answer of the real platform holds where the published document
+/// does not allow it: the recording wins (api-supplement.md).
+enum RecordedForm {
+    /// `""` where at least one character is published.
+    Empty,
+    /// `null` where the published type is not nullable.
+    Null,
+}
+
+const RECORDED_FORMS: [(Document, &str, RecordedForm); 2] = [
+    (
+        Document::MagicContainers,
+        "/ContainerTemplate/properties/imageDigest",
+        RecordedForm::Empty,
+    ),
+    (
+        Document::MagicContainers,
+        "/Application/properties/displayEndpoint",
+        RecordedForm::Null,
+    ),
+];
+
 /// Whether `required` members must be present: answers must carry them; the
 /// emulator's fixtures may leave them out (it fills them in). `AlwaysSent` also asks
 /// for what the platform always sends beyond the published `required`, in the form
@@ -454,6 +476,18 @@ pub enum Required {
 /// A JSON Schema whose root is the named component of `document`.
 pub fn schema(document: Document, name: &str, required: Required) -> Value {
     let mut defs = document.components().clone();
+    for (_, pointer, form) in RECORDED_FORMS.iter().filter(|(d, _, _)| *d == document) {
+        if let Some(member) = pointer_in(&mut defs, pointer) {
+            match form {
+                RecordedForm::Empty => {
+                    if let Value::Object(member) = member {
+                        member.remove("minLength");
+                    }
+                }
+                RecordedForm::Null => *member = json!({"anyOf": [member.take(), {"type": "null"}]}),
+            }
+        }
+    }
     match required {
         Required::Relaxed => defs.values_mut().for_each(strip_required),
         Required::AlwaysSent => {

@@ -109,17 +109,10 @@ fn not_found(what: String) -> Response {
     )
 }
 
-/// The current document, with access-list and hostname changes applied.
-pub fn current_document(sim: &Sim) -> SimDocument {
-    let mut document = sim.world().document.clone();
-    document.clock = sim.clock.fixed();
-    document
-}
-
 /// The current document without its credentials: access keys and the JWT secret are
 /// never answered (a PUT must carry them).
 async fn get_state(State(sim): State<Arc<Sim>>) -> Response {
-    let mut document = current_document(&sim);
+    let mut document = sim.document();
     document.access_keys = document.access_keys.iter().map(|_| REDACTED.to_string()).collect();
     for account in &mut document.accounts {
         account.access_keys = account.access_keys.iter().map(|_| REDACTED.to_string()).collect();
@@ -335,7 +328,7 @@ struct ClockBody {
 async fn set_clock(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     match parse_json::<ClockBody>(&body) {
         Ok(clock) => {
-            sim.clock.set(Some(clock.now));
+            sim.set_clock(Some(clock.now));
             get_clock(State(sim)).await
         }
         Err(response) => response,
@@ -343,7 +336,7 @@ async fn set_clock(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
 }
 
 async fn real_clock(State(sim): State<Arc<Sim>>) -> Response {
-    sim.clock.set(None);
+    sim.set_clock(None);
     get_clock(State(sim)).await
 }
 
