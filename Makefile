@@ -7,7 +7,7 @@
 #                  a Docker engine when none runs, builds kind and its node image)
 SHELL := /bin/bash
 
-.PHONY: demo down test bench crds cluster-up cluster-down images e2e-kind k8s-binaries
+.PHONY: demo down test bench crds parity-docs cluster-up cluster-down images e2e-kind k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -25,6 +25,10 @@ bench:
 crds:
 	source hack/k8s/versions.sh && CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$$EDGE_CACHE_DIR/target}" \
 	  cargo run --quiet --bin edge-operator -- crds --dir crds --chart-templates charts/edge-operator/templates/crds
+
+# Writes the parity report of tests/recordings/published into docs/emulator.md.
+parity-docs:
+	hack/parity-docs.sh
 
 k8s-binaries:
 	hack/k8s/build.sh

@@ -43,6 +43,10 @@ fn lint_passes_on_the_defaults_and_every_mode_renders_and_validates_server_side(
         "--set=networkPolicy.enabled=true",
     ]);
     modes.push(vec![API_URL, namespaced_mode.as_str()]);
+    modes.push(vec![
+        "--set=emulator.enabled=true",
+        "--set=emulator.persistence.enabled=true",
+    ]);
     for values in modes {
         let chart = chart();
         let mut args = vec!["lint", &chart];
@@ -833,6 +837,76 @@ fn args_of(container: &serde_yaml::Value) -> Vec<String> {
         .iter()
         .filter_map(|a| a.as_str().map(str::to_string))
         .collect()
+}
+
+#[test]
+fn the_emulator_keeps_its_state_on_a_claim_only_when_asked() {
+    let render = |extra: &[&str]| {
+        let chart = chart();
+        let mut args = vec![
+            "template",
+            "sim",
+            &chart,
+            "--namespace",
+            "team",
+            "--set=emulator.enabled=true",
+        ];
+        args.extend(extra);
+        let (ok, manifests, err) = helm(&args);
+        assert!(ok, "{extra:?}: {err}");
+        manifests
+    };
+    let emulator = |manifests: &str| {
+        objects_of_kind(manifests, "Deployment")
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == "sim-edge-operator-emulator")
+            .expect("the emulator Deployment")
+    };
+
+    let plain = render(&[]);
+    assert!(objects_of_kind(&plain, "PersistentVolumeClaim").is_empty());
+    let deployment = emulator(&plain);
+    assert!(
+        !args_of(&deployment["spec"]["template"]["spec"]["containers"][0])
+            .iter()
+            .any(|a| a.starts_with("--state-file"))
+    );
+
+    let kept = render(&[
+        "--set=emulator.persistence.enabled=true",
+        "--set=emulator.persistence.storageClassName=fast",
+    ]);
+    let claims = objects_of_kind(&kept, "PersistentVolumeClaim");
+    assert_eq!(claims.len(), 1);
+    assert_eq!(claims[0]["metadata"]["name"], "sim-edge-operator-emulator-state");
+    assert_eq!(claims[0]["spec"]["storageClassName"], "fast");
+    assert_eq!(claims[0]["spec"]["resources"]["requests"]["storage"], "16Mi");
+    let deployment = emulator(&kept);
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        deployment["spec"]["strategy"]["type"], "Recreate",
+        "one writer of the volume at a time"
+    );
+    assert_eq!(
+        pod["securityContext"]["fsGroup"], 65532,
+        "the non-root emulator can write the volume"
+    );
+    let container = &pod["containers"][0];
+    assert!(args_of(container).contains(&"--state-file=/var/lib/edge-sim/state.json".to_string()));
+    let mounted = container["volumeMounts"]
+        .as_sequence()
+        .expect("mounts")
+        .iter()
+        .any(|m| m["name"] == "state" && m["mountPath"] == "/var/lib/edge-sim");
+    assert!(mounted, "{container:?}");
+    let (refused, _, err) = helm(&[
+        "template",
+        "sim",
+        &chart(),
+        "--set=emulator.enabled=true",
+        "--set=emulator.persistence.size=lots",
+    ]);
+    assert!(!refused && err.contains("size"), "{err}");
 }
 
 #[test]

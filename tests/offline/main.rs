@@ -20,5 +20,6 @@ mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;
 mod sim_platform;
+mod sim_recording;
 mod tls;
 mod wire_form;

@@ -15,6 +15,20 @@ pub const VOLATILE: &[&str] = &[
     "query.to",
 ];
 
+/// Counts of rows: compared by type only where the recorded answer shows rows the
+/// recording never saw (a first page of many), since edge-sim holds only those seen.
+pub const UNSEEN_COUNTS: &[&str] = &["pagination.hasMore", "total", "totalPages"];
+
+/// Whether a recorded answer shows more rows than it holds: logs with more pages, or
+/// a flat search whose total is more than its rows.
+pub fn shows_unseen_rows(recorded: &Value) -> bool {
+    let more_logs = recorded.pointer("/pagination/hasMore") == Some(&Value::Bool(true));
+    let rows = recorded.get("rows").and_then(Value::as_array).map(Vec::len);
+    let total = recorded.get("total").and_then(Value::as_u64);
+    let more_events = matches!((rows, total), (Some(rows), Some(total)) if total > rows as u64);
+    more_logs || more_events
+}
+
 /// One difference between a recorded answer and edge-sim's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Difference {
@@ -190,6 +204,20 @@ mod tests {
         );
         let typed = differences(&json!({"detail": "x"}), &json!({"detail": null}), VOLATILE);
         assert_eq!(typed.len(), 1, "a volatile member keeps its type");
+    }
+
+    #[test]
+    fn answers_with_rows_never_seen_are_told() {
+        assert!(shows_unseen_rows(&json!({"data": [], "pagination": {"hasMore": true}})));
+        assert!(!shows_unseen_rows(
+            &json!({"data": [], "pagination": {"hasMore": false}})
+        ));
+        assert!(shows_unseen_rows(&json!({"rows": [{}], "total": 2})));
+        assert!(!shows_unseen_rows(&json!({"rows": [{}], "total": 1})));
+        assert!(
+            !shows_unseen_rows(&json!({"groups": [{}], "total": 9})),
+            "groups are not rows"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use axum::http::{Request, header};
 use serde_json::Value;
 use tower::ServiceExt;
 
-use super::diff::{Difference, VOLATILE, differences};
+use super::diff::{Difference, UNSEEN_COUNTS, VOLATILE, differences, shows_unseen_rows};
 use super::exchange::{
     Exchange, FIXTURES_FILE, RECORDING_ACCESS_KEY, RecordedData, RecordingError, SentCredentials, read_data,
     read_exchanges, recorded_body,
@@ -58,11 +58,13 @@ impl ParityReport {
     /// The report for a person at a terminal.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "replayed {} exchanges of {} operations in {} ms\nvolatile members (values not compared): {}\n",
+            "replayed {} exchanges of {} operations in {} ms\nvolatile members (values not compared): {}\n\
+             counts of rows (values not compared where the recorded answer shows rows it does not hold): {}\n",
             self.exchanges(),
             self.operations.len(),
             self.elapsed.as_millis(),
-            VOLATILE.join(", ")
+            VOLATILE.join(", "),
+            UNSEEN_COUNTS.join(", ")
         );
         for operation in &self.operations {
             let verdict = if operation.identical == operation.exchanges {
@@ -95,9 +97,12 @@ impl ParityReport {
                 listed.join("<br>")
             ));
         }
+        let listed = |members: &[&str]| members.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
         out.push_str(&format!(
-            "\nVolatile members (compared by type, not value): {}.\n",
-            VOLATILE.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+            "\nVolatile members (compared by type, not value): {}. Counts of rows (compared by type where \
+             the recorded answer shows rows it does not hold): {}.\n",
+            listed(VOLATILE),
+            listed(UNSEEN_COUNTS)
         ));
         out
     }
@@ -273,6 +278,9 @@ fn compare_bodies(
         (None, None) => "empty",
     };
     match (recorded, replayed, recorded_text, replayed_text) {
+        (Some(left), Some(right), _, _) if shows_unseen_rows(left) => {
+            differences(left, right, &[VOLATILE, UNSEEN_COUNTS].concat())
+        }
         (Some(left), Some(right), _, _) => differences(left, right, VOLATILE),
         (None, None, Some(left), Some(right)) => left
             .lines()
