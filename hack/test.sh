@@ -28,6 +28,9 @@ step "cargo clippy --all-targets -- -D warnings (and the node and upgrade suites
 cargo clippy --all-targets --locked -- -D warnings
 cargo clippy --test node --test upgrade --locked -- -D warnings
 
+step "edge-sim parity with the platform's published answers (tests/recordings/published)"
+cargo run --quiet --locked --bin edge-sim -- parity tests/recordings/published
+
 step "local control plane"
 export EDGE_CLUSTER_NAME="test-$$"
 trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT

@@ -148,7 +148,7 @@ impl Recording {
             .into_bytes())
     }
 
-    /// Keeps an exchange; its number, or `None` when the recording is full.
+    /// Writes an exchange to its file, without the key; refused when the recording is full.
     fn keep(&self, exchange: Exchange) -> Result<(), String> {
         let bytes = serde_json::to_vec_pretty(&exchange).map_err(|e| e.to_string())?;
         let bytes = self.scrubbed(bytes)?;
@@ -163,6 +163,57 @@ impl Recording {
         atomic_file::write(&exchange_path(&self.recorder.out, number), &bytes).map_err(|e| e.to_string())?;
         self.changed.notify_one();
         Ok(())
+    }
+
+    async fn send(
+        &self,
+        operation: Operation,
+        path: &str,
+        query: Option<&str>,
+        content_type: Option<&str>,
+        body: bytes::Bytes,
+    ) -> Result<Answer, String> {
+        let base = if operation.is_logging() {
+            &self.recorder.logging_upstream
+        } else {
+            &self.recorder.upstream
+        };
+        let mut url = format!("{}{path}", base.as_str().trim_end_matches('/'));
+        if let Some(query) = query {
+            url = format!("{url}?{query}");
+        }
+        let key = self.recorder.key.current()?;
+        let mut request = self
+            .client
+            .request(operation.method(), &url)
+            .header("AccessKey", key.expose())
+            .header(header::ACCEPT, "application/json");
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        let unreachable = |e: reqwest::Error| {
+            let why = tls_problem(&e).unwrap_or_else(|| e.without_url().to_string());
+            format!(
+                "{} {}: the upstream did not answer: {why}",
+                operation.method(),
+                operation.template()
+            )
+        };
+        let mut response = request.body(body).send().await.map_err(unreachable)?;
+        let headers = response.headers().clone();
+        let mut answer = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            if answer.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(format!("the upstream's answer is over {MAX_ANSWER_BYTES} bytes"));
+            }
+            answer.extend_from_slice(&chunk);
+        }
+        Ok(Answer {
+            status: response.status(),
+            content_type: header_text(&headers, header::CONTENT_TYPE),
+            retry_after: header_text(&headers, header::RETRY_AFTER),
+            body: answer.into(),
+        })
     }
 }
 
@@ -262,59 +313,6 @@ impl IntoResponse for Answer {
             }
         }
         response
-    }
-}
-
-impl Recording {
-    async fn send(
-        &self,
-        operation: Operation,
-        path: &str,
-        query: Option<&str>,
-        content_type: Option<&str>,
-        body: bytes::Bytes,
-    ) -> Result<Answer, String> {
-        let base = if operation.is_logging() {
-            &self.recorder.logging_upstream
-        } else {
-            &self.recorder.upstream
-        };
-        let mut url = format!("{}{path}", base.as_str().trim_end_matches('/'));
-        if let Some(query) = query {
-            url = format!("{url}?{query}");
-        }
-        let key = self.recorder.key.current()?;
-        let mut request = self
-            .client
-            .request(operation.method(), &url)
-            .header("AccessKey", key.expose())
-            .header(header::ACCEPT, "application/json");
-        if let Some(content_type) = content_type {
-            request = request.header(header::CONTENT_TYPE, content_type);
-        }
-        let unreachable = |e: reqwest::Error| {
-            let why = tls_problem(&e).unwrap_or_else(|| e.without_url().to_string());
-            format!(
-                "{} {}: the upstream did not answer: {why}",
-                operation.method(),
-                operation.template()
-            )
-        };
-        let mut response = request.body(body).send().await.map_err(unreachable)?;
-        let headers = response.headers().clone();
-        let mut answer = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            if answer.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(format!("the upstream's answer is over {MAX_ANSWER_BYTES} bytes"));
-            }
-            answer.extend_from_slice(&chunk);
-        }
-        Ok(Answer {
-            status: response.status(),
-            content_type: header_text(&headers, header::CONTENT_TYPE),
-            retry_after: header_text(&headers, header::RETRY_AFTER),
-            body: answer.into(),
-        })
     }
 }
 
