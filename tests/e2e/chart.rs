@@ -301,6 +301,23 @@ fn objects_of_kind(manifests: &str, kind: &str) -> Vec<serde_yaml::Value> {
         .collect()
 }
 
+/// The chart rendered as release `sim` with the emulator and `extra` values.
+fn render_with_emulator(extra: &[&str]) -> String {
+    let chart = chart();
+    let mut args = vec!["template", "sim", &chart, "--set=emulator.enabled=true"];
+    args.extend(extra);
+    let (ok, manifests, err) = helm(&args);
+    assert!(ok, "{extra:?}: {err}");
+    manifests
+}
+
+fn emulator_deployment(manifests: &str) -> serde_yaml::Value {
+    objects_of_kind(manifests, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == "sim-edge-operator-emulator")
+        .expect("the emulator Deployment")
+}
+
 fn emulator_secret_token(namespace: &str, name: &str) -> String {
     let (ok, token, err) = cluster().kubectl(
         &["get", "secret", name, "-n", namespace, "-o", "jsonpath={.data.token}"],
@@ -313,22 +330,8 @@ fn emulator_secret_token(namespace: &str, name: &str) -> String {
 #[test]
 fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_get_through() {
     let namespace = TestNamespace::create("chart-sim");
-    let render = |extra: &[&str]| {
-        let chart = chart();
-        let mut args = vec!["template", "sim", &chart, "--set=emulator.enabled=true"];
-        args.extend(extra);
-        let (ok, manifests, err) = helm(&args);
-        assert!(ok, "{extra:?}: {err}");
-        manifests
-    };
-    let emulator_of = |manifests: &str| {
-        objects_of_kind(manifests, "Deployment")
-            .into_iter()
-            .find(|d| d["metadata"]["name"] == "sim-edge-operator-emulator")
-            .expect("the emulator Deployment")
-    };
 
-    let manifests = render(&[]);
+    let manifests = render_with_emulator(&[]);
     let secrets = objects_of_kind(&manifests, "Secret");
     let token = secrets
         .iter()
@@ -359,7 +362,7 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
         Some(1),
         "and no one else"
     );
-    let emulator = emulator_of(&manifests);
+    let emulator = emulator_deployment(&manifests);
     let container = &emulator["spec"]["template"]["spec"]["containers"][0];
     let args: Vec<&str> = container["args"]
         .as_sequence()
@@ -380,7 +383,7 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
         "sim-edge-operator-emulator-admin"
     );
 
-    let mine = render(&[
+    let mine = render_with_emulator(&[
         "--set=emulator.admin.existingSecret=my-token",
         "--set=emulator.networkPolicy.enabled=false",
     ]);
@@ -392,7 +395,7 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
     );
     assert!(objects_of_kind(&mine, "NetworkPolicy").is_empty());
     assert_eq!(
-        emulator_of(&mine)["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+        emulator_deployment(&mine)["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
         "my-token"
     );
 
@@ -841,38 +844,16 @@ fn args_of(container: &serde_yaml::Value) -> Vec<String> {
 
 #[test]
 fn the_emulator_keeps_its_state_on_a_claim_only_when_asked() {
-    let render = |extra: &[&str]| {
-        let chart = chart();
-        let mut args = vec![
-            "template",
-            "sim",
-            &chart,
-            "--namespace",
-            "team",
-            "--set=emulator.enabled=true",
-        ];
-        args.extend(extra);
-        let (ok, manifests, err) = helm(&args);
-        assert!(ok, "{extra:?}: {err}");
-        manifests
-    };
-    let emulator = |manifests: &str| {
-        objects_of_kind(manifests, "Deployment")
-            .into_iter()
-            .find(|d| d["metadata"]["name"] == "sim-edge-operator-emulator")
-            .expect("the emulator Deployment")
-    };
-
-    let plain = render(&[]);
+    let plain = render_with_emulator(&[]);
     assert!(objects_of_kind(&plain, "PersistentVolumeClaim").is_empty());
-    let deployment = emulator(&plain);
+    let deployment = emulator_deployment(&plain);
     assert!(
         !args_of(&deployment["spec"]["template"]["spec"]["containers"][0])
             .iter()
             .any(|a| a.starts_with("--state-file"))
     );
 
-    let kept = render(&[
+    let kept = render_with_emulator(&[
         "--set=emulator.persistence.enabled=true",
         "--set=emulator.persistence.storageClassName=fast",
     ]);
@@ -881,7 +862,7 @@ fn the_emulator_keeps_its_state_on_a_claim_only_when_asked() {
     assert_eq!(claims[0]["metadata"]["name"], "sim-edge-operator-emulator-state");
     assert_eq!(claims[0]["spec"]["storageClassName"], "fast");
     assert_eq!(claims[0]["spec"]["resources"]["requests"]["storage"], "16Mi");
-    let deployment = emulator(&kept);
+    let deployment = emulator_deployment(&kept);
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(
         deployment["spec"]["strategy"]["type"], "Recreate",

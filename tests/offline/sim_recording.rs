@@ -213,15 +213,7 @@ async fn an_https_account_recorded_through_the_proxy_replays_identically_and_no_
 #[tokio::test]
 async fn a_member_answered_in_another_form_is_reported_at_its_path_and_fails() {
     let reference = start(example_fixtures()).await;
-    let mut app: Value = http()
-        .get(format!("{}/mc/apps/app-shop", reference.base_url()))
-        .header("AccessKey", ACCESS_KEY)
-        .send()
-        .await
-        .expect("answer")
-        .json()
-        .await
-        .expect("JSON");
+    let mut app = read_json(&format!("{}/mc/apps/app-shop", reference.base_url())).await;
     app["runtimeType"] = json!("Shared");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
     let upstream = format!("http://{}", listener.local_addr().expect("address"));
@@ -297,16 +289,21 @@ async fn serve(args: &[&str]) -> (Child, String) {
     (child, ready)
 }
 
-async fn configuration_enabled(base: &str, configuration: i64) -> Option<bool> {
-    let lists: Value = http()
-        .get(format!("{base}/shield/shield-zone/1001/access-lists"))
+/// The JSON answer of a GET of `url` with the example key.
+async fn read_json(url: &str) -> Value {
+    http()
+        .get(url)
         .header("AccessKey", ACCESS_KEY)
         .send()
         .await
         .expect("answer")
         .json()
         .await
-        .expect("JSON");
+        .expect("JSON")
+}
+
+async fn configuration_enabled(base: &str, configuration: i64) -> Option<bool> {
+    let lists = read_json(&format!("{base}/shield/shield-zone/1001/access-lists")).await;
     ["managedLists", "customLists"]
         .iter()
         .flat_map(|member| lists[member].as_array().cloned().unwrap_or_default())
