@@ -309,3 +309,53 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emulator_keeps_what_the_operator_wrote_on_its_volume_across_a_new_pod() {
+    let release = Release::install("node-state", "emulator", &["--set=emulator.persistence.enabled=true"]);
+    let namespace = release.namespace.name.clone();
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
+    apply(&access_list(&namespace, "kept", 9101, true));
+    in_sync_with_spec(&api, "kept", "the operator enabled configuration 9101").await;
+    assert_eq!(release.journal_count("PATCH", "/configurations/9101").await, 1);
+
+    let emulator = format!("{}-emulator", release.fullname());
+    let selector = "app.kubernetes.io/name=edge-sim";
+    let old: Vec<String> = release
+        .pods()
+        .await
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+        .expect("emulator Pods")
+        .items
+        .into_iter()
+        .filter_map(|pod| pod.metadata.name)
+        .collect();
+    assert_eq!(old.len(), 1, "{old:?}");
+    release.kubectl(&["delete", "pod", &old[0], "--wait=true"]);
+    eventually("a new emulator Pod is Ready", WAIT, || async {
+        let pods = release
+            .pods()
+            .await
+            .list(&kube::api::ListParams::default().labels(selector))
+            .await
+            .ok()?;
+        pods.items
+            .iter()
+            .any(|pod| pod.metadata.name.as_ref() != Some(&old[0]) && is_ready(pod))
+            .then_some(())
+    })
+    .await;
+
+    let state: serde_json::Value =
+        serde_json::from_str(&release.emulator_admin_get("/_sim/state").await).expect("the state is JSON");
+    let list = state["shieldZones"][0]["accessLists"]
+        .as_array()
+        .and_then(|lists| lists.iter().find(|list| list["configurationId"] == 9101))
+        .cloned()
+        .expect("configuration 9101");
+    assert_eq!(
+        list["isEnabled"], true,
+        "the new {emulator} Pod started from the state on its volume, not from the fixtures"
+    );
+}
