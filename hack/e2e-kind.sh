@@ -48,8 +48,8 @@ require_node_image() {
   fi
 }
 
-step "tools: kubectl, helm, kstatus, promtool (hack/k8s/build.sh)"
-tools="$(hack/k8s/build.sh)"
+step "tools: kubectl, helm, kstatus, promtool (hack/k8s/build.sh --tools)"
+tools="$(hack/k8s/build.sh --tools)"
 export PATH="${tools##*$'\n'}:$KIND_DIR/bin:$PATH"
 step "Docker engine"
 docker_env="$(hack/kind/docker.sh up)"

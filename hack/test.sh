@@ -31,6 +31,9 @@ cargo clippy --test node --test upgrade --locked -- -D warnings
 step "edge-sim parity with the platform's published answers (tests/recordings/published)"
 cargo run --quiet --locked --bin edge-sim -- parity tests/recordings/published
 
+step "the control plane and the tools the tests run (hack/k8s/build.sh --tools)"
+hack/k8s/build.sh --tools >/dev/null
+
 step "local control plane"
 export EDGE_CLUSTER_NAME="test-$$"
 trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT

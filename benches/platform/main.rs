@@ -37,6 +37,10 @@ pub struct Settings {
     /// EDGE_BENCH_OBJECTS, EDGE_BENCH_LARGE_OBJECTS (0: skip the large run)
     pub objects: usize,
     pub large_objects: Option<usize>,
+    /// EDGE_BENCH_CONVERGENCE_DELAY: added to each platform PATCH of the operator's
+    /// convergences (not the floors'): an operator that much slower, to check that the
+    /// convergence gate catches it.
+    pub convergence_delay: Duration,
     /// EDGE_BENCH_IDLE, EDGE_BENCH_RESYNC
     pub idle: Duration,
     pub resync: Duration,
@@ -51,6 +55,17 @@ pub struct Settings {
     pub cdn_per_hour: usize,
     pub cdn_window: Duration,
     pub cdn_steady_polls: usize,
+}
+
+/// The median of `values` (the mean of the middle two when they are even).
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }
 
 fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
@@ -87,6 +102,7 @@ impl Settings {
             runs: env_or("EDGE_BENCH_RUNS", pick(smoke, 15, 3))?,
             objects: env_or("EDGE_BENCH_OBJECTS", pick(smoke, 1_000, 100))?,
             large_objects: (large > 0).then_some(large),
+            convergence_delay: duration_or("EDGE_BENCH_CONVERGENCE_DELAY", "0s")?,
             idle: duration_or("EDGE_BENCH_IDLE", pick(smoke, "60s", "20s"))?,
             resync: duration_or("EDGE_BENCH_RESYNC", pick(smoke, "15s", "5s"))?,
             watches: env_or("EDGE_BENCH_WATCHES", 20)?,

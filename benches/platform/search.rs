@@ -31,11 +31,6 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn median_ms(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// The comparable part of a response: what both engines must agree on.
 fn normalise(response: &EventLogsSearchResponse) -> Value {
     match (&response.rows, &response.groups) {
@@ -154,7 +149,7 @@ pub(crate) fn run(settings: &Settings, report: &mut Report) -> Result<(), String
             samples.push(started.elapsed().as_secs_f64() * 1000.0);
             last = Some(response);
         }
-        ours.push(median_ms(samples));
+        ours.push(crate::median(&samples));
         results.push(last.as_ref().map(normalise).unwrap_or(Value::Null));
     }
     let spec = json!({

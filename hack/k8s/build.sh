@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries from Go modules into a cache outside the
 # clone, keyed by version, only when missing:
-#   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module)
+#   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module),
+#   built together, which is all `make demo` and hack/cluster.sh need.
+# With --tools, also what the tests use:
 #   helm, promtool (go install)
-#   kstatus (hack/kstatus: Flux's health verdict, for the tests)
-#   kube-state-metrics (hack/kube-state-metrics: the chart's custom-resource-state metrics, for the tests)
+#   kstatus (hack/kstatus: Flux's health verdict)
+#   kube-state-metrics (hack/kube-state-metrics: the chart's custom-resource-state metrics)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
 # With --node, also what the kind node image (hack/kind/build.sh) holds besides those:
 # kubelet, kubeadm, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
+
+tools=false
+node=false
+for arg in "$@"; do
+  case "$arg" in
+    --tools) tools=true ;;
+    --node) node=true ;;
+    *) printf '[k8s-build] unknown argument %s (use --tools, --node)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/k8s/versions.sh
@@ -60,28 +72,48 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
 done
 
-build_tool() {
-  local name="$1" pkg="$2"
-  if [ -x "$K8S_BIN_DIR/$name" ]; then
-    return
-  fi
+# Builds the commands named (name, package, ...) that are missing, in one `go build`:
+# the packages they share compile once and the links run in parallel. go build names a
+# binary after its package's last element (etcd's is v3).
+build_tools() {
+  local missing=() name pkg
+  while [ $# -gt 0 ]; do
+    name="$1" pkg="$2"
+    shift 2
+    [ -x "$K8S_BIN_DIR/$name" ] || missing+=("$name" "$pkg")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
   check_proxy
-  log "building $name ($pkg) ..."
+  local work packages=() names=() i
+  for ((i = 0; i < ${#missing[@]}; i += 2)); do
+    names+=("${missing[i]}")
+    packages+=("${missing[i + 1]}")
+  done
+  log "building ${names[*]} ..."
   local start=$SECONDS
-  (cd "$here" && go build -trimpath -ldflags "-s -w${ldflags}" -o "$K8S_BIN_DIR/$name.tmp" "$pkg")
-  mv "$K8S_BIN_DIR/$name.tmp" "$K8S_BIN_DIR/$name"
-  log "built $name in $((SECONDS - start))s"
+  work="$(mktemp -d "$K8S_BIN_DIR/.build.XXXXXX")"
+  (cd "$here" && go build -trimpath -ldflags "-s -w${ldflags}" -o "$work/" "${packages[@]}")
+  for ((i = 0; i < ${#names[@]}; i += 1)); do
+    mv "$work/${packages[i]##*/}" "$K8S_BIN_DIR/${names[i]}"
+  done
+  rmdir "$work"
+  log "built ${names[*]} in $((SECONDS - start))s"
 }
 
-build_tool etcd go.etcd.io/etcd/server/v3
-build_tool kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build_tool kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build_tool kubectl k8s.io/kubernetes/cmd/kubectl
-if [ "${1:-}" = "--node" ]; then
-  build_tool kubelet k8s.io/kubernetes/cmd/kubelet
-  build_tool kubeadm k8s.io/kubernetes/cmd/kubeadm
-  build_tool kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-  build_tool kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+build_tools etcd go.etcd.io/etcd/server/v3 \
+  kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+  kubectl k8s.io/kubernetes/cmd/kubectl
+if $node; then
+  build_tools kubelet k8s.io/kubernetes/cmd/kubelet \
+    kubeadm k8s.io/kubernetes/cmd/kubeadm \
+    kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
+    kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+fi
+
+if ! $tools; then
+  echo "$K8S_BIN_DIR"
+  exit 0
 fi
 
 # The flags of helm's own release build: its version, and the Kubernetes version that

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use crate::support::cluster::{TestNamespace, cluster, k8s_bin_dir, repo_root};
+use crate::support::cluster::{TestNamespace, cluster, repo_root, test_tool};
 use crate::support::helm::{chart, helm};
 use crate::support::operator::{Operator, free_port};
 use crate::support::sim::{example_fixtures, start};
@@ -37,11 +37,11 @@ fn of_kind<'a>(manifests: &'a [serde_yaml::Value], kind: &str) -> &'a serde_yaml
 }
 
 fn promtool(args: &[&str], dir: &std::path::Path) -> (bool, String) {
-    let output = std::process::Command::new(k8s_bin_dir().join("promtool"))
+    let output = std::process::Command::new(test_tool("promtool"))
         .args(args)
         .current_dir(dir)
         .output()
-        .expect("promtool runs (hack/k8s/build.sh builds it)");
+        .expect("promtool runs (hack/k8s/build.sh --tools builds it)");
     (
         output.status.success(),
         format!(
@@ -260,7 +260,7 @@ async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_co
     let (port, telemetry) = (free_port(), free_port());
     let ksm_log = tempfile::NamedTempFile::new().expect("a log file");
     let _ksm = KubeStateMetrics(
-        std::process::Command::new(k8s_bin_dir().join("kube-state-metrics"))
+        std::process::Command::new(test_tool("kube-state-metrics"))
             .arg(format!("--kubeconfig={}", as_account.path().display()))
             .arg("--custom-resource-state-only")
             .arg(format!(
@@ -274,7 +274,7 @@ async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_co
             .stdout(std::process::Stdio::null())
             .stderr(ksm_log.reopen().expect("the log file"))
             .spawn()
-            .expect("kube-state-metrics runs (hack/k8s/build.sh builds it)"),
+            .expect("kube-state-metrics runs (hack/k8s/build.sh --tools builds it)"),
     );
 
     let kind = ("customresource_kind", "AccessListConfig");

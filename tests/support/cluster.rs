@@ -144,6 +144,25 @@ pub(crate) fn k8s_bin_dir() -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
 
+/// A tool the tests run (helm, kstatus, promtool, kube-state-metrics) or a file beside
+/// them (`../monitoring-crds`), built by `hack/k8s/build.sh --tools` the first time one
+/// is missing, as `make demo` builds only the control plane.
+pub(crate) fn test_tool(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let path = k8s_bin_dir().join(name);
+    if !path.exists() {
+        BUILT.get_or_init(|| {
+            let status = Command::new(repo_root().join("hack/k8s/build.sh"))
+                .arg("--tools")
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("hack/k8s/build.sh runs");
+            assert!(status.success(), "hack/k8s/build.sh --tools failed");
+        });
+    }
+    path
+}
+
 /// The pinned Kubernetes version (`vX.Y.Z`).
 pub(crate) fn pinned_version() -> String {
     pinned("K8S_VERSION")
@@ -246,9 +265,9 @@ impl Cluster {
     }
 
     /// Applies the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs (fetched
-    /// by `hack/k8s/build.sh`), so the chart's monitoring objects validate server-side.
+    /// by `hack/k8s/build.sh --tools`), so the chart's monitoring objects validate server-side.
     pub(crate) fn apply_monitoring_crds(&self) {
-        self.apply_crds_of(&k8s_bin_dir().join("../monitoring-crds"));
+        self.apply_crds_of(&test_tool("../monitoring-crds"));
     }
 
     /// Applies the committed CRDs (`crds/`).

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use super::cluster::{cluster, k8s_bin_dir, repo_root};
+use super::cluster::{cluster, repo_root, test_tool};
 
 /// The three verdicts on one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,12 +22,12 @@ pub(crate) struct Verdict {
 
 /// kstatus' (status, message) of an object as `kubectl get -o json` prints it.
 pub(crate) fn kstatus(object: &Value) -> (String, String) {
-    let mut child = Command::new(k8s_bin_dir().join("kstatus"))
+    let mut child = Command::new(test_tool("kstatus"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("kstatus runs (hack/k8s/build.sh builds it)");
+        .expect("kstatus runs (hack/k8s/build.sh --tools builds it)");
     child
         .stdin
         .take()

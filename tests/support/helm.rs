@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use super::cluster::{cluster, k8s_bin_dir, repo_root};
+use super::cluster::{cluster, repo_root, test_tool};
 
 /// The chart's directory.
 pub(crate) fn chart() -> String {
@@ -15,7 +15,7 @@ pub(crate) const CRDS_APPLIED_APART: &str = "--set=crds.enabled=false";
 
 /// Runs helm, returning (success, stdout, stderr).
 pub(crate) fn helm(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(k8s_bin_dir().join("helm"))
+    let output = Command::new(test_tool("helm"))
         .args(args)
         .env("KUBECONFIG", &cluster().kubeconfig)
         .env("HELM_CACHE_HOME", std::env::temp_dir().join("edge-operator-helm-cache"))
