@@ -74,7 +74,7 @@ done
 
 # Builds the commands named (name, package, ...) that are missing, in one `go build`:
 # the packages they share compile once and the links run in parallel. go build names a
-# binary after its package's last element (etcd's is v3).
+# binary after its package's last element, a major version aside (etcd's is server).
 build_tools() {
   local missing=() name pkg
   while [ $# -gt 0 ]; do
@@ -92,9 +92,18 @@ build_tools() {
   log "building ${names[*]} ..."
   local start=$SECONDS
   work="$(mktemp -d "$K8S_BIN_DIR/.build.XXXXXX")"
-  (cd "$here" && go build -trimpath -ldflags "-s -w${ldflags}" -o "$work/" "${packages[@]}")
+  if ! (cd "$here" && go build -trimpath -ldflags "-s -w${ldflags}" -o "$work/" "${packages[@]}"); then
+    rm -rf "$work"
+    exit 1
+  fi
+  local built
   for ((i = 0; i < ${#names[@]}; i += 1)); do
-    mv "$work/${packages[i]##*/}" "$K8S_BIN_DIR/${names[i]}"
+    built="${packages[i]##*/}"
+    if [[ "$built" =~ ^v[0-9]+$ ]]; then
+      built="${packages[i]%/*}"
+      built="${built##*/}"
+    fi
+    mv "$work/$built" "$K8S_BIN_DIR/${names[i]}"
   done
   rmdir "$work"
   log "built ${names[*]} in $((SECONDS - start))s"
