@@ -59,7 +59,8 @@ up() {
   log "building edge-operator, edge-sim and edgectl (profile demo), the control plane beside it (log: $state/k8s-build.log)"
   hack/k8s/build.sh >"$state/k8s-build.log" 2>&1 &
   local control_plane_build=$!
-  if ! cargo build --profile demo --locked --bins; then
+  # The default allocator: jemalloc's C build is not worth it for a demo.
+  if ! cargo build --profile demo --locked --bins --no-default-features; then
     kill "$control_plane_build" 2>/dev/null || true
     exit 1
   fi
