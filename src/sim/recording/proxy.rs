@@ -25,10 +25,9 @@ use crate::api::transport::{Transport, configure, tls_problem};
 use crate::api::{Operation, SecretFile};
 use crate::sim::atomic_file;
 use crate::sim::http::MAX_REQUEST_BYTES;
+use crate::sim::http::admin::REDACTED;
 use crate::sim::http::respond::problem;
 
-/// What stands in a recording where a credential was.
-pub const REDACTED: &str = "<redacted>";
 /// Members whose values are credentials wherever they occur (compared in ASCII
 /// lower case): the logging API's `authorizationHeader` echoes a request's header.
 const CREDENTIAL_MEMBERS: [&str; 6] = [
