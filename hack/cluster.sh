@@ -145,17 +145,13 @@ restart_apiserver() {
 }
 
 up() {
-  local started=$SECONDS controller_manager=true
-  case "${1:-}" in
-    --no-controller-manager) controller_manager=false ;;
-    "") ;;
-    *) log "unknown argument $1 (use --no-controller-manager)"; exit 2 ;;
+  local started=$SECONDS
+  case "$*" in
+    --no-controller-manager | "") ;;
+    *) log "unknown argument $* (use --no-controller-manager)"; exit 2 ;;
   esac
-  if $controller_manager; then
-    "$here/k8s/build.sh" >/dev/null
-  else
-    "$here/k8s/build.sh" --no-controller-manager >/dev/null
-  fi
+  # The same flag tells the build to leave kube-controller-manager out.
+  "$here/k8s/build.sh" "$@" >/dev/null
   if is_running kube-apiserver; then
     log "already running"
     print_env
@@ -182,8 +178,7 @@ up() {
 
   wait_ready
 
-  if ! $controller_manager; then
-    touch "$state/no-controller-manager"
+  if [ "$*" = --no-controller-manager ]; then
     log "ready in $((SECONDS - started))s (no kube-controller-manager)"
     print_env
     return
@@ -233,7 +228,7 @@ down() {
 status() {
   local component pid ok=0
   for component in etcd kube-apiserver kube-controller-manager; do
-    if [ "$component" = kube-controller-manager ] && [ -f "$state/no-controller-manager" ]; then
+    if [ "$component" = kube-controller-manager ] && [ ! -f "$state/$component.pid" ]; then
       log "kube-controller-manager not started (up --no-controller-manager)"
     elif is_running "$component"; then
       pid="$(pid_of "$component")"
@@ -251,7 +246,7 @@ status() {
 }
 
 case "${1:-}" in
-  up) up "${2:-}" ;;
+  up) shift; up "$@" ;;
   down) down ;;
   status) status ;;
   env) print_env ;;
