@@ -1,8 +1,8 @@
-//! The operator: the reconcile framework, one pipeline per custom resource kind, and
+//! The operator: the reconcile framework, one reconcile per custom resource kind, and
 //! the runtime around them.
 //!
 //! Dependencies point one way: `runtime` wires the `kinds` to the watches; each kind
-//! implements the `framework`'s [`framework::pipeline::Reconciled`] pipeline with its
+//! implements the `framework`'s [`framework::kind::Reconciled`] trait with its
 //! own condition types, reasons, errors and settings; the framework knows no kind
 //! (`tests/offline/layout.rs` fails when it names one).
 

@@ -71,6 +71,37 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
 }
 
+/// What every kind's status has: its conditions and the generation it describes.
+pub trait StatusConditions {
+    fn conditions(&self) -> &[Condition];
+    fn set_conditions(&mut self, conditions: Vec<Condition>);
+    fn set_observed_generation(&mut self, generation: Option<i64>);
+}
+
+macro_rules! status_conditions {
+    ($($status:ty),+) => {$(
+        impl StatusConditions for $status {
+            fn conditions(&self) -> &[Condition] {
+                &self.conditions
+            }
+
+            fn set_conditions(&mut self, conditions: Vec<Condition>) {
+                self.conditions = conditions;
+            }
+
+            fn set_observed_generation(&mut self, generation: Option<i64>) {
+                self.observed_generation = generation;
+            }
+        }
+    )+};
+}
+
+status_conditions!(
+    access_list_config::AccessListConfigStatus,
+    container_app_watch::ContainerAppWatchStatus,
+    pull_zone_certificate::PullZoneCertificateStatus
+);
+
 /// Every CRD of the operator, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     Kind::ALL.into_iter().map(Kind::crd).collect()

@@ -1,9 +1,8 @@
-//! One reconcile for every kind. The driver owns what all kinds share: deletion and
-//! finalizers, pause and resume, the credentials policy, the status write (only when
-//! it changed), condition metrics, Events and the requeue. Each kind supplies a
-//! pipeline ([`Reconciled`]):
-//!
-//! observe (reads) → plan (pure) → act (writes) → outcome (pure: status, Events, requeue)
+//! One reconcile for every kind. The driver owns what all kinds share: leadership,
+//! deletion and finalizers, pause and resume, the credentials policy, the status write
+//! (settled, fenced, only when it changed), condition metrics, Events and the requeue.
+//! Each kind supplies its pass over a live object ([`Reconciled::reconcile`]) and its
+//! clean-up ([`Reconciled::cleanup`]).
 //!
 //! Time and randomness come in as [`Now`], so every decision is a function of its
 //! inputs.
@@ -13,19 +12,20 @@ use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::{Event as KubeEvent, EventType};
 use kube::{Api, Resource};
 
 use super::context::Context;
 use super::error::ReconcileError;
-use super::object::{is_paused, object_key};
-use super::pipeline::{
-    Failure, Io, KindContext, Note, Now, Reconciled, Requeue, clear_stale_synced, failure_note, is_ready, settled,
-    shortened, with_decided,
+use super::kind::{
+    Cx, Event, Failure, KindContext, Now, Reconciled, Requeue, clear_stale_synced, failure_event, failure_message,
+    is_ready, settled, shortened, with_decided,
 };
+use super::object::{is_paused, object_key};
 use super::status::conditions::Decided;
 use super::status::vocabulary::{AnyReason, ConditionType, Reason, Word};
 use super::status::{StatusWrite, write_status};
+use crate::crd::StatusConditions;
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);
@@ -55,51 +55,28 @@ pub(crate) async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindConte
 }
 
 async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Result<Action, Failure<K>> {
-    let ctx = kind.shared.as_ref();
-    if !ctx.leader.may_act() {
-        return Err(ReconcileError::NotLeader);
-    }
-    let io = Io::new(kind, object);
-    object.maintain(&io).await?;
+    let mut cx = Cx::new(kind, object, now);
+    cx.ensure_leader()?;
     if object.meta().deletion_timestamp.is_some() {
-        return delete(object, &io, &now).await;
+        return delete(object, &cx).await;
     }
-    let previous = object.status().cloned().unwrap_or_default();
     let generation = object.meta().generation;
     if is_paused(object) {
         let paused = |type_| Decided::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
         let mut decided = vec![paused(ConditionType::Synced)];
-        if !is_ready::<K>(&previous, generation) {
+        if !is_ready(&cx.previous, generation) {
             decided.push(paused(ConditionType::Ready));
         }
-        let written = report(
-            object,
-            &io,
-            &with_decided::<K>(&previous, &decided, generation, &now),
-            &[],
-            &now,
-        )
-        .await?;
-        return Ok(match written {
+        let status = with_decided(&cx.previous, &decided, generation, &cx.now);
+        return Ok(match report(object, &cx, &status, &[]).await? {
             StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
-            StatusWrite::Written | StatusWrite::Unchanged => Action::await_change(),
+            StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
         });
     }
-    let settings = &kind.settings;
-    let pipeline = async {
-        let observed = object.observe(&io, &now).await?;
-        let mut plan = object.plan(observed, &previous, &now, settings);
-        if !ctx.leader.may_act() {
-            return Err(ReconcileError::NotLeader);
-        }
-        object.act(&mut plan, &io).await?;
-        Ok::<_, Failure<K>>(object.outcome(plan, &previous, &now, settings))
-    }
-    .await;
-    match pipeline {
+    match object.reconcile(&mut cx).await {
         Ok(outcome) => {
-            let status = clear_stale_synced::<K>(outcome.status, generation, &now);
-            if report(object, &io, &status, &outcome.events, &now).await? == StatusWrite::Stale {
+            let status = clear_stale_synced(outcome.status, generation, &cx.now);
+            if report(object, &cx, &status, &outcome.events).await? == StatusWrite::Stale {
                 return Ok(Action::requeue(MIN_REQUEUE));
             }
             Ok(match outcome.requeue {
@@ -113,102 +90,114 @@ async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Resu
         }
         // Another operator may be acting: write nothing.
         Err(error @ ReconcileError::NotLeader) => Err(error),
+        // Decided from a stale copy: the next reconcile decides again, from the new one.
+        Err(ReconcileError::Stale) => Ok(Action::requeue(MIN_REQUEUE)),
         Err(error) => {
-            report_failure(object, &io, &error, &now).await?;
+            report_failure(object, &cx, &error).await?;
             Err(error)
         }
     }
 }
 
+/// The status after a failed reconcile: Synced=False with the error's reason, and
+/// Ready=False too unless the error is transient and the current generation was
+/// already Ready (a failed re-read of an applied object).
+fn failed<S: StatusConditions + Clone, E: super::error::KindError>(
+    previous: &S,
+    generation: Option<i64>,
+    error: &ReconcileError<E>,
+    now: &Now,
+) -> S {
+    let message = failure_message(error, now);
+    let mut decided = vec![Decided::new(
+        ConditionType::Synced,
+        false,
+        error.reason(),
+        message.clone(),
+    )];
+    if !error.is_transient() || !is_ready(previous, generation) {
+        decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
+    }
+    with_decided(previous, &decided, generation, now)
+}
+
 /// Reports a failed pass: status and a Warning Event for a new reason; credentials the
 /// platform rejected are read again at the next pass.
-async fn report_failure<K: Reconciled>(
-    object: &K,
-    io: &Io<'_, K>,
-    error: &Failure<K>,
-    now: &Now,
-) -> Result<(), Failure<K>> {
+async fn report_failure<K: Reconciled>(object: &K, cx: &Cx<'_, K>, error: &Failure<K>) -> Result<(), Failure<K>> {
     if error.reason() == AnyReason::Common(Reason::Unauthorized) {
-        io.ctx.credentials.rejected(&io.namespace, object.secret_ref());
+        cx.ctx.credentials.rejected(&cx.namespace, object.secret_ref());
     }
-    let previous = object.status().cloned().unwrap_or_default();
-    let status = object.failed(error, &previous, now);
-    let notes: Vec<Note> = failure_note(K::conditions(&previous), error).into_iter().collect();
-    report(object, io, &status, &notes, now).await.map(drop)
+    let status = failed(&cx.previous, object.meta().generation, error, &cx.now);
+    let events: Vec<Event> = failure_event(cx.previous.conditions(), error).into_iter().collect();
+    report(object, cx, &status, &events).await.map(drop)
 }
 
 /// Writes the status, settled, if it changed; publishes the condition metrics and the
 /// Events.
 async fn report<K: Reconciled>(
     object: &K,
-    io: &Io<'_, K>,
+    cx: &Cx<'_, K>,
     status: &K::Status,
-    notes: &[Note],
-    now: &Now,
+    events: &[Event],
 ) -> Result<StatusWrite, Failure<K>> {
-    let status = settled::<K>(status, object.meta().generation, now);
-    let version = io.resource_version();
-    let written = write_status(&io.api, object, version.as_deref(), object.status(), &status).await?;
+    let status = settled::<K>(status, object.meta().generation, &cx.now);
+    let written = write_status(&cx.api, object, cx.resource_version(), object.status(), &status).await?;
     match written {
         // Decided from a stale copy: the next reconcile decides again, from the new one.
         StatusWrite::Stale => return Ok(written),
-        StatusWrite::Written => io.ctx.metrics.status_written(K::KIND),
+        StatusWrite::Written(_) => cx.ctx.metrics.status_written(K::KIND),
         StatusWrite::Unchanged => {}
     }
-    io.ctx
+    cx.ctx
         .metrics
-        .set_conditions(K::KIND, &io.namespace, &object.name_any(), K::conditions(&status));
-    for note in notes {
-        publish(io.ctx, object, note).await;
+        .set_conditions(K::KIND, &cx.namespace, &object.name_any(), status.conditions());
+    for event in events {
+        publish(cx.ctx, object, event).await;
     }
     Ok(written)
 }
 
 /// Publishes an Event; failures are logged, never fatal.
-pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note: &Note) {
-    let event = Event {
-        type_: if note.warning {
+pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, event: &Event) {
+    let published = KubeEvent {
+        type_: if event.warning {
             EventType::Warning
         } else {
             EventType::Normal
         },
-        reason: note.reason.to_string(),
-        note: Some(shortened(&note.message)),
-        action: note.action(),
+        reason: event.reason.to_string(),
+        note: Some(shortened(&event.message)),
+        action: event.action(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
-        tracing::warn!(%error, reason = note.reason, "cannot publish Event");
+    if let Err(error) = ctx.recorder.publish(&published, &object.object_ref(&())).await {
+        tracing::warn!(%error, reason = event.reason, "cannot publish Event");
     }
 }
 
-async fn delete<K: Reconciled>(object: &K, io: &Io<'_, K>, now: &Now) -> Result<Action, Failure<K>> {
+async fn delete<K: Reconciled>(object: &K, cx: &Cx<'_, K>) -> Result<Action, Failure<K>> {
     let name = object.name_any();
-    io.ctx.metrics.forget(K::KIND, &io.namespace, &name);
-    io.ctx.failures.forget(&object_key(object));
+    cx.ctx.metrics.forget(K::KIND, &cx.namespace, &name);
+    cx.ctx.failures.forget(&object_key(object));
     let Some(finalizer) = K::FINALIZER else {
         return Ok(Action::await_change());
     };
     let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(Action::await_change());
     };
-    let notes = if is_paused(object) {
-        object.deleted_while_paused()
-    } else {
-        match object.finalize(io, now).await {
-            Ok(notes) => notes,
-            Err(error) => {
-                // The object stays until the clean-up succeeds or is given up: its
-                // status says why, and what a person can do.
-                report_failure(object, io, &error, now).await?;
-                return Err(error);
-            }
+    let events = match object.cleanup(cx, is_paused(object)).await {
+        Ok(events) => events,
+        Err(error) => {
+            // The object stays until the clean-up succeeds or is given up: its status
+            // says why, and what a person can do.
+            report_failure(object, cx, &error).await?;
+            return Err(error);
         }
     };
-    for note in &notes {
-        publish(io.ctx, object, note).await;
+    for event in &events {
+        publish(cx.ctx, object, event).await;
     }
-    remove_finalizer(&io.api, &name, index, finalizer).await
+    remove_finalizer(&cx.api, &name, index, finalizer).await
 }
 
 /// Removes exactly our finalizer: the JSON patch tests that the entry at `index` is

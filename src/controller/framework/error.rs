@@ -49,6 +49,10 @@ pub enum ReconcileError<E> {
     TimedOut(std::time::Duration),
     #[error("leadership is not confirmed: another operator may be acting")]
     NotLeader,
+    /// The object changed while it was reconciled: the next reconcile decides again
+    /// from the new copy.
+    #[error("the object changed while it was reconciled")]
+    Stale,
     #[error(transparent)]
     Kind(E),
 }
@@ -67,7 +71,7 @@ impl<E: KindError> ReconcileError<E> {
         let common = match self {
             ReconcileError::Kind(error) => return AnyReason::Kind(error.reason()),
             ReconcileError::Platform(error) => Reason::of(error),
-            ReconcileError::Kube(_) => Reason::KubernetesError,
+            ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError,
             ReconcileError::Credentials { .. }
             | ReconcileError::NoCredentials
             | ReconcileError::DefaultKeyUnreadable(_)

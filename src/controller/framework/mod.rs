@@ -9,12 +9,12 @@ pub mod context;
 pub mod credentials;
 pub(crate) mod driver;
 pub(crate) mod error;
+pub(crate) mod kind;
 pub(crate) mod leader;
 pub(crate) mod metrics;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
 pub(crate) mod object;
-pub(crate) mod pipeline;
 mod process_metrics;
 pub(crate) mod shared_reads;
 pub mod status;

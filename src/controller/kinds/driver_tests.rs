@@ -16,8 +16,8 @@ use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet, SecretIndex};
 use crate::controller::framework::driver::reconcile;
+use crate::controller::framework::kind::{KindContext, Reconciled};
 use crate::controller::framework::metrics::Metrics;
-use crate::controller::framework::pipeline::{KindContext, Reconciled};
 use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 use crate::sim::{RunningSim, SimDocument};
 
@@ -123,7 +123,7 @@ impl Harness {
         let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
         let kind = kinds.entry(K::KIND).or_insert_with(|| {
             let kind = KindContext::<K>::new(self.shared.clone(), defaults());
-            K::follow(&kind.state, &kube::runtime::watcher::Event::InitDone);
+            K::on_watch(&kind.state, &kube::runtime::watcher::Event::InitDone);
             Arc::new(kind)
         });
         kind.clone()

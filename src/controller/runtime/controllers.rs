@@ -1,6 +1,5 @@
 //! One controller per kind: its watch, the Secret changes that requeue the objects
-//! referencing a Secret, the error backoff, and what a deleted object leaves; and the
-//! Secret in-use protection controller.
+//! referencing a Secret, the error backoff, and what a deleted object leaves.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -16,11 +15,9 @@ use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
+use crate::controller::framework::kind::{Failure, KindContext, Reconciled};
 use crate::controller::framework::object::{keep_what_is_read, object_key};
-use crate::controller::framework::pipeline::{Failure, KindContext, Reconciled};
 use crate::controller::framework::status::vocabulary::Word;
-use crate::controller::kinds::access_list::{reconcile_secret, secret_error_policy};
-use crate::crd::AccessListConfig;
 
 fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -50,16 +47,14 @@ fn report_controller_event<K: Reconciled>(
     }
 }
 
-/// Forgets the metrics, failure counts and kind state of a deleted object (objects
-/// without a finalizer are never reconciled once deleted).
+/// Forgets the metrics and failure counts of a deleted object (objects without a
+/// finalizer are never reconciled once deleted).
 fn forget_deleted<K: Reconciled>(kind: &KindContext<K>, event: &Result<watcher::Event<K>, watcher::Error>) {
     if let Ok(watcher::Event::Delete(object)) = event {
         let ctx = &kind.shared;
         ctx.metrics
             .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
-        let key = object_key(object);
-        ctx.failures.forget(&key);
-        K::forget(&kind.state, &key);
+        ctx.failures.forget(&object_key(object));
     }
 }
 
@@ -87,7 +82,7 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
 }
 
 /// What every kind's controller starts with.
-pub(super) struct Wiring<'a> {
+pub(super) struct Controllers<'a> {
     pub client: &'a kube::Client,
     /// The namespace watched (all when `None`).
     pub namespace: &'a Option<String>,
@@ -97,11 +92,7 @@ pub(super) struct Wiring<'a> {
     pub shutdown: &'a Shutdown,
 }
 
-/// Reconciles of Secret protection at once: each decides from the caches, and writes
-/// at most one PATCH.
-const SECRET_PROTECTION_CONCURRENCY: u16 = 4;
-
-impl Wiring<'_> {
+impl Controllers<'_> {
     /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
     pub(super) async fn run<K: Reconciled>(
         &self,
@@ -128,7 +119,7 @@ impl Wiring<'_> {
                     // this kind exists to reconcile.
                     if let Ok(event) = event {
                         health.watch_recovered(&failing);
-                        K::follow(&kind.state, event);
+                        K::on_watch(&kind.state, event);
                     }
                     forget_deleted(&kind, event);
                 }
@@ -152,34 +143,6 @@ impl Wiring<'_> {
                 let failing = failing.clone();
                 async move { report_controller_event::<K>(result, &health, &failing) }
             })
-            .await;
-    }
-
-    /// Runs the Secret in-use protection: each Secret that changes, or whose need the
-    /// AccessListConfig watch saw change, keeps the finalizer exactly while needed. Only
-    /// Secrets of the watched namespace are judged: the objects of others are unknown.
-    /// With `--protect-secrets=false` no Secret is ever patched; the changes are still
-    /// taken, so the shared watch never waits for this subscriber.
-    pub(super) async fn protect_secrets(
-        &self,
-        access_lists: Arc<KindContext<AccessListConfig>>,
-        secret_changes: SecretChanges,
-        secrets: Store<SecretMeta>,
-    ) {
-        let needs_changed = access_lists.state.secret_triggers.take();
-        let Some(needs_changed) = needs_changed.filter(|_| access_lists.settings.protect_secrets) else {
-            secret_changes.for_each(|_| std::future::ready(())).await;
-            return;
-        };
-        let watched = self.namespace.clone();
-        let secret_changes =
-            secret_changes.filter(move |secret| std::future::ready(watched.is_none() || secret.namespace() == watched));
-        Controller::for_shared_stream(secret_changes, secrets)
-            .reconcile_on(needs_changed)
-            .with_config(controller::Config::default().concurrency(SECRET_PROTECTION_CONCURRENCY))
-            .graceful_shutdown_on(self.shutdown.clone().requested())
-            .run(reconcile_secret, secret_error_policy, access_lists)
-            .for_each(|_| std::future::ready(()))
             .await;
     }
 }

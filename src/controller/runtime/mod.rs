@@ -4,6 +4,7 @@
 pub mod check;
 mod controllers;
 mod leadership;
+mod secret_protection;
 mod secret_watch;
 mod server;
 pub mod shutdown;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use kube::runtime::events::{Recorder, Reporter};
 
-use self::controllers::Wiring;
+use self::controllers::Controllers;
 use self::leadership::Leadership;
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
@@ -26,9 +27,9 @@ use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_A
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::{Context, duration_of_at_least};
 use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
+use crate::controller::framework::kind::KindContext;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
-use crate::controller::framework::pipeline::KindContext;
 use crate::controller::framework::status::MANAGER;
 use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
 use crate::controller::kinds::app_watch::AppWatchSettings;
@@ -323,7 +324,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     health.ready.store(true, Ordering::Relaxed);
 
-    let wiring = Wiring {
+    let controllers = Controllers {
         client: &kube_client,
         namespace: &config.namespace,
         label_selector: config.watch_label_selector.as_deref(),
@@ -332,10 +333,10 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
     let kinds = Kind::ALL.map(|kind| match kind {
-        Kind::AccessListConfig => wiring
+        Kind::AccessListConfig => controllers
             .run(access_lists.clone(), secret_watch.subscribe(), config.concurrency)
             .boxed(),
-        Kind::PullZoneCertificate => wiring
+        Kind::PullZoneCertificate => controllers
             .run(
                 Arc::new(KindContext::<PullZoneCertificate>::new(
                     ctx.clone(),
@@ -345,7 +346,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
                 config.concurrency,
             )
             .boxed(),
-        Kind::ContainerAppWatch => wiring
+        Kind::ContainerAppWatch => controllers
             .run(
                 Arc::new(KindContext::<ContainerAppWatch>::new(
                     ctx.clone(),
@@ -356,8 +357,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             )
             .boxed(),
     });
-    let protection = wiring.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
-    let controllers = async {
+    let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
+    let running = async {
         tokio::join!(
             secret_watch.run(
                 kube_client.clone(),
@@ -370,20 +371,20 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             futures::future::join_all(kinds),
         );
     };
-    let controllers = async {
-        if !shutdown::bounded(controllers, shutdown.clone(), shutdown::GRACE).await {
+    let running = async {
+        if !shutdown::bounded(running, shutdown.clone(), shutdown::GRACE).await {
             tracing::warn!(grace = ?shutdown::GRACE, "in-flight reconciles did not finish in time; abandoned");
         }
     };
     tracing::info!("controllers started");
     let outcome = match &mut leadership {
         Some(held) => tokio::select! {
-            () = controllers => Ok(()),
+            () = running => Ok(()),
             () = held.lost() => Err(RunError::LostLease),
             served = server => Err(health_server_ended(served)),
         },
         None => tokio::select! {
-            () = controllers => Ok(()),
+            () = running => Ok(()),
             served = server => Err(health_server_ended(served)),
         },
     };

@@ -17,11 +17,12 @@ use super::error::ReconcileError;
 pub const MANAGER: &str = "edge-operator";
 
 /// What a status write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StatusWrite {
     /// The status was already so: nothing was sent.
     Unchanged,
-    Written,
+    /// Written; the object's new resourceVersion.
+    Written(Option<String>),
     /// The object changed since `resource_version` (the reconcile saw a stale copy, or
     /// someone wrote meanwhile): nothing was written.
     Stale,
@@ -61,16 +62,33 @@ where
     let request = kube::core::Request::new(api.resource_url())
         .patch_subresource("status", &object.name_any(), &params, &Patch::<()>::Json(patch))
         .map_err(|e| ReconcileError::Encoding(e.to_string()))?;
-    // The answer, the whole object, is not decoded: the object's watch brings it.
+    // Of the answer, the whole object, only the resourceVersion is decoded: the
+    // object's watch brings the rest.
     let written = api.clone().into_client().request_text(request).await;
     match written {
-        Ok(_) => Ok(StatusWrite::Written),
+        Ok(answer) => Ok(StatusWrite::Written(resource_version_of(&answer))),
         // A failed `test` is 422; a conflict on the way is 409.
         Err(kube::Error::Api(response)) if resource_version.is_some() && matches!(response.code, 409 | 422) => {
             Ok(StatusWrite::Stale)
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// The resourceVersion of an object as the apiserver answered it.
+fn resource_version_of(answer: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Metadata {
+        resource_version: Option<String>,
+    }
+    serde_json::from_str::<Answer>(answer)
+        .ok()
+        .and_then(|answer| answer.metadata.resource_version)
 }
 
 #[cfg(test)]
@@ -109,7 +127,11 @@ mod tests {
         };
         let write = |version: &'static str| write_status::<_, _, Nothing>(&api, &object, Some(version), None, &status);
         assert_eq!(write("7").await.expect("answered"), StatusWrite::Stale);
-        assert_eq!(write("8").await.expect("answered"), StatusWrite::Written);
+        assert_eq!(
+            write("8").await.expect("answered"),
+            StatusWrite::Written(Some("9".into())),
+            "the new resourceVersion is handed back"
+        );
         let same = write_status::<_, _, Nothing>(&api, &object, Some("7"), Some(&status), &status).await;
         assert_eq!(same.expect("nothing sent"), StatusWrite::Unchanged);
     }

@@ -8,12 +8,11 @@ use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::pipeline::{Note, is_ready};
+use crate::controller::framework::kind::{Event, is_ready};
 use crate::controller::framework::status::conditions::{Decided, find, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, Word};
 use crate::crd::access_list_config::{
-    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy,
-    RestorePoint,
+    AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
 
 /// Finds the spec's access list among the zone's lists; `true` when platform-managed.
@@ -66,7 +65,7 @@ pub struct Plan {
 
 /// Whether the status says the spec of `generation` was applied and is in sync.
 pub(super) fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
-    is_ready::<AccessListConfig>(status, generation)
+    is_ready(status, generation)
 }
 
 pub fn plan(
@@ -192,13 +191,13 @@ pub fn converged_status(
 }
 
 /// The Event of a drift: corrected (Manage) or only detected (Observe).
-pub(super) fn drift_note(plan: &Plan) -> Option<Note> {
+pub(super) fn drift_event(plan: &Plan) -> Option<Event> {
     match (&plan.patch, plan.drift) {
-        (Some(patch), true) => Some(Note::normal(
+        (Some(patch), true) => Some(Event::normal(
             AccessListReason::DriftCorrected,
             format!("changed outside this object; corrected: {}", describe_difference(patch)),
         )),
-        (None, true) => Some(Note::warning(
+        (None, true) => Some(Event::warning(
             AccessListReason::DriftDetected,
             "differs from the spec; managementPolicy is Observe, so it is left as it is",
         )),
@@ -397,7 +396,7 @@ mod tests {
     fn drift_is_an_event_corrected_or_only_detected() {
         let status = converged(3);
         let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2));
-        let note = drift_note(&manage).expect("a note");
+        let note = drift_event(&manage).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
             (false, AccessListReason::DriftCorrected.as_str())
@@ -405,13 +404,13 @@ mod tests {
         assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let note = drift_note(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
+        let note = drift_event(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
             (true, AccessListReason::DriftDetected.as_str())
         );
         assert_eq!(
-            drift_note(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
+            drift_event(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
             None
         );
     }

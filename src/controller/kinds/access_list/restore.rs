@@ -10,9 +10,11 @@ use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use super::zone_lists::ListsFreshness;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::pipeline::{Io, Note};
+use crate::controller::framework::kind::{Cx, Event};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
-use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy, RestorePoint};
+use crate::crd::access_list_config::{
+    AccessListConfig, AccessListConfigStatus, DeletionPolicy, ManagementPolicy, RestorePoint,
+};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
@@ -24,7 +26,7 @@ pub(super) const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
 #[derive(Debug)]
 pub(super) enum AfterRestore {
     /// Release the object, with this Event.
-    Done(Note),
+    Done(Event),
     /// Keep the finalizer and retry; the error shows in status until then.
     Retry(Failure),
 }
@@ -46,7 +48,7 @@ pub(super) fn after_restore(
     let (zone, configuration) = (spec_zone, point.configuration_id);
     let error = match restored {
         Ok(()) => {
-            return AfterRestore::Done(Note::normal(
+            return AfterRestore::Done(Event::normal(
                 AccessListReason::Restored,
                 format!(
                     "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
@@ -60,7 +62,7 @@ pub(super) fn after_restore(
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_))
     | ReconcileError::Kind(AccessListError::NotFound { .. }) = error
     {
-        return AfterRestore::Done(Note::normal(
+        return AfterRestore::Done(Event::normal(
             AccessListReason::NothingToRestore,
             format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
         ));
@@ -82,7 +84,7 @@ pub(super) fn after_restore(
             .into(),
         ),
         (false, _) if error.is_transient() => AfterRestore::Retry(error),
-        _ => AfterRestore::Done(Note::warning(
+        _ => AfterRestore::Done(Event::warning(
             AccessListReason::RestoreFailed,
             format!(
                 "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
@@ -97,9 +99,9 @@ pub(super) fn after_restore(
 /// before the zone was kept). The spec's zone cannot change, so a point naming another
 /// one was written by someone who may patch the status, not by the operator; a restore
 /// never goes there, and the object is released with a Warning Event saying why.
-pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Note> {
+pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Event> {
     match point.shield_zone_id {
-        Some(zone) if zone != spec_zone => Err(Note::warning(
+        Some(zone) if zone != spec_zone => Err(Event::warning(
             AccessListReason::RestorePointRejected,
             format!(
                 "status.restorePoint names Shield Zone {zone}, not this object's zone {spec_zone}: \
@@ -120,10 +122,10 @@ pub(super) fn restore_point_of_list(
     point: &RestorePoint,
     resolved: i64,
     owner: Option<String>,
-) -> Result<(), Note> {
+) -> Result<(), Event> {
     let configuration = point.configuration_id;
     if configuration != resolved {
-        return Err(Note::warning(
+        return Err(Event::warning(
             AccessListReason::RestorePointRejected,
             format!(
                 "status.restorePoint names configuration {configuration}, but the spec names configuration {resolved} of Shield Zone {zone}: released without restoring"
@@ -132,7 +134,7 @@ pub(super) fn restore_point_of_list(
     }
     match owner {
         None => Ok(()),
-        Some(owner) => Err(Note::warning(
+        Some(owner) => Err(Event::warning(
             AccessListReason::RestorePointRejected,
             format!(
                 "configuration {configuration} of Shield Zone {zone} is written by {owner}, not this object: \
@@ -147,20 +149,20 @@ pub(super) fn restore_point_of_list(
 pub(super) enum Restore {
     Written,
     /// The restore point was refused: nothing was written.
-    Rejected(Note),
+    Rejected(Event),
 }
 
 /// Resolves the spec's list with the object's credentials, checks the restore point
 /// against it and the claims, then writes the recorded values back.
 pub(super) async fn restore(
     object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
+    cx: &Cx<'_, AccessListConfig>,
     point: RestorePoint,
 ) -> Result<Restore, Failure> {
-    let client = io.client().await?;
+    let client = cx.client().await?;
     let zone = object.spec.shield_zone_id;
-    let list = object.observe_list(io, client, ListsFreshness::Recent).await?.list;
-    let owner = io.state.claims.claim(object, &list).await;
+    let list = object.observe_list(cx, &client, ListsFreshness::Recent).await?.list;
+    let owner = cx.state.claims.claim(object, &list).await;
     if let Err(rejected) = restore_point_of_list(zone, &point, list.configuration_id, owner) {
         return Ok(Restore::Rejected(rejected));
     }
@@ -169,9 +171,9 @@ pub(super) async fn restore(
         action: Some(point.action),
     };
     client.update_access_list(zone, point.configuration_id, &patch).await?;
-    io.state
+    cx.state
         .zone_lists
-        .note_write(client, zone, point.configuration_id, point.is_enabled, point.action)
+        .note_write(&client, zone, point.configuration_id, point.is_enabled, point.action)
         .await;
     Ok(Restore::Written)
 }
@@ -183,7 +185,10 @@ pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
 /// Adds the finalizer (with `Restore`) or removes it (otherwise). The write carries the
 /// resourceVersion it was computed from, so it never overwrites a finalizer list that
 /// changed meanwhile.
-pub(super) async fn keep_finalizer(object: &AccessListConfig, io: &Io<'_, AccessListConfig>) -> Result<(), Failure> {
+pub(super) async fn keep_finalizer(
+    object: &AccessListConfig,
+    cx: &mut Cx<'_, AccessListConfig>,
+) -> Result<(), Failure> {
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
     if has != wants {
@@ -197,7 +202,7 @@ pub(super) async fn keep_finalizer(object: &AccessListConfig, io: &Io<'_, Access
             finalizers.push(FINALIZER.to_string());
         }
         let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
-        let written = io
+        let written = cx
             .api
             .patch(
                 &object.name_any(),
@@ -205,7 +210,7 @@ pub(super) async fn keep_finalizer(object: &AccessListConfig, io: &Io<'_, Access
                 &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
             )
             .await?;
-        io.wrote(&written);
+        cx.wrote(written.resource_version());
     }
     Ok(())
 }
@@ -215,28 +220,26 @@ pub(super) async fn keep_finalizer(object: &AccessListConfig, io: &Io<'_, Access
 /// it.
 pub(super) async fn record_restore_point(
     object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
+    cx: &mut Cx<'_, AccessListConfig>,
     restore_point: Option<RestorePoint>,
 ) -> Result<(), Failure> {
-    let recorded = object.status.as_ref().and_then(|s| s.restore_point);
-    if let Some(point) = restore_point.filter(|_| wants_finalizer(object) && recorded.is_none()) {
-        let written = io
-            .api
-            .patch_status(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "status": { "restorePoint": point } })),
-            )
-            .await?;
-        io.wrote(&written);
+    if cx.previous.restore_point.is_some() || !wants_finalizer(object) {
+        return Ok(());
     }
-    Ok(())
+    let Some(point) = restore_point else {
+        return Ok(());
+    };
+    let status = AccessListConfigStatus {
+        restore_point: Some(point),
+        ..cx.previous.clone()
+    };
+    cx.write_status_now(object, status).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::pipeline::failure_note;
+    use crate::controller::framework::kind::failure_event;
     use crate::controller::framework::status::conditions::{Decided, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
     use crate::controller::framework::status::vocabulary::Word;
@@ -359,7 +362,7 @@ mod tests {
             merge(&[], &decided, Some(1), "t")
         };
         let (by_key, by_secret) = (held(revoked()), held(no_secret()));
-        let note = failure_note(&[], &by_key).expect("the hold begins");
+        let note = failure_event(&[], &by_key).expect("the hold begins");
         assert_eq!(
             (note.reason, note.warning),
             (AccessListReason::RestoreHeld.as_str(), true)
@@ -369,8 +372,8 @@ mod tests {
             "{}",
             note.message
         );
-        assert_eq!(failure_note(&shown(&by_key), &held(revoked())), None, "the same hold");
-        let changed = failure_note(&shown(&by_key), &by_secret).expect("its cause changed");
+        assert_eq!(failure_event(&shown(&by_key), &held(revoked())), None, "the same hold");
+        let changed = failure_event(&shown(&by_key), &by_secret).expect("its cause changed");
         assert!(
             changed.message.starts_with("CredentialsUnavailable holds"),
             "{}",

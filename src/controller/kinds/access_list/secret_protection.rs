@@ -1,21 +1,20 @@
 //! The in-use finalizer on Secrets that restoring AccessListConfigs need, so a
 //! namespace deletion removes such a Secret only after those objects are gone.
 //!
-//! It is reconciled from the Secret's side, as Kubernetes' pvc-protection does for
-//! volumes: whenever a Secret, or an object that references one, changes or goes, the
-//! caches decide whether any live object still needs the Secret. An object's own pass
-//! only adds the finalizer, before the first write that may need a restore.
+//! It is reconciled from the Secret's side (`controller::runtime::secret_protection`),
+//! as Kubernetes' pvc-protection does for volumes: whenever a Secret, or an object that
+//! references one, changes or goes, the caches decide whether any live object still
+//! needs the Secret. An object's own pass only adds the finalizer, before the first
+//! write that may need a restore.
 
 use super::settings::SecretFinalizer;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
 
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use super::FINALIZER;
@@ -23,16 +22,13 @@ use super::claims::SecretKey;
 use super::restore::wants_finalizer;
 use super::vocabulary::Failure;
 use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::kind::Cx;
 use crate::controller::framework::object::is_paused;
-use crate::controller::framework::pipeline::{Io, KindContext};
 use crate::crd::access_list_config::AccessListConfig;
 
 /// Secret changes the AccessListConfig watch may queue before the protection
 /// controller takes them; beyond it a change waits for the Secret's periodic check.
 const TRIGGER_BUFFER: usize = 1024;
-
-/// How soon a Secret is looked at again when the objects are not listed yet.
-const NOT_LISTED_RETRY: Duration = Duration::from_secs(5);
 
 /// The Secret `object` needs protected while it may still have to restore: it manages,
 /// restores on delete, is not paused, and (when deleting) still holds the finalizer.
@@ -50,14 +46,14 @@ pub(super) fn protected_secret(object: &AccessListConfig) -> Option<&str> {
 
 /// What to do with a Secret's in-use finalizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ProtectionChange {
+pub(crate) enum ProtectionChange {
     Add,
     Remove,
 }
 
 impl ProtectionChange {
     /// The change that makes the finalizer present exactly when the Secret is needed.
-    pub(super) fn of(needed: bool, protected: bool) -> Option<Self> {
+    pub(crate) fn of(needed: bool, protected: bool) -> Option<Self> {
         match (needed, protected) {
             (true, false) => Some(Self::Add),
             (false, true) => Some(Self::Remove),
@@ -76,7 +72,8 @@ impl ProtectionChange {
     }
 }
 
-async fn change_protection(
+/// Adds or removes the in-use finalizer of a Secret; one already gone is left so.
+pub(crate) async fn change_protection(
     kube: &kube::Client,
     (namespace, name): &SecretKey,
     change: ProtectionChange,
@@ -97,24 +94,24 @@ async fn change_protection(
 /// restore. Removal is the Secret's own reconcile's to decide.
 pub(super) async fn protect_own_secret(
     object: &AccessListConfig,
-    io: &Io<'_, AccessListConfig>,
+    cx: &Cx<'_, AccessListConfig>,
 ) -> Result<(), Failure> {
-    let Some(secret) = protected_secret(object).filter(|_| io.settings.protect_secrets) else {
+    let Some(secret) = protected_secret(object).filter(|_| cx.settings.protect_secrets) else {
         return Ok(());
     };
-    let finalizer = &io.settings.secret_finalizer;
-    let protected = io
+    let finalizer = &cx.settings.secret_finalizer;
+    let protected = cx
         .ctx
         .credentials
         .secrets
-        .get(&io.namespace, secret)
+        .get(&cx.namespace, secret)
         .is_some_and(|meta| meta.finalizers.iter().any(|f| f == finalizer.as_str()));
     if protected {
         return Ok(());
     }
     change_protection(
-        &io.ctx.kube,
-        &(io.namespace.clone(), secret.to_string()),
+        &cx.ctx.kube,
+        &(cx.namespace.clone(), secret.to_string()),
         ProtectionChange::Add,
         finalizer,
     )
@@ -154,45 +151,6 @@ impl SecretTriggers {
         let receiver = self.receiver.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         Some(receiver.map(|(namespace, name)| ObjectRef::new(&name).within(&namespace)))
     }
-}
-
-/// Keeps the in-use finalizer on `secret` exactly while some live object needs it.
-/// Nothing is removed before every AccessListConfig has been listed once.
-pub(crate) async fn reconcile_secret(
-    secret: Arc<PartialObjectMeta<KubeSecret>>,
-    kind: Arc<KindContext<AccessListConfig>>,
-) -> Result<Action, Failure> {
-    let ctx = &kind.shared;
-    if !ctx.leader.may_act() {
-        return Err(ReconcileError::NotLeader);
-    }
-    let claims = &kind.state.claims;
-    if !claims.listed().await {
-        return Ok(Action::requeue(NOT_LISTED_RETRY));
-    }
-    let key = (secret.namespace().unwrap_or_default(), secret.name_any());
-    let needed = claims.needs_secret(&key);
-    let finalizer = &kind.settings.secret_finalizer;
-    let protected = secret.finalizers().iter().any(|f| f == finalizer.as_str());
-    if let Some(change) = ProtectionChange::of(needed, protected) {
-        change_protection(&ctx.kube, &key, change, finalizer).await?;
-        tracing::info!(namespace = %key.0, secret = %key.1, ?change, "Secret in-use protection");
-    }
-    Ok(if needed || protected {
-        Action::requeue(kind.settings.resync)
-    } else {
-        Action::await_change()
-    })
-}
-
-/// A failed Secret reconcile is tried again after a short while.
-pub(crate) fn secret_error_policy(
-    secret: Arc<PartialObjectMeta<KubeSecret>>,
-    error: &Failure,
-    _kind: Arc<KindContext<AccessListConfig>>,
-) -> Action {
-    tracing::warn!(namespace = ?secret.namespace(), secret = %secret.name_any(), %error, "Secret protection failed");
-    Action::requeue(NOT_LISTED_RETRY)
 }
 
 #[cfg(test)]

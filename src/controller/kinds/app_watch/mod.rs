@@ -14,11 +14,12 @@ mod vocabulary;
 
 pub use self::settings::AppWatchSettings;
 
-use self::status::{poll_status, transition_notes};
+use self::status::{poll_status, transition_events};
 
 use std::time::Duration;
 
 use kube::ResourceExt;
+use kube::runtime::watcher;
 
 use self::cdn_summaries::CdnSummaries;
 use self::cdn_tail::TailSummary;
@@ -30,11 +31,12 @@ use crate::api::models::shield::{
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
+use crate::controller::framework::kind::{Cx, Failure, Now, Outcome, Reconciled, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
-use crate::controller::framework::pipeline::{Failure, Io, Now, Outcome, Reconciled, Requeue, kind_accessors};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
 use crate::controller::framework::status::vocabulary::Nothing;
+use crate::crd::SecretKeyRef;
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
@@ -56,28 +58,6 @@ pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i6
         request = request.filter(EventLogsFilter::new(filter.field, filter.op, filter.value.clone()));
     }
     request
-}
-
-/// What a reconcile read: the poll, when one was due, and when the next is due.
-#[derive(Debug, Default)]
-pub struct Observed {
-    pub poll: Option<Poll>,
-    /// When the next poll is due (Unix ms).
-    pub due_ms: i64,
-}
-
-/// A poll's reads, `late` after its due time.
-#[derive(Debug)]
-pub struct Poll {
-    pub reads: Box<Reads>,
-    pub late: Duration,
-}
-
-/// What the status becomes and when the next reconcile comes (Unix ms).
-#[derive(Debug)]
-pub struct Plan {
-    pub status: ContainerAppWatchStatus,
-    pub next_ms: i64,
 }
 
 /// Everything one poll read; each read fails on its own.
@@ -196,34 +176,9 @@ pub struct State {
     pub cdn: CdnSummaries,
 }
 
-/// A watch never writes to the platform: it leaves `act` out.
-impl Reconciled for ContainerAppWatch {
-    const KIND: &'static str = "ContainerAppWatch";
-
-    type Reason = AppReason;
-    type Error = Nothing;
-    type Settings = AppWatchSettings;
-
-    type Status = ContainerAppWatchStatus;
-    type State = State;
-    type Observed = Observed;
-    type Plan = Plan;
-
-    kind_accessors!();
-
-    fn forget(state: &State, key: &str) {
-        state.polls.forget(key);
-    }
-
-    async fn observe(&self, io: &Io<'_, Self>, now: &Now) -> Result<Observed, Failure<Self>> {
-        let key = object_key(self);
-        let last = io.state.polls.last(&key);
-        let late = match poll_decision(self, last, now) {
-            PollDecision::Wait { due_ms } => return Ok(Observed { poll: None, due_ms }),
-            PollDecision::Poll { late } => late,
-        };
-        let client = &io.client().await?.polling_for(&io.namespace);
-        io.ctx.metrics.polled(Self::KIND, late);
+impl ContainerAppWatch {
+    /// One poll's reads, each failing on its own.
+    async fn read(&self, cx: &Cx<'_, Self>, client: &EdgeClient) -> Reads {
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
         let zone = spec.shield_zone_id;
@@ -232,7 +187,7 @@ impl Reconciled for ContainerAppWatch {
             _ => None,
         };
         let security_events = match (zone, &spec.security_events) {
-            (Some(zone), Some(watch)) => Some(security_events(client, zone, watch, now).await),
+            (Some(zone), Some(watch)) => Some(security_events(client, zone, watch, &cx.now).await),
             _ => None,
         };
         let cdn = match &spec.cdn {
@@ -243,14 +198,14 @@ impl Reconciled for ContainerAppWatch {
                 let span = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
                 Some(match pull_zone {
                     Some(pull_zone_id) => CdnRead::Summary(
-                        io.state
+                        cx.state
                             .cdn
                             .summary(
                                 client,
                                 pull_zone_id,
                                 (&watch.window, span),
-                                io.settings.cdn_pages_per_poll,
-                                now.millis() - io.settings.cdn_log_delay.as_millis() as i64,
+                                cx.settings.cdn_pages_per_poll,
+                                cx.now.millis() - cx.settings.cdn_log_delay.as_millis() as i64,
                             )
                             .await,
                     ),
@@ -259,56 +214,82 @@ impl Reconciled for ContainerAppWatch {
             }
             None => None,
         };
-        let reads = Reads {
+        Reads {
             app,
             rate_limits,
             security_events,
             cdn,
+        }
+    }
+}
+
+/// A watch never writes to the platform.
+impl Reconciled for ContainerAppWatch {
+    const KIND: &'static str = "ContainerAppWatch";
+
+    type Reason = AppReason;
+    type Error = Nothing;
+    type Settings = AppWatchSettings;
+    type Status = ContainerAppWatchStatus;
+    type State = State;
+
+    fn status(&self) -> Option<&ContainerAppWatchStatus> {
+        self.status.as_ref()
+    }
+
+    fn secret_ref(&self) -> Option<&SecretKeyRef> {
+        self.spec.access_key_secret_ref.as_ref()
+    }
+
+    fn on_watch(state: &State, event: &watcher::Event<Self>) {
+        if let watcher::Event::Delete(watch) = event {
+            state.polls.forget(&object_key(watch));
+        }
+    }
+
+    /// Polls when due: reads, records when the next poll is due, summarises the reads
+    /// (pure) into status and Events on transitions, and comes back at the next poll.
+    async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<ContainerAppWatchStatus>, Failure<Self>> {
+        let key = object_key(self);
+        let last = cx.state.polls.last(&key);
+        let late = match poll_decision(self, last, &cx.now) {
+            PollDecision::Wait { due_ms } => {
+                return Ok(Outcome {
+                    status: cx.previous.clone(),
+                    events: Vec::new(),
+                    requeue: Requeue::At(due_ms),
+                });
+            }
+            PollDecision::Poll { late } => late,
         };
+        let client = cx.client().await?.polling_for(&cx.namespace);
+        cx.ctx.metrics.polled(Self::KIND, late);
+        let reads = self.read(cx, &client).await;
+        let generation = self.metadata.generation;
         let failed_before = last
-            .filter(|l| l.generation == self.metadata.generation)
+            .filter(|l| l.generation == generation)
             .map_or(0, |l| l.failed_in_row);
-        let (failed_in_row, due_ms) = next_poll(&schedule_of(self), now.millis(), &reads, failed_before, now.jitter);
-        io.state.polls.record(
+        let (failed_in_row, due_ms) = next_poll(
+            &schedule_of(self),
+            cx.now.millis(),
+            &reads,
+            failed_before,
+            cx.now.jitter,
+        );
+        cx.state.polls.record(
             key,
             LastPoll {
-                generation: self.metadata.generation,
+                generation,
                 failed_in_row,
                 due_ms,
             },
         );
-        Ok(Observed {
-            poll: Some(Poll {
-                reads: Box::new(reads),
-                late,
-            }),
-            due_ms,
-        })
-    }
-
-    fn plan(&self, observed: Observed, previous: &Self::Status, now: &Now, settings: &AppWatchSettings) -> Self::Plan {
-        let status = match observed.poll {
-            None => previous.clone(),
-            Some(Poll { reads, late }) => poll_status(self, *reads, (late, now), previous, settings),
-        };
-        Plan {
+        let status = poll_status(self, reads, (late, &cx.now), &cx.previous, cx.settings);
+        Ok(Outcome {
+            events: transition_events(&cx.previous, &status),
             status,
-            next_ms: observed.due_ms,
-        }
-    }
-
-    fn outcome(
-        &self,
-        plan: Plan,
-        previous: &Self::Status,
-        _now: &Now,
-        _settings: &AppWatchSettings,
-    ) -> Outcome<Self::Status> {
-        Outcome {
-            events: transition_notes(previous, &plan.status),
-            status: plan.status,
-            requeue: Requeue::At(plan.next_ms),
-        }
+            requeue: Requeue::At(due_ms),
+        })
     }
 }
 
@@ -389,7 +370,7 @@ mod tests {
             ]
         );
         assert_eq!(first.observed_at.as_deref(), Some("2026-11-20T12:00:00Z"));
-        let notes = transition_notes(&fresh, &first);
+        let notes = transition_events(&fresh, &first);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [AppReason::SecurityEventsElevated.as_str()]
@@ -401,7 +382,7 @@ mod tests {
             &first,
             &settings,
         );
-        let notes = transition_notes(&first, &failing);
+        let notes = transition_events(&first, &failing);
         assert_eq!(
             notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
             [AppReason::AppNotReady.as_str()]
@@ -414,7 +395,7 @@ mod tests {
             &settings,
         );
         assert!(
-            transition_notes(&failing, &still).is_empty(),
+            transition_events(&failing, &still).is_empty(),
             "no Event without a transition"
         );
         let late = poll_status(

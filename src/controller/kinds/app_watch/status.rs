@@ -12,7 +12,7 @@ use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::pipeline::{Note, Now};
+use crate::controller::framework::kind::{Event, Now};
 use crate::controller::framework::status::conditions::{Decided, find, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, ConditionWord, Reason, Word};
 use crate::crd::container_app_watch::{
@@ -312,7 +312,7 @@ fn observed_at(
 }
 
 /// Warning Events when the app stops being ready or security events turn Elevated.
-pub(super) fn transition_notes(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Note> {
+pub(super) fn transition_events(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Event> {
     use crate::crd::ConditionStatus;
     let mut notes = Vec::new();
     let before = find(&previous.conditions, AppCondition::AppReady);
@@ -320,7 +320,7 @@ pub(super) fn transition_notes(previous: &ContainerAppWatchStatus, status: &Cont
         && after.status != ConditionStatus::True
         && before.is_none_or(|b| b.status == ConditionStatus::True)
     {
-        notes.push(Note::warning(AppReason::AppNotReady, after.message.clone()));
+        notes.push(Event::warning(AppReason::AppNotReady, after.message.clone()));
     }
     let elevated = AppReason::Elevated.as_str();
     let before = find(&previous.conditions, AppCondition::SecurityEvents);
@@ -328,7 +328,7 @@ pub(super) fn transition_notes(previous: &ContainerAppWatchStatus, status: &Cont
         && after.reason == elevated
         && before.is_none_or(|b| b.reason != elevated)
     {
-        notes.push(Note::warning(AppReason::SecurityEventsElevated, after.message.clone()));
+        notes.push(Event::warning(AppReason::SecurityEventsElevated, after.message.clone()));
     }
     notes
 }

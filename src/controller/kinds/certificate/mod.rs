@@ -13,14 +13,14 @@ use kube::ResourceExt;
 
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::pipeline::{Failure, Io, Note, Now, Outcome, Reconciled, Requeue, kind_accessors};
+use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::conditions::{Decided, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
-use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
+use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, SecretKeyRef};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -174,14 +174,14 @@ pub(crate) fn after_attempt(
 }
 
 /// The Events of an attempt: Issued, or a Warning when the failure's reason is new.
-pub(crate) fn attempt_notes(
+pub(crate) fn attempt_events(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
     status: &PullZoneCertificateStatus,
     result: Result<(), &ApiError>,
-) -> Vec<Note> {
+) -> Vec<Event> {
     let Err(error) = result else {
-        return vec![Note::normal(
+        return vec![Event::normal(
             CertificateReason::Issued,
             format!("certificate issued for {}", spec.hostname),
         )];
@@ -190,19 +190,23 @@ pub(crate) fn attempt_notes(
     match (ready(previous), ready(status)) {
         (was, Some(now)) if was.as_deref() != Some(now.as_str()) => {
             let reason = certificate_reason(error);
-            vec![Note::warning(reason, error.to_string())]
+            vec![Event::warning(reason, error.to_string())]
         }
         _ => Vec::new(),
     }
 }
 
-/// A decision, with the reconcile-requested-at annotation it was made for, and the
-/// platform's answer once `act` made the call.
-#[derive(Debug)]
-pub(crate) struct Attempt {
-    pub decision: Decision,
-    pub requested: Option<String>,
-    pub result: Option<Result<(), ApiError>>,
+/// When to look again after a decision not to call.
+fn requeue_without_call(decision: &Decision, now: &Now) -> Requeue {
+    match decision {
+        Decision::WaitUntil(when) => Requeue::After(
+            (*when - now.time)
+                .to_std()
+                .unwrap_or_default()
+                .max(Duration::from_secs(1)),
+        ),
+        Decision::Idle | Decision::Complete => Requeue::OnChange,
+    }
 }
 
 impl Reconciled for PullZoneCertificate {
@@ -211,76 +215,51 @@ impl Reconciled for PullZoneCertificate {
     type Reason = CertificateReason;
     type Error = Nothing;
     type Settings = CertificateSettings;
-
     type Status = PullZoneCertificateStatus;
     type State = ();
-    /// The platform has no read of a certificate's state.
-    type Observed = ();
-    type Plan = Attempt;
 
-    kind_accessors!();
-
-    fn plan(&self, _observed: (), previous: &Self::Status, now: &Now, _settings: &CertificateSettings) -> Attempt {
-        let requested = self.annotations().get(ANNOTATION_RECONCILE_REQUESTED_AT).cloned();
-        Attempt {
-            decision: decide(
-                &self.spec,
-                previous,
-                self.metadata.generation,
-                requested.as_deref(),
-                now.time,
-            ),
-            requested,
-            result: None,
-        }
+    fn status(&self) -> Option<&PullZoneCertificateStatus> {
+        self.status.as_ref()
     }
 
-    async fn act(&self, attempt: &mut Attempt, io: &Io<'_, Self>) -> Result<(), Failure<Self>> {
-        if attempt.decision == Decision::Complete {
-            let client = io.client().await?;
-            attempt.result = Some(client.complete_external_http_certificate(&self.spec.hostname).await);
-        }
-        Ok(())
+    fn secret_ref(&self) -> Option<&SecretKeyRef> {
+        self.spec.access_key_secret_ref.as_ref()
     }
 
-    fn outcome(
-        &self,
-        attempt: Attempt,
-        previous: &Self::Status,
-        now: &Now,
-        settings: &CertificateSettings,
-    ) -> Outcome<Self::Status> {
-        let Some(result) = attempt.result else {
-            let requeue = match attempt.decision {
-                Decision::WaitUntil(when) => Requeue::After(
-                    (when - now.time)
-                        .to_std()
-                        .unwrap_or_default()
-                        .max(Duration::from_secs(1)),
-                ),
-                Decision::Idle | Decision::Complete => Requeue::OnChange,
-            };
-            return Outcome {
-                status: previous.clone(),
+    /// Decides whether to call now (the platform has no read of a certificate's
+    /// state); calls; turns the answer into status, Events and the next attempt.
+    async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<PullZoneCertificateStatus>, Failure<Self>> {
+        let requested = self
+            .annotations()
+            .get(ANNOTATION_RECONCILE_REQUESTED_AT)
+            .map(String::as_str);
+        let generation = self.metadata.generation;
+        let decision = decide(&self.spec, &cx.previous, generation, requested, cx.now.time);
+        if decision != Decision::Complete {
+            return Ok(Outcome {
+                status: cx.previous.clone(),
                 events: Vec::new(),
-                requeue,
-            };
-        };
+                requeue: requeue_without_call(&decision, &cx.now),
+            });
+        }
+        cx.ensure_leader()?;
+        let client = cx.client().await?;
+        let result = client.complete_external_http_certificate(&self.spec.hostname).await;
+        let result = result.as_ref().map(|_| ());
         let (status, wait) = after_attempt(
             &self.spec,
-            previous,
-            self.metadata.generation,
-            attempt.requested.as_deref(),
-            result.as_ref().map(|_| ()),
-            &settings.certificate_backoff,
-            now,
+            &cx.previous,
+            generation,
+            requested,
+            result,
+            &cx.settings.certificate_backoff,
+            &cx.now,
         );
-        let events = attempt_notes(&self.spec, previous, &status, result.as_ref().map(|_| ()));
-        Outcome {
+        Ok(Outcome {
+            events: attempt_events(&self.spec, &cx.previous, &status, result),
             status,
-            events,
             requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
-        }
+        })
     }
 }
 

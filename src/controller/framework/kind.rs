@@ -1,6 +1,6 @@
-//! What a kind implements ([`Reconciled`]: observe → plan → act → outcome, and its
-//! state) and what its steps see ([`Io`], [`Now`]); the status helpers every kind's
-//! outcome shares (Ready, failures, notes).
+//! What a kind implements ([`Reconciled`]: one reconcile of a live object, its clean-up,
+//! its state) and what a reconcile sees ([`Cx`], [`Now`]); the status helpers every
+//! kind's outcome shares (Ready, failures, Events).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +18,9 @@ use super::status::conditions::{Decided, MAX_CONDITION_MESSAGE_BYTES, find, merg
 use super::status::kstatus;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{AnyReason, ConditionType, KindReasons, Reason, ReasonWord, Word};
+use super::status::{StatusWrite, write_status};
 use crate::api::{EdgeClient, bounded_text};
-use crate::crd::{Condition, ConditionStatus, SecretKeyRef};
+use crate::crd::{Condition, ConditionStatus, SecretKeyRef, StatusConditions};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +52,7 @@ impl Now {
 
 /// An Event to publish about the object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Note {
+pub(crate) struct Event {
     pub warning: bool,
     pub reason: &'static str,
     pub message: String,
@@ -59,7 +60,7 @@ pub(crate) struct Note {
     pub cause: Option<&'static str>,
 }
 
-impl Note {
+impl Event {
     pub(crate) fn normal(reason: impl ReasonWord, message: impl Into<String>) -> Self {
         Self {
             warning: false,
@@ -80,7 +81,7 @@ impl Note {
 
     /// The Event's action: what was done, and the cause a reason has. Events of one
     /// object, reason and action are counted as one series, so a new cause makes a new
-    /// Event rather than a repeat of the old note.
+    /// Event rather than a repeat of the old one.
     pub(crate) fn action(&self) -> String {
         match self.cause {
             Some(cause) => format!("Reconcile/{cause}"),
@@ -103,7 +104,7 @@ pub(crate) enum Requeue {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome<S> {
     pub status: S,
-    pub events: Vec<Note>,
+    pub events: Vec<Event>,
     pub requeue: Requeue,
 }
 
@@ -128,64 +129,93 @@ impl<K: Reconciled> KindContext<K> {
 /// A failed reconcile of kind `K`.
 pub(crate) type Failure<K> = ReconcileError<<K as Reconciled>::Error>;
 
-/// What a kind's I/O steps may use.
-pub(crate) struct Io<'a, K: Reconciled> {
+/// What one reconcile of an object sees: the operator's context, the kind's settings
+/// and state, the object's API, the time, and the status the object showed.
+pub(crate) struct Cx<'a, K: Reconciled> {
     pub ctx: &'a Context,
     pub settings: &'a K::Settings,
     pub state: &'a K::State,
-    pub object: &'a K,
     pub api: Api<K>,
     pub namespace: String,
+    pub now: Now,
+    /// The status as the object showed it (the default when it has none).
+    pub previous: K::Status,
+    /// The object's resourceVersion as this reconcile last saw or wrote it: the status
+    /// write at the end is fenced on it.
+    resource_version: Option<String>,
+    secret_ref: Option<&'a SecretKeyRef>,
     client: OnceCell<EdgeClient>,
-    /// The object's resourceVersion as this reconcile last saw or wrote it.
-    resource_version: std::sync::Mutex<Option<String>>,
 }
 
-impl<'a, K: Reconciled> Io<'a, K> {
-    pub(crate) fn new(kind: &'a KindContext<K>, object: &'a K) -> Self {
+impl<'a, K: Reconciled> Cx<'a, K> {
+    pub(crate) fn new(kind: &'a KindContext<K>, object: &'a K, now: Now) -> Self {
         let namespace = object.namespace().unwrap_or_default();
         let ctx = kind.shared.as_ref();
         Self {
             ctx,
             settings: &kind.settings,
             state: &kind.state,
-            object,
             api: Api::namespaced(ctx.kube.clone(), &namespace),
             namespace,
+            now,
+            previous: object.status().cloned().unwrap_or_default(),
+            resource_version: object.resource_version(),
+            secret_ref: object.secret_ref(),
             client: OnceCell::new(),
-            resource_version: std::sync::Mutex::new(object.resource_version()),
         }
     }
 
-    /// The object's resourceVersion after this reconcile's own writes.
-    pub(crate) fn resource_version(&self) -> Option<String> {
-        self.resource_version
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    pub(crate) fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
     }
 
-    /// This reconcile wrote the object: `written` is what the apiserver answered.
-    pub(crate) fn wrote(&self, written: &K) {
-        *self
-            .resource_version
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = written.resource_version();
+    /// This reconcile wrote the object; `resource_version` is what the apiserver answered.
+    pub(crate) fn wrote(&mut self, resource_version: Option<String>) {
+        self.resource_version = resource_version;
+    }
+
+    /// Writes `status` before the reconcile's end, fenced like the final write: a
+    /// record that must be in place before the platform is changed. It becomes the
+    /// status the rest of the reconcile, and a failure, build on.
+    pub(crate) async fn write_status_now(&mut self, object: &K, status: K::Status) -> Result<(), Failure<K>> {
+        match write_status(
+            &self.api,
+            object,
+            self.resource_version(),
+            Some(&self.previous),
+            &status,
+        )
+        .await?
+        {
+            StatusWrite::Written(version) => self.wrote(version),
+            StatusWrite::Unchanged => {}
+            StatusWrite::Stale => return Err(ReconcileError::Stale),
+        }
+        self.previous = status;
+        Ok(())
+    }
+
+    /// Fails with `NotLeader` unless this process may still write.
+    pub(crate) fn ensure_leader(&self) -> Result<(), Failure<K>> {
+        if self.ctx.leader.may_act() {
+            Ok(())
+        } else {
+            Err(ReconcileError::NotLeader)
+        }
     }
 
     /// The object's platform client (resolved once per reconcile).
-    pub(crate) async fn client(&self) -> Result<&EdgeClient, Failure<K>> {
+    pub(crate) async fn client(&self) -> Result<EdgeClient, Failure<K>> {
         self.client
-            .get_or_try_init(|| {
-                self.ctx
-                    .credentials
-                    .client_for(&self.namespace, self.object.secret_ref())
-            })
+            .get_or_try_init(|| self.ctx.credentials.client_for(&self.namespace, self.secret_ref))
             .await
+            .cloned()
     }
 }
 
-/// A kind the driver reconciles.
+/// A kind the driver reconciles. The driver owns the envelope (leadership, pause,
+/// deletion and the finalizer, the status contract and its fenced write, Events,
+/// metrics, requeue); the kind owns one pass over a live object and its clean-up.
 pub(crate) trait Reconciled:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + ResourceExt
@@ -207,172 +237,75 @@ pub(crate) trait Reconciled:
     type Error: KindError;
     /// Its flags of `edge-operator run`.
     type Settings: clap::Args + clap::FromArgMatches + Send + Sync + 'static;
-
-    type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    type Status: StatusConditions + Clone + Default + PartialEq + Serialize + Send + Sync;
     /// What the kind keeps between reconciles.
     type State: Default + Send + Sync + 'static;
-    /// What `observe` read. A kind that reads nothing leaves `observe` out and
-    /// observes `Default::default()`.
-    type Observed: Default + Send;
-    /// What `plan` decided; `act` records in it what the platform answered.
-    type Plan: Send;
 
     fn status(&self) -> Option<&Self::Status>;
-    fn conditions(status: &Self::Status) -> &[Condition];
-    fn set_conditions(status: &mut Self::Status, conditions: Vec<Condition>);
-    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>);
+    /// The Secret holding the object's access key (the operator's default key when none).
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
 
-    /// Follows the kind's watch (an index of all objects of the kind).
-    fn follow(_state: &Self::State, _event: &watcher::Event<Self>) {}
+    /// Follows the kind's watch: what the state keeps of every object (an index, what
+    /// a deleted object leaves).
+    fn on_watch(_state: &Self::State, _event: &watcher::Event<Self>) {}
 
-    /// Forgets what the state keeps of a deleted object (by its key).
-    fn forget(_state: &Self::State, _key: &str) {}
-
-    /// Reads what the plan needs.
-    fn observe(
+    /// One pass over a live, unpaused object: read, decide (pure), write, report (pure).
+    fn reconcile(
         &self,
-        _io: &Io<'_, Self>,
-        _now: &Now,
-    ) -> impl Future<Output = Result<Self::Observed, Failure<Self>>> + Send {
-        async { Ok(Self::Observed::default()) }
-    }
+        cx: &mut Cx<'_, Self>,
+    ) -> impl Future<Output = Result<Outcome<Self::Status>, Failure<Self>>> + Send;
 
-    /// Decides, without I/O.
-    fn plan(
+    /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted;
+    /// `paused`: deleted while paused, when the platform is left as it is. An error
+    /// keeps the finalizer and retries with backoff; the kind decides when to give up
+    /// (a deletion must never stay stuck).
+    fn cleanup(
         &self,
-        observed: Self::Observed,
-        previous: &Self::Status,
-        now: &Now,
-        settings: &Self::Settings,
-    ) -> Self::Plan;
-
-    /// Carries the plan out and records the platform's answers in it. A kind that
-    /// never writes leaves it out.
-    fn act(
-        &self,
-        _plan: &mut Self::Plan,
-        _io: &Io<'_, Self>,
-    ) -> impl Future<Output = Result<(), Failure<Self>>> + Send {
-        async { Ok(()) }
-    }
-
-    /// Reports, without I/O.
-    fn outcome(
-        &self,
-        plan: Self::Plan,
-        previous: &Self::Status,
-        now: &Now,
-        settings: &Self::Settings,
-    ) -> Outcome<Self::Status>;
-
-    /// The status after a failed reconcile: Synced=False with the error's reason, and
-    /// Ready=False too unless the error is transient and the current generation was
-    /// already Ready (a failed re-read of an applied object).
-    fn failed(&self, error: &Failure<Self>, previous: &Self::Status, now: &Now) -> Self::Status {
-        let generation = self.meta().generation;
-        let message = failure_message(error, now);
-        let mut decided = vec![Decided::new(
-            ConditionType::Synced,
-            false,
-            error.reason(),
-            message.clone(),
-        )];
-        if !error.is_transient() || !is_ready::<Self>(previous, generation) {
-            decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
-        }
-        with_decided::<Self>(previous, &decided, generation, now)
-    }
-
-    /// Keeps what the kind maintains outside the object in step with it; runs first on
-    /// every pass, paused and deleting included.
-    fn maintain(&self, _io: &Io<'_, Self>) -> impl Future<Output = Result<(), Failure<Self>>> + Send {
-        async { Ok(()) }
-    }
-
-    /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted.
-    /// An error keeps the finalizer and retries with backoff; the kind decides when to
-    /// give up (a deletion must never stay stuck).
-    fn finalize(
-        &self,
-        _io: &Io<'_, Self>,
-        _now: &Now,
-    ) -> impl Future<Output = Result<Vec<Note>, Failure<Self>>> + Send {
+        _cx: &Cx<'_, Self>,
+        _paused: bool,
+    ) -> impl Future<Output = Result<Vec<Event>, Failure<Self>>> + Send {
         async { Ok(Vec::new()) }
     }
-
-    /// The Events of a deletion while paused, which skips [`Reconciled::finalize`].
-    fn deleted_while_paused(&self) -> Vec<Note> {
-        Vec::new()
-    }
 }
-
-/// The accessors every kind implements alike: `status`, the conditions of its status
-/// and `spec.accessKeySecretRef`.
-macro_rules! kind_accessors {
-    () => {
-        fn status(&self) -> Option<&Self::Status> {
-            self.status.as_ref()
-        }
-
-        fn conditions(status: &Self::Status) -> &[crate::crd::Condition] {
-            &status.conditions
-        }
-
-        fn set_conditions(status: &mut Self::Status, conditions: Vec<crate::crd::Condition>) {
-            status.conditions = conditions;
-        }
-
-        fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>) {
-            status.observed_generation = generation;
-        }
-
-        fn secret_ref(&self) -> Option<&crate::crd::SecretKeyRef> {
-            self.spec.access_key_secret_ref.as_ref()
-        }
-    };
-}
-pub(crate) use kind_accessors;
 
 /// Whether `status` is Ready for `generation`.
-pub(crate) fn is_ready<K: Reconciled>(status: &K::Status, generation: Option<i64>) -> bool {
-    find(K::conditions(status), ConditionType::Ready)
+pub(crate) fn is_ready(status: &impl StatusConditions, generation: Option<i64>) -> bool {
+    find(status.conditions(), ConditionType::Ready)
         .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
 }
 
 /// `status` as the driver writes it: under the status contract of [`kstatus`].
 pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let mut next = status.clone();
-    K::set_conditions(
-        &mut next,
-        kstatus::settle(K::conditions(status), generation, &now.rfc3339(), |reason| {
+    next.set_conditions(kstatus::settle(
+        status.conditions(),
+        generation,
+        &now.rfc3339(),
+        |reason| {
             AnyReason::<K::Reason>::is_terminal_name(reason)
                 || AnyReason::<<K::Error as KindError>::Reason>::is_terminal_name(reason)
-        }),
-    );
-    K::set_observed_generation(&mut next, generation);
+        },
+    ));
+    next.set_observed_generation(generation);
     next
 }
 
 /// `status` with `decided` merged into its conditions.
-pub(crate) fn with_decided<K: Reconciled>(
-    status: &K::Status,
+pub(crate) fn with_decided<S: StatusConditions + Clone>(
+    status: &S,
     decided: &[Decided],
     generation: Option<i64>,
     now: &Now,
-) -> K::Status {
+) -> S {
     let mut next = status.clone();
-    K::set_conditions(
-        &mut next,
-        merge(K::conditions(status), decided, generation, &now.rfc3339()),
-    );
+    next.set_conditions(merge(status.conditions(), decided, generation, &now.rfc3339()));
     next
 }
 
 /// A successful reconcile leaves no Synced=False behind: one left from a pause turns
 /// into `Resumed`, one left from a failure into `Reconciled`.
-pub(crate) fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: Option<i64>, now: &Now) -> K::Status {
-    let Some(synced) = find(K::conditions(&status), ConditionType::Synced) else {
+pub(crate) fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generation: Option<i64>, now: &Now) -> S {
+    let Some(synced) = find(status.conditions(), ConditionType::Synced) else {
         return status;
     };
     if synced.status == ConditionStatus::True {
@@ -383,7 +316,7 @@ pub(crate) fn clear_stale_synced<K: Reconciled>(status: K::Status, generation: O
     } else {
         Reason::Reconciled
     };
-    with_decided::<K>(
+    with_decided(
         &status,
         &[Decided::new(ConditionType::Synced, true, reason, "")],
         generation,
@@ -410,14 +343,14 @@ pub(crate) fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now
 /// The longest Event note the apiserver accepts.
 const MAX_NOTE_BYTES: usize = 1024;
 
-/// `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
+/// An Event's `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
 pub(crate) fn shortened(note: &str) -> String {
     bounded_text(note, MAX_NOTE_BYTES)
 }
 
 /// The Warning Event for a failure whose reason, or cause, the object did not already
 /// show.
-pub(crate) fn failure_note<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Note> {
+pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Event> {
     let reason = error.reason();
     let cause = error.cause_reason().map(Word::as_str);
     let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
@@ -425,8 +358,8 @@ pub(crate) fn failure_note<E: KindError>(previous: &[Condition], error: &Reconci
             && c.reason == reason.as_str()
             && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
     });
-    (!shown).then(|| Note {
+    (!shown).then(|| Event {
         cause,
-        ..Note::warning(reason, error.to_string())
+        ..Event::warning(reason, error.to_string())
     })
 }
