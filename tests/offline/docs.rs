@@ -266,14 +266,31 @@ fn words_of(file: &str, marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// The unit variants of `enum name` in `file`: the words a vocabulary enum writes.
+fn variants_of(file: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join(file)).expect("source");
+    let body = text
+        .split_once(&format!("enum {name} {{"))
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .map(|(body, _)| body)
+        .unwrap_or_else(|| panic!("no enum {name} in {file}"));
+    body.lines()
+        .map(str::trim)
+        .filter_map(|line| line.strip_suffix(','))
+        .filter(|variant| variant.chars().all(char::is_alphanumeric))
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
-    let mut reasons = words_of("src/controller/framework/status/vocabulary.rs", "Reason::");
-    for kind in ["access_list", "app_watch", "certificate"] {
-        reasons.extend(words_of(
-            &format!("src/controller/kinds/{kind}/vocabulary.rs"),
-            "Reason::",
-        ));
+    let mut reasons = variants_of("src/controller/framework/status/vocabulary.rs", "Reason");
+    for (kind, name) in [
+        ("access_list", "AccessListReason"),
+        ("app_watch", "AppReason"),
+        ("certificate", "CertificateReason"),
+    ] {
+        reasons.extend(variants_of(&format!("src/controller/kinds/{kind}/vocabulary.rs"), name));
     }
     reasons.extend(words_of("src/api/models/apps.rs", "AppStatus::"));
     assert!(reasons.len() > 40, "reasons read from the vocabularies: {reasons:?}");

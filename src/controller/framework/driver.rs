@@ -23,7 +23,7 @@ use super::kind::{
 };
 use super::object::{is_paused, object_key};
 use super::status::conditions::Decided;
-use super::status::vocabulary::{AnyReason, ConditionType, Reason, Word};
+use super::status::vocabulary::{ConditionType, Reason};
 use super::status::{StatusWrite, write_status};
 use crate::crd::StatusConditions;
 
@@ -49,7 +49,7 @@ pub(crate) async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindConte
     ctx.metrics.reconciled(
         K::KIND,
         started.elapsed(),
-        result.as_ref().err().map(|error| error.reason().as_str()),
+        result.as_ref().err().map(ReconcileError::reason),
     );
     result
 }
@@ -124,7 +124,7 @@ fn failed<S: StatusConditions + Clone, E: super::error::KindError>(
 /// Reports a failed pass: status and a Warning Event for a new reason; credentials the
 /// platform rejected are read again at the next pass.
 async fn report_failure<K: Reconciled>(object: &K, cx: &Cx<'_, K>, error: &Failure<K>) -> Result<(), Failure<K>> {
-    if error.reason() == AnyReason::Common(Reason::Unauthorized) {
+    if error.common_reason() == Some(Reason::Unauthorized) {
         cx.ctx.credentials.rejected(&cx.namespace, object.secret_ref());
     }
     let status = failed(&cx.previous, object.meta().generation, error, &cx.now);

@@ -2,26 +2,31 @@
 //! variant's [`ReconcileError::reason`] is the condition reason, Event reason and
 //! metric label.
 
-use super::status::vocabulary::{AnyReason, KindReasons, Nothing, Reason};
+use super::status::vocabulary::{Reason, Word};
 use crate::api::ApiError;
 
-/// The failures a kind has of its own; each names its reason.
+/// The failures a kind has of its own (an enum; `Infallible` for none), each naming
+/// its reason.
 pub trait KindError: std::error::Error + Send + Sync + 'static {
-    type Reason: KindReasons;
+    /// Its condition reason, Event reason and metric label.
+    fn reason(&self) -> &'static str;
 
-    fn reason(&self) -> Self::Reason;
+    /// Whether it waits for a person (see [`Reason::is_terminal`]).
+    fn is_terminal(&self) -> bool;
 
     /// The reason of the failure behind this one, which its message begins with.
-    fn cause_reason(&self) -> Option<AnyReason<Self::Reason>> {
+    fn cause_reason(&self) -> Option<&'static str> {
         None
     }
 }
 
-impl KindError for Nothing {
-    type Reason = Nothing;
+impl KindError for std::convert::Infallible {
+    fn reason(&self) -> &'static str {
+        match *self {}
+    }
 
-    fn reason(&self) -> Nothing {
-        *self
+    fn is_terminal(&self) -> bool {
+        match *self {}
     }
 }
 
@@ -66,10 +71,11 @@ impl<E> From<ApiError> for ReconcileError<E> {
     }
 }
 
-impl<E: KindError> ReconcileError<E> {
-    pub fn reason(&self) -> AnyReason<E::Reason> {
-        let common = match self {
-            ReconcileError::Kind(error) => return AnyReason::Kind(error.reason()),
+impl<E> ReconcileError<E> {
+    /// The reason of a failure any kind can have, or the kind's own failure.
+    fn common_or_kind(&self) -> Result<Reason, &E> {
+        Ok(match self {
+            ReconcileError::Kind(error) => return Err(error),
             ReconcileError::Platform(error) => Reason::of(error),
             ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError,
             ReconcileError::Credentials { .. }
@@ -79,16 +85,12 @@ impl<E: KindError> ReconcileError<E> {
             ReconcileError::Encoding(_) => Reason::EncodingError,
             ReconcileError::TimedOut(_) => Reason::Timeout,
             ReconcileError::NotLeader => Reason::NotLeader,
-        };
-        AnyReason::Common(common)
+        })
     }
 
-    /// The reason of the failure behind this one, which its message begins with.
-    pub fn cause_reason(&self) -> Option<AnyReason<E::Reason>> {
-        match self {
-            ReconcileError::Kind(error) => error.cause_reason(),
-            _ => None,
-        }
+    /// The reason of a failure any kind can have; `None` for a kind's own.
+    pub fn common_reason(&self) -> Option<Reason> {
+        self.common_or_kind().ok()
     }
 
     /// When the platform asked to be left alone, for how long.
@@ -98,10 +100,31 @@ impl<E: KindError> ReconcileError<E> {
             _ => None,
         }
     }
+}
+
+impl<E: KindError> ReconcileError<E> {
+    /// The condition reason, Event reason and metric label.
+    pub fn reason(&self) -> &'static str {
+        match self.common_or_kind() {
+            Ok(reason) => reason.as_str(),
+            Err(error) => error.reason(),
+        }
+    }
+
+    /// The reason of the failure behind this one, which its message begins with.
+    pub fn cause_reason(&self) -> Option<&'static str> {
+        match self {
+            ReconcileError::Kind(error) => error.cause_reason(),
+            _ => None,
+        }
+    }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
-    /// configuration must change first): see [`AnyReason::is_terminal`].
+    /// configuration must change first).
     pub fn is_transient(&self) -> bool {
-        !self.reason().is_terminal()
+        match self.common_or_kind() {
+            Ok(reason) => !reason.is_terminal(),
+            Err(error) => !error.is_terminal(),
+        }
     }
 }

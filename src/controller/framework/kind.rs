@@ -17,7 +17,7 @@ use super::error::{KindError, ReconcileError};
 use super::status::conditions::{Decided, MAX_CONDITION_MESSAGE_BYTES, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{AnyReason, ConditionType, KindReasons, Reason, ReasonWord, Word};
+use super::status::vocabulary::{ConditionType, Reason, Word};
 use super::status::{StatusWrite, write_status};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef, StatusConditions};
@@ -61,7 +61,7 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    pub(crate) fn normal(reason: impl ReasonWord, message: impl Into<String>) -> Self {
+    pub(crate) fn normal(reason: impl Word, message: impl Into<String>) -> Self {
         Self {
             warning: false,
             reason: reason.as_str(),
@@ -70,7 +70,7 @@ impl Event {
         }
     }
 
-    pub(crate) fn warning(reason: impl ReasonWord, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: impl Word, message: impl Into<String>) -> Self {
         Self {
             warning: true,
             reason: reason.as_str(),
@@ -231,8 +231,6 @@ pub(crate) trait Reconciled:
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
 
-    /// Its reasons beside the common ones.
-    type Reason: KindReasons;
     /// Its failures beside those of every kind.
     type Error: KindError;
     /// Its flags of `edge-operator run`.
@@ -244,6 +242,12 @@ pub(crate) trait Reconciled:
     fn status(&self) -> Option<&Self::Status>;
     /// The Secret holding the object's access key (the operator's default key when none).
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
+
+    /// Whether one of its own reasons, as a condition carries it, waits for a person
+    /// (see [`Reason::is_terminal`]).
+    fn is_terminal_reason(_reason: &str) -> bool {
+        false
+    }
 
     /// Follows the kind's watch: what the state keeps of every object (an index, what
     /// a deleted object leaves).
@@ -281,10 +285,7 @@ pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>
         status.conditions(),
         generation,
         &now.rfc3339(),
-        |reason| {
-            AnyReason::<K::Reason>::is_terminal_name(reason)
-                || AnyReason::<<K::Error as KindError>::Reason>::is_terminal_name(reason)
-        },
+        |reason| Reason::is_terminal_name(reason) || K::is_terminal_reason(reason),
     ));
     next.set_observed_generation(generation);
     next
@@ -352,10 +353,10 @@ pub(crate) fn shortened(note: &str) -> String {
 /// show.
 pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Event> {
     let reason = error.reason();
-    let cause = error.cause_reason().map(Word::as_str);
+    let cause = error.cause_reason();
     let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
         c.status == ConditionStatus::False
-            && c.reason == reason.as_str()
+            && c.reason == reason
             && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
     });
     (!shown).then(|| Event {

@@ -394,15 +394,10 @@ impl RequestObserver for Metrics {
 mod tests {
     use super::*;
     use crate::controller::framework::status::conditions::{Decided, merge};
-    use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
+    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        crate::controller::framework::status::kstatus::settle(
-            conditions,
-            generation,
-            now,
-            AnyReason::<Nothing>::is_terminal_name,
-        )
+        crate::controller::framework::status::kstatus::settle(conditions, generation, now, Reason::is_terminal_name)
     }
 
     fn sample(text: &str, series: &str) -> Option<f64> {

@@ -14,35 +14,24 @@ use tokio::time::Instant;
 
 use crate::api::ApiError;
 
-/// A failure that may say how long to wait before asking again.
-pub(crate) trait RetryLater: Clone {
-    fn retry_after(&self) -> Option<Duration>;
-}
-
-impl RetryLater for ApiError {
-    fn retry_after(&self) -> Option<Duration> {
-        ApiError::retry_after(self)
-    }
-}
-
-enum Kept<V, E> {
+enum Kept<V> {
     Value { read_at: Instant, value: V },
-    Refused { until: Instant, error: E },
+    Refused { until: Instant, error: ApiError },
 }
 
-type Slot<V, E> = Arc<Mutex<Option<Kept<V, E>>>>;
+type Slot<V> = Arc<Mutex<Option<Kept<V>>>>;
 /// A slot and when it was last asked for.
-type Used<V, E> = (Instant, Slot<V, E>);
+type Used<V> = (Instant, Slot<V>);
 
 /// Slots not used for this many time-to-lives are dropped.
 const IDLE_TTLS: u32 = 10;
 
-pub(crate) struct SharedReads<K, V, E> {
+pub(crate) struct SharedReads<K, V> {
     ttl: Duration,
-    slots: Mutex<HashMap<K, Used<V, E>>>,
+    slots: Mutex<HashMap<K, Used<V>>>,
 }
 
-impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
+impl<K: Eq + Hash + Clone, V: Clone> SharedReads<K, V> {
     pub(crate) fn new(ttl: Duration) -> Self {
         Self {
             ttl,
@@ -50,7 +39,7 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
         }
     }
 
-    async fn slot(&self, key: K) -> Slot<V, E> {
+    async fn slot(&self, key: K) -> Slot<V> {
         let now = Instant::now();
         let mut slots = self.slots.lock().await;
         let idle = self.ttl * IDLE_TTLS;
@@ -62,9 +51,9 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
 
     /// The value of `key`: one read within the time-to-live, the failure the platform
     /// asked to keep, or what `read` answers.
-    pub(crate) async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, E>
+    pub(crate) async fn get_or_read<Fut>(&self, key: K, read: impl FnOnce() -> Fut) -> Result<V, ApiError>
     where
-        Fut: Future<Output = Result<V, E>>,
+        Fut: Future<Output = Result<V, ApiError>>,
     {
         let not_before = Instant::now().checked_sub(self.ttl);
         self.get_or_read_since(key, not_before, read).await
@@ -77,9 +66,9 @@ impl<K: Eq + Hash + Clone, V: Clone, E: RetryLater> SharedReads<K, V, E> {
         key: K,
         not_before: Option<Instant>,
         read: impl FnOnce() -> Fut,
-    ) -> Result<V, E>
+    ) -> Result<V, ApiError>
     where
-        Fut: Future<Output = Result<V, E>>,
+        Fut: Future<Output = Result<V, ApiError>>,
     {
         let slot = self.slot(key).await;
         let mut entry = slot.lock().await;
@@ -133,16 +122,14 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, Clone, PartialEq)]
-    struct Failure(&'static str, Option<Duration>);
+    use crate::api::PlatformMessage;
 
-    impl RetryLater for Failure {
-        fn retry_after(&self) -> Option<Duration> {
-            self.1
-        }
+    /// A failure as its message, to compare.
+    fn said<V>(answer: Result<V, ApiError>) -> Result<V, String> {
+        answer.map_err(|error| error.to_string())
     }
 
-    async fn counted_read(reads: &AtomicUsize) -> Result<usize, Failure> {
+    async fn counted_read(reads: &AtomicUsize) -> Result<usize, ApiError> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Ok(reads.fetch_add(1, Ordering::SeqCst) + 1)
     }
@@ -153,12 +140,12 @@ mod tests {
         let reads = AtomicUsize::new(0);
         let answers =
             futures::future::join_all((0..10).map(|_| shared.get_or_read("zone", || counted_read(&reads)))).await;
-        assert!(answers.iter().all(|a| *a == Ok(1)));
+        assert!(answers.iter().all(|a| matches!(a, Ok(1))));
         tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(shared.get_or_read("zone", || counted_read(&reads)).await, Ok(1));
-        assert_eq!(shared.get_or_read("other", || counted_read(&reads)).await, Ok(2));
+        assert_eq!(said(shared.get_or_read("zone", || counted_read(&reads)).await), Ok(1));
+        assert_eq!(said(shared.get_or_read("other", || counted_read(&reads)).await), Ok(2));
         tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(shared.get_or_read("zone", || counted_read(&reads)).await, Ok(3));
+        assert_eq!(said(shared.get_or_read("zone", || counted_read(&reads)).await), Ok(3));
     }
 
     #[tokio::test(start_paused = true)]
@@ -166,25 +153,29 @@ mod tests {
         let shared = SharedReads::new(Duration::from_secs(2));
         let reads = AtomicUsize::new(0);
         let started = Instant::now();
-        assert_eq!(shared.get_or_read("zone", || counted_read(&reads)).await, Ok(1));
+        assert_eq!(said(shared.get_or_read("zone", || counted_read(&reads)).await), Ok(1));
         // Past the time-to-live, within the slot's idle time.
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert_eq!(
-            shared
-                .get_or_read_since("zone", Some(started), || counted_read(&reads))
-                .await,
+            said(
+                shared
+                    .get_or_read_since("zone", Some(started), || counted_read(&reads))
+                    .await
+            ),
             Ok(1),
             "read since the instant asked for"
         );
         assert_eq!(
-            shared.get_or_read_since("zone", None, || counted_read(&reads)).await,
+            said(shared.get_or_read_since("zone", None, || counted_read(&reads)).await),
             Ok(1)
         );
         let now = Instant::now();
         assert_eq!(
-            shared
-                .get_or_read_since("zone", Some(now), || counted_read(&reads))
-                .await,
+            said(
+                shared
+                    .get_or_read_since("zone", Some(now), || counted_read(&reads))
+                    .await
+            ),
             Ok(2)
         );
     }
@@ -192,41 +183,48 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failures_are_not_kept_and_updates_change_the_kept_value() {
         let shared = SharedReads::new(Duration::from_secs(2));
-        let down = Failure("down", None);
-        let failed: Result<usize, Failure> = shared.get_or_read("zone", || async { Err(down.clone()) }).await;
-        assert_eq!(failed, Err(down));
-        assert_eq!(shared.get_or_read("zone", || async { Ok(5) }).await, Ok(5));
+        let down = ApiError::Transport("down".into());
+        let failed: Result<usize, ApiError> = shared.get_or_read("zone", || async { Err(down.clone()) }).await;
+        assert_eq!(said(failed), Err(down.to_string()));
+        assert_eq!(said(shared.get_or_read("zone", || async { Ok(5) }).await), Ok(5));
         shared.update(&"zone", |v| *v += 1).await;
         shared.update(&"absent", |v| *v += 1).await;
-        assert_eq!(shared.get_or_read("zone", || async { Ok(0) }).await, Ok(6));
+        assert_eq!(said(shared.get_or_read("zone", || async { Ok(0) }).await), Ok(6));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_retry_after_is_kept_until_it_passes_so_nobody_asks_meanwhile() {
         let shared = SharedReads::new(Duration::from_secs(2));
-        let limited = Failure("slow down", Some(Duration::from_secs(3600)));
+        let limited = ApiError::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+            message: PlatformMessage {
+                message: "slow down".into(),
+                field: None,
+                error_key: None,
+            },
+        };
         let calls = AtomicUsize::new(0);
         let read = || async {
             calls.fetch_add(1, Ordering::SeqCst);
             Err::<usize, _>(limited.clone())
         };
         for _ in 0..50 {
-            assert_eq!(shared.get_or_read("zone", read).await, Err(limited.clone()));
+            assert_eq!(said(shared.get_or_read("zone", read).await), Err(limited.to_string()));
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1, "one call while the platform says wait");
         tokio::time::sleep(Duration::from_secs(3601)).await;
-        assert_eq!(shared.get_or_read("zone", || async { Ok(7) }).await, Ok(7));
+        assert_eq!(said(shared.get_or_read("zone", || async { Ok(7) }).await), Ok(7));
     }
 
     #[tokio::test(start_paused = true)]
     async fn idle_slots_are_dropped() {
-        let shared: SharedReads<i64, usize, Failure> = SharedReads::new(Duration::from_secs(1));
+        let shared: SharedReads<i64, usize> = SharedReads::new(Duration::from_secs(1));
         for zone in 0..100 {
-            assert_eq!(shared.get_or_read(zone, || async { Ok(1) }).await, Ok(1));
+            assert_eq!(said(shared.get_or_read(zone, || async { Ok(1) }).await), Ok(1));
         }
         assert_eq!(shared.keys().await, 100);
         tokio::time::sleep(Duration::from_secs(11)).await;
-        assert_eq!(shared.get_or_read(-1, || async { Ok(1) }).await, Ok(1));
+        assert_eq!(said(shared.get_or_read(-1, || async { Ok(1) }).await), Ok(1));
         assert_eq!(shared.keys().await, 1);
     }
 }

@@ -17,7 +17,6 @@ use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
 use crate::controller::framework::kind::{Failure, KindContext, Reconciled};
 use crate::controller::framework::object::{keep_what_is_read, object_key};
-use crate::controller::framework::status::vocabulary::Word;
 
 fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -77,7 +76,7 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
     let failures = kind.shared.failures.failed(object_key(object.as_ref()));
     let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
         .max(error.retry_after().unwrap_or_default());
-    tracing::warn!(name = %object.name_any(), reason = error.reason().as_str(), %error, ?delay, "reconcile failed");
+    tracing::warn!(name = %object.name_any(), reason = error.reason(), %error, ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 

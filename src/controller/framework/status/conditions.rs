@@ -1,7 +1,7 @@
 //! Conditions kept in the Kubernetes convention: one per type; an unchanged status
 //! keeps its lastTransitionTime.
 
-use super::vocabulary::{ConditionWord, ReasonWord, note_written};
+use super::vocabulary::{Word, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
@@ -19,12 +19,7 @@ pub(crate) struct Decided {
 pub(crate) const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
 
 impl Decided {
-    pub(crate) fn new(
-        type_: impl ConditionWord,
-        status: bool,
-        reason: impl ReasonWord,
-        message: impl Into<String>,
-    ) -> Self {
+    pub(crate) fn new(type_: impl Word, status: bool, reason: impl Word, message: impl Into<String>) -> Self {
         note_written(type_.as_str());
         note_written(reason.as_str());
         Self {
@@ -68,13 +63,13 @@ pub(crate) fn merge(current: &[Condition], decided: &[Decided], generation: Opti
 }
 
 /// The condition of a type, if present.
-pub(crate) fn find(conditions: &[Condition], type_: impl ConditionWord) -> Option<&Condition> {
+pub(crate) fn find(conditions: &[Condition], type_: impl Word) -> Option<&Condition> {
     conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// Whether a condition of `type_` is True.
 #[cfg(test)]
-pub(crate) fn is_true(conditions: &[Condition], type_: impl ConditionWord) -> bool {
+pub(crate) fn is_true(conditions: &[Condition], type_: impl Word) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 

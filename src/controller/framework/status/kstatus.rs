@@ -6,8 +6,9 @@
 //!   older generation turns False with reason `Progressing` until the kind decides it
 //!   again;
 //! - while `Ready` is not True, `Stalled=True` when its reason waits for a person
-//!   (`is_terminal`: [`super::vocabulary::AnyReason::is_terminal`]), else `Reconciling=True`; each carries Ready's reason and
-//!   message, and is absent otherwise.
+//!   (`is_terminal`: [`super::vocabulary::Reason::is_terminal`] and the kind's own),
+//!   else `Reconciling=True`; each carries Ready's reason and message, and is absent
+//!   otherwise.
 //!
 //! kstatus then reads Current exactly when Ready is True for the current generation,
 //! Failed when Stalled, InProgress otherwise.
@@ -79,10 +80,9 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::vocabulary::{AnyReason, Nothing};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        super::settle(conditions, generation, now, AnyReason::<Nothing>::is_terminal_name)
+        super::settle(conditions, generation, now, Reason::is_terminal_name)
     }
 
     fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {

@@ -94,7 +94,6 @@ fn resource_version_of(answer: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::vocabulary::Nothing;
     use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
     #[tokio::test]
@@ -125,14 +124,17 @@ mod tests {
             drift_corrections: 1,
             ..AccessListConfigStatus::default()
         };
-        let write = |version: &'static str| write_status::<_, _, Nothing>(&api, &object, Some(version), None, &status);
+        let write = |version: &'static str| {
+            write_status::<_, _, std::convert::Infallible>(&api, &object, Some(version), None, &status)
+        };
         assert_eq!(write("7").await.expect("answered"), StatusWrite::Stale);
         assert_eq!(
             write("8").await.expect("answered"),
             StatusWrite::Written(Some("9".into())),
             "the new resourceVersion is handed back"
         );
-        let same = write_status::<_, _, Nothing>(&api, &object, Some("7"), Some(&status), &status).await;
+        let same =
+            write_status::<_, _, std::convert::Infallible>(&api, &object, Some("7"), Some(&status), &status).await;
         assert_eq!(same.expect("nothing sent"), StatusWrite::Unchanged);
     }
 }

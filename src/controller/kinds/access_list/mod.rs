@@ -8,9 +8,10 @@ use self::vocabulary::{AccessListError, AccessListReason, Failure};
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::EdgeClient;
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
+use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::object::poll_interval;
-use crate::controller::framework::status::vocabulary::{AnyReason, Word};
+use crate::controller::framework::status::vocabulary::Word;
 use crate::crd::SecretKeyRef;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
@@ -155,9 +156,9 @@ impl AccessListConfig {
 /// Whether a failure says the object's credentials cannot see its list (refused, or
 /// the zone or list is not theirs): then it claims nothing.
 fn cannot_see_its_list(error: &Failure) -> bool {
-    match error.reason() {
-        AnyReason::Common(reason) => claims::refuses_credentials(reason),
-        AnyReason::Kind(reason) => reason == AccessListReason::AccessListNotFound,
+    match error {
+        ReconcileError::Kind(error) => matches!(error, AccessListError::NotFound { .. }),
+        _ => error.common_reason().is_some_and(claims::refuses_credentials),
     }
 }
 
@@ -165,7 +166,6 @@ impl Reconciled for AccessListConfig {
     const KIND: &'static str = "AccessListConfig";
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
-    type Reason = AccessListReason;
     type Error = AccessListError;
     type Settings = AccessListSettings;
     type Status = AccessListConfigStatus;
@@ -177,6 +177,10 @@ impl Reconciled for AccessListConfig {
 
     fn secret_ref(&self) -> Option<&SecretKeyRef> {
         self.spec.access_key_secret_ref.as_ref()
+    }
+
+    fn is_terminal_reason(reason: &str) -> bool {
+        reason.parse().is_ok_and(AccessListReason::is_terminal)
     }
 
     fn on_watch(state: &State, event: &kube::runtime::watcher::Event<Self>) {

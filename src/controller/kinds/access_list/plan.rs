@@ -228,7 +228,6 @@ pub(super) fn since_zone_resync(interval: Duration, zone: i64, since_epoch: Dura
 
 #[cfg(test)]
 mod tests {
-    use crate::controller::framework::status::vocabulary::AnyReason;
     use std::time::Duration;
 
     use super::super::fixtures::{converged, item, spec};
@@ -462,12 +461,12 @@ mod tests {
         by_name.list_name = Some("dup".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("ambiguous").reason(),
-            AnyReason::Kind(AccessListReason::AmbiguousListName)
+            AccessListReason::AmbiguousListName.as_str()
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("missing").reason(),
-            AnyReason::Kind(AccessListReason::AccessListNotFound)
+            AccessListReason::AccessListNotFound.as_str()
         );
     }
 }

@@ -11,7 +11,7 @@ use super::zone_lists::ListsFreshness;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event};
-use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
+use crate::controller::framework::status::vocabulary::Reason;
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigStatus, DeletionPolicy, ManagementPolicy, RestorePoint,
 };
@@ -70,8 +70,8 @@ pub(super) fn after_restore(
     let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
     let overdue = deadline.is_none_or(|deadline| now >= deadline);
     let fixable_credentials = matches!(
-        error.reason(),
-        AnyReason::Common(Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable)
+        error.common_reason(),
+        Some(Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable)
     );
     match (overdue, deadline) {
         (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(

@@ -2,9 +2,8 @@
 //! its failures.
 
 use crate::controller::framework::error::{KindError, ReconcileError};
-use crate::controller::framework::status::vocabulary::{AnyReason, KindReasons, Word};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub enum AccessListReason {
     InSync,
     Drifted,
@@ -25,37 +24,18 @@ pub enum AccessListReason {
     RestoreHeld,
 }
 
-impl Word for AccessListReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            AccessListReason::InSync => "InSync",
-            AccessListReason::Drifted => "Drifted",
-            AccessListReason::DriftCorrected => "DriftCorrected",
-            AccessListReason::DriftDetected => "DriftDetected",
-            AccessListReason::Applied => "Applied",
-            AccessListReason::UpToDate => "UpToDate",
-            AccessListReason::Observed => "Observed",
-            AccessListReason::Restored => "Restored",
-            AccessListReason::RestoreSkipped => "RestoreSkipped",
-            AccessListReason::AccessListNotFound => "AccessListNotFound",
-            AccessListReason::AmbiguousListName => "AmbiguousListName",
-            AccessListReason::ConfigurationClaimed => "ConfigurationClaimed",
-            AccessListReason::RestoreFailed => "RestoreFailed",
-            AccessListReason::NothingToRestore => "NothingToRestore",
-            AccessListReason::RestorePointRejected => "RestorePointRejected",
-            AccessListReason::RestoreHeld => "RestoreHeld",
-        }
+impl AccessListReason {
+    /// Whether an object not Ready for this reason waits for a person.
+    pub(crate) fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            AccessListReason::RestoreHeld
+                | AccessListReason::Drifted
+                | AccessListReason::AccessListNotFound
+                | AccessListReason::AmbiguousListName
+                | AccessListReason::ConfigurationClaimed
+        )
     }
-}
-
-impl KindReasons for AccessListReason {
-    const TERMINAL: &'static [Self] = &[
-        AccessListReason::RestoreHeld,
-        AccessListReason::Drifted,
-        AccessListReason::AccessListNotFound,
-        AccessListReason::AmbiguousListName,
-        AccessListReason::ConfigurationClaimed,
-    ];
 }
 
 /// A failed reconcile of an AccessListConfig.
@@ -79,7 +59,7 @@ pub enum AccessListError {
     #[error(
         "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
          the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
-         {deadline} it is released without restoring", .cause.reason().as_str()
+         {deadline} it is released without restoring", .cause.reason()
     )]
     RestoreBlocked {
         zone: i64,
@@ -95,9 +75,7 @@ impl From<AccessListError> for Failure {
     }
 }
 
-impl KindError for AccessListError {
-    type Reason = AccessListReason;
-
+impl AccessListError {
     fn reason(&self) -> AccessListReason {
         match self {
             AccessListError::NotFound { .. } => AccessListReason::AccessListNotFound,
@@ -106,8 +84,18 @@ impl KindError for AccessListError {
             AccessListError::RestoreBlocked { .. } => AccessListReason::RestoreHeld,
         }
     }
+}
 
-    fn cause_reason(&self) -> Option<AnyReason<AccessListReason>> {
+impl KindError for AccessListError {
+    fn reason(&self) -> &'static str {
+        AccessListError::reason(self).into()
+    }
+
+    fn is_terminal(&self) -> bool {
+        AccessListError::reason(self).is_terminal()
+    }
+
+    fn cause_reason(&self) -> Option<&'static str> {
         match self {
             AccessListError::RestoreBlocked { cause, .. } => Some(cause.reason()),
             _ => None,

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::vocabulary::Failure;
+use crate::api::EdgeClient;
 use crate::api::models::shield::AccessListsResponse;
-use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::shared_reads::SharedReads;
 
@@ -35,7 +35,7 @@ type ZoneKey = (String, i64);
 /// The zones' access lists, shared (not copied) by the reconciles of a zone: a zone
 /// may hold hundreds of lists, kept with their typed members only.
 pub struct ZoneLists {
-    reads: SharedReads<ZoneKey, Arc<AccessListsResponse>, ApiError>,
+    reads: SharedReads<ZoneKey, Arc<AccessListsResponse>>,
 }
 
 impl Default for ZoneLists {

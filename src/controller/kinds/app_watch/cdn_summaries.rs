@@ -22,7 +22,7 @@ type CdnKey = (String, i64, String);
 const CDN_TAIL_IDLE: Duration = Duration::from_secs(600);
 
 pub struct CdnSummaries {
-    summaries: SharedReads<CdnKey, TailSummary, ApiError>,
+    summaries: SharedReads<CdnKey, TailSummary>,
     /// Tails between polls, with when each was last used (Unix ms). A poll takes its
     /// tail out while it reads, so no lock is held across a request.
     tails: Mutex<HashMap<CdnKey, (i64, CdnTail)>>,

@@ -16,6 +16,7 @@ pub use self::settings::AppWatchSettings;
 
 use self::status::{poll_status, transition_events};
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -35,7 +36,6 @@ use crate::controller::framework::kind::{Cx, Failure, Now, Outcome, Reconciled, 
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
-use crate::controller::framework::status::vocabulary::Nothing;
 use crate::crd::SecretKeyRef;
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 
@@ -227,8 +227,7 @@ impl ContainerAppWatch {
 impl Reconciled for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
 
-    type Reason = AppReason;
-    type Error = Nothing;
+    type Error = Infallible;
     type Settings = AppWatchSettings;
     type Status = ContainerAppWatchStatus;
     type State = State;
@@ -239,6 +238,10 @@ impl Reconciled for ContainerAppWatch {
 
     fn secret_ref(&self) -> Option<&SecretKeyRef> {
         self.spec.access_key_secret_ref.as_ref()
+    }
+
+    fn is_terminal_reason(reason: &str) -> bool {
+        AppReason::is_terminal_name(reason)
     }
 
     fn on_watch(state: &State, event: &watcher::Event<Self>) {

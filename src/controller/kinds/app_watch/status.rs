@@ -14,7 +14,7 @@ use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
 use crate::controller::framework::kind::{Event, Now};
 use crate::controller::framework::status::conditions::{Decided, find, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, ConditionWord, Reason, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
@@ -124,7 +124,7 @@ pub(super) fn security_summary(
     (summary, condition)
 }
 
-fn failed(type_: impl ConditionWord, error: &ApiError) -> Decided {
+fn failed(type_: impl Word, error: &ApiError) -> Decided {
     Decided::new(type_, false, Reason::of(error), error.to_string())
 }
 

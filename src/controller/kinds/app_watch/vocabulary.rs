@@ -2,9 +2,8 @@
 //! and reasons.
 
 use crate::api::models::apps::AppStatus;
-use crate::controller::framework::status::vocabulary::{KindConditions, KindReasons, Word};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
 pub(crate) enum AppCondition {
     /// The application is active.
     AppReady,
@@ -15,19 +14,6 @@ pub(crate) enum AppCondition {
     /// The CDN logs of the window are summarised.
     CdnLogsSynced,
 }
-
-impl Word for AppCondition {
-    fn as_str(self) -> &'static str {
-        match self {
-            AppCondition::AppReady => "AppReady",
-            AppCondition::RateLimitsSynced => "RateLimitsSynced",
-            AppCondition::SecurityEvents => "SecurityEvents",
-            AppCondition::CdnLogsSynced => "CdnLogsSynced",
-        }
-    }
-}
-
-impl KindConditions for AppCondition {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum AppReason {
@@ -51,9 +37,9 @@ impl AppReason {
     }
 }
 
-impl Word for AppReason {
-    fn as_str(self) -> &'static str {
-        match self {
+impl From<AppReason> for &'static str {
+    fn from(reason: AppReason) -> Self {
+        match reason {
             AppReason::Polled => "Polled",
             AppReason::PolledLate => "PolledLate",
             AppReason::Synced => "Synced",
@@ -69,36 +55,41 @@ impl Word for AppReason {
     }
 }
 
-impl KindReasons for AppReason {
-    const TERMINAL: &'static [Self] = &[
-        AppReason::NoPullZone,
-        // Application states a person ends: a crash loop, a stop, a suspension.
-        AppReason::App("Failing"),
-        AppReason::App("Inactive"),
-        AppReason::App("Suspended"),
-    ];
+/// Reasons of a watch that wait for a person: no Pull Zone to summarise, and the
+/// application states a person ends (a crash loop, a stop, a suspension).
+const TERMINAL: [AppReason; 4] = [
+    AppReason::NoPullZone,
+    AppReason::App("Failing"),
+    AppReason::App("Inactive"),
+    AppReason::App("Suspended"),
+];
+
+impl AppReason {
+    /// Whether a reason, as a condition carries it, waits for a person.
+    pub(crate) fn is_terminal_name(name: &str) -> bool {
+        TERMINAL.iter().any(|reason| <&str>::from(*reason) == name)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::vocabulary::{AnyReason, Nothing};
 
     #[test]
     fn application_states_a_person_ends_are_terminal() {
         for status in [AppStatus::Failing, AppStatus::Inactive, AppStatus::Suspended] {
             assert!(
-                AnyReason::<AppReason>::Kind(AppReason::of_app(&status)).is_terminal(),
+                AppReason::is_terminal_name(AppReason::of_app(&status).into()),
                 "{status}"
             );
         }
         for status in [AppStatus::Active, AppStatus::Progressing, AppStatus::Unknown] {
             assert!(
-                !AnyReason::<AppReason>::Kind(AppReason::of_app(&status)).is_terminal(),
+                !AppReason::is_terminal_name(AppReason::of_app(&status).into()),
                 "{status}"
             );
         }
-        assert!(AnyReason::<AppReason>::is_terminal_name("Failing"));
-        assert!(!AnyReason::<Nothing>::is_terminal_name("Failing"));
+        assert!(AppReason::is_terminal_name("NoPullZone"));
+        assert!(!AppReason::is_terminal_name("Drifted"));
     }
 }

@@ -6,6 +6,7 @@ mod vocabulary;
 
 pub(crate) use self::settings::CertificateSettings;
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -16,7 +17,7 @@ use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::conditions::{Decided, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Nothing, Reason, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
@@ -147,20 +148,23 @@ pub(crate) fn after_attempt(
         }
         Err(error) => error,
     };
-    let reason = certificate_reason(error);
-    let wait = match reason {
-        AnyReason::Kind(CertificateReason::HostnameNotFound) => None,
-        AnyReason::Common(Reason::Unauthorized) => Some(UNAUTHORIZED_RETRY),
-        _ => Some(backoff.max(error.retry_after().unwrap_or_default())),
-    };
-    let message = match reason {
-        AnyReason::Kind(CertificateReason::HostnameNotFound) => format!(
-            "{} is not registered on any Pull Zone; fix spec.hostname",
-            spec.hostname
+    // The same cases as `certificate_reason`: no Pull Zone has the hostname, or the key
+    // was refused.
+    let (wait, message) = match error {
+        ApiError::NotFound(_) => (
+            None,
+            format!(
+                "{} is not registered on any Pull Zone; fix spec.hostname",
+                spec.hostname
+            ),
         ),
-        _ => error.to_string(),
+        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => (Some(UNAUTHORIZED_RETRY), error.to_string()),
+        _ => (
+            Some(backoff.max(error.retry_after().unwrap_or_default())),
+            error.to_string(),
+        ),
     };
-    let ready = Decided::new(ConditionType::Ready, false, reason, message);
+    let ready = Decided::new(ConditionType::Ready, false, certificate_reason(error), message);
     let status = PullZoneCertificateStatus {
         conditions: merge(&previous.conditions, &[ready], generation, &stamp),
         attempts,
@@ -212,8 +216,7 @@ fn requeue_without_call(decision: &Decision, now: &Now) -> Requeue {
 impl Reconciled for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
-    type Reason = CertificateReason;
-    type Error = Nothing;
+    type Error = Infallible;
     type Settings = CertificateSettings;
     type Status = PullZoneCertificateStatus;
     type State = ();
@@ -224,6 +227,10 @@ impl Reconciled for PullZoneCertificate {
 
     fn secret_ref(&self) -> Option<&SecretKeyRef> {
         self.spec.access_key_secret_ref.as_ref()
+    }
+
+    fn is_terminal_reason(reason: &str) -> bool {
+        reason == CertificateReason::HostnameNotFound.as_str()
     }
 
     /// Decides whether to call now (the platform has no read of a certificate's
