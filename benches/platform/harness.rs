@@ -88,6 +88,9 @@ pub(crate) struct Cluster {
     /// a heap profile (docs/benchmark.md).
     operator_wrapper: Vec<String>,
     pub audit_log: PathBuf,
+    /// etcd's client URL (EDGE_BENCH_ETCD), compacted and defragmented before each
+    /// timed measurement.
+    etcd: String,
     /// Distinguishes this run's namespaces and files.
     pub run_id: String,
 }
@@ -105,6 +108,8 @@ impl Cluster {
                 .map(str::to_string)
                 .collect(),
             audit_log: audit_log.into(),
+            etcd: std::env::var("EDGE_BENCH_ETCD")
+                .context("EDGE_BENCH_ETCD (etcd's client URL) is not set; run hack/bench/run.sh")?,
             run_id: format!("{:x}", std::process::id()),
         })
     }
@@ -122,6 +127,38 @@ impl Cluster {
             .await
             .with_context(|| format!("creating namespace {name}"))?;
         Ok((name.clone(), Api::namespaced(self.client.clone(), &name)))
+    }
+
+    /// Compacts etcd to its current revision and defragments it, so that each timed
+    /// measurement starts from the same store, whatever the measurements before it
+    /// wrote and deleted (the apiserver's own compaction, every 5 minutes, would land
+    /// inside some measurements and not others). Uses etcd's JSON gateway.
+    pub(crate) async fn settle_etcd(&self) -> anyhow::Result<()> {
+        let http = reqwest::Client::new();
+        let call =
+            |path: &str, body: serde_json::Value| http.post(format!("{}/v3/{path}", self.etcd)).json(&body).send();
+        let range: serde_json::Value = call("kv/range", json!({ "key": "AA==" }))
+            .await
+            .context("reading etcd's revision")?
+            .error_for_status()?
+            .json()
+            .await?;
+        let revision = range["header"]["revision"]
+            .as_str()
+            .context("etcd answered no revision")?
+            .to_string();
+        let compaction = call("kv/compaction", json!({ "revision": revision, "physical": true }))
+            .await
+            .context("compacting etcd")?;
+        // Already compacted to this revision (nothing was written since): code 11.
+        if !compaction.status().is_success() && !compaction.text().await?.contains("compacted") {
+            bail!("etcd refused the compaction to revision {revision}");
+        }
+        call("maintenance/defragment", json!({}))
+            .await
+            .context("defragmenting etcd")?
+            .error_for_status()?;
+        Ok(())
     }
 
     /// Deletes a namespace of this run and waits until it is gone, its objects with it,

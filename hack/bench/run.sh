@@ -45,7 +45,10 @@ if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *
   eval "$cluster_env"
   kubectl apply --server-side -f crds/ >/dev/null
   kubectl wait --for=condition=Established -f crds/ --timeout=60s >/dev/null
-  export EDGE_BENCH_AUDIT_LOG="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME/audit.log"
+  state="${TMPDIR:-/tmp}/edge-operator-$EDGE_CLUSTER_NAME"
+  export EDGE_BENCH_AUDIT_LOG="$state/audit.log"
+  EDGE_BENCH_ETCD="http://127.0.0.1:$(cat "$state/etcd.port")"
+  export EDGE_BENCH_ETCD
 fi
 
 EDGE_BENCH_SUITES="$suites" cargo bench --profile "$profile" --locked --bench platform "${cargo_args[@]}"
