@@ -10,7 +10,6 @@ use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
 use super::config::{ClientConfig, Credentials, MAX_RETRY_AFTER};
-use super::contract;
 use super::error::{ApiError, bounded_text};
 use super::limiter::{DirectLimiter, KeyedLimiter, Lane};
 use super::operation::Operation;
@@ -337,8 +336,8 @@ impl EdgeClient {
         let response = self.send(operation, api, build).await?;
         let answer = self.body(response, operation.answer_limit(page_size)).await?;
         let bytes = &answer.bytes;
-        if self.config.strict_contract {
-            contract::check_answer(operation, bytes).map_err(ApiError::Decode)?;
+        if let Some(check) = self.config.answer_check {
+            check(operation, bytes).map_err(ApiError::Decode)?;
         }
         let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
         serde_path_to_error::deserialize(deserializer)

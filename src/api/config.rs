@@ -158,6 +158,9 @@ pub fn default_logging_quota() -> Quota {
         .allow_burst(NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN))
 }
 
+/// A check of an operation's answer body: `Err` says what is wrong with it.
+pub type AnswerCheck = fn(crate::api::Operation, &[u8]) -> Result<(), String>;
+
 /// Everything the client needs to reach the platform.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -185,11 +188,13 @@ pub struct ClientConfig {
     pub answer_budget_bytes: usize,
     /// Where plain `http` may carry credentials.
     pub plain_http: PlainHttp,
-    /// For tests of a platform or an emulator: every answer of an operation with a
-    /// published schema must have the platform's form (what it always sends,
-    /// `Required::AlwaysSent`), or the call fails with `Decode`. Off, the client reads
-    /// leniently: missing and unknown members never fail a read.
-    pub strict_contract: bool,
+    /// A check of every answer before it is decoded; a failed one fails the call with
+    /// `Decode`. Tests of a platform or an emulator set
+    /// [`crate::api::contract::check_answer`]: every answer of an operation with a
+    /// published schema must have the platform's form. `None`: the client reads
+    /// leniently, missing and unknown members never fail a read (and a binary that sets
+    /// none does not carry the schemas).
+    pub answer_check: Option<AnswerCheck>,
     /// The certificate authorities trusted, and the proxy of https requests.
     pub transport: Transport,
 }
@@ -291,7 +296,7 @@ impl ClientConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             answer_budget_bytes: DEFAULT_ANSWER_BUDGET_BYTES,
             plain_http: PlainHttp::default(),
-            strict_contract: false,
+            answer_check: None,
             transport: Transport::default(),
         }
     }

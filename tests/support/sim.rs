@@ -78,7 +78,8 @@ fn client_with(
         edge_operator::api::Credentials::AccessKey(edge_operator::api::Secret::new(ACCESS_KEY)),
     );
     config.retry = retry;
-    config.strict_contract = strict;
+    config.answer_check =
+        strict.then_some(edge_operator::api::contract::check_answer as edge_operator::api::AnswerCheck);
     edge_operator::api::EdgeClient::new(config).expect("valid config")
 }
 
