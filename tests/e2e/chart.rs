@@ -600,8 +600,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rbac\n  namespace: {}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  deletionPolicy: Restore\n",
         namespace.name
     );
-    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{err}");
+    cluster().apply(&yaml);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     eventually("Ready as the ServiceAccount", Duration::from_secs(45), || async {
         let object = api.get("rbac").await.ok()?;

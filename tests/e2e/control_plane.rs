@@ -45,8 +45,7 @@ async fn apiserver_is_ready_and_reports_the_pinned_version() {
 #[tokio::test]
 async fn crd_is_established_and_its_schema_enforced() {
     let cluster = cluster();
-    let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(WIDGET_CRD));
-    assert!(ok, "{stderr}");
+    cluster.apply(WIDGET_CRD);
     let (ok, _, stderr) = cluster.kubectl(
         &[
             "wait",
@@ -67,8 +66,7 @@ async fn crd_is_established_and_its_schema_enforced() {
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(0)));
     assert!(!ok, "a schema violation must be rejected");
     assert!(stderr.contains("spec.size"), "the message names the field: {stderr}");
-    let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(3)));
-    assert!(ok, "{stderr}");
+    cluster.apply(&widget(3));
 }
 
 #[tokio::test]

@@ -15,11 +15,6 @@ use crate::support::sim::{add_fault, example_fixtures, set_app_status, start};
 
 const SETTLE: Duration = Duration::from_secs(45);
 
-fn apply(yaml: &str) {
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
-    assert!(ok, "{stderr}");
-}
-
 fn condition_of(namespace: &str, resource: &str, type_: &str) -> Option<(String, String, i64)> {
     let object = crate::support::gitops::get_json(namespace, resource);
     let generation = object["metadata"]["generation"].as_i64()?;
@@ -95,7 +90,7 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
         watch("unknown-app", "app-nope", ""),
         watch("missing-secret", "app-shop", &format!(", {missing_secret}")),
     ] {
-        apply(&yaml);
+        cluster().apply(&yaml);
     }
 
     let mut table: Vec<(&str, Verdict, Verdict)> = Vec::new();
@@ -186,7 +181,7 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
         json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101",
                "status": 500, "count": 1000}),
     );
-    apply(&access_list("converged", "configurationId: 9101", "Challenge", ""));
+    cluster().apply(&access_list("converged", "configurationId: 9101", "Challenge", ""));
     eventually("generation 2 observed while the platform fails", SETTLE, || async {
         let (status, reason, generation) = condition_of(ns, "accesslistconfig/converged", "Synced")?;
         (status == "False" && reason == "ServerError" && generation == 2).then_some(())

@@ -236,8 +236,7 @@ async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_co
         .collect();
     let service_account =
         format!("---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {account}, namespace: {ns}}}\n");
-    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&format!("{rbac}{service_account}")));
-    assert!(ok, "{err}");
+    cluster().apply(&format!("{rbac}{service_account}"));
 
     let sim = start(example_fixtures()).await;
     let operator_metrics = format!("127.0.0.1:{}", free_port());

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::operator::{Operator, eventually, wait_for_condition};
-use crate::support::sim::{example_fixtures, start};
+use crate::support::sim::{await_journal, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::RunningSim;
 use k8s_openapi::api::core::v1::Event;
@@ -18,8 +18,7 @@ fn apply(namespace: &str, name: &str, spec: &str) {
     let yaml = format!(
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n{spec}"
     );
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml);
 }
 
 async fn ready_with_reason(api: &Api<AccessListConfig>, name: &str, status: &str, reason: &str) -> AccessListConfig {
@@ -43,7 +42,7 @@ fn platform_list(sim: &RunningSim, configuration: i64) -> (bool, i32) {
 async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("alc");
-    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
 
     apply(
@@ -88,7 +87,9 @@ async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
         .expect("Synced");
     assert_eq!(synced.reason, "Observed");
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator
+        .look_again(&namespace.name, "accesslistconfigs", "AccessListConfig", 4)
+        .await;
     assert_eq!(patches(&sim, 9101), 1, "exactly one PATCH for the generation");
     assert_eq!(patches(&sim, 9102), 1, "by name: one PATCH (9102 is the Tor list)");
     assert_eq!(platform_list(&sim, 9101), (true, 3));
@@ -122,13 +123,21 @@ async fn observe_never_patches() {
         message.contains("isEnabled should be true") && message.contains("action should be Log"),
         "{message}"
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Two resyncs read the zone again: still no write.
+    await_journal(
+        &sim,
+        "GET",
+        "/access-lists",
+        journal_count(&sim, "GET", "/access-lists"),
+        2,
+    )
+    .await;
     assert_eq!(patches(&sim, 9101), 0);
     assert_eq!(platform_list(&sim, 9101), (false, 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drift_is_corrected_within_the_resync_with_an_event() {
+async fn drift_is_corrected_at_the_resync_with_an_event() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("drift");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--resync", "2s"]);
@@ -279,7 +288,7 @@ async fn a_restore_point_aimed_at_another_zone_is_not_used() {
 async fn paused_objects_are_left_alone_until_resumed() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("paused");
-    let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     let yaml = |paused: &str| {
         format!(
@@ -287,8 +296,7 @@ async fn paused_objects_are_left_alone_until_resumed() {
             namespace.name
         )
     };
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml("true")));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml("true"));
     eventually("Synced=False Paused", WAIT, || async {
         let status = api.get("held").await.ok()?.status?;
         status
@@ -298,10 +306,11 @@ async fn paused_objects_are_left_alone_until_resumed() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator
+        .look_again(&namespace.name, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
     assert_eq!(patches(&sim, 9101), 0, "paused: no write");
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml("false")));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml("false"));
     ready_with_reason(&api, "held", "True", "InSync").await;
     assert_eq!(patches(&sim, 9101), 1);
 }

@@ -55,8 +55,7 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
         "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: shop\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    top: 2\n    warnThreshold: 120\n  cdn:\n    window: 1h\n",
         namespace.name
     );
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml);
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
 
     let status = eventually("the first poll", Duration::from_secs(30), || async {
@@ -185,8 +184,7 @@ async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap
         "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: flooded\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    groupBy: [ua, url]\n    top: 50\n",
         namespace.name
     );
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml);
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
     let status = eventually("rules and events summarised", Duration::from_secs(60), || async {
         let status = api.get("flooded").await.ok()?.status?;

@@ -16,8 +16,24 @@ fn apply_alc(namespace: &str, name: &str, configuration: i64, enabled: bool) {
     let yaml = format!(
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
     );
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml);
+}
+
+/// Who holds the operator's Lease in `namespace` (empty when nobody does yet).
+fn lease_holder(namespace: &str) -> String {
+    let (_, holder, _) = cluster().kubectl(
+        &[
+            "get",
+            "lease",
+            "edge-operator",
+            "-n",
+            namespace,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        None,
+    );
+    holder
 }
 
 async fn ready(api: &Api<AccessListConfig>, name: &str) {
@@ -57,10 +73,12 @@ async fn a_restarted_operator_converges_without_duplicate_writes() {
     first.kill();
     apply_alc(&namespace.name, "two", 9102, false);
     apply_alc(&namespace.name, "three", 9201, false);
-    let _second = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let second = Operator::start(&namespace.name, &sim.base_url(), &[]);
     ready(&api, "two").await;
     ready(&api, "three").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    second
+        .look_again(&namespace.name, "accesslistconfigs", "AccessListConfig", 3)
+        .await;
     for configuration in [9101, 9102, 9201] {
         assert_eq!(
             journal_count(&sim, "PATCH", &format!("/configurations/{configuration}")),
@@ -86,12 +104,18 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
         ]
     };
     let mut alpha = Operator::start(&namespace.name, &sim.base_url(), &election("alpha"));
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    eventually("alpha to hold the Lease", WAIT, || async {
+        (lease_holder(&namespace.name) == "alpha").then_some(())
+    })
+    .await;
     let mut beta = Operator::start(&namespace.name, &sim.base_url(), &election("beta"));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     apply_alc(&namespace.name, "one", 9101, true);
     ready(&api, "one").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    eventually("beta to run as the standby", WAIT, || async {
+        (beta.sample("edge_operator_leader").await? == 0.0).then_some(())
+    })
+    .await;
     assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1, "one writer");
     assert_eq!(
         journal_count(&sim, "GET", "/access-lists"),
@@ -99,18 +123,7 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
         "the standby does not even read"
     );
 
-    let (_, holder, _) = cluster().kubectl(
-        &[
-            "get",
-            "lease",
-            "edge-operator",
-            "-n",
-            &namespace.name,
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-        ],
-        None,
-    );
+    let holder = lease_holder(&namespace.name);
     match holder.as_str() {
         "alpha" => alpha.kill(),
         "beta" => beta.kill(),
@@ -118,18 +131,7 @@ async fn with_two_replicas_only_the_leader_writes_and_a_standby_takes_over() {
     }
     apply_alc(&namespace.name, "two", 9102, false);
     ready(&api, "two").await;
-    let (_, new_holder, _) = cluster().kubectl(
-        &[
-            "get",
-            "lease",
-            "edge-operator",
-            "-n",
-            &namespace.name,
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-        ],
-        None,
-    );
+    let new_holder = lease_holder(&namespace.name);
     assert_ne!(new_holder, holder, "the standby holds the lease now");
     assert_eq!(
         journal_count(&sim, "PATCH", "/configurations/9101"),
@@ -171,8 +173,7 @@ async fn readiness_comes_back_when_forbidden_watches_are_allowed_even_with_no_ob
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: operator, namespace: {ns}}}\nrules:\n- apiGroups: [edgeplatform.io]\n  resources: ['*']\n  verbs: [get, list, watch, patch]\n- apiGroups: ['']\n  resources: [secrets]\n  verbs: [get, list, watch, patch]\n- apiGroups: [events.k8s.io]\n  resources: [events]\n  verbs: [create, patch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: operator, namespace: {ns}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: operator}}\nsubjects: [{{kind: ServiceAccount, name: operator, namespace: {ns}}}]\n",
         ns = namespace.name
     );
-    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(&rbac));
-    assert!(ok, "{err}");
+    cluster().apply(&rbac);
     eventually(
         "/readyz passes once the watches answer, with no object to reconcile",
         Duration::from_secs(90),

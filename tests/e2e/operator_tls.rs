@@ -17,8 +17,7 @@ fn apply_by_id(namespace: &str) {
     let yaml = format!(
         "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: by-id\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n"
     );
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(&yaml));
-    assert!(ok, "{stderr}");
+    cluster().apply(&yaml);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

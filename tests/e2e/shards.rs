@@ -86,11 +86,6 @@ fn object(namespace: &str, name: &str, shard: &str, configuration: i64, enabled:
     )
 }
 
-fn apply(yaml: &str) {
-    let (ok, _, stderr) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
-    assert!(ok, "{stderr}");
-}
-
 fn is_ready(object: &AccessListConfig) -> bool {
     object.status.as_ref().is_some_and(|s| {
         s.conditions.iter().any(|c| {
@@ -113,7 +108,7 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
     let ns = namespace.name.as_str();
     let shard_a = Shard::start(ns, &sim.base_url(), "a");
     let shard_b = Shard::start(ns, &sim.base_url(), "b");
-    apply(&format!(
+    cluster().apply(&format!(
         "{}---\n{}",
         object(ns, "list-a", "a", FIRST_CONFIGURATION, true),
         object(ns, "list-b", "b", FIRST_CONFIGURATION + 1, true)
@@ -154,7 +149,24 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
         (reconciled && !shard_a.shows("list-a").await).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Shard b looks at it once more: still nothing to write.
+    let handed_over = shard_b.reconciles().await.unwrap_or_default();
+    let (ok, _, stderr) = cluster().kubectl(
+        &[
+            "annotate",
+            "-n",
+            ns,
+            "accesslistconfig",
+            "list-a",
+            "edgeplatform.io/reconcile-requested-at=look-again",
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    eventually("shard b to look at list-a again", WAIT, || async {
+        (shard_b.reconciles().await? > handed_over).then_some(())
+    })
+    .await;
     assert_eq!(
         journal_count(&sim, "PATCH", &configuration(0)),
         1,
@@ -163,7 +175,7 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
     assert_eq!(shard_b.patches().await, Some(1.0));
 
     // Its next change is shard b's to write, and shard a's no more.
-    apply(&object(ns, "list-a", "b", FIRST_CONFIGURATION, false));
+    cluster().apply(&object(ns, "list-a", "b", FIRST_CONFIGURATION, false));
     eventually("shard b to write list-a's change", WAIT, || async {
         (platform_list(&sim, FIRST_CONFIGURATION) == Some((false, 2))).then_some(())
     })

@@ -18,11 +18,6 @@ fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -
     )
 }
 
-fn apply(yaml: &str) {
-    let (ok, _, err) = cluster().kubectl(&["apply", "-f", "-"], Some(yaml));
-    assert!(ok, "{err}");
-}
-
 /// Waits until the object is InSync with its current generation.
 async fn in_sync_with_spec(api: &Api<AccessListConfig>, name: &str, what: &str) {
     eventually(what, WAIT, || async {
@@ -180,7 +175,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     assert!(pods.iter().all(is_ready), "the standby is Ready too (its probes pass)");
 
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
-    apply(&access_list(&namespace, "failover", 9101, true));
+    cluster().apply(&access_list(&namespace, "failover", 9101, true));
     wait_for_condition(&api, "failover", "Ready", Some("True"), "InSync", WAIT).await;
     let patches = release.journal_count("PATCH", "/configurations/9101").await;
     assert_eq!(patches, 1);
@@ -237,7 +232,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
         assert_eq!(code, 0, "a clean exit on SIGTERM");
     }
 
-    apply(&access_list(&namespace, "failover", 9101, false));
+    cluster().apply(&access_list(&namespace, "failover", 9101, false));
     in_sync_with_spec(&api, "failover", "the new leader applies the change").await;
     assert_eq!(
         release.journal_count("PATCH", "/configurations/9101").await,
@@ -248,7 +243,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     // A rolling update (leader election: surge, then replace) while a change arrives.
     let change = tokio::task::spawn_blocking({
         let yaml = access_list(&namespace, "failover", 9101, true);
-        move || apply(&yaml)
+        move || cluster().apply(&yaml)
     });
     let (ok, _, err) = tokio::task::block_in_place(|| {
         release.helm(
@@ -315,7 +310,7 @@ async fn the_emulator_keeps_what_the_operator_wrote_on_its_volume_across_a_new_p
     let release = Release::install("node-state", "emulator", &["--set=emulator.persistence.enabled=true"]);
     let namespace = release.namespace.name.clone();
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
-    apply(&access_list(&namespace, "kept", 9101, true));
+    cluster().apply(&access_list(&namespace, "kept", 9101, true));
     in_sync_with_spec(&api, "kept", "the operator enabled configuration 9101").await;
     assert_eq!(release.journal_count("PATCH", "/configurations/9101").await, 1);
 

@@ -245,6 +245,12 @@ impl Cluster {
     }
 
     /// Applies every manifest in `dir`.
+    /// `kubectl apply` of a YAML document (or several, `---` apart).
+    pub(crate) fn apply(&self, yaml: &str) {
+        let (ok, _, stderr) = self.kubectl(&["apply", "-f", "-"], Some(yaml));
+        assert!(ok, "{stderr}");
+    }
+
     pub(crate) fn apply_dir(&self, dir: &Path) {
         let (ok, _, stderr) = self.kubectl(
             &[

@@ -6,6 +6,9 @@ use std::time::Duration;
 use super::cluster::cluster;
 use super::sim::ACCESS_KEY;
 
+/// How long the support waits for what the operator is expected to do.
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
+
 const LOG: &str = "operator.log";
 
 /// An operator process, killed when dropped; its key file and log live in a directory
@@ -13,6 +16,8 @@ const LOG: &str = "operator.log";
 pub(crate) struct Operator {
     child: Child,
     files: tempfile::TempDir,
+    /// Where its metrics are served, unless the test chose the address.
+    metrics_port: Option<u16>,
 }
 
 impl Operator {
@@ -51,8 +56,9 @@ impl Operator {
         if let Some(namespace) = namespace {
             command.args(["--namespace", namespace]);
         }
-        if !extra.contains(&"--metrics-addr") {
-            command.args(["--metrics-addr", "127.0.0.1:0"]);
+        let metrics_port = (!extra.contains(&"--metrics-addr")).then(free_port);
+        if let Some(port) = metrics_port {
+            command.args(["--metrics-addr", &format!("127.0.0.1:{port}")]);
         }
         if let Some(namespace) = namespace.filter(|_| !extra.contains(&"--default-key-namespaces")) {
             command.args(["--default-key-namespaces", namespace]);
@@ -67,7 +73,65 @@ impl Operator {
             .stderr(log)
             .spawn()
             .expect("edge-operator starts");
-        Self { child, files }
+        Self {
+            child,
+            files,
+            metrics_port,
+        }
+    }
+
+    /// A sample of the operator's metrics (0 when the series is absent); `None` while
+    /// it does not answer.
+    pub(crate) async fn sample(&self, series: &str) -> Option<f64> {
+        let port = self
+            .metrics_port
+            .expect("the operator's metrics address is the support's");
+        let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        Some(
+            text.lines()
+                .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or(0.0),
+        )
+    }
+
+    /// The reconciles of `kind` the operator counted, failed ones included; `None`
+    /// while it does not answer.
+    pub(crate) async fn reconciles(&self, kind: &str) -> Option<u64> {
+        let mut count = 0.0;
+        for result in ["success", "error"] {
+            let series = format!("edge_operator_reconciles_total{{kind=\"{kind}\",result=\"{result}\"}}");
+            count += self.sample(&series).await?;
+        }
+        Some(count as u64)
+    }
+
+    /// Asks the operator to reconcile every object of `resource` in `namespace` now
+    /// (`edgeplatform.io/reconcile-requested-at`, which a PullZoneCertificate takes as
+    /// a request to complete again), and waits until it has reconciled `kind` `objects`
+    /// more times: a "nothing happened" that follows is the operator's decision, not a
+    /// look it did not take yet.
+    pub(crate) async fn look_again(&self, namespace: &str, resource: &str, kind: &str, objects: u64) {
+        let before = eventually("the operator's metrics", WAIT, || self.reconciles(kind)).await;
+        let request = format!("edgeplatform.io/reconcile-requested-at=look-{before}");
+        let (ok, _, stderr) = cluster().kubectl(
+            &["annotate", "--overwrite", "-n", namespace, resource, "--all", &request],
+            None,
+        );
+        assert!(ok, "{stderr}");
+        self.await_reconciles(kind, before + objects).await;
+    }
+
+    /// Waits until the operator has reconciled `kind` at least `count` times.
+    pub(crate) async fn await_reconciles(&self, kind: &str, count: u64) {
+        eventually(&format!("{count} reconciles of {kind}"), WAIT, || async {
+            (self.reconciles(kind).await? >= count).then_some(())
+        })
+        .await;
     }
 
     pub(crate) fn pid(&self) -> u32 {

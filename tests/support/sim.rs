@@ -132,6 +132,18 @@ pub(crate) fn journal_count(sim: &RunningSim, method: &str, path_part: &str) -> 
         .count()
 }
 
+/// Waits until the emulator has answered `more` requests with `method` whose path
+/// contains `path_part` beyond the `since` it had already answered (e.g. the reads of
+/// resyncs, which prove the operator looked again).
+pub(crate) async fn await_journal(sim: &RunningSim, method: &str, path_part: &str, since: usize, more: usize) {
+    super::operator::eventually(
+        &format!("{more} more {method} {path_part} in the journal"),
+        super::operator::WAIT,
+        || async { (journal_count(sim, method, path_part) >= since + more).then_some(()) },
+    )
+    .await;
+}
+
 /// `(isEnabled, action)` of a configuration of the first Shield Zone, as the emulator holds it.
 pub(crate) fn platform_list(sim: &RunningSim, configuration: i64) -> Option<(bool, i64)> {
     let world = sim.sim.world();
