@@ -1,7 +1,20 @@
 //! edge-operator: run an edge platform (CDN, Shield WAF, container apps) from Kubernetes.
 //!
-//! - [`api`]: the typed client of the Edge Platform API and its wire models;
-//! - [`sim`]: `edge-sim`, an offline emulator of the whole API.
+//! One crate, three binaries that only parse their arguments and dispatch here:
+//!
+//! - [`api`]: the typed client of the Edge Platform API (`EdgeClient`, its
+//!   configuration, errors and wire models) and the platform's published schemas;
+//! - [`crd`]: the custom resources (`AccessListConfig`, `PullZoneCertificate`,
+//!   `ContainerAppWatch`) and their CRDs;
+//! - [`controller`]: `edge-operator`, the reconcile framework, one reconcile per kind
+//!   and the runtime around them (`controller::runtime::run`);
+//! - [`sim`]: `edge-sim`, an offline emulator of the whole API, in-process
+//!   (`sim::spawn`) or as a server;
+//! - [`cli`]: `edgectl`, the commands over the client and their rendering;
+//! - [`telemetry`], [`signal`]: logging and the stop signals the binaries share.
+//!
+//! Modules depend one way: `controller` on `api` and `crd`; `cli` on those and the
+//! kinds' pure plans (`edgectl plan`); `sim` on `api`.
 
 pub mod api;
 pub mod cli;

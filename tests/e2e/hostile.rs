@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
-use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
+use crate::support::operator::{HasConditions, Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{
     ACCESS_KEY, add_fault, await_journal, example_fixtures, http, journal_count, platform_list, start,
 };
@@ -59,13 +59,7 @@ async fn long_and_huge_retry_after_become_a_requeue_with_a_condition_not_a_sleep
             Duration::from_secs(20),
         )
         .await;
-        let synced = object
-            .status
-            .expect("status")
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == "Synced")
-            .expect("Synced");
+        let synced = object.condition("Synced").expect("Synced");
         assert!(synced.message.contains("next attempt at"), "{}", synced.message);
     }
     assert_eq!(
@@ -185,10 +179,7 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
 
     // The rejected key keeps the object, stalled, saying what a person can do.
     let stalled = wait_for_condition(&api, "revoked", "Stalled", Some("True"), "RestoreHeld", WAIT).await;
-    let stalled = stalled
-        .status
-        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Stalled"))
-        .expect("Stalled");
+    let stalled = stalled.condition("Stalled").expect("Stalled");
     assert!(
         stalled.message.starts_with("Unauthorized holds the restore")
             && stalled.message.contains("fix the credentials")
@@ -268,11 +259,7 @@ async fn the_default_key_is_refused_outside_the_listed_namespaces_and_a_refused_
         WAIT,
     )
     .await;
-    let message = refused
-        .status
-        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = refused.condition("Ready").map(|c| c.message).unwrap_or_default();
     assert!(message.contains("may not be used in namespace"), "{message}");
     assert_eq!(
         journal_count(&sim, "PATCH", "/shield/"),
@@ -377,13 +364,7 @@ async fn two_objects_on_one_configuration_do_not_fight() {
     let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     wait_for_condition(&api, "first", "Ready", Some("True"), "InSync", WAIT).await;
     let second = wait_for_condition(&api, "second", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
-    let ready = second
-        .status
-        .expect("status")
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready");
+    let ready = second.condition("Ready").expect("Ready");
     assert!(
         ready.message.contains("AccessListConfig \"first\""),
         "{}",

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually, wait_for_condition};
+use crate::support::operator::{HasConditions, Operator, eventually, wait_for_condition};
 use crate::support::sim::{await_journal, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::RunningSim;
@@ -80,11 +80,7 @@ async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     ready_with_reason(&api, "by-name", "True", "InSync").await;
     ready_with_reason(&api, "in-sync", "True", "InSync").await;
     let observer = ready_with_reason(&api, "observer", "False", "Drifted").await;
-    let synced = observer
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Synced").cloned())
-        .expect("Synced");
+    let synced = observer.condition("Synced").expect("Synced");
     assert_eq!(synced.reason, "Observed");
 
     operator
@@ -109,16 +105,7 @@ async fn observe_never_patches() {
         "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Log\n  managementPolicy: Observe\n",
     );
     let object = ready_with_reason(&api, "watcher", "False", "Drifted").await;
-    let message = object
-        .status
-        .as_ref()
-        .and_then(|s| {
-            s.conditions
-                .iter()
-                .find(|c| c.type_ == "Ready")
-                .map(|c| c.message.clone())
-        })
-        .unwrap_or_default();
+    let message = object.condition("Ready").map(|c| c.message).unwrap_or_default();
     assert!(
         message.contains("isEnabled should be true") && message.contains("action should be Log"),
         "{message}"

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually};
+use crate::support::operator::{HasConditions, Operator, eventually};
 use crate::support::sim::{example_fixtures, set_app_status, start};
 use edge_operator::crd::container_app_watch::ContainerAppWatch;
 use kube::Api;
@@ -131,18 +131,13 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
 
     set_app_status(&base, "app-shop", "failing").await;
     let failing = eventually("AppReady False", Duration::from_secs(15), || async {
-        let status = api.get("shop").await.ok()?.status?;
-        let ready = status.conditions.iter().find(|c| c.type_ == "AppReady")?.clone();
+        let ready = api.get("shop").await.ok()?.condition("AppReady")?;
         (ready.reason == "Failing").then_some(ready)
     })
     .await;
     assert_eq!(format!("{:?}", failing.status), "False");
-    let stalled = api.get("shop").await.expect("object").status.expect("status");
-    let stalled = stalled
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Stalled")
-        .expect("Stalled");
+    let stalled = api.get("shop").await.expect("object");
+    let stalled = stalled.condition("Stalled").expect("Stalled");
     assert_eq!(stalled.reason, "Failing", "a failing app waits for a person");
     assert!(
         sim.sim

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, wait_for_condition};
+use crate::support::operator::{HasConditions, Operator, wait_for_condition};
 use crate::support::sim::example_fixtures;
 use crate::support::tls::{PrivateCa, https_sim};
 use edge_operator::crd::access_list_config::AccessListConfig;
@@ -39,11 +39,7 @@ async fn a_private_ca_given_with_ca_file_is_trusted_and_an_untrusted_one_is_name
     apply_by_id(&untrusting.name);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &untrusting.name);
     let refused = wait_for_condition(&api, "by-id", "Stalled", Some("True"), "TlsError", WAIT).await;
-    let message = refused
-        .status
-        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Stalled"))
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = refused.condition("Stalled").map(|c| c.message).unwrap_or_default();
     assert!(
         message.contains(&sim.addr.to_string()) && message.contains("not signed by a trusted CA"),
         "{message}"

@@ -4,14 +4,15 @@
 
 use std::time::{Duration, Instant};
 
+use edge_operator::controller::kinds::access_list::SECRET_IN_USE_FINALIZER;
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::document::SimAccessList;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually};
+use crate::support::operator::{HasConditions, Operator, eventually};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -42,11 +43,8 @@ async fn ready_count(api: &Api<AccessListConfig>) -> usize {
     objects
         .iter()
         .filter(|o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == edge_operator::crd::ConditionStatus::True)
-            })
+            o.condition("Ready")
+                .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
         })
         .count()
 }
@@ -58,8 +56,9 @@ async fn namespace_gone(name: &str) -> bool {
 
 /// `objects` Restore objects share one Secret; their namespace is deleted (the operator
 /// killed and started again once some, not all, have restored when `restart`). Every
-/// configuration is restored and the namespace is gone within [`TEARDOWN_LIMIT`] of
-/// the deletion (of the restart, with one). Returns the time from deletion to gone.
+/// configuration is restored, every object released and the Secret's in-use finalizer
+/// removed within [`TEARDOWN_LIMIT`] of the deletion (of the restart, with one), and
+/// the namespace is gone. Returns the time from deletion to gone.
 async fn teardown(objects: i64, restart: bool) -> Duration {
     let mut document = example_fixtures();
     for index in 0..objects {
@@ -109,7 +108,26 @@ async fn teardown(objects: i64, restart: bool) -> Duration {
         running = operator(&namespace.name, &sim.base_url());
         limit_from = Instant::now();
     }
-    eventually("the namespace to be gone", TEARDOWN_LIMIT, || async {
+    // The operator's part: every object restored and released, and the Secret's in-use
+    // finalizer removed. The namespace controller then removes what is left, on its
+    // own backoff, which a loaded cluster stretches.
+    let secrets: Api<Secret> = Api::namespaced(cluster().client().await, &namespace.name);
+    eventually(
+        "the objects released and the Secret unprotected",
+        TEARDOWN_LIMIT,
+        || async {
+            let left = api.list(&Default::default()).await.ok()?.items.len();
+            let protected = secrets
+                .get_opt("shared-key")
+                .await
+                .ok()?
+                .is_some_and(|secret| secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER));
+            (left == 0 && !protected).then_some(())
+        },
+    )
+    .await;
+    let released = limit_from.elapsed();
+    eventually("the namespace to be gone", WAIT, || async {
         namespace_gone(&namespace.name).await.then_some(())
     })
     .await;
@@ -124,9 +142,8 @@ async fn teardown(objects: i64, restart: bool) -> Duration {
         );
     }
     eprintln!(
-        "teardown of {objects} objects sharing a Secret{}: namespace gone {took:?} after its deletion ({:?} after the restart)",
+        "teardown of {objects} objects sharing a Secret{}: released {released:?} after the deletion (or the restart), namespace gone {took:?} after its deletion",
         if restart { ", operator restarted half-way" } else { "" },
-        limit_from.elapsed()
     );
     took
 }
@@ -170,7 +187,7 @@ async fn claimed_together(count: usize) {
         let ready: Vec<(String, String)> = objects
             .iter()
             .filter_map(|o| {
-                let ready = o.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")?;
+                let ready = o.condition("Ready")?;
                 Some((format!("{:?}", ready.status), ready.reason.clone()))
             })
             .collect();

@@ -227,6 +227,11 @@ pub(crate) trait HasConditions:
             .and_then(|object| serde_json::from_value(object["status"]["conditions"].clone()).ok())
             .unwrap_or_default()
     }
+
+    /// The condition of `type_`, if the status has one.
+    fn condition(&self, type_: &str) -> Option<edge_operator::crd::Condition> {
+        self.conditions().into_iter().find(|c| c.type_ == type_)
+    }
 }
 
 impl<K> HasConditions for K where
@@ -246,7 +251,7 @@ pub(crate) async fn wait_for_condition<K: HasConditions>(
 ) -> K {
     let found = within(timeout, || async {
         let object = api.get_opt(name).await.ok().flatten()?;
-        let condition = object.conditions().into_iter().find(|c| c.type_ == type_)?;
+        let condition = object.condition(type_)?;
         let status_matches = status.is_none_or(|s| format!("{:?}", condition.status) == s);
         (status_matches && condition.reason == reason).then_some(object)
     })
