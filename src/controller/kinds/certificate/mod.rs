@@ -148,23 +148,22 @@ pub(crate) fn after_attempt(
         }
         Err(error) => error,
     };
-    // The same cases as `certificate_reason`: no Pull Zone has the hostname, or the key
-    // was refused.
-    let (wait, message) = match error {
-        ApiError::NotFound(_) => (
+    let reason = certificate_reason(error);
+    let (wait, message) = match reason {
+        r if r == CertificateReason::HostnameNotFound.as_str() => (
             None,
             format!(
                 "{} is not registered on any Pull Zone; fix spec.hostname",
                 spec.hostname
             ),
         ),
-        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => (Some(UNAUTHORIZED_RETRY), error.to_string()),
+        r if r == Reason::Unauthorized.as_str() => (Some(UNAUTHORIZED_RETRY), error.to_string()),
         _ => (
             Some(backoff.max(error.retry_after().unwrap_or_default())),
             error.to_string(),
         ),
     };
-    let ready = Decided::new(ConditionType::Ready, false, certificate_reason(error), message);
+    let ready = Decided::new(ConditionType::Ready, false, reason, message);
     let status = PullZoneCertificateStatus {
         conditions: merge(&previous.conditions, &[ready], generation, &stamp),
         attempts,
