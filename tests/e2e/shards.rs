@@ -10,7 +10,7 @@ use edge_operator::sim::document::SimAccessList;
 use kube::Api;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually, free_port};
+use crate::support::operator::{Operator, eventually};
 use crate::support::sim::{example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -19,21 +19,17 @@ const SHARD_LABEL: &str = "sharding.edgeplatform.io/key";
 const FIRST_CONFIGURATION: i64 = 9500;
 
 struct Shard {
-    _operator: Operator,
-    metrics: String,
+    operator: Operator,
 }
 
 impl Shard {
     fn start(namespace: &str, api_url: &str, key: &str) -> Self {
-        let addr = format!("127.0.0.1:{}", free_port());
         let selector = format!("{SHARD_LABEL}={key}");
         let lease = format!("edge-operator-shard-{key}");
         let operator = Operator::start(
             namespace,
             api_url,
             &[
-                "--metrics-addr",
-                &addr,
                 "--watch-label-selector",
                 &selector,
                 "--leader-elect",
@@ -45,37 +41,23 @@ impl Shard {
                 "--object-metrics",
             ],
         );
-        Self {
-            _operator: operator,
-            metrics: format!("http://{addr}/metrics"),
-        }
-    }
-
-    /// A sample of the shard's metrics (0 when absent), `None` while it does not answer.
-    async fn sample(&self, series: &str) -> Option<f64> {
-        let text = reqwest::get(&self.metrics).await.ok()?.text().await.ok()?;
-        Some(
-            text.lines()
-                .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-                .unwrap_or(0.0),
-        )
+        Self { operator }
     }
 
     async fn patches(&self) -> Option<f64> {
-        self.sample(r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"}"#)
+        self.operator
+            .sample(r#"edge_operator_platform_requests_total{operation="update_access_list",status_class="2xx"}"#)
             .await
     }
 
     async fn reconciles(&self) -> Option<f64> {
-        self.sample(r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#)
+        self.operator
+            .sample(r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"}"#)
             .await
     }
 
     async fn shows(&self, name: &str) -> bool {
-        let text = match reqwest::get(&self.metrics).await {
-            Ok(response) => response.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        };
+        let text = self.operator.metrics().await.unwrap_or_default();
         text.contains(&format!("name=\"{name}\""))
     }
 }

@@ -80,18 +80,23 @@ impl Operator {
         }
     }
 
-    /// A sample of the operator's metrics (0 when the series is absent); `None` while
-    /// it does not answer.
-    pub(crate) async fn sample(&self, series: &str) -> Option<f64> {
+    /// The operator's metrics as it exposes them; `None` while it does not answer.
+    pub(crate) async fn metrics(&self) -> Option<String> {
         let port = self
             .metrics_port
             .expect("the operator's metrics address is the support's");
-        let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
             .await
             .ok()?
             .text()
             .await
-            .ok()?;
+            .ok()
+    }
+
+    /// A sample of the operator's metrics (0 when the series is absent); `None` while
+    /// it does not answer.
+    pub(crate) async fn sample(&self, series: &str) -> Option<f64> {
+        let text = self.metrics().await?;
         Some(
             text.lines()
                 .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
