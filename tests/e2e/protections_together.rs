@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{HasConditions, Operator, eventually};
+use crate::support::operator::{HasConditions, Operator, eventually, within};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -112,20 +112,26 @@ async fn teardown(objects: i64, restart: bool) -> Duration {
     // finalizer removed. The namespace controller then removes what is left, on its
     // own backoff, which a loaded cluster stretches.
     let secrets: Api<Secret> = Api::namespaced(cluster().client().await, &namespace.name);
-    eventually(
-        "the objects released and the Secret unprotected",
-        TEARDOWN_LIMIT,
-        || async {
-            let left = api.list(&Default::default()).await.ok()?.items.len();
-            let protected = secrets
-                .get_opt("shared-key")
-                .await
-                .ok()?
-                .is_some_and(|secret| secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER));
-            (left == 0 && !protected).then_some(())
-        },
-    )
+    let left = || async {
+        let objects = api.list(&Default::default()).await.ok()?.items;
+        let protected = secrets
+            .get_opt("shared-key")
+            .await
+            .ok()?
+            .is_some_and(|secret| secret.finalizers().iter().any(|f| f == SECRET_IN_USE_FINALIZER));
+        Some((objects.iter().map(|o| o.name_any()).collect::<Vec<_>>(), protected))
+    };
+    let done = within(TEARDOWN_LIMIT, || async {
+        left()
+            .await
+            .filter(|(objects, protected)| objects.is_empty() && !protected)
+    })
     .await;
+    assert!(
+        done.is_some(),
+        "the objects released and the Secret unprotected within {TEARDOWN_LIMIT:?}; left (objects, Secret protected): {:?}",
+        left().await
+    );
     let released = limit_from.elapsed();
     eventually("the namespace to be gone", WAIT, || async {
         namespace_gone(&namespace.name).await.then_some(())

@@ -58,7 +58,7 @@ async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Resu
     let mut cx = Cx::new(kind, object, now);
     cx.ensure_leader()?;
     if object.meta().deletion_timestamp.is_some() {
-        return delete(object, &cx).await;
+        return delete(object, kind, cx.now).await;
     }
     let generation = object.meta().generation;
     if is_paused(object) {
@@ -175,27 +175,40 @@ pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object
     }
 }
 
-async fn delete<K: Reconciled>(object: &K, cx: &Cx<'_, K>) -> Result<Action, Failure<K>> {
-    let name = object.name_any();
-    cx.ctx.metrics.forget(K::KIND, &cx.namespace, &name);
-    cx.ctx.failures.forget(&object_key(object));
+/// Cleans up a deleted object, then removes its finalizer. The clean-up acts on the
+/// object as the apiserver holds it now: the cached copy may predate an earlier pass's
+/// release, and cleaning up from it would write the platform again for an object that
+/// is gone.
+async fn delete<K: Reconciled>(cached: &K, kind: &KindContext<K>, now: Now) -> Result<Action, Failure<K>> {
+    let name = cached.name_any();
+    let namespace = cached.namespace().unwrap_or_default();
+    kind.shared.metrics.forget(K::KIND, &namespace, &name);
+    kind.shared.failures.forget(&object_key(cached));
     let Some(finalizer) = K::FINALIZER else {
+        return Ok(Action::await_change());
+    };
+    if !cached.finalizers().iter().any(|f| f == finalizer) {
+        return Ok(Action::await_change());
+    }
+    let api: Api<K> = Api::namespaced(kind.shared.kube.clone(), &namespace);
+    let Some(object) = api.get_opt(&name).await? else {
         return Ok(Action::await_change());
     };
     let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(Action::await_change());
     };
-    let events = match object.cleanup(cx, is_paused(object)).await {
+    let cx = Cx::new(kind, &object, now);
+    let events = match object.cleanup(&cx, is_paused(&object)).await {
         Ok(events) => events,
         Err(error) => {
             // The object stays until the clean-up succeeds or is given up: its status
             // says why, and what a person can do.
-            report_failure(object, cx, &error).await?;
+            report_failure(&object, &cx, &error).await?;
             return Err(error);
         }
     };
     for event in &events {
-        publish(cx.ctx, object, event).await;
+        publish(cx.ctx, &object, event).await;
     }
     remove_finalizer(&cx.api, &name, index, finalizer).await
 }

@@ -80,9 +80,10 @@ fn status_written(patch: Value) -> Value {
     written
 }
 
-/// A mock apiserver that answers every write with `object` (or the request body for
-/// Events), every Secret read with 404, and logs each call.
-fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
+/// A mock apiserver that answers every read and write of the object with `held` (404
+/// when it is gone), Events with the request body, every Secret read with 404, and
+/// logs each call.
+fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies) -> kube::Client {
     crate::controller::framework::mock_apiserver::client(move |request, mut body| {
         let path = request.uri.path().to_string();
         let call = format!("kube {} {path}", request.method);
@@ -94,15 +95,18 @@ fn mock_apiserver(log: CallLog, object: Value, bodies: Bodies) -> kube::Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((call, body.clone()));
-        if path.contains("/secrets/") {
+        let not_found = || {
             (
                 404,
                 json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
             )
-        } else if path.contains("/events") {
+        };
+        if path.contains("/events") {
             (201, body)
+        } else if path.contains("/secrets/") {
+            not_found()
         } else {
-            (200, object.clone())
+            held.clone().map_or_else(not_found, |object| (200, object))
         }
     })
 }
@@ -138,13 +142,14 @@ fn defaults<S: clap::Args + clap::FromArgMatches>() -> S {
     S::from_arg_matches(&flags).unwrap_or_else(|e| panic!("defaults: {e}"))
 }
 
-async fn harness(object: &Value, document: SimDocument) -> Harness {
+/// A harness whose apiserver holds `held` (nothing: the object is gone).
+async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
     let sim = crate::sim::spawn(document)
         .await
         .unwrap_or_else(|e| panic!("edge-sim: {e}"));
     let log = CallLog::default();
     let bodies = Bodies::default();
-    let kube = mock_apiserver(log.clone(), object.clone(), bodies.clone());
+    let kube = mock_apiserver(log.clone(), held.cloned(), bodies.clone());
     let config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
@@ -209,7 +214,7 @@ fn access_list(extra_metadata: Value, status: Value) -> Value {
 #[tokio::test]
 async fn access_list_records_the_restore_point_in_status_before_its_one_write() {
     let value = access_list(json!({}), Value::Null);
-    let h = harness(&value, document()).await;
+    let h = harness(Some(&value), document()).await;
     let action = reconcile(object::<AccessListConfig>(&value), h.ctx()).await;
     assert!(action.is_ok(), "{action:?}");
     let object_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors";
@@ -251,7 +256,7 @@ async fn access_list_records_the_restore_point_in_status_before_its_one_write() 
 #[tokio::test]
 async fn a_converged_access_list_is_neither_written_nor_patched() {
     let first = access_list(json!({}), Value::Null);
-    let h = harness(&first, document()).await;
+    let h = harness(Some(&first), document()).await;
     assert!(reconcile(object::<AccessListConfig>(&first), h.ctx()).await.is_ok());
     let written = h
         .bodies
@@ -281,9 +286,13 @@ async fn deleting_restores_then_removes_exactly_our_finalizer() {
     let value = access_list(metadata, status);
     let mut fixtures = document();
     fixtures.shield_zones[0].access_lists[0].set_enabled(true);
-    let h = harness(&value, fixtures).await;
+    let h = harness(Some(&value), fixtures).await;
     assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
+    let read = h
+        .log
+        .position("kube GET /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
     let restore = h.log.position("platform update_access_list");
+    assert!(read < restore, "the clean-up acts on the object as it is now");
     let event = h
         .log
         .position("kube POST /apis/events.k8s.io/v1/namespaces/team/events");
@@ -308,9 +317,21 @@ async fn deleting_restores_then_removes_exactly_our_finalizer() {
 }
 
 #[tokio::test]
+async fn a_cached_copy_of_an_object_already_released_restores_nothing() {
+    let status = json!({"restorePoint": {"configurationId": 9101, "isEnabled": false, "action": 2}});
+    let metadata =
+        json!({"deletionTimestamp": "2026-11-20T12:00:00Z", "finalizers": ["edgeplatform.io/restore-access-list"]});
+    let cached = access_list(metadata, status);
+    let h = harness(None, document()).await;
+    assert!(reconcile(object::<AccessListConfig>(&cached), h.ctx()).await.is_ok());
+    assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
+    assert_eq!(h.log.count("kube PATCH"), 0, "{:?}", h.log.calls());
+}
+
+#[tokio::test]
 async fn paused_objects_get_one_status_write_and_no_platform_call() {
     let value = access_list(json!({"annotations": {"edgeplatform.io/paused": "true"}}), Value::Null);
-    let h = harness(&value, document()).await;
+    let h = harness(Some(&value), document()).await;
     assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
     assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
     assert_eq!(h.log.count("kube PATCH"), 1);
@@ -351,7 +372,7 @@ fn certificate(hostname: &str, secret: Option<&str>) -> Value {
 #[tokio::test]
 async fn a_certificate_is_completed_then_reported_once_with_an_event() {
     let value = certificate("shop.example.com", None);
-    let h = harness(&value, document()).await;
+    let h = harness(Some(&value), document()).await;
     assert!(reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await.is_ok());
     let calls = h.log.calls();
     let kinds: Vec<&str> = calls
@@ -372,7 +393,7 @@ async fn a_missing_secret_is_one_outcome_for_every_kind() {
     list["spec"]["accessKeySecretRef"] = json!({"name": "gone", "key": "accessKey"});
     let cert = certificate("shop.example.com", Some("gone"));
     for value in [list, cert, app_watch] {
-        let h = harness(&value, document()).await;
+        let h = harness(Some(&value), document()).await;
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let failed = match kind.as_str() {
             "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_err(),
@@ -425,7 +446,7 @@ async fn an_app_watch_reads_then_writes_status_once() {
         "metadata": {"name": "shop", "namespace": "team", "generation": 1, "uid": "u4"},
         "spec": {"appId": "app-shop", "shieldZoneId": 1001, "rateLimits": {"enabled": true}},
     });
-    let h = harness(&value, document()).await;
+    let h = harness(Some(&value), document()).await;
     assert!(reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await.is_ok());
     let calls = h.log.calls();
     assert_eq!(

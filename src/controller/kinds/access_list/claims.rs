@@ -331,13 +331,22 @@ impl Index {
         Some(entry)
     }
 
-    /// Replaces `me`'s entry (as known, else as `me` says) with `change` applied.
+    /// `me`'s entry with `change` applied, recorded only when the watch knows `me`: an
+    /// object it saw go stays gone, and needs no Secret, whatever a late pass says.
     fn update(&mut self, me: &AccessListConfig, change: impl FnOnce(&mut Entry)) -> Entry {
         let uid = Entry::of(me).age.1;
-        let mut entry = self.remove(&uid).unwrap_or_else(|| Entry::of(me));
-        change(&mut entry);
-        self.insert(entry.clone());
-        entry
+        match self.remove(&uid) {
+            Some(mut entry) => {
+                change(&mut entry);
+                self.insert(entry.clone());
+                entry
+            }
+            None => {
+                let mut entry = Entry::of(me);
+                change(&mut entry);
+                entry
+            }
+        }
     }
 
     /// Records that `me`'s credentials were refused: it claims nothing.
@@ -821,6 +830,20 @@ mod tests {
             !claims.needs_secret(&key("own")),
             "a's deletion was missed, the re-list tells"
         );
+    }
+
+    #[tokio::test]
+    async fn a_pass_that_outlives_its_object_does_not_bring_its_secret_need_back() {
+        let key = ("team".to_string(), "shared".to_string());
+        let mut restoring = restoring_with("a", "shared");
+        restoring.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
+        restoring.finalizers_mut().push(FINALIZER.into());
+        let claims = listed(&[&restoring]);
+        assert!(claims.needs_secret(&key));
+        assert_eq!(claims.follow(&Event::Delete(restoring.clone())), vec![key.clone()]);
+        assert_eq!(claims.claim(&restoring, &list(9101)).await, None);
+        claims.refuse(&restoring);
+        assert!(!claims.needs_secret(&key), "the watch saw it go");
     }
 
     #[tokio::test(start_paused = true)]
