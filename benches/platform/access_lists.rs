@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
-use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Secret};
+use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, SecretValue};
 use edge_operator::controller::framework::status::time::rfc3339;
 use edge_operator::controller::kinds::access_list::{converged_status, plan, resolve};
 use edge_operator::crd::SecretKeyRef;
@@ -170,7 +170,7 @@ async fn bare_client_work(
     let mut config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
-        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+        Credentials::AccessKey(SecretValue::new(ACCESS_KEY)),
     );
     config.retry = RetryPolicy::none();
     let platform = EdgeClient::new(config)?;

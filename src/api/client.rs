@@ -475,7 +475,7 @@ mod tests {
             ))
         });
         tokio::spawn(async move { axum::serve(listener, router).await });
-        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::Secret::new("k")));
+        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::SecretValue::new("k")));
         config.answer_budget_bytes = 1024;
         config.retry = crate::api::RetryPolicy::none();
         config.timeout = std::time::Duration::from_millis(500);
@@ -500,7 +500,7 @@ mod tests {
         let base = format!("http://{}", listener.local_addr().expect("address"));
         let router = axum::Router::new().fallback(move || std::future::ready(body.clone()));
         tokio::spawn(async move { axum::serve(listener, router).await });
-        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::Secret::new("k")));
+        let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::SecretValue::new("k")));
         config.answer_budget_bytes = 1024;
         config.timeout = std::time::Duration::from_secs(5);
         let app = EdgeClient::new(config).expect("client").get_app("app").await;

@@ -13,9 +13,9 @@ use super::transport::Transport;
 
 /// A credential value; its `Debug` output is redacted and it has no `Display`.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub struct SecretValue(String);
 
-impl Secret {
+impl SecretValue {
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
@@ -26,9 +26,9 @@ impl Secret {
     }
 }
 
-impl fmt::Debug for Secret {
+impl fmt::Debug for SecretValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
+        f.write_str("SecretValue(<redacted>)")
     }
 }
 
@@ -41,7 +41,7 @@ pub struct SecretFile {
     path: PathBuf,
     /// What the file holds, for error messages ("access key", "admin token").
     what: &'static str,
-    read: Mutex<Option<(FileStamp, Secret)>>,
+    read: Mutex<Option<(FileStamp, SecretValue)>>,
 }
 
 /// What tells that a file changed without reading it.
@@ -61,7 +61,7 @@ impl SecretFile {
 
     /// The credential as the file holds it now; the file is read only when its
     /// modification time or size changed.
-    pub fn current(&self) -> Result<Secret, String> {
+    pub fn current(&self) -> Result<SecretValue, String> {
         let unreadable =
             |e: std::io::Error| format!("the {} file {} cannot be read: {e}", self.what, self.path.display());
         let metadata = std::fs::metadata(&self.path).map_err(unreadable)?;
@@ -77,7 +77,7 @@ impl SecretFile {
         if value.is_empty() {
             return Err(format!("the {} file {} is empty", self.what, self.path.display()));
         }
-        let secret = Secret::new(value);
+        let secret = SecretValue::new(value);
         *read = Some((stamp, secret.clone()));
         Ok(secret)
     }
@@ -92,9 +92,9 @@ impl SecretFile {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Credentials {
     /// `AccessKey` header: accepted by every endpoint.
-    AccessKey(Secret),
+    AccessKey(SecretValue),
     /// `Authorization: Bearer` JWT: accepted by the logging API only.
-    Bearer(Secret),
+    Bearer(SecretValue),
 }
 
 /// The longest `Retry-After` the client believes; larger values are read as this.

@@ -18,7 +18,7 @@ pub mod shield;
 pub mod transport;
 
 pub use client::{EdgeClient, Hooks, RequestObserver, WriteGate, status_class};
-pub use config::{AnswerCheck, ClientConfig, Credentials, PlainHttp, RetryPolicy, Secret, SecretFile, USER_AGENT};
+pub use config::{AnswerCheck, ClientConfig, Credentials, PlainHttp, RetryPolicy, SecretFile, SecretValue, USER_AGENT};
 pub use error::{ApiError, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
 pub use logging::LogQuery;
 pub use operation::Operation;

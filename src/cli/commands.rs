@@ -13,7 +13,7 @@ use super::args::{
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
 use super::{Failure, certificates, doctor, logs, plan, print_json, render, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
-use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, Secret};
+use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, SecretValue};
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
 /// with `credentials`; a missing API URL is reported before missing credentials.
@@ -83,7 +83,7 @@ fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
     connection.bearer_token()?;
     let key = connection
         .access_key()?
-        .map(|key| Credentials::AccessKey(Secret::new(key)));
+        .map(|key| Credentials::AccessKey(SecretValue::new(key)));
     let has_key = key.is_some();
     Ok((connect(connection, Ok(key))?, has_key))
 }
@@ -121,8 +121,8 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
 fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
     let bearer = connection.bearer_token()?.filter(|_| logging);
     let credentials = match (bearer, connection.access_key()?) {
-        (Some(token), _) => Ok(Credentials::Bearer(Secret::new(token))),
-        (None, Some(key)) => Ok(Credentials::AccessKey(Secret::new(key))),
+        (Some(token), _) => Ok(Credentials::Bearer(SecretValue::new(token))),
+        (None, Some(key)) => Ok(Credentials::AccessKey(SecretValue::new(key))),
         (None, None) if logging => Err(Failure::usage(
             "credentials are missing: set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN (or pass --access-key-file or \
              --bearer-token-file)",

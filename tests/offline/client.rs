@@ -11,8 +11,8 @@ use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
 };
 use edge_operator::api::{
-    ApiError, ClientConfig, Credentials, EdgeClient, Hooks, LogQuery, Operation, RequestObserver, RetryPolicy, Secret,
-    WriteGate,
+    ApiError, ClientConfig, Credentials, EdgeClient, Hooks, LogQuery, Operation, RequestObserver, RetryPolicy,
+    SecretValue, WriteGate,
 };
 use futures::TryStreamExt;
 use serde_json::{Value, json};
@@ -268,7 +268,7 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
     );
 
     let mut config = client.config().clone();
-    config.credentials = Some(Credentials::AccessKey(Secret::new("wrong-key")));
+    config.credentials = Some(Credentials::AccessKey(SecretValue::new("wrong-key")));
     let wrong = EdgeClient::new(config).expect("config");
     let error = wrong.get_app("app-shop").await.expect_err("unauthorized");
     assert_eq!(error.reason(), "Unauthorized");
@@ -292,7 +292,7 @@ async fn every_exchange_is_reported_by_operation_and_status_class() {
     let mut config = ClientConfig::new(
         base.clone(),
         base.clone(),
-        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+        Credentials::AccessKey(SecretValue::new(ACCESS_KEY)),
     );
     config.retry = fast_retries(3);
     let hooks = Hooks {
@@ -338,7 +338,7 @@ async fn a_closed_write_gate_withholds_writes_but_not_reads() {
     let config = ClientConfig::new(
         base.clone(),
         base.clone(),
-        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+        Credentials::AccessKey(SecretValue::new(ACCESS_KEY)),
     );
     let hooks = Hooks {
         observer: None,
@@ -448,7 +448,7 @@ async fn a_hundred_log_requests_for_one_pull_zone_see_no_429() {
     let mut config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
-        Credentials::AccessKey(Secret::new(ACCESS_KEY)),
+        Credentials::AccessKey(SecretValue::new(ACCESS_KEY)),
     );
     config.retry = RetryPolicy::none();
     config.timeout = Duration::from_secs(24 * 3600);
@@ -483,7 +483,7 @@ async fn the_access_key_never_appears_in_debug_output_or_errors() {
     let config = ClientConfig::new(
         "http://127.0.0.1:9",
         "http://127.0.0.1:9",
-        Credentials::AccessKey(Secret::new(secret)),
+        Credentials::AccessKey(SecretValue::new(secret)),
     );
     let client = EdgeClient::new(ClientConfig {
         retry: RetryPolicy::none(),
@@ -510,7 +510,7 @@ async fn the_access_key_never_appears_in_debug_output_or_errors() {
         ..ClientConfig::new(
             sim.base_url(),
             sim.base_url(),
-            Credentials::AccessKey(Secret::new(secret)),
+            Credentials::AccessKey(SecretValue::new(secret)),
         )
     })
     .expect("config");

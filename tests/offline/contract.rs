@@ -228,7 +228,7 @@ async fn every_operation_answers_in_the_platform_form(
     let mut config = edge_operator::api::ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
-        edge_operator::api::Credentials::AccessKey(edge_operator::api::Secret::new(key)),
+        edge_operator::api::Credentials::AccessKey(edge_operator::api::SecretValue::new(key)),
     );
     config.retry = RetryPolicy::none();
     config.answer_check = Some(edge_operator::api::contract::check_answer);

@@ -75,7 +75,7 @@ fn client_with(
     let mut config = edge_operator::api::ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
-        edge_operator::api::Credentials::AccessKey(edge_operator::api::Secret::new(ACCESS_KEY)),
+        edge_operator::api::Credentials::AccessKey(edge_operator::api::SecretValue::new(ACCESS_KEY)),
     );
     config.retry = retry;
     config.answer_check =

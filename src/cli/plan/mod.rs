@@ -76,7 +76,11 @@ impl Clients {
         let key = data
             .get(&reference.key)
             .ok_or_else(|| format!("Secret {namespace}/{} has no key {:?}", reference.name, reference.key))?;
-        Ok(base.with_credentials(crate::api::Credentials::AccessKey(crate::api::Secret::new(key.trim()))))
+        Ok(
+            base.with_credentials(crate::api::Credentials::AccessKey(crate::api::SecretValue::new(
+                key.trim(),
+            ))),
+        )
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::runtime::events::Recorder;
 
 use super::backoff::Failures;
-use super::credentials::Credentials;
+use super::credentials::AccessKeys;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 
@@ -23,7 +23,7 @@ pub fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, 
 
 pub struct Context {
     pub kube: kube::Client,
-    pub credentials: Credentials,
+    pub access_keys: AccessKeys,
     pub failures: Failures,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,

@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::api::core::v1::Secret;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 
 use super::error::ReconcileError;
-use crate::api::{Credentials as ApiCredentials, EdgeClient, Secret, SecretFile};
+use crate::api::{Credentials, EdgeClient, SecretFile, SecretValue};
 use crate::crd::SecretKeyRef;
 
 /// A set of namespaces given on the command line: names, or `*` for every namespace.
@@ -65,7 +65,7 @@ const SECRET_DATA_TTL: Duration = Duration::from_secs(600);
 /// was down is forgotten.
 #[derive(Clone)]
 pub struct SecretIndex {
-    store: Store<PartialObjectMeta<KubeSecret>>,
+    store: Store<PartialObjectMeta<Secret>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub struct SecretMeta {
 }
 
 impl SecretIndex {
-    pub fn new(store: Store<PartialObjectMeta<KubeSecret>>) -> Self {
+    pub fn new(store: Store<PartialObjectMeta<Secret>>) -> Self {
         Self { store }
     }
 
@@ -95,7 +95,7 @@ impl SecretIndex {
 /// The operator's own key: fixed, or a file read again whenever it changes or the
 /// platform rejects it.
 pub enum DefaultKey {
-    Fixed(Secret),
+    Fixed(SecretValue),
     File(SecretFile),
 }
 
@@ -106,7 +106,7 @@ impl DefaultKey {
     }
 
     /// The key as it is now.
-    pub fn current(&self) -> Result<Secret, String> {
+    pub fn current(&self) -> Result<SecretValue, String> {
         match self {
             DefaultKey::Fixed(key) => Ok(key.clone()),
             DefaultKey::File(file) => file.current(),
@@ -125,7 +125,7 @@ impl DefaultKey {
 struct CachedKey {
     resource_version: Option<String>,
     read_at: tokio::time::Instant,
-    key: Secret,
+    key: SecretValue,
 }
 
 /// (namespace, Secret, key in the Secret).
@@ -144,14 +144,14 @@ impl KeyCache {
 
     /// The key read from `resource_version` of its Secret, if read less than
     /// [`SECRET_DATA_TTL`] ago.
-    fn current(&self, key: &KeyRef, resource_version: &Option<String>) -> Option<Secret> {
+    fn current(&self, key: &KeyRef, resource_version: &Option<String>) -> Option<SecretValue> {
         self.lock()
             .get(key)
             .filter(|cached| &cached.resource_version == resource_version && cached.read_at.elapsed() < SECRET_DATA_TTL)
             .map(|cached| cached.key.clone())
     }
 
-    fn insert(&self, key: KeyRef, resource_version: Option<String>, value: Secret) {
+    fn insert(&self, key: KeyRef, resource_version: Option<String>, value: SecretValue) {
         let cached = CachedKey {
             resource_version,
             read_at: tokio::time::Instant::now(),
@@ -175,7 +175,9 @@ impl KeyCache {
     }
 }
 
-pub struct Credentials {
+/// The access keys objects may use (the default key, the Secrets they reference) and a
+/// platform client for each, within the namespaces each is allowed in.
+pub struct AccessKeys {
     kube: kube::Client,
     /// The client whose credentials are replaced per object (pool, quota and hooks shared).
     platform: EdgeClient,
@@ -188,7 +190,7 @@ pub struct Credentials {
     keys: KeyCache,
 }
 
-impl Credentials {
+impl AccessKeys {
     pub fn new(
         kube: kube::Client,
         platform: EdgeClient,
@@ -208,7 +210,7 @@ impl Credentials {
 
     /// Follows the Secret watch once its event is in the index: the keys of a Secret
     /// that is deleted, or missing from a re-list, are dropped.
-    pub fn follow_secrets(&self, event: &Event<PartialObjectMeta<KubeSecret>>) {
+    pub fn follow_secrets(&self, event: &Event<PartialObjectMeta<Secret>>) {
         match event {
             Event::Delete(secret) => {
                 let (namespace, name) = (secret.namespace().unwrap_or_default(), secret.name_any());
@@ -242,10 +244,10 @@ impl Credentials {
             None => self.default_key_for(namespace)?,
             Some(reference) => self.secret_key(namespace, reference).await?,
         };
-        Ok(self.platform.with_credentials(ApiCredentials::AccessKey(key)))
+        Ok(self.platform.with_credentials(Credentials::AccessKey(key)))
     }
 
-    fn default_key_for<E>(&self, namespace: &str) -> Result<Secret, ReconcileError<E>> {
+    fn default_key_for<E>(&self, namespace: &str) -> Result<SecretValue, ReconcileError<E>> {
         let Some(default_key) = &self.default_key else {
             return Err(ReconcileError::NoCredentials);
         };
@@ -255,7 +257,7 @@ impl Credentials {
         default_key.current().map_err(ReconcileError::DefaultKeyUnreadable)
     }
 
-    async fn secret_key<E>(&self, namespace: &str, reference: &SecretKeyRef) -> Result<Secret, ReconcileError<E>> {
+    async fn secret_key<E>(&self, namespace: &str, reference: &SecretKeyRef) -> Result<SecretValue, ReconcileError<E>> {
         let problem = |problem: String| ReconcileError::Credentials {
             namespace: namespace.to_string(),
             name: reference.name.clone(),
@@ -272,7 +274,7 @@ impl Credentials {
         {
             return Ok(key);
         }
-        let secrets: Api<KubeSecret> = Api::namespaced(self.kube.clone(), namespace);
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
         let secret = secrets
             .get_opt(&reference.name)
             .await?
@@ -288,7 +290,7 @@ impl Credentials {
         if key.is_empty() {
             return Err(problem(format!("key {:?} is empty", reference.key)));
         }
-        let key = Secret::new(key);
+        let key = SecretValue::new(key);
         self.keys.insert(cache_key, secret.resource_version(), key.clone());
         Ok(key)
     }
@@ -315,7 +317,7 @@ pub fn credential_id(client: &EdgeClient) -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     match &client.config().credentials {
-        Some(ApiCredentials::AccessKey(key) | ApiCredentials::Bearer(key)) => key.expose().hash(&mut hasher),
+        Some(Credentials::AccessKey(key) | Credentials::Bearer(key)) => key.expose().hash(&mut hasher),
         None => "none".hash(&mut hasher),
     }
     format!("{:016x}", hasher.finish())
@@ -334,7 +336,7 @@ mod tests {
         assert!(only.contains("team-b") && !only.contains("team-c"));
     }
 
-    fn secret(name: &str, version: &str) -> PartialObjectMeta<KubeSecret> {
+    fn secret(name: &str, version: &str) -> PartialObjectMeta<Secret> {
         use kube::core::PartialObjectMetaExt;
         kube::api::ObjectMeta {
             name: Some(name.into()),
@@ -356,7 +358,7 @@ mod tests {
             "http://127.0.0.1:9",
         ))
         .expect("platform client");
-        let credentials = Credentials::new(kube, platform, None, index.clone());
+        let credentials = AccessKeys::new(kube, platform, None, index.clone());
         let follow = |writer: &mut kube::runtime::reflector::store::Writer<_>, event| {
             writer.apply_watcher_event(&event);
             credentials.follow_secrets(&event);
@@ -372,7 +374,7 @@ mod tests {
         }
         for name in ["kept", "deleted", "gone-in-a-gap"] {
             let key = ("team".to_string(), name.to_string(), "accessKey".to_string());
-            credentials.keys.insert(key, Some("1".into()), Secret::new("k"));
+            credentials.keys.insert(key, Some("1".into()), SecretValue::new("k"));
         }
         follow(&mut writer, Event::Delete(secret("deleted", "2")));
         assert_eq!(index.get("team", "deleted"), None);

@@ -1,6 +1,7 @@
 //! One reconcile for every kind. The driver owns what all kinds share: leadership,
 //! deletion and finalizers, pause and resume, the credentials policy, the status write
-//! (settled, fenced, only when it changed), condition metrics, Events and the requeue.
+//! (with the kstatus conditions, fenced, only when it changed), condition metrics,
+//! Events and the requeue.
 //! Each kind supplies its pass over a live object ([`Reconciled::reconcile`]) and its
 //! clean-up ([`Reconciled::cleanup`]).
 //!
@@ -19,10 +20,10 @@ use super::context::Context;
 use super::error::ReconcileError;
 use super::kind::{
     Cx, Event, Failure, KindContext, Now, Reconciled, Requeue, clear_stale_synced, failure_event, failure_message,
-    is_ready, settled, shortened, with_decided,
+    is_ready, shortened, with_conditions, with_kstatus_conditions,
 };
 use super::object::{is_paused, object_key};
-use super::status::conditions::Decided;
+use super::status::conditions::NewCondition;
 use super::status::vocabulary::{ConditionType, Reason};
 use super::status::{StatusWrite, write_status};
 use crate::crd::StatusConditions;
@@ -62,12 +63,12 @@ async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Resu
     }
     let generation = object.meta().generation;
     if is_paused(object) {
-        let paused = |type_| Decided::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
+        let paused = |type_| NewCondition::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
         let mut decided = vec![paused(ConditionType::Synced)];
         if !is_ready(&cx.previous, generation) {
             decided.push(paused(ConditionType::Ready));
         }
-        let status = with_decided(&cx.previous, &decided, generation, &cx.now);
+        let status = with_conditions(&cx.previous, &decided, generation, &cx.now);
         return Ok(match report(object, &cx, &status, &[]).await? {
             StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
             StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
@@ -90,7 +91,7 @@ async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Resu
         }
         // Another operator may be acting: write nothing.
         Err(error @ ReconcileError::NotLeader) => Err(error),
-        // Decided from a stale copy: the next reconcile decides again, from the new one.
+        // NewCondition from a stale copy: the next reconcile decides again, from the new one.
         Err(ReconcileError::Stale) => Ok(Action::requeue(MIN_REQUEUE)),
         Err(error) => {
             report_failure(object, &cx, &error).await?;
@@ -109,30 +110,30 @@ fn failed<S: StatusConditions + Clone, E: super::error::KindError>(
     now: &Now,
 ) -> S {
     let message = failure_message(error, now);
-    let mut decided = vec![Decided::new(
+    let mut decided = vec![NewCondition::new(
         ConditionType::Synced,
         false,
         error.reason(),
         message.clone(),
     )];
     if !error.is_transient() || !is_ready(previous, generation) {
-        decided.push(Decided::new(ConditionType::Ready, false, error.reason(), message));
+        decided.push(NewCondition::new(ConditionType::Ready, false, error.reason(), message));
     }
-    with_decided(previous, &decided, generation, now)
+    with_conditions(previous, &decided, generation, now)
 }
 
 /// Reports a failed pass: status and a Warning Event for a new reason; credentials the
 /// platform rejected are read again at the next pass.
 async fn report_failure<K: Reconciled>(object: &K, cx: &Cx<'_, K>, error: &Failure<K>) -> Result<(), Failure<K>> {
     if error.common_reason() == Some(Reason::Unauthorized) {
-        cx.ctx.credentials.rejected(&cx.namespace, object.secret_ref());
+        cx.ctx.access_keys.rejected(&cx.namespace, object.secret_ref());
     }
     let status = failed(&cx.previous, object.meta().generation, error, &cx.now);
     let events: Vec<Event> = failure_event(cx.previous.conditions(), error).into_iter().collect();
     report(object, cx, &status, &events).await.map(drop)
 }
 
-/// Writes the status, settled, if it changed; publishes the condition metrics and the
+/// Writes the status, with the kstatus conditions, if it changed; publishes the condition metrics and the
 /// Events.
 async fn report<K: Reconciled>(
     object: &K,
@@ -140,10 +141,10 @@ async fn report<K: Reconciled>(
     status: &K::Status,
     events: &[Event],
 ) -> Result<StatusWrite, Failure<K>> {
-    let status = settled::<K>(status, object.meta().generation, &cx.now);
+    let status = with_kstatus_conditions::<K>(status, object.meta().generation, &cx.now);
     let written = write_status(&cx.api, object, cx.resource_version(), object.status(), &status).await?;
     match written {
-        // Decided from a stale copy: the next reconcile decides again, from the new one.
+        // NewCondition from a stale copy: the next reconcile decides again, from the new one.
         StatusWrite::Stale => return Ok(written),
         StatusWrite::Written(_) => cx.ctx.metrics.status_written(K::KIND),
         StatusWrite::Unchanged => {}

@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 
 use super::context::Context;
 use super::error::{KindError, ReconcileError};
-use super::status::conditions::{Decided, MAX_CONDITION_MESSAGE_BYTES, find, merge};
+use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{ConditionType, Reason, Word};
@@ -207,7 +207,7 @@ impl<'a, K: Reconciled> Cx<'a, K> {
     /// The object's platform client (resolved once per reconcile).
     pub(crate) async fn client(&self) -> Result<EdgeClient, Failure<K>> {
         self.client
-            .get_or_try_init(|| self.ctx.credentials.client_for(&self.namespace, self.secret_ref))
+            .get_or_try_init(|| self.ctx.access_keys.client_for(&self.namespace, self.secret_ref))
             .await
             .cloned()
     }
@@ -279,7 +279,11 @@ pub(crate) fn is_ready(status: &impl StatusConditions, generation: Option<i64>) 
 }
 
 /// `status` as the driver writes it: under the status contract of [`kstatus`].
-pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+pub(super) fn with_kstatus_conditions<K: Reconciled>(
+    status: &K::Status,
+    generation: Option<i64>,
+    now: &Now,
+) -> K::Status {
     let mut next = status.clone();
     next.set_conditions(kstatus::settle(
         status.conditions(),
@@ -292,9 +296,9 @@ pub(super) fn settled<K: Reconciled>(status: &K::Status, generation: Option<i64>
 }
 
 /// `status` with `decided` merged into its conditions.
-pub(crate) fn with_decided<S: StatusConditions + Clone>(
+pub(crate) fn with_conditions<S: StatusConditions + Clone>(
     status: &S,
-    decided: &[Decided],
+    decided: &[NewCondition],
     generation: Option<i64>,
     now: &Now,
 ) -> S {
@@ -317,9 +321,9 @@ pub(crate) fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generat
     } else {
         Reason::Reconciled
     };
-    with_decided(
+    with_conditions(
         &status,
-        &[Decided::new(ConditionType::Synced, true, reason, "")],
+        &[NewCondition::new(ConditionType::Synced, true, reason, "")],
         generation,
         now,
     )

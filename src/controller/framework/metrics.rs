@@ -393,7 +393,7 @@ impl RequestObserver for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::conditions::{Decided, merge};
+    use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
@@ -469,14 +469,14 @@ mod tests {
         let metrics = Metrics::new(true);
         let ready = merge(
             &[],
-            &[Decided::new(ConditionType::Ready, false, Reason::Rejected, "")],
+            &[NewCondition::new(ConditionType::Ready, false, Reason::Rejected, "")],
             None,
             "t",
         );
         metrics.set_conditions("Widget", "ns", "cert", &ready);
         let issued = merge(
             &ready,
-            &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+            &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
             None,
             "t2",
         );
@@ -506,7 +506,7 @@ mod tests {
         let stalled = settle(
             &merge(
                 &[],
-                &[Decided::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
+                &[NewCondition::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
                 Some(1),
                 "t",
             ),
@@ -518,7 +518,7 @@ mod tests {
         let issued = settle(
             &merge(
                 &stalled,
-                &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+                &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
                 Some(1),
                 "t2",
             ),
@@ -534,7 +534,7 @@ mod tests {
     fn ready(status: bool, reason: Reason) -> Vec<Condition> {
         merge(
             &[],
-            &[Decided::new(ConditionType::Ready, status, reason, "")],
+            &[NewCondition::new(ConditionType::Ready, status, reason, "")],
             Some(1),
             "t",
         )

@@ -11,10 +11,10 @@ use std::time::Duration;
 use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
-use crate::api::{ClientConfig, Credentials as ApiCredentials, EdgeClient, Hooks, Operation, RequestObserver, Secret};
+use crate::api::{ClientConfig, Credentials, EdgeClient, Hooks, Operation, RequestObserver, SecretValue};
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::Context;
-use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet, SecretIndex};
+use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
 use crate::controller::framework::driver::reconcile;
 use crate::controller::framework::kind::{KindContext, Reconciled};
 use crate::controller::framework::metrics::Metrics;
@@ -153,7 +153,7 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
     let config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
-        ApiCredentials::AccessKey(Secret::new(ACCESS_KEY)),
+        Credentials::AccessKey(SecretValue::new(ACCESS_KEY)),
     );
     let platform = EdgeClient::with_hooks(
         config,
@@ -165,10 +165,10 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
     .unwrap_or_else(|e| panic!("{e}"));
     let ctx = Context {
         kube: kube.clone(),
-        credentials: Credentials::new(
+        access_keys: AccessKeys::new(
             kube.clone(),
             platform,
-            Some(DefaultKey::Fixed(Secret::new(ACCESS_KEY))),
+            Some(DefaultKey::Fixed(SecretValue::new(ACCESS_KEY))),
             SecretIndex::new(kube::runtime::reflector::store::Writer::default().as_reader()),
         )
         .with_default_key_namespaces(NamespaceSet::All)

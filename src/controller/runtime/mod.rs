@@ -26,7 +26,7 @@ use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
 use crate::controller::framework::backoff::Failures;
 use crate::controller::framework::context::{Context, duration_of_at_least};
-use crate::controller::framework::credentials::{Credentials, DefaultKey, NamespaceSet};
+use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet};
 use crate::controller::framework::kind::KindContext;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
@@ -294,7 +294,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     let (secret_watch, secret_index) = SecretWatch::new();
     let ctx = Arc::new(Context {
         kube: kube_client.clone(),
-        credentials: Credentials::new(kube_client.clone(), platform, default_key, secret_index)
+        access_keys: AccessKeys::new(kube_client.clone(), platform, default_key, secret_index)
             .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
             .with_secret_namespaces(secret_namespaces.clone()),
         failures: Failures::default(),

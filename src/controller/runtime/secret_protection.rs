@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
@@ -60,7 +60,7 @@ impl Controllers<'_> {
 /// Keeps the in-use finalizer on `secret` exactly while some live object needs it.
 /// Nothing is removed before every AccessListConfig has been listed once.
 async fn reconcile(
-    secret: Arc<PartialObjectMeta<KubeSecret>>,
+    secret: Arc<PartialObjectMeta<Secret>>,
     kind: Arc<KindContext<AccessListConfig>>,
 ) -> Result<Action, Failure<AccessListConfig>> {
     let ctx = &kind.shared;
@@ -88,7 +88,7 @@ async fn reconcile(
 
 /// A failed Secret reconcile is tried again after a short while.
 fn error_policy(
-    secret: Arc<PartialObjectMeta<KubeSecret>>,
+    secret: Arc<PartialObjectMeta<Secret>>,
     error: &Failure<AccessListConfig>,
     _kind: Arc<KindContext<AccessListConfig>>,
 ) -> Action {

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
@@ -18,7 +18,7 @@ use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
 
-pub(super) type SecretMeta = PartialObjectMeta<KubeSecret>;
+pub(super) type SecretMeta = PartialObjectMeta<Secret>;
 
 /// The Secrets that changed, as a subscriber receives them.
 pub(super) type SecretChanges = BoxStream<'static, Arc<SecretMeta>>;
@@ -81,7 +81,7 @@ impl SecretWatch {
                 match event {
                     Ok(event) => {
                         health.watch_recovered(&failing);
-                        ctx.credentials.follow_secrets(&event);
+                        ctx.access_keys.follow_secrets(&event);
                     }
                     Err(error) => {
                         health.watch_failed(&failing);

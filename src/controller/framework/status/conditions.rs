@@ -6,7 +6,7 @@ use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Decided {
+pub(crate) struct NewCondition {
     pub type_: &'static str,
     pub status: ConditionStatus,
     pub reason: &'static str,
@@ -18,7 +18,7 @@ pub(crate) struct Decided {
 /// naming what the Internet sent (user agents, URLs).
 pub(crate) const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
 
-impl Decided {
+impl NewCondition {
     pub(crate) fn new(type_: impl Word, status: bool, reason: impl Word, message: impl Into<String>) -> Self {
         note_written(type_.as_str());
         note_written(reason.as_str());
@@ -37,7 +37,12 @@ impl Decided {
 
 /// Merges decided conditions into `current`: a condition whose status did not change
 /// keeps its lastTransitionTime; others get `now`. Types not decided are kept.
-pub(crate) fn merge(current: &[Condition], decided: &[Decided], generation: Option<i64>, now: &str) -> Vec<Condition> {
+pub(crate) fn merge(
+    current: &[Condition],
+    decided: &[NewCondition],
+    generation: Option<i64>,
+    now: &str,
+) -> Vec<Condition> {
     let mut merged: Vec<Condition> = current
         .iter()
         .filter(|c| !decided.iter().any(|d| d.type_ == c.type_))
@@ -80,7 +85,7 @@ mod tests {
 
     #[test]
     fn unchanged_status_keeps_its_transition_time() {
-        let ready = |status, reason, message: &str| Decided::new(ConditionType::Ready, status, reason, message);
+        let ready = |status, reason, message: &str| NewCondition::new(ConditionType::Ready, status, reason, message);
         let first = merge(&[], &[ready(true, Reason::Reconciled, "ok")], Some(1), "t1");
         let same = merge(&first, &[ready(true, Reason::Reconciled, "still ok")], Some(2), "t2");
         assert_eq!(same[0].last_transition_time, "t1");
@@ -97,8 +102,8 @@ mod tests {
         let both = merge(
             &[],
             &[
-                Decided::new(ConditionType::Synced, true, Reason::Resumed, ""),
-                Decided::new(ConditionType::Ready, true, Reason::Reconciled, ""),
+                NewCondition::new(ConditionType::Synced, true, Reason::Resumed, ""),
+                NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, ""),
             ],
             None,
             "t",
@@ -109,7 +114,7 @@ mod tests {
         );
         let one = merge(
             &both,
-            &[Decided::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
+            &[NewCondition::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
             None,
             "t2",
         );

@@ -13,7 +13,7 @@
 //! kstatus then reads Current exactly when Ready is True for the current generation,
 //! Failed when Stalled, InProgress otherwise.
 
-use super::conditions::{Decided, find, merge};
+use super::conditions::{NewCondition, find, merge};
 use super::vocabulary::{ConditionType, Reason, Word, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
@@ -29,7 +29,7 @@ pub(crate) fn settle(
     let mut settled = if current {
         conditions.to_vec()
     } else {
-        let pending = Decided::new(
+        let pending = NewCondition::new(
             ConditionType::Ready,
             false,
             Reason::Progressing,
@@ -88,7 +88,7 @@ mod tests {
     fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {
         merge(
             &[],
-            &[Decided::new(ConditionType::Ready, status, reason, "why")],
+            &[NewCondition::new(ConditionType::Ready, status, reason, "why")],
             Some(generation),
             "t0",
         )
@@ -112,7 +112,12 @@ mod tests {
         let mut conditions = ready(true, Reason::Reconciled, 1);
         conditions = merge(
             &conditions,
-            &[Decided::new(ConditionType::Synced, false, Reason::ServerError, "503")],
+            &[NewCondition::new(
+                ConditionType::Synced,
+                false,
+                Reason::ServerError,
+                "503",
+            )],
             Some(2),
             "t1",
         );
@@ -157,7 +162,7 @@ mod tests {
         let recovered = settle(
             &merge(
                 &stalled,
-                &[Decided::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+                &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
                 Some(1),
                 "t3",
             ),
@@ -173,7 +178,12 @@ mod tests {
         let later = settle(
             &merge(
                 &first,
-                &[Decided::new(ConditionType::Ready, false, Reason::RateLimited, "429")],
+                &[NewCondition::new(
+                    ConditionType::Ready,
+                    false,
+                    Reason::RateLimited,
+                    "429",
+                )],
                 Some(1),
                 "t2",
             ),
@@ -194,7 +204,7 @@ mod tests {
         let reconciling = settle(
             &merge(
                 &stalled,
-                &[Decided::new(ConditionType::Ready, false, Reason::Timeout, "")],
+                &[NewCondition::new(ConditionType::Ready, false, Reason::Timeout, "")],
                 Some(1),
                 "t2",
             ),

@@ -544,7 +544,7 @@ impl Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::conditions::{Decided, merge};
+    use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::crd::access_list_config::{
         AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
     };
@@ -599,7 +599,7 @@ mod tests {
     }
 
     fn refused(mut object: AccessListConfig) -> AccessListConfig {
-        let decided = [Decided::new(
+        let decided = [NewCondition::new(
             ConditionType::Synced,
             false,
             Reason::Unauthorized,

@@ -2,7 +2,7 @@
 
 use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListItem};
-use crate::controller::framework::status::conditions::{Decided, merge};
+use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy};
 
@@ -35,7 +35,12 @@ pub(super) fn converged(generation: i64) -> AccessListConfigStatus {
         observed_generation: Some(generation),
         conditions: merge(
             &[],
-            &[Decided::new(ConditionType::Ready, true, AccessListReason::InSync, "")],
+            &[NewCondition::new(
+                ConditionType::Ready,
+                true,
+                AccessListReason::InSync,
+                "",
+            )],
             Some(generation),
             "t",
         ),

@@ -9,7 +9,7 @@ use crate::api::models::shield::{
     access_list_type_name,
 };
 use crate::controller::framework::kind::{Event, is_ready};
-use crate::controller::framework::status::conditions::{Decided, find, merge};
+use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, Word};
 use crate::crd::access_list_config::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
@@ -156,23 +156,23 @@ pub fn converged_status(
             AccessListReason::UpToDate
         };
         (
-            Decided::new(
+            NewCondition::new(
                 ConditionType::Ready,
                 true,
                 AccessListReason::InSync,
                 "the access list matches the spec",
             ),
-            Decided::new(ConditionType::Synced, true, synced_reason, ""),
+            NewCondition::new(ConditionType::Synced, true, synced_reason, ""),
         )
     } else {
         (
-            Decided::new(
+            NewCondition::new(
                 ConditionType::Ready,
                 false,
                 AccessListReason::Drifted,
                 describe_difference(&remaining),
             ),
-            Decided::new(
+            NewCondition::new(
                 ConditionType::Synced,
                 true,
                 AccessListReason::Observed,

@@ -240,7 +240,7 @@ pub(super) async fn record_restore_point(
 mod tests {
     use super::*;
     use crate::controller::framework::kind::failure_event;
-    use crate::controller::framework::status::conditions::{Decided, merge};
+    use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
     use crate::controller::framework::status::vocabulary::Word;
 
@@ -353,7 +353,7 @@ mod tests {
             AfterRestore::Done(note) => panic!("{}", note.message),
         };
         let shown = |error: &Failure| {
-            let decided = [Decided::new(
+            let decided = [NewCondition::new(
                 ConditionType::Synced,
                 false,
                 error.reason(),

@@ -11,7 +11,7 @@ use super::settings::SecretFinalizer;
 use std::sync::{Mutex, PoisonError};
 
 use futures::channel::mpsc;
-use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -79,7 +79,7 @@ pub(crate) async fn change_protection(
     change: ProtectionChange,
     finalizer: &SecretFinalizer,
 ) -> Result<(), Failure> {
-    let secrets: kube::Api<KubeSecret> = kube::Api::namespaced(kube.clone(), namespace);
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), namespace);
     let patch = change.patch(finalizer);
     match secrets
         .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
@@ -102,7 +102,7 @@ pub(super) async fn protect_own_secret(
     let finalizer = &cx.settings.secret_finalizer;
     let protected = cx
         .ctx
-        .credentials
+        .access_keys
         .secrets
         .get(&cx.namespace, secret)
         .is_some_and(|meta| meta.finalizers.iter().any(|f| f == finalizer.as_str()));
@@ -146,7 +146,7 @@ impl SecretTriggers {
     }
 
     /// The Secrets to look at, for the one protection controller (`None` once taken).
-    pub fn take(&self) -> Option<impl futures::Stream<Item = ObjectRef<PartialObjectMeta<KubeSecret>>> + use<>> {
+    pub fn take(&self) -> Option<impl futures::Stream<Item = ObjectRef<PartialObjectMeta<Secret>>> + use<>> {
         use futures::StreamExt;
         let receiver = self.receiver.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         Some(receiver.map(|(namespace, name)| ObjectRef::new(&name).within(&namespace)))

@@ -302,7 +302,7 @@ mod tests {
     use super::status::unless_only_slid;
     use super::*;
     use crate::api::models::apps::AppStatus;
-    use crate::controller::framework::status::conditions::{Decided, find, merge};
+    use crate::controller::framework::status::conditions::{NewCondition, find, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
     use crate::controller::framework::status::vocabulary::Word;
     use crate::crd::container_app_watch::CdnSummary;
@@ -624,7 +624,12 @@ mod tests {
             observed_at: Some("2026-11-20T10:00:00Z".into()),
             conditions: merge(
                 &[],
-                &[Decided::new(AppCondition::AppReady, true, AppReason::App("Active"), "")],
+                &[NewCondition::new(
+                    AppCondition::AppReady,
+                    true,
+                    AppReason::App("Active"),
+                    "",
+                )],
                 Some(1),
                 "2026-11-20T10:00:00Z",
             ),

@@ -13,7 +13,7 @@ use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
 use crate::controller::framework::kind::{Event, Now};
-use crate::controller::framework::status::conditions::{Decided, find, merge};
+use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
@@ -43,8 +43,8 @@ pub(super) fn app_summary(app: &Application) -> AppSummary {
     }
 }
 
-pub(super) fn app_condition(app: &Application) -> Decided {
-    Decided::new(
+pub(super) fn app_condition(app: &Application) -> NewCondition {
+    NewCondition::new(
         AppCondition::AppReady,
         app.status == AppStatus::Active,
         AppReason::of_app(&app.status),
@@ -71,7 +71,7 @@ pub(super) fn security_summary(
     watch: &SecurityEventsWatch,
     grouped: &EventLogsSearchResponse,
     total: i64,
-) -> (SecurityEventsSummary, Decided) {
+) -> (SecurityEventsSummary, NewCondition) {
     let top: Vec<EventGroupSummary> = grouped
         .groups
         .iter()
@@ -106,7 +106,7 @@ pub(super) fn security_summary(
             leaders.join(", ")
         )
     };
-    let condition = Decided::new(
+    let condition = NewCondition::new(
         AppCondition::SecurityEvents,
         true,
         if elevated {
@@ -124,16 +124,16 @@ pub(super) fn security_summary(
     (summary, condition)
 }
 
-fn failed(type_: impl Word, error: &ApiError) -> Decided {
-    Decided::new(type_, false, Reason::of(error), error.to_string())
+fn failed(type_: impl Word, error: &ApiError) -> NewCondition {
+    NewCondition::new(type_, false, Reason::of(error), error.to_string())
 }
 
 /// The Synced condition of a poll: on time, or how late (the quota is short).
-fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Decided {
+fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> NewCondition {
     // The message names no lateness: it would change at every poll, and so would the
     // status.
     if schedule.is_late(late) {
-        Decided::new(
+        NewCondition::new(
             ConditionType::Synced,
             true,
             AppReason::PolledLate,
@@ -142,7 +142,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
             ),
         )
     } else {
-        Decided::new(
+        NewCondition::new(
             ConditionType::Synced,
             true,
             AppReason::Polled,
@@ -153,11 +153,11 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> De
 
 /// CdnLogsSynced: True when the summary covers its whole window; Partial, with the
 /// share it covers and why, when the page budget has not read all of it yet.
-pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided {
+pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> NewCondition {
     let summary = &tail.summary;
     let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
     if tail.complete {
-        return Decided::new(AppCondition::CdnLogsSynced, true, AppReason::Synced, counts);
+        return NewCondition::new(AppCondition::CdnLogsSynced, true, AppReason::Synced, counts);
     }
     let why = if tail.behind {
         format!(
@@ -166,7 +166,7 @@ pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> Decided 
     } else {
         format!("older logs are read over the next polls, {pages_per_poll} requests of 1000 entries each")
     };
-    Decided::new(
+    NewCondition::new(
         AppCondition::CdnLogsSynced,
         false,
         AppReason::Partial,
@@ -204,7 +204,7 @@ pub(super) fn poll_status(
     }
     match reads.rate_limits {
         Some(Ok(rules)) => {
-            decided.push(Decided::new(
+            decided.push(NewCondition::new(
                 AppCondition::RateLimitsSynced,
                 true,
                 AppReason::Synced,
@@ -231,7 +231,7 @@ pub(super) fn poll_status(
             status.cdn = Some(unless_only_slid(previous.cdn.as_ref(), tail.summary));
         }
         Some(CdnRead::Summary(Err(error))) => decided.push(failed(AppCondition::CdnLogsSynced, &error)),
-        Some(CdnRead::NoPullZone) => decided.push(Decided::new(
+        Some(CdnRead::NoPullZone) => decided.push(NewCondition::new(
             AppCondition::CdnLogsSynced,
             false,
             AppReason::NoPullZone,
@@ -248,20 +248,20 @@ pub(super) fn poll_status(
 
 /// Ready: the app is active and every summary asked for is synced; otherwise the
 /// first detail condition that is not True, with its reason.
-pub(super) fn ready_condition(details: &[Decided]) -> Decided {
+pub(super) fn ready_condition(details: &[NewCondition]) -> NewCondition {
     use crate::crd::ConditionStatus;
     let pending = details
         .iter()
         .filter(|d| d.type_ != ConditionType::Synced.as_str())
         .find(|d| d.status != ConditionStatus::True);
     match pending {
-        Some(detail) => Decided {
+        Some(detail) => NewCondition {
             type_: ConditionType::Ready.as_str(),
             status: ConditionStatus::False,
             reason: detail.reason,
             message: format!("{}: {}", detail.type_, detail.message),
         },
-        None => Decided::new(
+        None => NewCondition::new(
             ConditionType::Ready,
             true,
             AppReason::AppActive,

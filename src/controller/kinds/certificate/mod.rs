@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Reconciled, Requeue};
-use crate::controller::framework::status::conditions::{Decided, find, merge};
+use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
 use crate::crd::pull_zone_certificate::{
@@ -128,7 +128,7 @@ pub(crate) fn after_attempt(
     let error = match result {
         Ok(()) => {
             let renew = spec.renew_every.as_deref().and_then(parse_go_duration);
-            let ready = Decided::new(
+            let ready = NewCondition::new(
                 ConditionType::Ready,
                 true,
                 CertificateReason::Issued,
@@ -163,7 +163,7 @@ pub(crate) fn after_attempt(
             error.to_string(),
         ),
     };
-    let ready = Decided::new(ConditionType::Ready, false, reason, message);
+    let ready = NewCondition::new(ConditionType::Ready, false, reason, message);
     let status = PullZoneCertificateStatus {
         conditions: merge(&previous.conditions, &[ready], generation, &stamp),
         attempts,
