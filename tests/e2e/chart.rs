@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster, repo_root};
 use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
-use crate::support::operator::{Operator, eventually, free_port};
+use crate::support::manifest::Manifest;
+use crate::support::operator::{HasConditions, Operator, eventually, free_port};
 use crate::support::sim::{example_fixtures, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
@@ -596,20 +597,18 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         ],
         kubeconfig.path(),
     );
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rbac\n  namespace: {}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  deletionPolicy: Restore\n",
-        namespace.name
-    );
-    cluster().apply(&yaml);
+    cluster().apply(Manifest::access_list(
+        &namespace.name,
+        "rbac",
+        serde_json::json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "deletionPolicy": "Restore"}),
+    ));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     eventually("Ready as the ServiceAccount", Duration::from_secs(45), || async {
         let object = api.get("rbac").await.ok()?;
-        let ready = object
-            .status?
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.reason == "InSync");
-        ready.then_some(())
+        object
+            .condition("Ready")
+            .is_some_and(|c| c.reason == "InSync")
+            .then_some(())
     })
     .await;
     let (ok, _, err) = cluster().kubectl(

@@ -66,7 +66,7 @@ async fn crd_is_established_and_its_schema_enforced() {
     let (ok, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&widget(0)));
     assert!(!ok, "a schema violation must be rejected");
     assert!(stderr.contains("spec.size"), "the message names the field: {stderr}");
-    cluster.apply(&widget(3));
+    cluster.apply(widget(3));
 }
 
 #[tokio::test]

@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::gitops::{Verdict, judge};
+use crate::support::manifest::{Manifest, stream};
 use crate::support::operator::{Operator, eventually};
 use crate::support::sim::{add_fault, example_fixtures, set_app_status, start};
 
@@ -57,41 +58,35 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
     let namespace = TestNamespace::create("gitops");
     let ns = namespace.name.as_str();
     let _operator = Operator::start(ns, &base, &[]);
-    let missing_secret = "accessKeySecretRef: {name: absent, key: accessKey}";
-    let access_list = |name: &str, target: &str, action: &str, extra: &str| {
-        format!(
-            "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: {name}, namespace: {ns}{extra}}}\nspec: {{shieldZoneId: 1001, {target}, enabled: true, action: {action}}}\n"
+    let missing_secret = json!({"accessKeySecretRef": {"name": "absent", "key": "accessKey"}});
+    let access_list = |name: &str, spec: Value| {
+        Manifest::access_list(
+            ns,
+            name,
+            json!({"shieldZoneId": 1001, "enabled": true, "action": "Block"}),
+        )
+        .with_spec(spec)
+    };
+    let certificate = |name: &str, hostname: &str| Manifest::certificate(ns, name, json!({ "hostname": hostname }));
+    let watch = |name: &str, app: &str| {
+        Manifest::app_watch(
+            ns,
+            name,
+            json!({"appId": app, "interval": "10s", "shieldZoneId": 1001, "rateLimits": {"enabled": true}}),
         )
     };
-    let certificate = |name: &str, hostname: &str, extra: &str| {
-        format!(
-            "apiVersion: edgeplatform.io/v1alpha1\nkind: PullZoneCertificate\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {{hostname: {hostname}{extra}}}\n"
-        )
-    };
-    let watch = |name: &str, app: &str, extra: &str| {
-        format!(
-            "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {{appId: {app}, interval: 10s, shieldZoneId: 1001, rateLimits: {{enabled: true}}{extra}}}\n"
-        )
-    };
-    for yaml in [
-        access_list("converged", "configurationId: 9101", "Block", ""),
-        access_list("missing-list", "listName: No such list", "Block", ""),
-        access_list(
-            "paused",
-            "configurationId: 9102",
-            "Block",
-            ", annotations: {edgeplatform.io/paused: \"true\"}",
-        ),
-        certificate("issued", "shop.example.com", ""),
-        certificate("unknown-hostname", "nobody.example.org", ""),
-        certificate("pending-challenge", "new.example.com", ""),
-        certificate("missing-secret", "shop.example.com", &format!(", {missing_secret}")),
-        watch("healthy", "app-shop", ""),
-        watch("unknown-app", "app-nope", ""),
-        watch("missing-secret", "app-shop", &format!(", {missing_secret}")),
-    ] {
-        cluster().apply(&yaml);
-    }
+    cluster().apply(stream([
+        access_list("converged", json!({"configurationId": 9101})),
+        access_list("missing-list", json!({"listName": "No such list"})),
+        access_list("paused", json!({"configurationId": 9102})).annotated("edgeplatform.io/paused", "true"),
+        certificate("issued", "shop.example.com"),
+        certificate("unknown-hostname", "nobody.example.org"),
+        certificate("pending-challenge", "new.example.com"),
+        certificate("missing-secret", "shop.example.com").with_spec(missing_secret.clone()),
+        watch("healthy", "app-shop"),
+        watch("unknown-app", "app-nope"),
+        watch("missing-secret", "app-shop").with_spec(missing_secret),
+    ]));
 
     let mut table: Vec<(&str, Verdict, Verdict)> = Vec::new();
     let mut row = |scenario: &'static str, resource: &str, expected: Verdict| {
@@ -181,7 +176,10 @@ async fn every_kind_is_judged_right_by_kstatus_argocd_and_kubectl_wait() {
         json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101",
                "status": 500, "count": 1000}),
     );
-    cluster().apply(&access_list("converged", "configurationId: 9101", "Challenge", ""));
+    cluster().apply(access_list(
+        "converged",
+        json!({"configurationId": 9101, "action": "Challenge"}),
+    ));
     eventually("generation 2 observed while the platform fails", SETTLE, || async {
         let (status, reason, generation) = condition_of(ns, "accesslistconfig/converged", "Synced")?;
         (status == "False" && reason == "ServerError" && generation == 2).then_some(())

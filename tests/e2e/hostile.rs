@@ -15,6 +15,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::support::cluster::{PrivateCluster, TestNamespace, cluster};
+use crate::support::manifest::{Manifest, stream};
 use crate::support::operator::{HasConditions, Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{
     ACCESS_KEY, add_fault, await_journal, example_fixtures, http, journal_count, platform_list, start,
@@ -22,15 +23,12 @@ use crate::support::sim::{
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn access_list_yaml(namespace: &str, name: &str, configuration: i64, enabled: bool, extra_spec: &str) -> String {
-    format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n{extra_spec}"
-    )
-}
-
-fn key_secret(namespace: &str, name: &str, key: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\nstringData:\n  accessKey: {key}\n"
+/// An AccessListConfig of Shield Zone 1001.
+fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> Manifest {
+    Manifest::access_list(
+        namespace,
+        name,
+        json!({"shieldZoneId": 1001, "configurationId": configuration, "enabled": enabled}),
     )
 }
 
@@ -47,7 +45,7 @@ async fn long_and_huge_retry_after_become_a_requeue_with_a_condition_not_a_sleep
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     for (name, configuration) in [("a", 9101), ("b", 9102), ("c", 9201)] {
-        cluster().apply(&access_list_yaml(&namespace.name, name, configuration, true, ""));
+        cluster().apply(access_list(&namespace.name, name, configuration, true));
     }
     for name in ["a", "b", "c"] {
         let object = wait_for_condition(
@@ -75,9 +73,12 @@ async fn deleting_a_namespace_restores_with_credentials_that_outlive_their_users
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("teardown");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    cluster().apply(&key_secret(&namespace.name, "platform-key", ACCESS_KEY));
-    let restore = "  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: platform-key\n    key: accessKey\n";
-    cluster().apply(&access_list_yaml(&namespace.name, "restoring", 9101, true, restore));
+    cluster().apply(Manifest::key_secret(&namespace.name, "platform-key", ACCESS_KEY));
+    let restoring = access_list(&namespace.name, "restoring", 9101, true).with_spec(json!({
+        "deletionPolicy": "Restore",
+        "accessKeySecretRef": {"name": "platform-key", "key": "accessKey"},
+    }));
+    cluster().apply(restoring);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(&api, "restoring", "Ready", Some("True"), "InSync", WAIT).await;
     assert_eq!(platform_list(&sim, 9101), Some((true, 2)));
@@ -117,25 +118,17 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("revoked");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    cluster().apply(&key_secret(&namespace.name, "own-key", "own-key-value"));
+    cluster().apply(Manifest::key_secret(&namespace.name, "own-key", "own-key-value"));
     let mut document = example_fixtures();
     document.access_keys.push("own-key-value".into());
     sim.sim.replace(document);
-    let restore_with_key = "  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: own-key\n    key: accessKey\n";
-    cluster().apply(&access_list_yaml(
-        &namespace.name,
-        "revoked",
-        9101,
-        true,
-        restore_with_key,
-    ));
-    cluster().apply(&access_list_yaml(
-        &namespace.name,
-        "gone",
-        9102,
-        false,
-        "  deletionPolicy: Restore\n",
-    ));
+    let revoked = access_list(&namespace.name, "revoked", 9101, true).with_spec(json!({
+        "deletionPolicy": "Restore",
+        "accessKeySecretRef": {"name": "own-key", "key": "accessKey"},
+    }));
+    cluster().apply(revoked);
+    let gone = access_list(&namespace.name, "gone", 9102, false).with_spec(json!({"deletionPolicy": "Restore"}));
+    cluster().apply(gone);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     for name in ["revoked", "gone"] {
         wait_for_condition(&api, name, "Ready", Some("True"), "InSync", WAIT).await;
@@ -226,7 +219,7 @@ async fn a_revoked_key_holds_the_restore_stalled_until_the_key_is_fixed_and_a_go
 
     // Rotating the Secret to a key the platform accepts is picked up at once.
     sim.sim.world_mut().document.access_keys.push("rotated-key".into());
-    cluster().apply(&key_secret(&namespace.name, "own-key", "rotated-key"));
+    cluster().apply(Manifest::key_secret(&namespace.name, "own-key", "rotated-key"));
     eventually("restored with the rotated key and released", WAIT, || async {
         api.get_opt("revoked").await.ok()?.is_none().then_some(())
     })
@@ -248,7 +241,7 @@ async fn the_default_key_is_refused_outside_the_listed_namespaces_and_a_refused_
         &sim.base_url(),
         &["--default-key-namespaces", "platform-team"],
     );
-    cluster().apply(&access_list_yaml(&namespace.name, "squatter", 9101, false, ""));
+    cluster().apply(access_list(&namespace.name, "squatter", 9101, false));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     let refused = wait_for_condition(
         &api,
@@ -268,15 +261,11 @@ async fn the_default_key_is_refused_outside_the_listed_namespaces_and_a_refused_
     );
 
     // A newer object with its own working key manages the list the refused one names.
-    cluster().apply(&key_secret(&namespace.name, "own-key", "own-key-value"));
+    cluster().apply(Manifest::key_secret(&namespace.name, "own-key", "own-key-value"));
     sim.sim.world_mut().document.access_keys.push("own-key-value".into());
-    cluster().apply(&access_list_yaml(
-        &namespace.name,
-        "owner",
-        9101,
-        true,
-        "  accessKeySecretRef:\n    name: own-key\n    key: accessKey\n",
-    ));
+    let owner = access_list(&namespace.name, "owner", 9101, true)
+        .with_spec(json!({"accessKeySecretRef": {"name": "own-key", "key": "accessKey"}}));
+    cluster().apply(owner);
     wait_for_condition(&api, "owner", "Ready", Some("True"), "InSync", WAIT).await;
 }
 
@@ -285,13 +274,8 @@ async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("orphan");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    cluster().apply(&access_list_yaml(
-        &namespace.name,
-        "switch",
-        9101,
-        true,
-        "  deletionPolicy: Restore\n",
-    ));
+    let switch = access_list(&namespace.name, "switch", 9101, true).with_spec(json!({"deletionPolicy": "Restore"}));
+    cluster().apply(switch);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(&api, "switch", "Ready", Some("True"), "InSync", WAIT).await;
     // The platform fails every write while the object terminates.
@@ -319,13 +303,8 @@ async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
             .then_some(())
     })
     .await;
-    cluster().apply(&access_list_yaml(
-        &namespace.name,
-        "switch",
-        9101,
-        true,
-        "  deletionPolicy: Orphan\n",
-    ));
+    let switch = access_list(&namespace.name, "switch", 9101, true).with_spec(json!({"deletionPolicy": "Orphan"}));
+    cluster().apply(switch);
     eventually("the object released", WAIT, || async {
         api.get_opt("switch").await.ok()?.is_none().then_some(())
     })
@@ -341,13 +320,11 @@ async fn a_deletion_policy_switched_to_orphan_while_terminating_is_honoured() {
 async fn two_objects_on_one_configuration_do_not_fight() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("claims");
-    let poll = "  annotations:\n    edgeplatform.io/poll-interval: 5s\n";
     let with_poll = |name: &str, enabled: bool| {
-        access_list_yaml(&namespace.name, name, 9101, enabled, "")
-            .replace(&format!("  name: {name}\n"), &format!("  name: {name}\n{poll}"))
+        access_list(&namespace.name, name, 9101, enabled).annotated("edgeplatform.io/poll-interval", "5s")
     };
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(&with_poll("first", true));
+    cluster().apply(with_poll("first", true));
     // The claim goes to the older object: "second" is created in a later second.
     let first = api.get("first").await.expect("first");
     let created = first
@@ -360,7 +337,7 @@ async fn two_objects_on_one_configuration_do_not_fight() {
         (chrono::Utc::now().timestamp() > created).then_some(())
     })
     .await;
-    cluster().apply(&with_poll("second", false));
+    cluster().apply(with_poll("second", false));
     let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     wait_for_condition(&api, "first", "Ready", Some("True"), "InSync", WAIT).await;
     let second = wait_for_condition(&api, "second", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
@@ -392,16 +369,15 @@ async fn tiny_poll_intervals_are_floored_and_a_refused_key_is_not_hammered() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("tiny-poll");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    cluster().apply(&key_secret(&namespace.name, "bad-key", "not-a-key"));
-    let tiny = "  annotations:\n    edgeplatform.io/poll-interval: 1ms\n";
-    cluster().apply(
-        &access_list_yaml(&namespace.name, "fast", 9101, true, "")
-            .replace("  name: fast\n", &format!("  name: fast\n{tiny}")),
+    cluster().apply(Manifest::key_secret(&namespace.name, "bad-key", "not-a-key"));
+    let tiny = ("edgeplatform.io/poll-interval", "1ms");
+    cluster().apply(access_list(&namespace.name, "fast", 9101, true).annotated(tiny.0, tiny.1));
+    let refused = Manifest::certificate(
+        &namespace.name,
+        "refused",
+        json!({"hostname": "shop.example.com", "accessKeySecretRef": {"name": "bad-key", "key": "accessKey"}}),
     );
-    cluster().apply(&format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: PullZoneCertificate\nmetadata:\n  name: refused\n  namespace: {}\n{tiny}spec:\n  hostname: shop.example.com\n  accessKeySecretRef:\n    name: bad-key\n    key: accessKey\n",
-        namespace.name
-    ));
+    cluster().apply(refused.annotated(tiny.0, tiny.1));
     let certificates: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(&certificates, "refused", "Ready", Some("False"), "Unauthorized", WAIT).await;
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
@@ -443,18 +419,14 @@ async fn a_stalled_platform_call_times_out_without_holding_up_other_objects() {
     );
     let namespace = TestNamespace::create("stall");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
-    let watch = |name: &str, app: &str| {
-        format!(
-            "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: {name}\n  namespace: {}\nspec:\n  appId: {app}\n  interval: 10s\n",
-            namespace.name
-        )
-    };
-    cluster().apply(&watch("stalled", "app-shop"));
+    let watch =
+        |name: &str, app: &str| Manifest::app_watch(&namespace.name, name, json!({"appId": app, "interval": "10s"}));
+    cluster().apply(watch("stalled", "app-shop"));
     eventually("the stalled call to have started", WAIT, || async {
         sim.sim.faults().is_empty().then_some(())
     })
     .await;
-    cluster().apply(&watch("other", "missing-app"));
+    cluster().apply(watch("other", "missing-app"));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
     wait_for_condition(
         &api,
@@ -498,12 +470,14 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
     };
     let namespace = TestNamespace::create("cdnbusy");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--cdn-pages-per-poll", "2"]);
-    cluster().apply(&format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: busy\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  cdn:\n    pullZoneId: 501\n    window: 72h\n",
-        namespace.name
+    cluster().apply(Manifest::app_watch(
+        &namespace.name,
+        "busy",
+        json!({"appId": "app-shop", "interval": "10s", "cdn": {"pullZoneId": 501, "window": "72h"}}),
     ));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
     let partial = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("False"), "Partial", WAIT).await;
+    let condition = partial.condition("CdnLogsSynced").expect("condition");
     let status = partial.status.expect("status");
     let summary = status.cdn.expect("cdn");
     assert_eq!(
@@ -513,11 +487,6 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
     assert_eq!(summary.requests, exact(&summary), "exact over the span it states");
     let coverage: f64 = summary.coverage.parse().expect("a decimal");
     assert!(coverage > 0.5 && coverage < 0.6, "{}", summary.coverage);
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "CdnLogsSynced")
-        .expect("condition");
     assert!(condition.message.starts_with("covers 5"), "{}", condition.message);
 
     let complete = wait_for_condition(&api, "busy", "CdnLogsSynced", Some("True"), "Synced", WAIT).await;
@@ -582,7 +551,7 @@ async fn a_leader_stopped_past_its_lease_never_acts_after_it_resumes() {
         &first_args.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(&access_list_yaml(&namespace.name, "led", 9101, true, ""));
+    cluster().apply(access_list(&namespace.name, "led", 9101, true));
     wait_for_condition(&api, "led", "Ready", Some("True"), "InSync", WAIT).await;
     let second_args = with_identity("second");
     let _second = Operator::start(
@@ -605,7 +574,7 @@ async fn a_leader_stopped_past_its_lease_never_acts_after_it_resumes() {
         (state == 'T').then_some(())
     })
     .await;
-    cluster().apply(&access_list_yaml(&namespace.name, "led", 9101, false, ""));
+    cluster().apply(access_list(&namespace.name, "led", 9101, false));
     eventually("the standby to take over and apply the change", WAIT, || async {
         (platform_list(&sim, 9101) == Some((false, 2))).then_some(())
     })
@@ -645,8 +614,9 @@ async fn the_apiserver_killed_mid_convergence_loses_no_desired_state() {
     let _operator = Operator::start_with_kubeconfig("team", &sim.base_url(), &[], &private.cluster.kubeconfig);
     let configurations = [9101, 9102, 9201];
     for (i, configuration) in configurations.iter().enumerate() {
-        let yaml = access_list_yaml("team", &format!("list-{i}"), *configuration, i % 2 == 0, "");
-        private.cluster.apply(&yaml);
+        private
+            .cluster
+            .apply(access_list("team", &format!("list-{i}"), *configuration, i % 2 == 0));
         if i == 0 {
             tokio::task::block_in_place(|| private.restart_apiserver());
         }
@@ -682,8 +652,7 @@ async fn one_sigterm_stops_the_leader_even_with_the_apiserver_gone() {
         &["--leader-elect", "--lease-namespace", "team", "--lease-duration", "6s"],
         &private.cluster.kubeconfig,
     );
-    let yaml = access_list_yaml("team", "list", 9101, false, "");
-    private.cluster.apply(&yaml);
+    private.cluster.apply(access_list("team", "list", 9101, false));
     let api: Api<AccessListConfig> = Api::namespaced(private.cluster.client().await, "team");
     wait_for_condition(&api, "list", "Ready", Some("True"), "InSync", WAIT).await;
 
@@ -709,15 +678,13 @@ async fn endless_answers_to_many_polls_keep_the_operator_within_its_memory_bound
     let namespace = TestNamespace::create("endless");
     let operator = Operator::start(&namespace.name, &format!("{base}/endless"), &[]);
     let watches = 40;
-    let manifests: Vec<String> = (0..watches)
-        .map(|i| {
-            format!(
-                "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: app-{i}\n  namespace: {}\nspec:\n  appId: app-{i}\n  interval: 10s\n",
-                namespace.name
-            )
-        })
-        .collect();
-    cluster().apply(&manifests.join("---\n"));
+    cluster().apply(stream((0..watches).map(|i| {
+        Manifest::app_watch(
+            &namespace.name,
+            &format!("app-{i}"),
+            json!({"appId": format!("app-{i}"), "interval": "10s"}),
+        )
+    })));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
     let started = std::time::Instant::now();
     let peak_kib = peak_kib_until(operator.pid(), || started.elapsed() > Duration::from_secs(25)).await;

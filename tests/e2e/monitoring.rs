@@ -7,8 +7,23 @@ use serde::Deserialize;
 
 use crate::support::cluster::{TestNamespace, cluster, repo_root, test_tool};
 use crate::support::helm::{chart, helm};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, free_port};
 use crate::support::sim::{example_fixtures, start};
+
+/// An AccessListConfig whose Secret does not exist: a problem the metrics show.
+fn no_key(namespace: &str) -> Manifest {
+    Manifest::access_list(
+        namespace,
+        "no-key",
+        serde_json::json!({
+            "shieldZoneId": 1001,
+            "configurationId": 9102,
+            "enabled": true,
+            "accessKeySecretRef": {"name": "missing", "key": "accessKey"},
+        }),
+    )
+}
 
 /// The chart rendered for release `alerts` in namespace `monitoring`, in the monitoring
 /// mode (`ci/monitoring-values.yaml`: the alerts and the dashboard).
@@ -132,15 +147,13 @@ async fn the_dashboard_and_the_alerts_query_only_metrics_the_operator_exposes() 
         &sim.base_url(),
         &["--metrics-addr", &addr, "--platform-rate", "10"],
     );
-    let no_key = "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {name: no-key}\nspec: {shieldZoneId: 1001, configurationId: 9102, enabled: true, accessKeySecretRef: {name: missing, key: accessKey}}\n";
     let examples = repo_root().join("examples");
     for file in ["access-list-config.yaml", "container-app-watch.yaml"] {
         let path = examples.join(file).display().to_string();
         let (ok, _, err) = cluster().kubectl(&["apply", "-n", &namespace.name, "-f", &path], None);
         assert!(ok, "{file}: {err}");
     }
-    let (ok, _, err) = cluster().kubectl(&["apply", "-n", &namespace.name, "-f", "-"], Some(no_key));
-    assert!(ok, "{err}");
+    cluster().apply(no_key(&namespace.name));
 
     let url = format!("http://{addr}/metrics");
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
@@ -236,7 +249,7 @@ async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_co
         .collect();
     let service_account =
         format!("---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {account}, namespace: {ns}}}\n");
-    cluster().apply(&format!("{rbac}{service_account}"));
+    cluster().apply(format!("{rbac}{service_account}"));
 
     let sim = start(example_fixtures()).await;
     let operator_metrics = format!("127.0.0.1:{}", free_port());
@@ -247,9 +260,7 @@ async fn kube_state_metrics_with_the_shipped_configuration_gives_each_objects_co
         .to_string();
     let (ok, _, err) = cluster().kubectl(&["apply", "-n", ns, "-f", &example], None);
     assert!(ok, "{err}");
-    let no_key = "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {name: no-key}\nspec: {shieldZoneId: 1001, configurationId: 9102, enabled: true, accessKeySecretRef: {name: missing, key: accessKey}}\n";
-    let (ok, _, err) = cluster().kubectl(&["apply", "-n", ns, "-f", "-"], Some(no_key));
-    assert!(ok, "{err}");
+    cluster().apply(no_key(ns));
     let (_, name, _) = cluster().kubectl(
         &["get", "-f", &example, "-n", ns, "-o", "jsonpath={.metadata.name}"],
         None,

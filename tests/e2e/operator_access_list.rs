@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually, wait_for_condition};
 use crate::support::sim::{await_journal, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
@@ -13,13 +14,6 @@ use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn apply(namespace: &str, name: &str, spec: &str) {
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n{spec}"
-    );
-    cluster().apply(&yaml);
-}
 
 async fn ready_with_reason(api: &Api<AccessListConfig>, name: &str, status: &str, reason: &str) -> AccessListConfig {
     wait_for_condition(api, name, "Ready", Some(status), reason, WAIT).await
@@ -45,26 +39,26 @@ async fn converges_by_id_and_by_name_with_one_patch_and_none_when_in_sync() {
     let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
 
-    apply(
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "by-id",
-        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n",
-    );
-    apply(
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": "Challenge"}),
+    ));
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "by-name",
-        "  shieldZoneId: 1001\n  listName: Tor exit nodes\n  enabled: false\n",
-    );
-    apply(
+        json!({"shieldZoneId": 1001, "listName": "Tor exit nodes", "enabled": false}),
+    ));
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "in-sync",
-        "  shieldZoneId: 1001\n  configurationId: 9201\n  enabled: true\n  action: Allow\n",
-    );
-    apply(
+        json!({"shieldZoneId": 1001, "configurationId": 9201, "enabled": true, "action": "Allow"}),
+    ));
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "observer",
-        "  shieldZoneId: 1001\n  configurationId: 9201\n  enabled: false\n  managementPolicy: Observe\n",
-    );
+        json!({"shieldZoneId": 1001, "configurationId": 9201, "enabled": false, "managementPolicy": "Observe"}),
+    ));
 
     let by_id = ready_with_reason(&api, "by-id", "True", "InSync").await;
     let at_provider = by_id
@@ -99,11 +93,11 @@ async fn observe_never_patches() {
     let namespace = TestNamespace::create("observe");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--resync", "1s"]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    apply(
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "watcher",
-        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Log\n  managementPolicy: Observe\n",
-    );
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": "Log", "managementPolicy": "Observe"}),
+    ));
     let object = ready_with_reason(&api, "watcher", "False", "Drifted").await;
     let message = object.condition("Ready").map(|c| c.message).unwrap_or_default();
     assert!(
@@ -130,11 +124,11 @@ async fn drift_is_corrected_at_the_resync_with_an_event() {
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--resync", "2s"]);
     let client = cluster().client().await;
     let api: Api<AccessListConfig> = Api::namespaced(client.clone(), &namespace.name);
-    apply(
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "guarded",
-        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
-    );
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true}),
+    ));
     ready_with_reason(&api, "guarded", "True", "InSync").await;
     assert!(platform_list(&sim, 9101).0);
 
@@ -173,11 +167,11 @@ async fn restore_on_delete_puts_back_the_earlier_values() {
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     assert_eq!(platform_list(&sim, 9101), (false, 2));
-    apply(
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "temporary",
-        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n  deletionPolicy: Restore\n",
-    );
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": "Challenge", "deletionPolicy": "Restore"}),
+    ));
     let object = ready_with_reason(&api, "temporary", "True", "InSync").await;
     assert!(
         object
@@ -208,11 +202,11 @@ async fn a_restore_point_aimed_at_another_zone_is_not_used() {
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let client = cluster().client().await;
     let api: Api<AccessListConfig> = Api::namespaced(client.clone(), &namespace.name);
-    apply(
+    cluster().apply(Manifest::access_list(
         &namespace.name,
         "aimed",
-        "  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n  deletionPolicy: Restore\n",
-    );
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": "Challenge", "deletionPolicy": "Restore"}),
+    ));
     let object = ready_with_reason(&api, "aimed", "True", "InSync").await;
     assert_eq!(
         object
@@ -277,19 +271,19 @@ async fn paused_objects_are_left_alone_until_resumed() {
     let namespace = TestNamespace::create("paused");
     let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    let yaml = |paused: &str| {
-        format!(
-            "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: held\n  namespace: {}\n  annotations:\n    edgeplatform.io/paused: \"{paused}\"\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n",
-            namespace.name
+    let with_paused = |paused: &str| {
+        Manifest::access_list(
+            &namespace.name,
+            "held",
+            json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true}),
         )
+        .annotated("edgeplatform.io/paused", paused)
     };
-    cluster().apply(&yaml("true"));
+    cluster().apply(with_paused("true"));
     eventually("Synced=False Paused", WAIT, || async {
-        let status = api.get("held").await.ok()?.status?;
-        status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Synced" && c.reason == "Paused")
+        let held = api.get("held").await.ok()?;
+        held.condition("Synced")
+            .is_some_and(|c| c.reason == "Paused")
             .then_some(())
     })
     .await;
@@ -297,7 +291,7 @@ async fn paused_objects_are_left_alone_until_resumed() {
         .look_again(&namespace.name, "accesslistconfigs", "AccessListConfig", 1)
         .await;
     assert_eq!(patches(&sim, 9101), 0, "paused: no write");
-    cluster().apply(&yaml("false"));
+    cluster().apply(with_paused("false"));
     ready_with_reason(&api, "held", "True", "InSync").await;
     assert_eq!(patches(&sim, 9101), 1);
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually};
 use crate::support::sim::{example_fixtures, set_app_status, start};
 use edge_operator::crd::container_app_watch::ContainerAppWatch;
@@ -51,26 +52,27 @@ async fn mirrors_the_app_rate_limits_security_events_and_cdn_traffic() {
 
     let namespace = TestNamespace::create("caw");
     let _operator = Operator::start(&namespace.name, &base, &[]);
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: shop\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    top: 2\n    warnThreshold: 120\n  cdn:\n    window: 1h\n",
-        namespace.name
-    );
-    cluster().apply(&yaml);
+    cluster().apply(Manifest::app_watch(
+        &namespace.name,
+        "shop",
+        json!({
+            "appId": "app-shop",
+            "interval": "10s",
+            "shieldZoneId": 1001,
+            "rateLimits": {"enabled": true},
+            "securityEvents": {"window": "1h", "top": 2, "warnThreshold": 120},
+            "cdn": {"window": "1h"},
+        }),
+    ));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
 
-    let status = eventually("the first poll", Duration::from_secs(30), || async {
-        let status = api.get("shop").await.ok()?.status?;
-        (status.conditions.len() == 6).then_some(status)
+    let shop = eventually("the first poll", Duration::from_secs(30), || async {
+        let shop = api.get("shop").await.ok()?;
+        (shop.conditions().len() == 6).then_some(shop)
     })
     .await;
-    let condition = |type_: &str| {
-        status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .cloned()
-            .expect(type_)
-    };
+    let condition = |type_: &str| shop.condition(type_).expect(type_);
+    let status = shop.status.clone().expect("status");
     let app = status.app.clone().expect("app");
     assert_eq!(
         (app.name.as_str(), app.status.as_str(), app.instances),
@@ -175,23 +177,30 @@ async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap
     post(&base, "/_sim/shield-zones/1001/events", Value::Array(events)).await;
     let namespace = TestNamespace::create("caw-bounded");
     let _operator = Operator::start(&namespace.name, &base, &[]);
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: ContainerAppWatch\nmetadata:\n  name: flooded\n  namespace: {}\nspec:\n  appId: app-shop\n  interval: 10s\n  shieldZoneId: 1001\n  rateLimits: {{enabled: true}}\n  securityEvents:\n    window: 1h\n    groupBy: [ua, url]\n    top: 50\n",
-        namespace.name
-    );
-    cluster().apply(&yaml);
+    cluster().apply(Manifest::app_watch(
+        &namespace.name,
+        "flooded",
+        json!({
+            "appId": "app-shop",
+            "interval": "10s",
+            "shieldZoneId": 1001,
+            "rateLimits": {"enabled": true},
+            "securityEvents": {"window": "1h", "groupBy": ["ua", "url"], "top": 50},
+        }),
+    ));
     let api: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, &namespace.name);
-    let status = eventually("rules and events summarised", Duration::from_secs(60), || async {
-        let status = api.get("flooded").await.ok()?.status?;
+    let flooded = eventually("rules and events summarised", Duration::from_secs(60), || async {
+        let flooded = api.get("flooded").await.ok()?;
         let synced = |type_: &str| {
-            status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == type_ && c.status == edge_operator::crd::ConditionStatus::True)
+            flooded
+                .condition(type_)
+                .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
         };
-        (synced("RateLimitsSynced") && synced("SecurityEvents")).then_some(status)
+        (synced("RateLimitsSynced") && synced("SecurityEvents")).then_some(flooded)
     })
     .await;
+    let rules_synced = flooded.condition("RateLimitsSynced").expect("RateLimitsSynced");
+    let status = flooded.status.expect("status");
     let bytes = serde_json::to_vec(&status).expect("JSON").len();
     assert!(bytes <= 64 << 10, "status of {bytes} bytes");
     let truncated = status.truncated.join("\n");
@@ -208,10 +217,5 @@ async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap
         status.conditions.iter().all(|c| c.message.len() <= 2048),
         "condition messages are bounded"
     );
-    let rules_synced = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "RateLimitsSynced")
-        .expect("RateLimitsSynced");
     assert_eq!(rules_synced.message, "10000 rules", "the condition counts them all");
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, eventually, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, start};
 use edge_operator::crd::pull_zone_certificate::PullZoneCertificate;
@@ -13,10 +14,8 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 
-fn certificate(namespace: &str, name: &str, hostname: &str, extra: &str) -> String {
-    format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: PullZoneCertificate\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  hostname: {hostname}\n{extra}"
-    )
+fn certificate(namespace: &str, name: &str, hostname: &str) -> Manifest {
+    Manifest::certificate(namespace, name, json!({ "hostname": hostname }))
 }
 
 async fn reason_is(api: &Api<PullZoneCertificate>, name: &str, reason: &str) -> PullZoneCertificate {
@@ -48,7 +47,7 @@ async fn pending_challenge_backs_off_then_issues_once() {
     let namespace = TestNamespace::create("pzc");
     let operator = Operator::start(&namespace.name, &sim.base_url(), &["--certificate-backoff", "1s"]);
     let api: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(&certificate(&namespace.name, "new", "new.example.com", ""));
+    cluster().apply(certificate(&namespace.name, "new", "new.example.com"));
 
     let failing = eventually("two failed attempts", WAIT, || async {
         let object = api.get("new").await.ok()?;
@@ -97,7 +96,7 @@ async fn unknown_hostname_is_terminal() {
     let namespace = TestNamespace::create("pzc-404");
     let operator = Operator::start(&namespace.name, &sim.base_url(), &["--certificate-backoff", "1s"]);
     let api: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(&certificate(&namespace.name, "ghost", "ghost.example.org", ""));
+    cluster().apply(certificate(&namespace.name, "ghost", "ghost.example.org"));
     let object = reason_is(&api, "ghost", "HostnameNotFound").await;
     assert_eq!(
         object.status.and_then(|s| s.last_error).and_then(|e| e.http_status),
@@ -118,7 +117,7 @@ async fn retry_after_is_honoured() {
     let namespace = TestNamespace::create("pzc-429");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--certificate-backoff", "1s"]);
     let api: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(&certificate(&namespace.name, "shop", "shop.example.com", ""));
+    cluster().apply(certificate(&namespace.name, "shop", "shop.example.com"));
     reason_is(&api, "shop", "Issued").await;
     let attempts = calls(&sim);
     assert_eq!(attempts.iter().map(|a| a.0).collect::<Vec<_>>(), [429, 200]);
@@ -135,19 +134,12 @@ async fn wrong_access_key_is_fixed_by_updating_the_secret_alone() {
     let namespace = TestNamespace::create("pzc-key");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &["--certificate-backoff", "1s"]);
     let api: Api<PullZoneCertificate> = Api::namespaced(cluster().client().await, &namespace.name);
-    let secret = |key: &str| {
-        format!(
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: edge-key\n  namespace: {}\nstringData:\n  accessKey: {key}\n",
-            namespace.name
-        )
-    };
-    cluster().apply(&secret("not-the-key"));
-    cluster().apply(&certificate(
-        &namespace.name,
-        "keyed",
-        "shop.example.com",
-        "  accessKeySecretRef:\n    name: edge-key\n    key: accessKey\n",
-    ));
+    let secret = |key: &str| Manifest::key_secret(&namespace.name, "edge-key", key);
+    cluster().apply(secret("not-the-key"));
+    cluster().apply(
+        certificate(&namespace.name, "keyed", "shop.example.com")
+            .with_spec(json!({"accessKeySecretRef": {"name": "edge-key", "key": "accessKey"}})),
+    );
     let refused = reason_is(&api, "keyed", "Unauthorized").await;
     let message = refused
         .status
@@ -157,6 +149,6 @@ async fn wrong_access_key_is_fixed_by_updating_the_secret_alone() {
         !message.contains("not-the-key"),
         "the key never appears in status: {message}"
     );
-    cluster().apply(&secret(ACCESS_KEY));
+    cluster().apply(secret(ACCESS_KEY));
     reason_is(&api, "keyed", "Issued").await;
 }

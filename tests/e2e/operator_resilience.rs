@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, eventually, free_port, wait_for_condition};
 use crate::support::sim::{add_fault, example_fixtures, journal_count, start};
 use edge_operator::crd::access_list_config::AccessListConfig;
@@ -13,10 +14,11 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(45);
 
 fn apply_alc(namespace: &str, name: &str, configuration: i64, enabled: bool) {
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
-    );
-    cluster().apply(&yaml);
+    cluster().apply(Manifest::access_list(
+        namespace,
+        name,
+        json!({"shieldZoneId": 1001, "configurationId": configuration, "enabled": enabled}),
+    ));
 }
 
 /// Who holds the operator's Lease in `namespace` (empty when nobody does yet).

@@ -5,19 +5,22 @@ use std::io::Write;
 use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, wait_for_condition};
 use crate::support::sim::example_fixtures;
 use crate::support::tls::{PrivateCa, https_sim};
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn apply_by_id(namespace: &str) {
-    let yaml = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: by-id\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: Challenge\n"
-    );
-    cluster().apply(&yaml);
+    cluster().apply(Manifest::access_list(
+        namespace,
+        "by-id",
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": "Challenge"}),
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::{Manifest, stream};
 use crate::support::operator::{Operator, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, example_fixtures, start};
 
@@ -15,10 +16,24 @@ use crate::support::sim::{ACCESS_KEY, example_fixtures, start};
 async fn the_plan_is_what_the_operator_does() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("plan");
-    let manifests = format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: bad-actors, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, listName: Known bad actors, enabled: true, action: Challenge}}\n---\napiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: tor, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, configurationId: 9102, enabled: true, action: Challenge}}\n---\napiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata: {{name: office, namespace: {ns}}}\nspec: {{shieldZoneId: 1001, configurationId: 9201, enabled: false}}\n",
-        ns = namespace.name
-    );
+    let ns = namespace.name.as_str();
+    let manifests = stream([
+        Manifest::access_list(
+            ns,
+            "bad-actors",
+            json!({"shieldZoneId": 1001, "listName": "Known bad actors", "enabled": true, "action": "Challenge"}),
+        ),
+        Manifest::access_list(
+            ns,
+            "tor",
+            json!({"shieldZoneId": 1001, "configurationId": 9102, "enabled": true, "action": "Challenge"}),
+        ),
+        Manifest::access_list(
+            ns,
+            "office",
+            json!({"shieldZoneId": 1001, "configurationId": 9201, "enabled": false}),
+        ),
+    ]);
     let file = tempfile::Builder::new()
         .suffix(".yaml")
         .tempfile()

@@ -12,6 +12,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::{Manifest, stream};
 use crate::support::operator::{HasConditions, Operator, eventually, within};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, journal_count, platform_list, start};
 
@@ -31,10 +32,17 @@ fn operator(namespace: &str, api_url: &str) -> Operator {
     )
 }
 
-fn restoring_object(namespace: &str, index: i64) -> String {
-    format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: restore-{index}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {}\n  enabled: true\n  deletionPolicy: Restore\n  accessKeySecretRef:\n    name: shared-key\n    key: accessKey\n",
-        FIRST_CONFIGURATION + index
+fn restoring_object(namespace: &str, index: i64) -> Manifest {
+    Manifest::access_list(
+        namespace,
+        &format!("restore-{index}"),
+        json!({
+            "shieldZoneId": 1001,
+            "configurationId": FIRST_CONFIGURATION + index,
+            "enabled": true,
+            "deletionPolicy": "Restore",
+            "accessKeySecretRef": {"name": "shared-key", "key": "accessKey"},
+        }),
     )
 }
 
@@ -68,15 +76,9 @@ async fn teardown(objects: i64, restart: bool) -> Duration {
     let sim = start(document).await;
     let namespace = TestNamespace::create("teardown-together");
     let mut running = operator(&namespace.name, &sim.base_url());
-    let mut manifests = format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: shared-key\n  namespace: {}\nstringData:\n  accessKey: {ACCESS_KEY}\n",
-        namespace.name
-    );
-    for index in 0..objects {
-        manifests.push_str("---\n");
-        manifests.push_str(&restoring_object(&namespace.name, index));
-    }
-    cluster().apply(&manifests);
+    let secret = Manifest::key_secret(&namespace.name, "shared-key", ACCESS_KEY);
+    let restoring = (0..objects).map(|index| restoring_object(&namespace.name, index));
+    cluster().apply(stream(std::iter::once(secret).chain(restoring)));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     eventually("every object Ready", WAIT, || async {
         (ready_count(&api).await == objects as usize).then_some(())
@@ -177,16 +179,14 @@ async fn claimed_together(count: usize) {
     let namespace = TestNamespace::create("claims-together");
     let operator = operator(&namespace.name, &sim.base_url());
     let actions = ["Allow", "Challenge", "Log", "Bypass", "None"];
-    let manifests: Vec<String> = (0..count)
-        .map(|index| {
-            format!(
-                "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: rival-{index}\n  namespace: {}\n  annotations:\n    edgeplatform.io/poll-interval: 5s\nspec:\n  shieldZoneId: 1001\n  configurationId: 9101\n  enabled: true\n  action: {}\n",
-                namespace.name,
-                actions[index % actions.len()]
-            )
-        })
-        .collect();
-    cluster().apply(&manifests.join("---\n"));
+    cluster().apply(stream((0..count).map(|index| {
+        Manifest::access_list(
+            &namespace.name,
+            &format!("rival-{index}"),
+            json!({"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "action": actions[index % actions.len()]}),
+        )
+        .annotated("edgeplatform.io/poll-interval", "5s")
+    })));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
     let reported = eventually("every object to report", WAIT, || async {
         let objects = api.list(&Default::default()).await.ok()?.items;

@@ -8,9 +8,11 @@ use std::time::Duration;
 use edge_operator::crd::access_list_config::AccessListConfig;
 use edge_operator::sim::document::SimAccessList;
 use kube::Api;
+use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
-use crate::support::operator::{Operator, eventually};
+use crate::support::manifest::{Manifest, stream};
+use crate::support::operator::{HasConditions, Operator, eventually};
 use crate::support::sim::{example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -62,19 +64,18 @@ impl Shard {
     }
 }
 
-fn object(namespace: &str, name: &str, shard: &str, configuration: i64, enabled: bool) -> String {
-    format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    {SHARD_LABEL}: {shard}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
+fn object(namespace: &str, name: &str, shard: &str, configuration: i64, enabled: bool) -> Manifest {
+    Manifest::access_list(
+        namespace,
+        name,
+        json!({"shieldZoneId": 1001, "configurationId": configuration, "enabled": enabled}),
     )
+    .labelled(SHARD_LABEL, shard)
 }
 
 fn is_ready(object: &AccessListConfig) -> bool {
-    object.status.as_ref().is_some_and(|s| {
-        s.conditions.iter().any(|c| {
-            c.type_ == "Ready"
-                && c.status == edge_operator::crd::ConditionStatus::True
-                && c.observed_generation == object.metadata.generation
-        })
+    object.condition("Ready").is_some_and(|c| {
+        c.status == edge_operator::crd::ConditionStatus::True && c.observed_generation == object.metadata.generation
     })
 }
 
@@ -90,11 +91,10 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
     let ns = namespace.name.as_str();
     let shard_a = Shard::start(ns, &sim.base_url(), "a");
     let shard_b = Shard::start(ns, &sim.base_url(), "b");
-    cluster().apply(&format!(
-        "{}---\n{}",
+    cluster().apply(stream([
         object(ns, "list-a", "a", FIRST_CONFIGURATION, true),
-        object(ns, "list-b", "b", FIRST_CONFIGURATION + 1, true)
-    ));
+        object(ns, "list-b", "b", FIRST_CONFIGURATION + 1, true),
+    ]));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
     eventually("both objects Ready", WAIT, || async {
         let objects = api.list(&Default::default()).await.ok()?.items;
@@ -157,7 +157,7 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
     assert_eq!(shard_b.patches().await, Some(1.0));
 
     // Its next change is shard b's to write, and shard a's no more.
-    cluster().apply(&object(ns, "list-a", "b", FIRST_CONFIGURATION, false));
+    cluster().apply(object(ns, "list-a", "b", FIRST_CONFIGURATION, false));
     eventually("shard b to write list-a's change", WAIT, || async {
         (platform_list(&sim, FIRST_CONFIGURATION) == Some((false, 2))).then_some(())
     })

@@ -8,13 +8,16 @@ use kube::Api;
 
 use super::release::{Release, is_ready};
 use crate::support::cluster::{cluster, repo_root};
-use crate::support::operator::{eventually, wait_for_condition};
+use crate::support::manifest::Manifest;
+use crate::support::operator::{HasConditions, eventually, wait_for_condition};
 
 const WAIT: Duration = Duration::from_secs(90);
 
-fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> String {
-    format!(
-        "apiVersion: edgeplatform.io/v1alpha1\nkind: AccessListConfig\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  shieldZoneId: 1001\n  configurationId: {configuration}\n  enabled: {enabled}\n"
+fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> Manifest {
+    Manifest::access_list(
+        namespace,
+        name,
+        serde_json::json!({"shieldZoneId": 1001, "configurationId": configuration, "enabled": enabled}),
     )
 }
 
@@ -22,11 +25,10 @@ fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -
 async fn in_sync_with_spec(api: &Api<AccessListConfig>, name: &str, what: &str) {
     eventually(what, WAIT, || async {
         let object = api.get(name).await.ok()?;
-        let in_sync =
-            object.status.as_ref()?.conditions.iter().any(|c| {
-                c.type_ == "Ready" && c.reason == "InSync" && c.observed_generation == object.metadata.generation
-            });
-        in_sync.then_some(())
+        object
+            .condition("Ready")
+            .is_some_and(|c| c.reason == "InSync" && c.observed_generation == object.metadata.generation)
+            .then_some(())
     })
     .await;
 }
@@ -175,7 +177,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
     assert!(pods.iter().all(is_ready), "the standby is Ready too (its probes pass)");
 
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
-    cluster().apply(&access_list(&namespace, "failover", 9101, true));
+    cluster().apply(access_list(&namespace, "failover", 9101, true));
     wait_for_condition(&api, "failover", "Ready", Some("True"), "InSync", WAIT).await;
     let patches = release.journal_count("PATCH", "/configurations/9101").await;
     assert_eq!(patches, 1);
@@ -232,7 +234,7 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
         assert_eq!(code, 0, "a clean exit on SIGTERM");
     }
 
-    cluster().apply(&access_list(&namespace, "failover", 9101, false));
+    cluster().apply(access_list(&namespace, "failover", 9101, false));
     in_sync_with_spec(&api, "failover", "the new leader applies the change").await;
     assert_eq!(
         release.journal_count("PATCH", "/configurations/9101").await,
@@ -242,8 +244,8 @@ async fn another_operator_takes_over_from_a_deleted_leader_without_a_duplicate_w
 
     // A rolling update (leader election: surge, then replace) while a change arrives.
     let change = tokio::task::spawn_blocking({
-        let yaml = access_list(&namespace, "failover", 9101, true);
-        move || cluster().apply(&yaml)
+        let manifest = access_list(&namespace, "failover", 9101, true);
+        move || cluster().apply(manifest)
     });
     let (ok, _, err) = tokio::task::block_in_place(|| {
         release.helm(
@@ -310,7 +312,7 @@ async fn the_emulator_keeps_what_the_operator_wrote_on_its_volume_across_a_new_p
     let release = Release::install("node-state", "emulator", &["--set=emulator.persistence.enabled=true"]);
     let namespace = release.namespace.name.clone();
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace);
-    cluster().apply(&access_list(&namespace, "kept", 9101, true));
+    cluster().apply(access_list(&namespace, "kept", 9101, true));
     in_sync_with_spec(&api, "kept", "the operator enabled configuration 9101").await;
     assert_eq!(release.journal_count("PATCH", "/configurations/9101").await, 1);
 

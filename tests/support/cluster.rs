@@ -244,13 +244,15 @@ impl Cluster {
         file
     }
 
-    /// Applies every manifest in `dir`.
-    /// `kubectl apply` of a YAML document (or several, `---` apart).
-    pub(crate) fn apply(&self, yaml: &str) {
-        let (ok, _, stderr) = self.kubectl(&["apply", "-f", "-"], Some(yaml));
+    /// `kubectl apply` of a YAML document (or several, `---` apart), or of a [`Manifest`].
+    ///
+    /// [`Manifest`]: super::manifest::Manifest
+    pub(crate) fn apply(&self, manifests: impl std::fmt::Display) {
+        let (ok, _, stderr) = self.kubectl(&["apply", "-f", "-"], Some(&manifests.to_string()));
         assert!(ok, "{stderr}");
     }
 
+    /// Applies every manifest in `dir`.
     pub(crate) fn apply_dir(&self, dir: &Path) {
         let (ok, _, stderr) = self.kubectl(
             &[

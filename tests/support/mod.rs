@@ -5,6 +5,7 @@ pub(crate) mod cluster;
 pub(crate) mod gitops;
 pub(crate) mod helm;
 pub(crate) mod hostile_server;
+pub(crate) mod manifest;
 pub(crate) mod operator;
 pub(crate) mod sim;
 pub(crate) mod tls;
