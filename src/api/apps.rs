@@ -8,7 +8,7 @@ use super::models::apps::Application;
 use super::operation::Operation;
 
 /// The longest value that goes into one path segment.
-pub const MAX_PATH_SEGMENT: usize = 256;
+pub(crate) const MAX_PATH_SEGMENT: usize = 256;
 
 /// One path segment from `raw`: refused when it is empty, `.` or `..` (a URL resolves
 /// them to another path), longer than [`MAX_PATH_SEGMENT`], or holds `/`, `?`, `#`,

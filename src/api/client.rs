@@ -374,7 +374,7 @@ pub(super) async fn read_body(mut response: Response, limit: usize) -> Result<Ve
 /// How far one page walk may go: a platform that keeps answering "more" can neither
 /// keep a caller forever nor fill its memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WalkLimits {
+pub(crate) struct WalkLimits {
     pub pages: usize,
     /// The answers' bytes, all pages together.
     pub bytes: usize,

@@ -98,7 +98,7 @@ pub enum Credentials {
 }
 
 /// The longest `Retry-After` the client believes; larger values are read as this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Retries of retryable failures: exponential backoff with jitter, never shorter than
 /// the platform's `Retry-After`.
@@ -152,7 +152,7 @@ impl RetryPolicy {
 /// The logging API allows 30 requests per sliding 10 s per Pull Zone. The default
 /// quota stays below it even when requests bunch up in transit: a burst of 5, then one
 /// every 10 s / 24, so any 10 s window holds at most 29.
-pub fn default_logging_quota() -> Quota {
+pub(crate) fn default_logging_quota() -> Quota {
     Quota::with_period(Duration::from_millis(10_000 / 24))
         .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
         .allow_burst(NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN))
@@ -200,9 +200,9 @@ pub struct ClientConfig {
 }
 
 /// Default of [`ClientConfig::max_body_bytes`]: far above any page the platform sends.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
 /// Default of [`ClientConfig::answer_budget_bytes`].
-pub const DEFAULT_ANSWER_BUDGET_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_ANSWER_BUDGET_BYTES: usize = 64 << 20;
 
 /// Where a plain `http` URL is accepted: credentials travel in its headers in clear
 /// text. `https` is accepted everywhere.

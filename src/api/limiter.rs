@@ -15,7 +15,7 @@ use governor::{NotUntil, Quota, RateLimiter};
 use tokio::sync::{Mutex, oneshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TokioInstant(tokio::time::Instant);
+pub(crate) struct TokioInstant(tokio::time::Instant);
 
 impl Add<Nanos> for TokioInstant {
     type Output = Self;
@@ -36,7 +36,7 @@ impl Reference for TokioInstant {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TokioClock;
+pub(crate) struct TokioClock;
 
 impl Clock for TokioClock {
     type Instant = TokioInstant;
@@ -75,13 +75,13 @@ struct Turns {
 /// Keys nobody waits on and whose quota has recovered are forgotten whenever the keys
 /// held double, so keys that come and go (a Pull Zone id changed in a spec) hold at
 /// most about twice those in use.
-pub struct KeyedLimiter {
+pub(crate) struct KeyedLimiter {
     gcra: KeyedGcra,
     turns: std::sync::Mutex<Turns>,
 }
 
 impl KeyedLimiter {
-    pub fn new(quota: Quota) -> Self {
+    pub(crate) fn new(quota: Quota) -> Self {
         Self {
             gcra: RateLimiter::new(quota, HashMapStateStore::default(), TokioClock),
             turns: std::sync::Mutex::default(),
@@ -89,7 +89,7 @@ impl KeyedLimiter {
     }
 
     /// Waits until `key` may send one more request; returns how long it waited.
-    pub async fn until_ready(&self, key: i64) -> Duration {
+    pub(crate) async fn until_ready(&self, key: i64) -> Duration {
         let turn = {
             let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
             let held = turns.queues.len().max(self.gcra.len());
@@ -231,14 +231,14 @@ impl Drop for FairTurn<'_> {
 /// their own, so at most one poll is ever queued for the quota, and a change waits for
 /// the changes before it and that one poll, however many polls are waiting. The polls'
 /// line serves the parties (namespaces) in turn.
-pub struct DirectLimiter {
+pub(crate) struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
     polls: FairLine,
 }
 
 impl DirectLimiter {
-    pub fn new(quota: Quota) -> Self {
+    pub(crate) fn new(quota: Quota) -> Self {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
@@ -248,7 +248,7 @@ impl DirectLimiter {
 
     /// Waits until one more request of `party` may go in `lane`; returns how long it
     /// waited.
-    pub async fn until_ready(&self, lane: Lane, party: &str) -> Duration {
+    pub(crate) async fn until_ready(&self, lane: Lane, party: &str) -> Duration {
         let started = tokio::time::Instant::now();
         let _poll_line = match lane {
             Lane::Poll => Some(self.polls.enter(party).await),

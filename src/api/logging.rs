@@ -11,7 +11,7 @@ use super::operation::Operation;
 
 /// A walk over log pages streams its entries: it may be long, and holds one page at a
 /// time.
-pub const LOG_WALK: WalkLimits = WalkLimits {
+pub(crate) const LOG_WALK: WalkLimits = WalkLimits {
     pages: 10_000,
     bytes: 4 << 30,
 };

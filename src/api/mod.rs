@@ -3,19 +3,19 @@
 //! [`EdgeClient`] covers every operation; [`ApiError`] classifies every failure;
 //! [`ClientConfig`] holds URLs, credentials, timeouts, retries and rate limits.
 
-pub mod apps;
-pub mod client;
-pub mod config;
+pub(crate) mod apps;
+pub(crate) mod client;
+pub(crate) mod config;
 pub mod contract;
-pub mod error;
-pub mod limiter;
-pub mod logging;
+pub(crate) mod error;
+pub(crate) mod limiter;
+pub(crate) mod logging;
 pub mod models;
-pub mod operation;
-pub mod probe;
-pub mod pullzone;
-pub mod shield;
-pub mod transport;
+pub(crate) mod operation;
+pub(crate) mod probe;
+pub(crate) mod pullzone;
+pub(crate) mod shield;
+pub(crate) mod transport;
 
 pub use client::{EdgeClient, Hooks, RequestObserver, WriteGate, status_class};
 pub use config::{AnswerCheck, ClientConfig, Credentials, PlainHttp, RetryPolicy, SecretFile, SecretValue, USER_AGENT};

@@ -12,10 +12,10 @@ use super::models::shield::{
 use super::operation::Operation;
 
 /// Rules per page when walking all rate limits (the platform default).
-pub const RATE_LIMIT_PAGE_SIZE: i64 = 10;
+pub(crate) const RATE_LIMIT_PAGE_SIZE: i64 = 10;
 
 /// A zone's rate-limit rules are collected whole: 10,000 rules, 16 MiB of answers.
-pub const RATE_LIMIT_WALK: WalkLimits = WalkLimits {
+pub(crate) const RATE_LIMIT_WALK: WalkLimits = WalkLimits {
     pages: 1_000,
     bytes: 16 << 20,
 };

@@ -8,7 +8,7 @@ use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch,
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetRequest {
+pub(crate) struct SetRequest {
     pub zone: i64,
     pub selector: ListSelector,
     pub enabled: Option<bool>,
@@ -20,7 +20,7 @@ pub struct SetRequest {
 /// The two members the configuration PATCH changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Configuration {
+pub(crate) struct Configuration {
     pub is_enabled: bool,
     pub action: i32,
 }
@@ -28,7 +28,7 @@ pub struct Configuration {
 /// What `set` found, and what the list is afterwards.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Change {
+pub(crate) struct Change {
     pub shield_zone_id: i64,
     pub configuration_id: i64,
     pub name: String,
@@ -40,13 +40,13 @@ pub struct Change {
 }
 
 impl Change {
-    pub fn changes_anything(&self) -> bool {
+    pub(crate) fn changes_anything(&self) -> bool {
         self.before != self.after
     }
 }
 
 /// The PATCH that takes `before` to what was asked: only the members that differ.
-pub fn difference(
+pub(crate) fn difference(
     before: Configuration,
     enabled: Option<bool>,
     action: Option<AccessListAction>,
@@ -57,7 +57,7 @@ pub fn difference(
     }
 }
 
-pub async fn set(client: &EdgeClient, request: &SetRequest) -> Result<Change, Failure> {
+pub(crate) async fn set(client: &EdgeClient, request: &SetRequest) -> Result<Change, Failure> {
     if request.enabled.is_none() && request.action.is_none() {
         return Err(Failure::Usage("nothing to set: pass --enabled and/or --action".into()));
     }

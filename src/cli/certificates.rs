@@ -7,7 +7,7 @@ use crate::api::ApiError;
 /// The outcome of a certificate completion, as `edgectl` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CompletionOutcome {
+pub(crate) struct CompletionOutcome {
     pub hostname: String,
     /// `Issued`, `VerificationFailed`, `HostnameNotFound`, or the error's reason
     /// (`Unauthorized`, `RateLimited`, `ServerError`...).
@@ -20,7 +20,7 @@ pub struct CompletionOutcome {
 }
 
 /// Classifies the answer of `POST /pullzone/completeExternalHttpCertificate`.
-pub fn outcome(hostname: &str, result: &Result<(), ApiError>) -> CompletionOutcome {
+pub(crate) fn outcome(hostname: &str, result: &Result<(), ApiError>) -> CompletionOutcome {
     let platform = |e: &ApiError| {
         e.platform_message()
             .map(|m| m.message.clone())

@@ -15,7 +15,7 @@ const RESOLVE_WITHIN: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Ok,
     Fail,
     Skip,
@@ -23,7 +23,7 @@ pub enum Verdict {
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub check: String,
     pub verdict: Verdict,
     pub detail: String,
@@ -38,7 +38,7 @@ fn check(name: &str, verdict: Verdict, detail: impl Into<String>) -> Check {
 }
 
 /// Every check, in order; a check whose prerequisite failed is skipped.
-pub async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &DoctorArgs) -> Vec<Check> {
+pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &DoctorArgs) -> Vec<Check> {
     let config = platform.config();
     let mut checks = vec![proxy(config)];
     let mut hosts = vec![config.base_url.clone()];
@@ -207,7 +207,7 @@ fn clock(local: DateTime<Utc>, server: Option<DateTime<Utc>>, most: Duration) ->
 }
 
 /// The report as lines: verdict, check, detail.
-pub fn render(checks: &[Check]) -> String {
+pub(crate) fn render(checks: &[Check]) -> String {
     let width = checks.iter().map(|c| c.check.len()).max().unwrap_or(0);
     checks
         .iter()
@@ -223,7 +223,7 @@ pub fn render(checks: &[Check]) -> String {
 }
 
 /// Exit 1 when any check failed.
-pub fn exit_code(checks: &[Check]) -> u8 {
+pub(crate) fn exit_code(checks: &[Check]) -> u8 {
     u8::from(checks.iter().any(|c| c.verdict == Verdict::Fail))
 }
 

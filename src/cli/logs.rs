@@ -13,7 +13,7 @@ use crate::api::{EdgeClient, LogQuery};
 
 /// Filters of a v1 day file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DayFilter {
+pub(crate) struct DayFilter {
     status: Vec<StatusMatch>,
     cache_status: Vec<String>,
     search: Vec<String>,
@@ -21,7 +21,7 @@ pub struct DayFilter {
 
 impl DayFilter {
     /// Validates the filters as the v2 API would.
-    pub fn new(status: &[String], cache_status: &[String], search: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn new(status: &[String], cache_status: &[String], search: Option<&str>) -> Result<Self, String> {
         let status = status.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
         let cache_status = cache_status
             .iter()
@@ -37,7 +37,7 @@ impl DayFilter {
         })
     }
 
-    pub fn matches(&self, entry: &LogEntry) -> bool {
+    pub(crate) fn matches(&self, entry: &LogEntry) -> bool {
         entry.matches_statuses(&self.status, &self.cache_status) && entry.matches_search(&self.search)
     }
 }
@@ -78,7 +78,7 @@ async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Outpu
 
 /// `edgectl logs`: the newest entries, a v1 day file, or (`--follow`) new entries as
 /// they come, until interrupted.
-pub async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
+pub(crate) async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
     if let Some(day) = &args.day {
         return day_file(client, args, day, output).await;
     }

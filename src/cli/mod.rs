@@ -2,15 +2,15 @@
 //! more than one call, and rendering of every answer. The binary only parses its
 //! arguments and dispatches here.
 
-pub mod access_lists;
+pub(crate) mod access_lists;
 pub mod args;
-pub mod certificates;
+pub(crate) mod certificates;
 pub mod commands;
-pub mod doctor;
-pub mod logs;
-pub mod parse;
-pub mod plan;
-pub mod render;
+pub(crate) mod doctor;
+pub(crate) mod logs;
+pub(crate) mod parse;
+pub(crate) mod plan;
+pub(crate) mod render;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use crate::api::models::shield::{AccessListAction, Dimension, EventLogsFilter, FilterOp};
 
 /// Parses `field:op:v1,v2` (values may contain `:`; `cidr` values keep theirs).
-pub fn parse_filter(spec: &str) -> Result<EventLogsFilter, String> {
+pub(crate) fn parse_filter(spec: &str) -> Result<EventLogsFilter, String> {
     let mut parts = spec.splitn(3, ':');
     let (Some(field), Some(op), Some(values)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(format!("filter `{spec}` must look like field:op:value[,value...]"));
@@ -26,12 +26,12 @@ pub fn parse_filter(spec: &str) -> Result<EventLogsFilter, String> {
 }
 
 /// Parses a comma-separated list of dimensions.
-pub fn parse_dimensions(list: &str) -> Result<Vec<Dimension>, String> {
+pub(crate) fn parse_dimensions(list: &str) -> Result<Vec<Dimension>, String> {
     list.split(',').map(|d| Dimension::from_str(d.trim())).collect()
 }
 
 /// Parses an RFC 3339 time or Unix milliseconds.
-pub fn parse_time(raw: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_time(raw: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(millis) = raw.parse::<i64>() {
         return DateTime::from_timestamp_millis(millis).ok_or_else(|| format!("time `{raw}` is out of range"));
     }
@@ -41,13 +41,13 @@ pub fn parse_time(raw: &str) -> Result<DateTime<Utc>, String> {
 }
 
 /// Parses the `MM-dd-yy` day of a legacy v1 log file.
-pub fn parse_day(raw: &str) -> Result<NaiveDate, String> {
+pub(crate) fn parse_day(raw: &str) -> Result<NaiveDate, String> {
     NaiveDate::parse_from_str(raw.trim(), "%m-%d-%y")
         .map_err(|_| format!("day `{raw}` is not MM-dd-yy (for example 11-20-26)"))
 }
 
 /// Parses an access-list action by name (any case) or wire code.
-pub fn parse_action(raw: &str) -> Result<AccessListAction, String> {
+pub(crate) fn parse_action(raw: &str) -> Result<AccessListAction, String> {
     let by_code = raw.trim().parse::<i32>().ok().and_then(AccessListAction::from_code);
     by_code
         .or_else(|| {

@@ -13,7 +13,7 @@ use crate::api::models::shield::{
 };
 
 /// Draws counts with block characters, scaled to the largest.
-pub fn sparkline(counts: &[i64]) -> String {
+pub(crate) fn sparkline(counts: &[i64]) -> String {
     const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let max = counts.iter().copied().max().unwrap_or(0);
     counts
@@ -27,7 +27,7 @@ pub fn sparkline(counts: &[i64]) -> String {
 }
 
 /// A plain text table: a header row and left-aligned columns, two spaces apart.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -50,7 +50,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// Unix milliseconds as RFC 3339 (seconds), or the number itself when out of range.
-pub fn format_millis(millis: i64) -> String {
+pub(crate) fn format_millis(millis: i64) -> String {
     DateTime::from_timestamp_millis(millis).map_or_else(
         || millis.to_string(),
         |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -59,7 +59,7 @@ pub fn format_millis(millis: i64) -> String {
 
 /// A flat search as one row per event; a grouped one as one row per group with its
 /// per-action counts and sparkline.
-pub fn search(response: &EventLogsSearchResponse, request: &EventLogsSearchRequest) -> String {
+pub(crate) fn search(response: &EventLogsSearchResponse, request: &EventLogsSearchRequest) -> String {
     let pages = format!("page {} of {}", response.page + 1, response.total_pages.max(1));
     if let Some(groups) = &response.groups {
         let dimensions: Vec<&str> = request.group_by.iter().flatten().map(|d| d.as_str()).collect();
@@ -123,7 +123,7 @@ pub fn search(response: &EventLogsSearchResponse, request: &EventLogsSearchReque
     )
 }
 
-pub fn rate_limits(rules: &[RateLimitRule]) -> String {
+pub(crate) fn rate_limits(rules: &[RateLimitRule]) -> String {
     let seconds = |v: Option<i64>| v.map_or_else(|| "-".into(), |s| format!("{s}s"));
     let rows: Vec<Vec<String>> = rules
         .iter()
@@ -142,7 +142,7 @@ pub fn rate_limits(rules: &[RateLimitRule]) -> String {
     table(&["ID", "NAME", "ACTION", "REQUESTS", "TIMEFRAME", "BLOCK TIME"], &rows)
 }
 
-pub fn access_lists(lists: &AccessListsResponse) -> String {
+pub(crate) fn access_lists(lists: &AccessListsResponse) -> String {
     let rows: Vec<Vec<String>> = lists
         .lists_with_kind()
         .map(|(l, managed)| {
@@ -174,7 +174,7 @@ pub fn access_lists(lists: &AccessListsResponse) -> String {
 }
 
 /// Before → after of `access-lists set`, and whether anything was sent.
-pub fn access_list_change(change: &Change) -> String {
+pub(crate) fn access_list_change(change: &Change) -> String {
     let rows = vec![
         vec![
             "isEnabled".to_string(),
@@ -202,7 +202,7 @@ pub fn access_list_change(change: &Change) -> String {
 }
 
 /// Manifests the apiserver would refuse, each with its file and member.
-pub fn problems(problems: &[Problem]) -> String {
+pub(crate) fn problems(problems: &[Problem]) -> String {
     let rows: Vec<Vec<String>> = problems
         .iter()
         .map(|p| vec![p.source.clone(), p.path.clone(), p.message.clone()])
@@ -215,7 +215,7 @@ pub fn problems(problems: &[Problem]) -> String {
 }
 
 /// A plan: one row per object, its member changes below it, and a summary line.
-pub fn plan(planned: &[PlannedObject]) -> String {
+pub(crate) fn plan(planned: &[PlannedObject]) -> String {
     let mut rows = Vec::new();
     let (mut changes, mut unchanged, mut errors) = (0, 0, 0);
     for object in planned {
@@ -257,11 +257,11 @@ pub fn plan(planned: &[PlannedObject]) -> String {
     )
 }
 
-pub fn certificate(outcome: &CompletionOutcome) -> String {
+pub(crate) fn certificate(outcome: &CompletionOutcome) -> String {
     format!("{}: {}\n", outcome.outcome, outcome.message)
 }
 
-pub fn app(app: &Application) -> String {
+pub(crate) fn app(app: &Application) -> String {
     let images: Vec<String> = app
         .container_templates
         .iter()
@@ -294,7 +294,7 @@ pub fn app(app: &Application) -> String {
 const LOG_HEADER: [&str; 6] = ["TIME", "STATUS", "CACHE", "IP", "COUNTRY", "URL"];
 
 /// CDN log entries; `with_header` false continues an earlier table (`--follow`).
-pub fn logs(entries: &[LogEntry], with_header: bool) -> String {
+pub(crate) fn logs(entries: &[LogEntry], with_header: bool) -> String {
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {

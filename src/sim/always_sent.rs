@@ -23,7 +23,7 @@ const RULE_CONFIGURATION_DEFAULTS: [(&str, i64); 3] = [("operatorType", 0), ("se
 
 /// Fills a listed rule of Shield Zone `zone`; `rate_limit` tells a rate-limit rule
 /// from a custom WAF rule.
-pub fn fill_rule(rule: &mut Value, zone: i64, rate_limit: bool) {
+pub(crate) fn fill_rule(rule: &mut Value, zone: i64, rate_limit: bool) {
     let Some(members) = rule.as_object_mut() else {
         return;
     };
@@ -39,7 +39,7 @@ pub fn fill_rule(rule: &mut Value, zone: i64, rate_limit: bool) {
 }
 
 /// Fills an application, its templates and their endpoints.
-pub fn fill_app(app: &mut Value) {
+pub(crate) fn fill_app(app: &mut Value) {
     let Some(members) = app.as_object_mut() else {
         return;
     };
@@ -112,7 +112,7 @@ fn insert_absent(members: &mut Map<String, Value>, member: &str, value: Value) {
 
 /// Whether a listed rule is a rate-limit rule: its configuration carries a member only
 /// rate-limit rules have.
-pub fn is_rate_limit_rule(rule: &Value) -> bool {
+pub(crate) fn is_rate_limit_rule(rule: &Value) -> bool {
     let configuration = &rule["ruleConfiguration"];
     RATE_LIMIT_ONLY_MEMBERS
         .iter()
@@ -120,14 +120,14 @@ pub fn is_rate_limit_rule(rule: &Value) -> bool {
 }
 
 /// Validators of the platform's form of what edge-sim serves.
-pub struct PlatformForm {
+pub(crate) struct PlatformForm {
     pub rate_limit_rule: BodyValidator,
     pub custom_waf_rule: BodyValidator,
     pub application: BodyValidator,
 }
 
 /// The compiled validators ([`Required::AlwaysSent`]).
-pub fn platform_form() -> Result<&'static PlatformForm, String> {
+pub(crate) fn platform_form() -> Result<&'static PlatformForm, String> {
     static FORM: OnceLock<Result<PlatformForm, String>> = OnceLock::new();
     FORM.get_or_init(|| {
         Ok(PlatformForm {

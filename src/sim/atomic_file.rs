@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, synced and
 /// renamed over it; the file is readable by its owner only.
-pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -35,7 +35,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Runs `write` (off the runtime) after each burst of `changes`: `quiet` after the
 /// first change of a burst, so a burst costs one write; and once more when `stop`
 /// resolves, if anything changed since the last write.
-pub async fn write_after_changes(
+pub(crate) async fn write_after_changes(
     changes: Arc<Notify>,
     quiet: Duration,
     stop: impl std::future::Future<Output = ()>,

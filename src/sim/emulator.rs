@@ -86,11 +86,11 @@ pub struct Fault {
 }
 
 /// The most exchanges the journal keeps (the latest).
-pub const MAX_JOURNAL: usize = 200_000;
+pub(crate) const MAX_JOURNAL: usize = 200_000;
 /// The most memory the journal's exchanges take (long URIs count in full).
-pub const MAX_JOURNAL_BYTES: usize = 64 << 20;
+pub(crate) const MAX_JOURNAL_BYTES: usize = 64 << 20;
 /// Faults pending at once.
-pub const MAX_FAULTS: usize = 1_000;
+pub(crate) const MAX_FAULTS: usize = 1_000;
 
 /// The emulator: everything its handlers share.
 #[derive(Debug, Default)]

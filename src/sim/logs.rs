@@ -6,16 +6,16 @@ use crate::api::models::logging::{
     LogEntry, LogsResponse, Pagination, QueryEcho, SortOrder, StatusMatch, parse_cache_status,
 };
 
-pub const RETENTION: Duration = Duration::days(3);
-pub const DEFAULT_RANGE: Duration = Duration::hours(24);
-pub const DEFAULT_LIMIT: u64 = 100;
-pub const MAX_LIMIT: u64 = 1000;
+pub(crate) const RETENTION: Duration = Duration::days(3);
+pub(crate) const DEFAULT_RANGE: Duration = Duration::hours(24);
+pub(crate) const DEFAULT_LIMIT: u64 = 100;
+pub(crate) const MAX_LIMIT: u64 = 1000;
 const MAX_SEARCH_TOKENS: usize = 16;
 const MAX_TOKEN_CHARS: usize = 128;
 
 /// A validated v2 query.
 #[derive(Debug, Clone)]
-pub struct LogQuery {
+pub(crate) struct LogQuery {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     status: Vec<StatusMatch>,
@@ -49,7 +49,7 @@ fn lowered(value: &str) -> Option<String> {
 
 impl LogQuery {
     /// Validates the query parameters of `GET /v2/pullzones/{id}/logs` at `now`.
-    pub fn parse(params: &[(String, String)], now: DateTime<Utc>) -> Result<Self, String> {
+    pub(crate) fn parse(params: &[(String, String)], now: DateTime<Utc>) -> Result<Self, String> {
         let mut query = LogQuery {
             from: now - DEFAULT_RANGE,
             to: now,
@@ -170,7 +170,7 @@ impl LogQuery {
 
     /// Runs the query over one Pull Zone's entries: reads the time range only, and
     /// stops one match after the page.
-    pub fn execute(&self, pull_zone_id: i64, logs: &PullZoneLogs) -> LogsResponse {
+    pub(crate) fn execute(&self, pull_zone_id: i64, logs: &PullZoneLogs) -> LogsResponse {
         let range = logs.range(self.from, self.to);
         let matched: Box<dyn Iterator<Item = &LogEntry>> = match self.order {
             SortOrder::Asc => Box::new(range.iter().filter(|e| self.matches(e))),
@@ -244,7 +244,7 @@ impl PullZoneLogs {
 }
 
 /// Parses the `MM-dd-yy` day of a v1 path and checks it against the retention.
-pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
+pub(crate) fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
     let day = NaiveDate::parse_from_str(raw, "%m-%d-%y").map_err(|_| format!("`{raw}` is not a MM-dd-yy date"))?;
     let end = day
         .succ_opt()
@@ -258,7 +258,7 @@ pub fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String> {
 }
 
 /// The v1 day file: that day's retained entries, oldest first, one line each.
-pub fn v1_file(logs: &PullZoneLogs, day: NaiveDate, now: DateTime<Utc>) -> String {
+pub(crate) fn v1_file(logs: &PullZoneLogs, day: NaiveDate, now: DateTime<Utc>) -> String {
     let start = day.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
     let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc());
     let (Some(start), Some(end)) = (start, end) else {

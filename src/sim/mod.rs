@@ -8,20 +8,20 @@
 // idiomatic axum shape; the size of `Response` is irrelevant on this path.
 #![allow(clippy::result_large_err)]
 
-pub mod always_sent;
-pub mod atomic_file;
-pub mod clock;
+pub(crate) mod always_sent;
+pub(crate) mod atomic_file;
+pub(crate) mod clock;
 pub mod document;
-pub mod emulator;
+pub(crate) mod emulator;
 pub mod events;
 pub mod generator;
-pub mod http;
-pub mod logs;
-pub mod ratelimit;
+pub(crate) mod http;
+pub(crate) mod logs;
+pub(crate) mod ratelimit;
 pub mod recording;
 pub mod state_file;
-pub mod wire_form;
-pub mod world;
+pub(crate) mod wire_form;
+pub(crate) mod world;
 
 pub use document::SimDocument;
 pub use emulator::{Fault, JournalEntry, Sim};

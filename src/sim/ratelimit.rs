@@ -4,8 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-pub const LIMIT: usize = 30;
-pub const WINDOW_MS: i64 = 10_000;
+pub(crate) const LIMIT: usize = 30;
+pub(crate) const WINDOW_MS: i64 = 10_000;
 
 #[derive(Debug, Default)]
 pub struct PullZoneLimiter {

@@ -15,7 +15,7 @@ use crate::api::contract::{PROBE_TIMINGS, WIRE_FORM_ENUMS, published_default, wi
 const PROBES: [&str; 3] = ["startup", "readiness", "liveness"];
 
 /// Puts a completed application in the wire form.
-pub fn app_in_wire_form(app: &mut Value) {
+pub(crate) fn app_in_wire_form(app: &mut Value) {
     let Some(members) = app.as_object_mut() else {
         return;
     };

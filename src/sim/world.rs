@@ -11,9 +11,9 @@ use super::events::EventStore;
 use super::logs::PullZoneLogs;
 
 /// Security events one Shield Zone holds (about 125 bytes each).
-pub const MAX_EVENTS_PER_ZONE: usize = 5_000_000;
+pub(crate) const MAX_EVENTS_PER_ZONE: usize = 5_000_000;
 /// CDN log entries one Pull Zone holds within the retention.
-pub const MAX_LOGS_PER_PULL_ZONE: usize = 2_000_000;
+pub(crate) const MAX_LOGS_PER_PULL_ZONE: usize = 2_000_000;
 
 /// Why the world refused a change or a read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,7 +4,7 @@
 pub mod apps;
 mod lenient;
 pub mod logging;
-pub mod pullzone;
+pub(crate) mod pullzone;
 pub mod shield;
 
 use serde::{Deserialize, Serialize};

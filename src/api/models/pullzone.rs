@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Body of `POST /pullzone/completeExternalHttpCertificate`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompleteCertificateRequest {
+pub(crate) struct CompleteCertificateRequest {
     #[serde(rename = "Hostname")]
     pub hostname: String,
 }

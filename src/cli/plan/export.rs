@@ -6,7 +6,7 @@ use crate::crd::access_list_config::{AccessListConfigSpec, ManagementPolicy};
 
 /// A DNS-1123 name from a list name: lower case, runs of other characters as `-`, at
 /// most 63 characters; `list-<configurationId>` when nothing is left.
-pub fn object_name(list_name: &str, configuration_id: i64) -> String {
+pub(crate) fn object_name(list_name: &str, configuration_id: i64) -> String {
     let mut name = String::new();
     for c in list_name.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() {
@@ -27,7 +27,7 @@ pub fn object_name(list_name: &str, configuration_id: i64) -> String {
 /// One AccessListConfig per list of the zone, holding its current values as the desired
 /// state: `Observe` unless `manage`. Names are unique (a repeated name gets the
 /// configuration id appended).
-pub fn export_access_lists(
+pub(crate) fn export_access_lists(
     zone: i64,
     lists: &AccessListsResponse,
     manage: bool,
@@ -68,7 +68,7 @@ pub fn export_access_lists(
 }
 
 /// The objects as a multi-document YAML stream, with a header naming the zone.
-pub fn to_yaml_stream(zone: i64, objects: &[AccessListConfig]) -> Result<String, serde_yaml::Error> {
+pub(crate) fn to_yaml_stream(zone: i64, objects: &[AccessListConfig]) -> Result<String, serde_yaml::Error> {
     let mut out = format!(
         "# Access lists of Shield Zone {zone}, exported by edgectl: their current values as the desired state.\n"
     );

@@ -12,22 +12,22 @@ use crate::crd::Kind;
 
 /// One YAML or JSON document of the input, with where it came from.
 #[derive(Debug, Clone)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// `file.yaml` or `file.yaml#2` (the 1-based document of a stream).
     pub source: String,
     pub value: Value,
 }
 
 impl Manifest {
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.value["kind"].as_str().unwrap_or_default()
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.value["metadata"]["name"].as_str().unwrap_or_default()
     }
 
-    pub fn namespace(&self) -> Option<&str> {
+    pub(crate) fn namespace(&self) -> Option<&str> {
         self.value["metadata"]["namespace"].as_str()
     }
 }
@@ -36,7 +36,10 @@ impl Manifest {
 /// files, recursively, in name order) and `-` (standard input). Only documents of the
 /// `edgeplatform.io` kinds are kept: a kustomization's Namespaces, Secrets and other
 /// objects are left out (Secrets come from `--secrets-from` instead).
-pub fn load(paths: &[String], stdin: impl FnOnce() -> std::io::Result<String>) -> Result<Vec<Manifest>, Failure> {
+pub(crate) fn load(
+    paths: &[String],
+    stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Vec<Manifest>, Failure> {
     let mut stdin = Some(stdin);
     let mut manifests = Vec::new();
     for path in paths {
@@ -104,7 +107,7 @@ pub(super) fn documents(source: &str, text: &str) -> Result<Vec<Manifest>, Failu
 
 /// A manifest the apiserver would refuse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub source: String,
     /// The offending member, as a JSON path (`spec.shieldZoneId`).
     pub path: String,
@@ -113,7 +116,7 @@ pub struct Problem {
 
 /// Checks a manifest as the apiserver would: the CRD's structural schema (types,
 /// enums, bounds, required members) and its CEL rules, evaluated offline.
-pub fn validate(manifest: &Manifest) -> Vec<Problem> {
+pub(crate) fn validate(manifest: &Manifest) -> Vec<Problem> {
     let crd = match Kind::of(manifest.kind()) {
         Some(kind) => kind.crd(),
         None => {

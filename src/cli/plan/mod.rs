@@ -16,13 +16,13 @@ use crate::crd::{AccessListConfig, ContainerAppWatch, Kind};
 mod export;
 mod manifests;
 
-pub use self::export::{export_access_lists, object_name, to_yaml_stream};
+pub(crate) use self::export::{export_access_lists, to_yaml_stream};
 use self::manifests::documents;
-pub use self::manifests::{Manifest, Problem, load, validate};
+pub(crate) use self::manifests::{Manifest, Problem, load, validate};
 
 /// One member that would change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemberChange {
+pub(crate) struct MemberChange {
     pub member: String,
     pub before: String,
     pub after: String,
@@ -31,7 +31,7 @@ pub struct MemberChange {
 /// What the operator would do for one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     NoChange { detail: String },
     Change { detail: String, changes: Vec<MemberChange> },
     Error { detail: String },
@@ -39,7 +39,7 @@ pub enum Verdict {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PlannedObject {
+pub(crate) struct PlannedObject {
     pub source: String,
     pub kind: String,
     pub namespace: String,
@@ -49,10 +49,10 @@ pub struct PlannedObject {
 }
 
 /// `(namespace, name)` of a Secret → its data, decoded.
-pub type SecretData = HashMap<(String, String), BTreeMap<String, String>>;
+pub(crate) type SecretData = HashMap<(String, String), BTreeMap<String, String>>;
 
 /// Where platform clients come from: the default key, or a Secret of `--secrets-from`.
-pub struct Clients {
+pub(crate) struct Clients {
     /// A client of the platform; its key is the default one when `has_default_key`.
     pub base: EdgeClient,
     pub has_default_key: bool,
@@ -85,7 +85,7 @@ impl Clients {
 }
 
 /// Reads Secrets (`data` base64 or `stringData`) from a YAML stream.
-pub fn secrets_from(text: &str, default_namespace: &str) -> Result<SecretData, Failure> {
+pub(crate) fn secrets_from(text: &str, default_namespace: &str) -> Result<SecretData, Failure> {
     let mut secrets = HashMap::new();
     for manifest in documents("--secrets-from", text)? {
         if manifest.kind() != "Secret" {
@@ -113,7 +113,7 @@ fn platform_error(error: &ApiError) -> Verdict {
 }
 
 /// Plans every manifest (all already valid), sharing one read per Shield Zone and key.
-pub async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: &str) -> Vec<PlannedObject> {
+pub(crate) async fn plan(manifests: &[Manifest], clients: &Clients, default_namespace: &str) -> Vec<PlannedObject> {
     let mut zone_lists: HashMap<(String, i64), Result<AccessListsResponse, ApiError>> = HashMap::new();
     let mut planned = Vec::new();
     for manifest in manifests {
@@ -183,7 +183,7 @@ fn client_id(client: &EdgeClient) -> String {
 }
 
 /// The reconciler's own decision for a new object of `spec`.
-pub fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessListsResponse) -> Verdict {
+pub(crate) fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessListsResponse) -> Verdict {
     let (item, _) = match resolve(spec, lists) {
         Ok(found) => found,
         Err(error) => {
@@ -229,7 +229,7 @@ pub fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessListsRespo
 
 /// The exit status of a plan: 1 on errors, 2 when something would change, else 0
 /// (like `terraform plan -detailed-exitcode`).
-pub fn exit_code(planned: &[PlannedObject]) -> u8 {
+pub(crate) fn exit_code(planned: &[PlannedObject]) -> u8 {
     if planned.iter().any(|p| matches!(p.verdict, Verdict::Error { .. })) {
         1
     } else if planned.iter().any(|p| matches!(p.verdict, Verdict::Change { .. })) {
@@ -241,6 +241,7 @@ pub fn exit_code(planned: &[PlannedObject]) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use super::export::object_name;
     use super::*;
 
     fn manifest(yaml: &str) -> Manifest {

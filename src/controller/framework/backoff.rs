@@ -9,13 +9,13 @@ use crate::api::RetryPolicy;
 
 /// Consecutive failures per object, for the error backoff.
 #[derive(Default)]
-pub struct Failures {
+pub(crate) struct Failures {
     counts: Mutex<HashMap<String, u32>>,
 }
 
 impl Failures {
     /// Counts one more failure of `key` and returns how many in a row it has had.
-    pub fn failed(&self, key: String) -> u32 {
+    pub(crate) fn failed(&self, key: String) -> u32 {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let count = counts.entry(key).or_default();
         *count = count.saturating_add(1);
@@ -23,14 +23,14 @@ impl Failures {
     }
 
     /// Forgets an object's failures (after a success, or once it is gone).
-    pub fn forget(&self, key: &str) {
+    pub(crate) fn forget(&self, key: &str) {
         self.counts.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 }
 
 /// The delay before retrying an object after its `failures`-th consecutive failure:
 /// exponential from 5 s (transient errors) or 30 s (others), capped at 5 min.
-pub fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
+pub(crate) fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
     let policy = RetryPolicy {
         max_retries: u32::MAX,
         initial_backoff: Duration::from_secs(if transient { 5 } else { 30 }),

@@ -13,7 +13,7 @@ use super::leader::LeaderGate;
 use super::metrics::Metrics;
 
 /// A duration flag of at least `MIN_SECS` seconds.
-pub fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, String> {
+pub(crate) fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(raw).map_err(|error| error.to_string())?;
     if duration < Duration::from_secs(MIN_SECS) {
         return Err(format!("must be at least {MIN_SECS}s"));
@@ -21,7 +21,7 @@ pub fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, 
     Ok(duration)
 }
 
-pub struct Context {
+pub(crate) struct Context {
     pub kube: kube::Client,
     pub access_keys: AccessKeys,
     pub failures: Failures,

@@ -23,7 +23,7 @@ use crate::crd::SecretKeyRef;
 
 /// A set of namespaces given on the command line: names, or `*` for every namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum NamespaceSet {
+pub(crate) enum NamespaceSet {
     All,
     Only(BTreeSet<String>),
     #[default]
@@ -32,7 +32,7 @@ pub enum NamespaceSet {
 
 impl NamespaceSet {
     /// `*` anywhere means every namespace; no names means none.
-    pub fn parse(names: &[String]) -> Self {
+    pub(crate) fn parse(names: &[String]) -> Self {
         let names: BTreeSet<String> = names
             .iter()
             .map(|n| n.trim().to_string())
@@ -47,7 +47,7 @@ impl NamespaceSet {
         }
     }
 
-    pub fn contains(&self, namespace: &str) -> bool {
+    pub(crate) fn contains(&self, namespace: &str) -> bool {
         match self {
             NamespaceSet::All => true,
             NamespaceSet::Only(names) => names.contains(namespace),
@@ -64,22 +64,22 @@ const SECRET_DATA_TTL: Duration = Duration::from_secs(600);
 /// listed them: a re-list replaces the whole set, so a Secret deleted while the watch
 /// was down is forgotten.
 #[derive(Clone)]
-pub struct SecretIndex {
+pub(crate) struct SecretIndex {
     store: Store<PartialObjectMeta<Secret>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretMeta {
+pub(crate) struct SecretMeta {
     pub resource_version: Option<String>,
     pub finalizers: Vec<String>,
 }
 
 impl SecretIndex {
-    pub fn new(store: Store<PartialObjectMeta<Secret>>) -> Self {
+    pub(crate) fn new(store: Store<PartialObjectMeta<Secret>>) -> Self {
         Self { store }
     }
 
-    pub fn get(&self, namespace: &str, name: &str) -> Option<SecretMeta> {
+    pub(crate) fn get(&self, namespace: &str, name: &str) -> Option<SecretMeta> {
         let secret = self.store.get(&ObjectRef::new(name).within(namespace))?;
         Some(SecretMeta {
             resource_version: secret.resource_version(),
@@ -92,32 +92,24 @@ impl SecretIndex {
     }
 }
 
-/// The operator's own key: fixed, or a file read again whenever it changes or the
-/// platform rejects it.
-pub enum DefaultKey {
-    Fixed(SecretValue),
-    File(SecretFile),
-}
+/// The operator's own key: a file read again whenever it changes or the platform
+/// rejects it.
+pub(crate) struct DefaultKey(SecretFile);
 
 impl DefaultKey {
     /// The key in `path`; fails now when the file cannot be read or is empty.
-    pub fn file(path: PathBuf) -> Result<Self, String> {
-        SecretFile::open(path, "access key").map(Self::File)
+    pub(crate) fn file(path: PathBuf) -> Result<Self, String> {
+        SecretFile::open(path, "access key").map(Self)
     }
 
     /// The key as it is now.
-    pub fn current(&self) -> Result<SecretValue, String> {
-        match self {
-            DefaultKey::Fixed(key) => Ok(key.clone()),
-            DefaultKey::File(file) => file.current(),
-        }
+    pub(crate) fn current(&self) -> Result<SecretValue, String> {
+        self.0.current()
     }
 
     /// The platform rejected the key: read the file again next time.
     fn forget(&self) {
-        if let DefaultKey::File(file) = self {
-            file.forget();
-        }
+        self.0.forget();
     }
 }
 
@@ -177,7 +169,7 @@ impl KeyCache {
 
 /// The access keys objects may use (the default key, the Secrets they reference) and a
 /// platform client for each, within the namespaces each is allowed in.
-pub struct AccessKeys {
+pub(crate) struct AccessKeys {
     kube: kube::Client,
     /// The client whose credentials are replaced per object (pool, quota and hooks shared).
     platform: EdgeClient,
@@ -191,7 +183,7 @@ pub struct AccessKeys {
 }
 
 impl AccessKeys {
-    pub fn new(
+    pub(crate) fn new(
         kube: kube::Client,
         platform: EdgeClient,
         default_key: Option<DefaultKey>,
@@ -210,7 +202,7 @@ impl AccessKeys {
 
     /// Follows the Secret watch once its event is in the index: the keys of a Secret
     /// that is deleted, or missing from a re-list, are dropped.
-    pub fn follow_secrets(&self, event: &Event<PartialObjectMeta<Secret>>) {
+    pub(crate) fn follow_secrets(&self, event: &Event<PartialObjectMeta<Secret>>) {
         match event {
             Event::Delete(secret) => {
                 let (namespace, name) = (secret.namespace().unwrap_or_default(), secret.name_any());
@@ -223,19 +215,19 @@ impl AccessKeys {
     }
 
     /// Only objects of `namespaces` may use the default key.
-    pub fn with_default_key_namespaces(mut self, namespaces: NamespaceSet) -> Self {
+    pub(crate) fn with_default_key_namespaces(mut self, namespaces: NamespaceSet) -> Self {
         self.default_key_namespaces = namespaces;
         self
     }
 
     /// Only Secrets of `namespaces` are read.
-    pub fn with_secret_namespaces(mut self, namespaces: NamespaceSet) -> Self {
+    pub(crate) fn with_secret_namespaces(mut self, namespaces: NamespaceSet) -> Self {
         self.secret_namespaces = namespaces;
         self
     }
 
     /// The platform client for an object in `namespace` referencing `secret`.
-    pub async fn client_for<E>(
+    pub(crate) async fn client_for<E>(
         &self,
         namespace: &str,
         secret: Option<&SecretKeyRef>,
@@ -297,7 +289,7 @@ impl AccessKeys {
 
     /// The platform rejected the credentials of an object in `namespace`: read them
     /// again at its next reconcile.
-    pub fn rejected(&self, namespace: &str, secret: Option<&SecretKeyRef>) {
+    pub(crate) fn rejected(&self, namespace: &str, secret: Option<&SecretKeyRef>) {
         match secret {
             None => {
                 if let Some(key) = &self.default_key {
@@ -313,7 +305,7 @@ impl AccessKeys {
 }
 
 /// A stable identity of the client's credentials that does not reveal them.
-pub fn credential_id(client: &EdgeClient) -> String {
+pub(crate) fn credential_id(client: &EdgeClient) -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     match &client.config().credentials {

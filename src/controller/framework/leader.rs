@@ -17,7 +17,7 @@ use tokio::time::Instant;
 /// The shortest wait between two looks at the Lease.
 const MIN_CHECK: Duration = Duration::from_millis(100);
 
-pub struct LeaderGate {
+pub(crate) struct LeaderGate {
     /// `None` when there is no election: always allowed to act.
     validity: Option<Duration>,
     /// Until when acting is allowed.
@@ -26,7 +26,7 @@ pub struct LeaderGate {
 
 impl LeaderGate {
     /// No leader election: this process is the only operator.
-    pub fn sole() -> Self {
+    pub(crate) fn sole() -> Self {
         Self {
             validity: None,
             until: Mutex::new(None),
@@ -35,7 +35,7 @@ impl LeaderGate {
 
     /// Leadership confirmed by observation lasts `lease_duration` less a margin of a
     /// quarter of it (at least one second).
-    pub fn elected(lease_duration: Duration) -> Self {
+    pub(crate) fn elected(lease_duration: Duration) -> Self {
         Self {
             validity: Some(usable(lease_duration)),
             until: Mutex::new(None),
@@ -43,28 +43,28 @@ impl LeaderGate {
     }
 
     /// Acting stops this long before the Lease would expire.
-    pub fn margin(lease_duration: Duration) -> Duration {
+    pub(crate) fn margin(lease_duration: Duration) -> Duration {
         quarter(lease_duration)
     }
 
     /// The Lease was just renewed by this process (acquired, or seen renewed now).
-    pub fn confirm(&self) {
+    pub(crate) fn confirm(&self) {
         if let Some(validity) = self.validity {
             self.confirm_for(validity);
         }
     }
 
     /// The Lease, held by this process, stays valid for `remaining` less the margin.
-    pub fn confirm_for(&self, remaining: Duration) {
+    pub(crate) fn confirm_for(&self, remaining: Duration) {
         *self.until.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + remaining);
     }
 
     /// The Lease was seen held by another process, or not at all.
-    pub fn revoke(&self) {
+    pub(crate) fn revoke(&self) {
         *self.until.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    pub fn may_act(&self) -> bool {
+    pub(crate) fn may_act(&self) -> bool {
         if self.validity.is_none() {
             return true;
         }

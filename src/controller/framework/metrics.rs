@@ -119,7 +119,7 @@ where
     copy
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
@@ -144,7 +144,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// The metrics; with `per_object`, also a series per condition of each object.
-    pub fn new(per_object: bool) -> Self {
+    pub(crate) fn new(per_object: bool) -> Self {
         let mut root = Registry::default();
         root.register_collector(Box::new(ProcessCollector));
         let registry = root.sub_registry_with_prefix("edge_operator");
@@ -248,7 +248,7 @@ impl Metrics {
 }
 
 impl Metrics {
-    pub fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
+    pub(crate) fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
         let result = if error_reason.is_some() { "error" } else { "success" };
         self.reconciles
             .get_or_create(&ReconcileLabels {
@@ -265,18 +265,18 @@ impl Metrics {
         }
     }
 
-    pub fn status_written(&self, kind: &str) {
+    pub(crate) fn status_written(&self, kind: &str) {
         self.status_writes
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .inc();
     }
 
     /// Whether this process may act now (read at each scrape).
-    pub fn set_leader(&self, leader: bool) {
+    pub(crate) fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
     }
 
-    pub fn polled(&self, kind: &str, late: Duration) {
+    pub(crate) fn polled(&self, kind: &str, late: Duration) {
         self.poll_lag
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .observe(late.as_secs_f64());
@@ -285,7 +285,7 @@ impl Metrics {
     /// Publishes an object's conditions, replacing what was published for it before:
     /// a condition it no longer has (a Stalled that cleared) is no longer counted, and
     /// one whose type or reason this process never writes is not counted at all.
-    pub fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
+    pub(crate) fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         let now: Vec<Published> = conditions
             .iter()
@@ -320,7 +320,7 @@ impl Metrics {
     }
 
     /// Forgets a deleted object's conditions.
-    pub fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
+    pub(crate) fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         let key = (kind, format!("{namespace}/{name}").into_boxed_str());
         if let Some(before) = published.objects.remove(&key) {
@@ -359,7 +359,7 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::error!(%error, "cannot encode metrics");

@@ -4,9 +4,9 @@
 //! object (`object`), and the context parts (`credentials`, `backoff`, `leader`,
 //! `metrics`, `shared_reads`).
 
-pub mod backoff;
-pub mod context;
-pub mod credentials;
+pub(crate) mod backoff;
+pub(crate) mod context;
+pub(crate) mod credentials;
 pub(crate) mod driver;
 pub(crate) mod error;
 pub(crate) mod kind;

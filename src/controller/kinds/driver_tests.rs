@@ -117,6 +117,7 @@ struct Harness {
     shared: Arc<Context>,
     kinds: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
     _sim: RunningSim,
+    _default_key: tempfile::NamedTempFile,
 }
 
 impl Harness {
@@ -163,12 +164,14 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    let default_key = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("key file: {e}"));
+    std::fs::write(default_key.path(), ACCESS_KEY).unwrap_or_else(|e| panic!("key file: {e}"));
     let ctx = Context {
         kube: kube.clone(),
         access_keys: AccessKeys::new(
             kube.clone(),
             platform,
-            Some(DefaultKey::Fixed(SecretValue::new(ACCESS_KEY))),
+            Some(DefaultKey::file(default_key.path().to_path_buf()).unwrap_or_else(|e| panic!("{e}"))),
             SecretIndex::new(kube::runtime::reflector::store::Writer::default().as_reader()),
         )
         .with_default_key_namespaces(NamespaceSet::All)
@@ -184,6 +187,7 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
         shared: Arc::new(ctx),
         kinds: Mutex::default(),
         _sim: sim,
+        _default_key: default_key,
     }
 }
 

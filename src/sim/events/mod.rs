@@ -2,9 +2,9 @@
 
 mod group;
 mod page;
-pub mod search;
-pub mod store;
-pub mod validate;
+pub(crate) mod search;
+pub(crate) mod store;
+pub(crate) mod validate;
 
 pub use search::execute;
 pub use store::{EventInput, EventStore};

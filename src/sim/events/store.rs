@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::models::shield::Dimension;
 
 /// Number of interned text columns: the nine dimensions plus the rule name.
-pub const TEXT_COLUMNS: usize = 10;
+pub(crate) const TEXT_COLUMNS: usize = 10;
 
 /// An interned text column of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

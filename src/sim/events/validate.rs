@@ -8,11 +8,11 @@ use ipnet::IpNet;
 use super::store::Column;
 use crate::api::models::shield::{Dimension, EventLogsSearchRequest, FilterOp};
 
-pub const MAX_PAGE_SIZE: i32 = 500;
-pub const DEFAULT_PAGE_SIZE: i32 = 50;
-pub const MAX_BUCKETS: i32 = 500;
-pub const MAX_FUTURE_MS: i64 = 5 * 60 * 1000;
-pub const MAX_AGE_MS: i64 = 72 * 3600 * 1000;
+pub(crate) const MAX_PAGE_SIZE: i32 = 500;
+pub(crate) const DEFAULT_PAGE_SIZE: i32 = 50;
+pub(crate) const MAX_BUCKETS: i32 = 500;
+pub(crate) const MAX_FUTURE_MS: i64 = 5 * 60 * 1000;
+pub(crate) const MAX_AGE_MS: i64 = 72 * 3600 * 1000;
 
 /// Columns searched by the free-text `query`.
 pub(super) const QUERY_COLUMNS: [Column; 5] = [
@@ -110,12 +110,12 @@ pub struct ValidSearch {
 
 /// Terms of `query`: each one is matched against every distinct value of five
 /// columns, so their number bounds the work and memory of a search.
-pub const MAX_QUERY_TERMS: usize = 16;
+pub(crate) const MAX_QUERY_TERMS: usize = 16;
 /// Filters of one search, and values of one filter.
-pub const MAX_FILTERS: usize = 32;
-pub const MAX_FILTER_VALUES: usize = 256;
+pub(crate) const MAX_FILTERS: usize = 32;
+pub(crate) const MAX_FILTER_VALUES: usize = 256;
 /// Characters of one term or filter value.
-pub const MAX_TERM_CHARS: usize = 1024;
+pub(crate) const MAX_TERM_CHARS: usize = 1024;
 
 /// Checks every rule of the spec; `now` is Unix milliseconds.
 pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearch, SearchError> {

@@ -82,7 +82,7 @@ async fn require_admin_token(State(access): State<Arc<AdminAccess>>, request: Re
     response
 }
 
-pub fn router(access: Arc<AdminAccess>) -> Router<Arc<Sim>> {
+pub(crate) fn router(access: Arc<AdminAccess>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/state", get(get_state).put(put_state))
         .route("/reset", post(reset))
@@ -122,7 +122,7 @@ async fn get_state(State(sim): State<Arc<Sim>>) -> Response {
 }
 
 /// What the state answer shows in place of a credential.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 async fn put_state(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     match SimDocument::from_json(&body) {

@@ -20,7 +20,7 @@ use crate::sim::document::Resource;
 use crate::sim::emulator::Sim;
 use crate::sim::logs::{LogQuery, v1_day, v1_file};
 
-pub fn router() -> Router<Arc<Sim>> {
+pub(crate) fn router() -> Router<Arc<Sim>> {
     Router::new()
         .route("/v2/pullzones/{pull_zone_id}/logs", get(query_v2))
         .route("/{day}/{file}", get(day_file_v1))

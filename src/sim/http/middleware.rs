@@ -13,7 +13,7 @@ use super::respond::{json, problem};
 use crate::sim::emulator::{Fault, JournalEntry, Sim};
 
 /// Answers with a programmed fault where one matches, and records every exchange.
-pub async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
+pub(crate) async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let query = request.uri().query().map(str::to_string);
@@ -56,12 +56,12 @@ fn fault_response(fault: &Fault) -> Response {
 
 /// The account whose key a request carries.
 #[derive(Debug, Clone)]
-pub struct Caller(pub Arc<str>);
+pub(crate) struct Caller(pub Arc<str>);
 
 /// 401 unless the `AccessKey` header carries a known key: ProblemDetails, except on
 /// the rate-limit list, whose published 401 is `{statusCode: 401}`. Hands the key's
 /// account to the handler as a [`Caller`].
-pub async fn require_access_key(State(sim): State<Arc<Sim>>, mut request: Request, next: Next) -> Response {
+pub(crate) async fn require_access_key(State(sim): State<Arc<Sim>>, mut request: Request, next: Next) -> Response {
     let key = request.headers().get("AccessKey").and_then(|v| v.to_str().ok());
     let detail = match key.map(|key| sim.account_of(key)) {
         Some(Some(account)) => {
@@ -78,7 +78,7 @@ pub async fn require_access_key(State(sim): State<Arc<Sim>>, mut request: Reques
 }
 
 /// Path prefix of the rate-limit list.
-pub const RATE_LIMITS_PATH: &str = "/shield/rate-limits/";
+pub(crate) const RATE_LIMITS_PATH: &str = "/shield/rate-limits/";
 
 fn is_json_media_type(content_type: &str) -> bool {
     let essence = content_type
@@ -93,7 +93,7 @@ fn is_json_media_type(content_type: &str) -> bool {
 }
 
 /// 415 unless a request with a body declares a JSON media type.
-pub async fn require_json_body(request: Request, next: Next) -> Response {
+pub(crate) async fn require_json_body(request: Request, next: Next) -> Response {
     let has_body_method = matches!(*request.method(), Method::POST | Method::PATCH | Method::PUT);
     let content_type = request
         .headers()
@@ -120,7 +120,7 @@ pub async fn require_json_body(request: Request, next: Next) -> Response {
 
 /// The response media type for an `Accept` header: the most preferred of
 /// `application/json`, `text/json`, `text/plain`; `application/json` when none fits.
-pub fn negotiate_media_type(accept: Option<&str>) -> &'static str {
+pub(crate) fn negotiate_media_type(accept: Option<&str>) -> &'static str {
     const SUPPORTED: [&str; 3] = ["application/json", "text/json", "text/plain"];
     let mut ranges: Vec<(f32, usize, String)> = accept
         .unwrap_or_default()
@@ -148,7 +148,7 @@ pub fn negotiate_media_type(accept: Option<&str>) -> &'static str {
 }
 
 /// Labels JSON answers with the media type negotiated from `Accept`.
-pub async fn negotiate(request: Request, next: Next) -> Response {
+pub(crate) async fn negotiate(request: Request, next: Next) -> Response {
     let chosen = negotiate_media_type(request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let mut response = next.run(request).await;
     let is_json = response
@@ -207,7 +207,7 @@ async fn read_body(body: axum::body::Body, declared: Option<u64>, limit: usize) 
 
 /// Buffers request bodies up to `limit` bytes and answers 413 to larger ones,
 /// 408 to a body that does not arrive within [`BODY_READ_TIME`].
-pub async fn limit_body(limit: usize, request: Request, next: Next) -> Response {
+pub(crate) async fn limit_body(limit: usize, request: Request, next: Next) -> Response {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)

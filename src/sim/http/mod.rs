@@ -2,11 +2,11 @@
 //! media types), response helpers, and one module per API area. Handlers parse and
 //! answer; the state they read and change is the [`Sim`] and its world.
 
-pub mod admin;
-pub mod logging;
-pub mod middleware;
-pub mod platform;
-pub mod respond;
+pub(crate) mod admin;
+pub(crate) mod logging;
+pub(crate) mod middleware;
+pub(crate) mod platform;
+pub(crate) mod respond;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,12 +25,12 @@ use admin::AdminAccess;
 use respond::problem;
 
 /// The largest request body of the platform and logging APIs (answered with 413).
-pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+pub(crate) const MAX_REQUEST_BYTES: usize = 1 << 20;
 /// The largest request body of the admin API (bulk seeding of events and logs).
-pub const MAX_ADMIN_REQUEST_BYTES: usize = 256 << 20;
+pub(crate) const MAX_ADMIN_REQUEST_BYTES: usize = 256 << 20;
 
 /// The whole HTTP surface: platform API, logging API, admin API.
-pub fn router(sim: &Arc<Sim>, admin: AdminAccess) -> Router {
+pub(crate) fn router(sim: &Arc<Sim>, admin: AdminAccess) -> Router {
     let observed = Router::new()
         .merge(platform::router(sim))
         .merge(logging::router())

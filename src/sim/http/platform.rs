@@ -25,12 +25,12 @@ use crate::sim::document::Resource;
 use crate::sim::emulator::Sim;
 use crate::sim::world::WorldError;
 
-pub const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
-pub const CUSTOM_LIST_LIMIT: i64 = 10;
-pub const DEFAULT_PER_PAGE: i64 = 10;
-pub const MAX_PER_PAGE: i64 = 1_000;
+pub(crate) const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
+pub(crate) const CUSTOM_LIST_LIMIT: i64 = 10;
+pub(crate) const DEFAULT_PER_PAGE: i64 = 10;
+pub(crate) const MAX_PER_PAGE: i64 = 1_000;
 
-pub fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
+pub(crate) fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
         .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::api::models::ProblemDetails;
 
 /// A ProblemDetails answer; `member` also goes into an ASP.NET-style `errors` map.
-pub fn problem(status: StatusCode, title: &str, detail: impl Into<String>, member: Option<&str>) -> Response {
+pub(crate) fn problem(status: StatusCode, title: &str, detail: impl Into<String>, member: Option<&str>) -> Response {
     let detail = detail.into();
     let mut extensions = serde_json::Map::new();
     if let Some(member) = member {
@@ -25,7 +25,7 @@ pub fn problem(status: StatusCode, title: &str, detail: impl Into<String>, membe
     (status, axum::Json(body)).into_response()
 }
 
-pub fn bad_request(detail: impl Into<String>, member: Option<&str>) -> Response {
+pub(crate) fn bad_request(detail: impl Into<String>, member: Option<&str>) -> Response {
     problem(
         StatusCode::BAD_REQUEST,
         "One or more validation errors occurred.",
@@ -35,7 +35,7 @@ pub fn bad_request(detail: impl Into<String>, member: Option<&str>) -> Response 
 }
 
 /// Parses a JSON body, naming the member at fault on error.
-pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let member = member_at_fault(&e.path().to_string(), &e.inner().to_string());
@@ -45,7 +45,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Res
 
 /// The JSON path of the member a serde error is about. serde reports a missing field
 /// at its parent's path, so the field's name is appended to it.
-pub fn member_at_fault(path: &str, message: &str) -> String {
+pub(crate) fn member_at_fault(path: &str, message: &str) -> String {
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
@@ -58,17 +58,17 @@ pub fn member_at_fault(path: &str, message: &str) -> String {
 }
 
 /// Headers as a lookup helper for handlers.
-pub fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// A JSON answer with an explicit status.
-pub fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
 /// An empty body with a status.
-pub fn empty(status: StatusCode) -> Response {
+pub(crate) fn empty(status: StatusCode) -> Response {
     Response::builder()
         .status(status)
         .body(Body::empty())
@@ -77,7 +77,7 @@ pub fn empty(status: StatusCode) -> Response {
 
 /// Runs `work` (a search, a bulk insert) on the blocking pool, off the async workers;
 /// 500 when it panics.
-pub async fn off_the_runtime(work: impl FnOnce() -> Response + Send + 'static) -> Response {
+pub(crate) async fn off_the_runtime(work: impl FnOnce() -> Response + Send + 'static) -> Response {
     tokio::task::spawn_blocking(work)
         .await
         .unwrap_or_else(|_| empty(StatusCode::INTERNAL_SERVER_ERROR))

@@ -5,7 +5,7 @@ use serde_json::Value;
 /// Members whose values the platform mints per answer (prose, trace ids, the time of
 /// the answer): their presence and type are compared, not their values. An entry
 /// names a member, or a member of a member (`query.from`), at any depth.
-pub const VOLATILE: &[&str] = &[
+pub(crate) const VOLATILE: &[&str] = &[
     "detail",
     "message",
     "Message",
@@ -17,11 +17,11 @@ pub const VOLATILE: &[&str] = &[
 
 /// Counts of rows: compared by type only where the recorded answer shows rows the
 /// recording never saw (a first page of many), since edge-sim holds only those seen.
-pub const UNSEEN_COUNTS: &[&str] = &["pagination.hasMore", "total", "totalPages"];
+pub(crate) const UNSEEN_COUNTS: &[&str] = &["pagination.hasMore", "total", "totalPages"];
 
 /// Whether a recorded answer shows more rows than it holds: logs with more pages, or
 /// a flat search whose total is more than its rows.
-pub fn shows_unseen_rows(recorded: &Value) -> bool {
+pub(crate) fn shows_unseen_rows(recorded: &Value) -> bool {
     let more_logs = recorded.pointer("/pagination/hasMore") == Some(&Value::Bool(true));
     let rows = recorded.get("rows").and_then(Value::as_array).map(Vec::len);
     let total = recorded.get("total").and_then(Value::as_u64);
@@ -31,7 +31,7 @@ pub fn shows_unseen_rows(recorded: &Value) -> bool {
 
 /// One difference between a recorded answer and edge-sim's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Difference {
+pub(crate) enum Difference {
     /// The recorded answer has the member, edge-sim's does not.
     Missing { path: String },
     /// edge-sim's answer has a member the recorded one does not.
@@ -48,17 +48,6 @@ pub enum Difference {
         recorded: String,
         replayed: String,
     },
-}
-
-impl Difference {
-    pub fn path(&self) -> &str {
-        match self {
-            Difference::Missing { path }
-            | Difference::Extra { path }
-            | Difference::Type { path, .. }
-            | Difference::Value { path, .. } => path,
-        }
-    }
 }
 
 impl std::fmt::Display for Difference {
@@ -110,7 +99,7 @@ fn is_volatile(path: &str, volatile: &[&str]) -> bool {
 }
 
 /// Where `replayed` differs from `recorded`, paths rooted at `$`.
-pub fn differences(recorded: &Value, replayed: &Value, volatile: &[&str]) -> Vec<Difference> {
+pub(crate) fn differences(recorded: &Value, replayed: &Value, volatile: &[&str]) -> Vec<Difference> {
     let mut found = Vec::new();
     compare("$".to_string(), recorded, replayed, volatile, &mut found);
     found
@@ -197,10 +186,10 @@ mod tests {
             json!({"detail": "Zone 7 not found", "query": {"from": "a", "to": "b", "order": "desc"}, "from": "x"});
         let replayed = json!({"detail": "Shield Zone 7 was not found", "query": {"from": "c", "to": "d", "order": "desc"}, "from": "y"});
         let found = differences(&recorded, &replayed, VOLATILE);
-        assert_eq!(
-            found.iter().map(Difference::path).collect::<Vec<_>>(),
-            ["$.from"],
-            "only the member named at its depth"
+        let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(
+            shown.len() == 1 && shown[0].starts_with("$.from: "),
+            "only the member named at its depth: {shown:?}"
         );
         let typed = differences(&json!({"detail": "x"}), &json!({"detail": null}), VOLATILE);
         assert_eq!(typed.len(), 1, "a volatile member keeps its type");

@@ -12,18 +12,18 @@ use serde_json::Value;
 use crate::api::models::logging::LogEntry;
 use crate::sim::events::EventInput;
 
-pub const EXCHANGES_DIR: &str = "exchanges";
-pub const FIXTURES_FILE: &str = "fixtures.yaml";
-pub const DATA_FILE: &str = "data.json";
+pub(crate) const EXCHANGES_DIR: &str = "exchanges";
+pub(crate) const FIXTURES_FILE: &str = "fixtures.yaml";
+pub(crate) const DATA_FILE: &str = "data.json";
 /// The most exchanges a recording holds.
-pub const MAX_EXCHANGES: usize = 10_000;
+pub(crate) const MAX_EXCHANGES: usize = 10_000;
 /// The `AccessKey` of the account a recording's fixtures describe.
-pub const RECORDING_ACCESS_KEY: &str = "recorded-account";
+pub(crate) const RECORDING_ACCESS_KEY: &str = "recorded-account";
 
 /// One request and the answer it got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// When the request was made: the replay runs edge-sim's clock at this time.
     pub time: DateTime<Utc>,
     pub request: RecordedRequest,
@@ -32,7 +32,7 @@ pub struct Exchange {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RecordedRequest {
+pub(crate) struct RecordedRequest {
     pub method: String,
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,7 +48,7 @@ pub struct RecordedRequest {
 /// The credentials a recorded request carried (never their value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub enum SentCredentials {
+pub(crate) enum SentCredentials {
     /// The recorded account's `AccessKey`.
     #[default]
     AccountKey,
@@ -66,7 +66,7 @@ impl SentCredentials {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RecordedResponse {
+pub(crate) struct RecordedResponse {
     pub status: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
@@ -81,7 +81,7 @@ pub struct RecordedResponse {
 }
 
 /// A body as a recording keeps it: JSON when it parses, else text; nothing when empty.
-pub fn recorded_body(bytes: &[u8]) -> (Option<Value>, Option<String>) {
+pub(crate) fn recorded_body(bytes: &[u8]) -> (Option<Value>, Option<String>) {
     if bytes.is_empty() {
         return (None, None);
     }
@@ -94,7 +94,7 @@ pub fn recorded_body(bytes: &[u8]) -> (Option<Value>, Option<String>) {
 /// The events and log entries a recording's answers held, loaded beside its fixtures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RecordedData {
+pub(crate) struct RecordedData {
     /// Events by Shield Zone.
     #[serde(default)]
     pub events: BTreeMap<i64, Vec<EventInput>>,
@@ -137,12 +137,12 @@ impl RecordingError {
 }
 
 /// The file of the `number`-th exchange (from 1) of the recording in `dir`.
-pub fn exchange_path(dir: &Path, number: usize) -> PathBuf {
+pub(crate) fn exchange_path(dir: &Path, number: usize) -> PathBuf {
     dir.join(EXCHANGES_DIR).join(format!("{number:06}.json"))
 }
 
 /// The exchanges of the recording in `dir`, in the order they were made.
-pub fn read_exchanges(dir: &Path) -> Result<Vec<Exchange>, RecordingError> {
+pub(crate) fn read_exchanges(dir: &Path) -> Result<Vec<Exchange>, RecordingError> {
     let folder = dir.join(EXCHANGES_DIR);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
         .map_err(RecordingError::io(&folder))?
@@ -167,7 +167,7 @@ pub fn read_exchanges(dir: &Path) -> Result<Vec<Exchange>, RecordingError> {
 }
 
 /// The events and log entries of the recording in `dir` (none when it has no data file).
-pub fn read_data(dir: &Path) -> Result<RecordedData, RecordingError> {
+pub(crate) fn read_data(dir: &Path) -> Result<RecordedData, RecordingError> {
     let path = dir.join(DATA_FILE);
     match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RecordingError::invalid(&path, e)),

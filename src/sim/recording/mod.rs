@@ -5,8 +5,8 @@
 //! fixtures document; [`parity`] (`edge-sim parity`) replays the requests against
 //! edge-sim and reports, through [`diff`], where its answers differ.
 
-pub mod diff;
-pub mod exchange;
+pub(crate) mod diff;
+pub(crate) mod exchange;
 pub mod parity;
 pub mod proxy;
-pub mod rebuild;
+pub(crate) mod rebuild;

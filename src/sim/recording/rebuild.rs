@@ -13,7 +13,7 @@ use crate::sim::document::{PullZone, ShieldZone, SimAccessList, SimDocument};
 use crate::sim::events::EventInput;
 
 /// The fixtures document and the data that edge-sim needs to give the recorded answers.
-pub fn rebuild(exchanges: &[Exchange]) -> (SimDocument, RecordedData) {
+pub(crate) fn rebuild(exchanges: &[Exchange]) -> (SimDocument, RecordedData) {
     let mut account = Account::default();
     for exchange in exchanges {
         let request = &exchange.request;

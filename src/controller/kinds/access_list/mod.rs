@@ -22,7 +22,7 @@ mod plan;
 mod restore;
 mod secret_protection;
 mod settings;
-pub mod vocabulary;
+pub(crate) mod vocabulary;
 mod zone_lists;
 
 pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFinalizer};

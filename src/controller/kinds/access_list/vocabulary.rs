@@ -39,7 +39,7 @@ impl AccessListReason {
 }
 
 /// A failed reconcile of an AccessListConfig.
-pub type Failure = ReconcileError<AccessListError>;
+pub(crate) type Failure = ReconcileError<AccessListError>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccessListError {
