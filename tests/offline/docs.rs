@@ -252,7 +252,7 @@ fn every_chart_value_is_documented() {
     );
 }
 
-/// The words (`=> "Word"` arms) of `file`'s lines that mention `marker`.
+/// The words (`=> "StatusName"` arms) of `file`'s lines that mention `marker`.
 fn words_of(file: &str, marker: &str) -> Vec<String> {
     let text = std::fs::read_to_string(repo().join(file)).expect("source");
     text.lines()

@@ -2,7 +2,7 @@
 //! variant's [`ReconcileError::reason`] is the condition reason, Event reason and
 //! metric label.
 
-use super::status::vocabulary::{Reason, Word};
+use super::status::vocabulary::{Reason, StatusName};
 use crate::api::ApiError;
 
 /// The failures a kind has of its own (an enum; `Infallible` for none), each naming

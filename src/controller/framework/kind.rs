@@ -17,7 +17,7 @@ use super::error::{KindError, ReconcileError};
 use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{ConditionType, Reason, Word};
+use super::status::vocabulary::{ConditionType, Reason, StatusName};
 use super::status::{StatusWrite, write_status};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef, StatusConditions};
@@ -61,7 +61,7 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    pub(crate) fn normal(reason: impl Word, message: impl Into<String>) -> Self {
+    pub(crate) fn normal(reason: impl StatusName, message: impl Into<String>) -> Self {
         Self {
             warning: false,
             reason: reason.as_str(),
@@ -70,7 +70,7 @@ impl Event {
         }
     }
 
-    pub(crate) fn warning(reason: impl Word, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: impl StatusName, message: impl Into<String>) -> Self {
         Self {
             warning: true,
             reason: reason.as_str(),

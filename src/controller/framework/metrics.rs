@@ -394,7 +394,7 @@ impl RequestObserver for Metrics {
 mod tests {
     use super::*;
     use crate::controller::framework::status::conditions::{NewCondition, merge};
-    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
+    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
         crate::controller::framework::status::kstatus::settle(conditions, generation, now, Reason::is_terminal_name)

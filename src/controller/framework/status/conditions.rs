@@ -1,7 +1,7 @@
 //! Conditions kept in the Kubernetes convention: one per type; an unchanged status
 //! keeps its lastTransitionTime.
 
-use super::vocabulary::{Word, note_written};
+use super::vocabulary::{StatusName, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
@@ -19,7 +19,12 @@ pub(crate) struct NewCondition {
 pub(crate) const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
 
 impl NewCondition {
-    pub(crate) fn new(type_: impl Word, status: bool, reason: impl Word, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        type_: impl StatusName,
+        status: bool,
+        reason: impl StatusName,
+        message: impl Into<String>,
+    ) -> Self {
         note_written(type_.as_str());
         note_written(reason.as_str());
         Self {
@@ -68,20 +73,20 @@ pub(crate) fn merge(
 }
 
 /// The condition of a type, if present.
-pub(crate) fn find(conditions: &[Condition], type_: impl Word) -> Option<&Condition> {
+pub(crate) fn find(conditions: &[Condition], type_: impl StatusName) -> Option<&Condition> {
     conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// Whether a condition of `type_` is True.
 #[cfg(test)]
-pub(crate) fn is_true(conditions: &[Condition], type_: impl Word) -> bool {
+pub(crate) fn is_true(conditions: &[Condition], type_: impl StatusName) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
+    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 
     #[test]
     fn unchanged_status_keeps_its_transition_time() {

@@ -14,7 +14,7 @@
 //! Failed when Stalled, InProgress otherwise.
 
 use super::conditions::{NewCondition, find, merge};
-use super::vocabulary::{ConditionType, Reason, Word, note_written};
+use super::vocabulary::{ConditionType, Reason, StatusName, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`, whose

@@ -4,15 +4,15 @@
 
 use crate::api::ApiError;
 
-/// A condition type or reason as it is written: a variant of one of the vocabulary
-/// enums, each of which derives its `&'static str` (the variant's name).
-pub(crate) trait Word: Copy + Into<&'static str> {
+/// A name written in status, a condition type or a reason: a variant of one of the
+/// vocabulary enums, each of which derives its `&'static str` (the variant's name).
+pub(crate) trait StatusName: Copy + Into<&'static str> {
     fn as_str(self) -> &'static str {
         self.into()
     }
 }
 
-impl<T: Copy + Into<&'static str>> Word for T {}
+impl<T: Copy + Into<&'static str>> StatusName for T {}
 
 /// The words this process has written into conditions. Only these become metric label
 /// values: whatever else a status holds (anyone granted the status subresource may

@@ -27,7 +27,7 @@ use super::{FINALIZER, protected_secret};
 use crate::api::models::shield::AccessListItem;
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
 use crate::crd::{ConditionStatus, SecretKeyRef};
 

@@ -11,7 +11,7 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::object::poll_interval;
-use crate::controller::framework::status::vocabulary::Word;
+use crate::controller::framework::status::vocabulary::StatusName;
 use crate::crd::SecretKeyRef;
 use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
 
@@ -262,7 +262,8 @@ impl Reconciled for AccessListConfig {
                 }
             },
         };
-        let unrestored = [AccessListReason::RestoreFailed, AccessListReason::RestorePointRejected].map(Word::as_str);
+        let unrestored =
+            [AccessListReason::RestoreFailed, AccessListReason::RestorePointRejected].map(StatusName::as_str);
         for event in events.iter().filter(|event| unrestored.contains(&event.reason)) {
             tracing::error!(
                 namespace = %cx.namespace,

@@ -10,7 +10,7 @@ use crate::api::models::shield::{
 };
 use crate::controller::framework::kind::{Event, is_ready};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, StatusName};
 use crate::crd::access_list_config::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };

@@ -242,7 +242,7 @@ mod tests {
     use crate::controller::framework::kind::failure_event;
     use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
-    use crate::controller::framework::status::vocabulary::Word;
+    use crate::controller::framework::status::vocabulary::StatusName;
 
     #[test]
     fn a_restore_point_of_another_zone_is_not_used() {

@@ -304,7 +304,7 @@ mod tests {
     use crate::api::models::apps::AppStatus;
     use crate::controller::framework::status::conditions::{NewCondition, find, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
-    use crate::controller::framework::status::vocabulary::Word;
+    use crate::controller::framework::status::vocabulary::StatusName;
     use crate::crd::container_app_watch::CdnSummary;
 
     #[test]

@@ -14,7 +14,7 @@ use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
 use crate::controller::framework::kind::{Event, Now};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
@@ -124,7 +124,7 @@ pub(super) fn security_summary(
     (summary, condition)
 }
 
-fn failed(type_: impl Word, error: &ApiError) -> NewCondition {
+fn failed(type_: impl StatusName, error: &ApiError) -> NewCondition {
     NewCondition::new(type_, false, Reason::of(error), error.to_string())
 }
 

@@ -17,7 +17,7 @@ use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, Word};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };

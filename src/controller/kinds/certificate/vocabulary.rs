@@ -1,7 +1,7 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
 use crate::api::ApiError;
-use crate::controller::framework::status::vocabulary::{Reason, Word};
+use crate::controller::framework::status::vocabulary::{Reason, StatusName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
 pub(crate) enum CertificateReason {
