@@ -129,12 +129,30 @@ async fn create_all(api: &Api<AccessListConfig>, objects: usize) -> anyhow::Resu
     stream::iter(0..objects)
         .map(|i| async move {
             let object = AccessListConfig::new(&name(i), spec(i));
-            api.create(&PostParams::default(), &object).await.map(drop)
+            create_once(api, &object).await
         })
         .buffer_unordered(CLIENT_CONCURRENCY)
         .try_collect()
         .await
         .context("creating AccessListConfigs")
+}
+
+/// Attempts at one create when the connection to the apiserver closes under it.
+const CREATE_ATTEMPTS: usize = 3;
+
+/// Creates `object`; a connection closed under the request (a pooled connection the
+/// apiserver had just closed) is tried again, and an object already there after such a
+/// retry was created by the attempt whose answer was lost.
+async fn create_once(api: &Api<AccessListConfig>, object: &AccessListConfig) -> Result<(), kube::Error> {
+    let mut attempt = 1;
+    loop {
+        match api.create(&PostParams::default(), object).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(response)) if attempt > 1 && response.code == 409 => return Ok(()),
+            Err(kube::Error::Service(_) | kube::Error::HyperError(_)) if attempt < CREATE_ATTEMPTS => attempt += 1,
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// How long deleting a namespace of `objects` objects may take.
