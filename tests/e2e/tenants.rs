@@ -10,6 +10,7 @@ use kube::Api;
 use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
+use crate::support::manifest::{Manifest, stream};
 use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, TEAM_B_KEY, example_fixtures, journal_count, platform_list, start};
 
@@ -35,33 +36,10 @@ fn kubectl(args: &[&str], stdin: Option<&str>) {
 }
 
 /// An AccessListConfig of zone 1001 carrying the test's label.
-fn access_list(
-    namespace: &str,
-    name: &str,
-    label: &str,
-    spec: serde_json::Value,
-    annotations: serde_json::Value,
-) -> String {
-    let mut spec_object = json!({"shieldZoneId": 1001});
-    if let (Some(target), Some(given)) = (spec_object.as_object_mut(), spec.as_object()) {
-        target.extend(given.clone());
-    }
-    json!({
-        "apiVersion": "edgeplatform.io/v1alpha1",
-        "kind": "AccessListConfig",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"edge-tenants": label}, "annotations": annotations},
-        "spec": spec_object,
-    })
-    .to_string()
-}
-
-fn secret(namespace: &str, name: &str, key: &str) -> String {
-    json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "stringData": {"accessKey": key},
-    })
-    .to_string()
+fn access_list(namespace: &str, name: &str, label: &str, spec: serde_json::Value) -> Manifest {
+    Manifest::access_list(namespace, name, json!({"shieldZoneId": 1001}))
+        .with_spec(spec)
+        .labelled("edge-tenants", label)
 }
 
 /// Writes `status` as someone granted `accesslistconfigs/status` could.
@@ -97,15 +75,11 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
     let sim = start(team_b_owns_zone_1001()).await;
     let (a, b) = (TestNamespace::create("tenant-a"), TestNamespace::create("tenant-b"));
     let label = a.name.clone();
-    kubectl(
-        &["apply", "-f", "-"],
-        Some(&secret(&a.name, "refused-key", "not-a-key")),
-    );
-    kubectl(
-        &["apply", "-f", "-"],
-        Some(&secret(&a.name, "own-account-key", ACCESS_KEY)),
-    );
-    kubectl(&["apply", "-f", "-"], Some(&secret(&b.name, "team-b-key", TEAM_B_KEY)));
+    cluster().apply(stream([
+        Manifest::key_secret(&a.name, "refused-key", "not-a-key"),
+        Manifest::key_secret(&a.name, "own-account-key", ACCESS_KEY),
+        Manifest::key_secret(&b.name, "team-b-key", TEAM_B_KEY),
+    ]));
     let squat = |reference: Option<&str>| {
         let mut spec = json!({"configurationId": 9101, "enabled": false, "action": "Block"});
         if let Some(reference) = reference {
@@ -114,15 +88,17 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
         spec
     };
     // Tenant A: older than B's object, each claiming 9101 in a forged status.
-    for (name, reference, annotations) in [
-        ("paused", None, json!({"edgeplatform.io/paused": "true"})),
-        ("refused", Some("refused-key"), json!({})),
-        ("other-account", Some("own-account-key"), json!({})),
+    for (name, reference, paused) in [
+        ("paused", None, true),
+        ("refused", Some("refused-key"), false),
+        ("other-account", Some("own-account-key"), false),
     ] {
-        kubectl(
-            &["apply", "-f", "-"],
-            Some(&access_list(&a.name, name, &label, squat(reference), annotations)),
-        );
+        let squatter = access_list(&a.name, name, &label, squat(reference));
+        cluster().apply(if paused {
+            squatter.annotated("edgeplatform.io/paused", "true")
+        } else {
+            squatter
+        });
         forge_status(&a.name, name, claims_9101());
     }
     let selector = format!("edge-tenants={label}");
@@ -150,10 +126,7 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
         "configurationId": 9101, "enabled": true, "action": "Challenge",
         "accessKeySecretRef": {"name": "team-b-key", "key": "accessKey"},
     });
-    kubectl(
-        &["apply", "-f", "-"],
-        Some(&access_list(&b.name, "owner", &label, wanted, json!({}))),
-    );
+    cluster().apply(access_list(&b.name, "owner", &label, wanted));
     let tenant_b: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &b.name);
     wait_for_condition(&tenant_b, "owner", "Ready", Some("True"), "InSync", WAIT).await;
     assert_eq!(
@@ -168,10 +141,7 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
         "configurationId": 9102, "enabled": true, "deletionPolicy": "Restore",
         "accessKeySecretRef": {"name": "team-b-key", "key": "accessKey"},
     });
-    kubectl(
-        &["apply", "-f", "-"],
-        Some(&access_list(&b.name, "forger", &label, forger, json!({}))),
-    );
+    cluster().apply(access_list(&b.name, "forger", &label, forger));
     let forger = wait_for_condition(&tenant_b, "forger", "Ready", Some("True"), "InSync", WAIT).await;
     assert!(
         forger
