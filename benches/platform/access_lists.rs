@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, SecretValue};
 use edge_operator::controller::framework::status::time::rfc3339;
-use edge_operator::controller::kinds::access_list::{converged_status, plan, resolve};
+use edge_operator::controller::kinds::access_list::{ZONE_LISTS_TTL, converged_status, plan, resolve};
 use edge_operator::crd::SecretKeyRef;
 use edge_operator::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
@@ -46,9 +46,6 @@ const RATIO_TARGET: f64 = 0.70;
 /// where the apiserver's noise weighs more (0.62 to 0.83 per round at 1,000 objects).
 const SMALL_RATIO_TARGET: f64 = 0.90;
 const SMALL_BELOW: usize = 10_000;
-/// How long one read of a zone's access lists serves the operator's reconciles of that
-/// zone (the operator's `ZONE_LISTS_TTL`).
-const ZONE_LISTS_SHARED_FOR: Duration = Duration::from_secs(5);
 const STATUS_WRITES_PER_OBJECT_TARGET: f64 = 1.1;
 /// The objects of a zone re-read together: one read per zone and resync.
 const IDLE_READS_PER_ZONE_AND_RESYNC_TARGET: f64 = 1.0;
@@ -569,12 +566,11 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
 }
 
 /// The platform reads of a convergence that took `time`: each zone is read once for
-/// all of its objects, again when that read is [`ZONE_LISTS_SHARED_FOR`] old, and for
+/// all of its objects, again when that read is [`ZONE_LISTS_TTL`] old, and for
 /// its converged objects once per resync; none per object.
 fn check_convergence_reads(report: &mut Report, reads: usize, time: Duration, resync: Duration) {
     let per_zone = reads as f64 / ZONES as f64;
-    let bound =
-        1.0 + time.as_secs_f64() / ZONE_LISTS_SHARED_FOR.as_secs_f64() + time.as_secs_f64() / resync.as_secs_f64();
+    let bound = 1.0 + time.as_secs_f64() / ZONE_LISTS_TTL.as_secs_f64() + time.as_secs_f64() / resync.as_secs_f64();
     report.check(
         SUITE,
         &format!(

@@ -36,6 +36,7 @@ use self::restore::{
 };
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
+pub use self::zone_lists::ZONE_LISTS_TTL;
 
 /// The access list an object names, as the platform holds it.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -14,7 +14,7 @@ use crate::controller::framework::shared_reads::SharedReads;
 
 /// How long one read of a zone's access lists serves the reconciles of that zone (a
 /// burst of creates shares it; resyncs of a zone happen at one instant anyway).
-const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
+pub const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
 
 /// How recent a read of a zone's access lists a reconcile needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
