@@ -198,6 +198,25 @@ impl Cluster {
             .collect())
     }
 
+    /// The status writes to objects of `namespace` the apiserver completed so far.
+    fn status_write_requests(&self, namespace: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+        let mut requests = self.completed_requests("\"subresource\":\"status\"")?;
+        requests.retain(|event| {
+            matches!(event["verb"].as_str(), Some("patch" | "update")) && event["objectRef"]["namespace"] == namespace
+        });
+        Ok(requests)
+    }
+
+    /// Status writes to objects of `namespace` that the apiserver refused as stale (a
+    /// fenced write whose object had changed since it was read): they changed nothing.
+    pub(crate) fn refused_status_writes(&self, namespace: &str) -> anyhow::Result<usize> {
+        let requests = self.status_write_requests(namespace)?;
+        Ok(requests
+            .iter()
+            .filter(|event| matches!(event["responseStatus"]["code"].as_u64(), Some(409 | 422)))
+            .count())
+    }
+
     /// When the apiserver completed each status write to an object of `namespace`, by
     /// object name, in order.
     pub(crate) fn status_write_times(
@@ -205,12 +224,8 @@ impl Cluster {
         namespace: &str,
     ) -> anyhow::Result<std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>>> {
         let mut writes: std::collections::HashMap<String, Vec<chrono::DateTime<chrono::Utc>>> = Default::default();
-        for event in self.completed_requests("\"subresource\":\"status\"")? {
+        for event in self.status_write_requests(namespace)? {
             let object = &event["objectRef"];
-            let is_write = matches!(event["verb"].as_str(), Some("patch" | "update"));
-            if !is_write || object["namespace"] != namespace {
-                continue;
-            }
             let (Some(name), Some(at)) = (object["name"].as_str(), event["stageTimestamp"].as_str()) else {
                 continue;
             };
@@ -334,20 +349,36 @@ pub(crate) struct OperatorProcess {
 }
 
 impl OperatorProcess {
-    /// Reconciles of `kind` the operator has finished, whatever their result (none when
-    /// its metrics do not answer).
-    pub(crate) async fn reconciles(&self, kind: &str) -> Option<f64> {
+    /// The sum of the samples of `metric` labelled with `kind` (none when the
+    /// operator's metrics do not answer).
+    async fn kind_metric(&self, metric: &str, kind: &str) -> Option<f64> {
         let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
             .await
             .ok()?
             .text()
             .await
             .ok()?;
-        let label = format!("kind=\"{kind}\"");
+        let (series, label) = (format!("{metric}{{"), format!("kind=\"{kind}\""));
         text.lines()
-            .filter(|l| l.starts_with("edge_operator_reconciles_total{") && l.contains(&label))
+            .filter(|l| l.starts_with(&series) && l.contains(&label))
             .map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
             .sum()
+    }
+
+    /// Reconciles of `kind` the operator has finished, whatever their result.
+    pub(crate) async fn reconciles(&self, kind: &str) -> Option<f64> {
+        self.kind_metric("edge_operator_reconciles_total", kind).await
+    }
+
+    /// The mean duration of the reconciles of `kind` so far.
+    pub(crate) async fn mean_reconcile(&self, kind: &str) -> Option<Duration> {
+        let sum = self
+            .kind_metric("edge_operator_reconcile_duration_seconds_sum", kind)
+            .await?;
+        let count = self
+            .kind_metric("edge_operator_reconcile_duration_seconds_count", kind)
+            .await?;
+        (count > 0.0).then(|| Duration::from_secs_f64(sum / count))
     }
 
     /// The series the operator exposes, and those `--object-metrics` would add (one
