@@ -38,9 +38,9 @@ const CLIENT_CONCURRENCY: usize = 32;
 const CONVERGENCE_TARGET: Duration = Duration::from_secs(15);
 /// Convergence / the floor beside it, from [`SMALL_BELOW`] objects on: the operator's
 /// start-up, watch and reconciles against the least work on the same waiting objects.
-/// On 2 cores at 10,000 objects an unchanged operator's median was 1.07, one whose
-/// platform writes take 25 ms longer (each object's turn about 9% longer) 1.16
-/// (docs/benchmark.md).
+/// On 2 cores at 10,000 objects an unchanged operator's medians were 1.05 to 1.07 over
+/// five runs, one whose platform writes take 25 ms longer (its convergences 7.9%
+/// longer) 1.16 (docs/benchmark.md).
 const RATIO_TARGET: f64 = 1.12;
 /// Convergence / floor below [`SMALL_BELOW`] objects: they converge in a few seconds,
 /// where the operator's start-up and the apiserver's noise weigh more (1.01 to 1.15
