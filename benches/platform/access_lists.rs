@@ -268,7 +268,8 @@ async fn warm_up(cluster: &Cluster, objects: usize) -> anyhow::Result<()> {
 }
 
 /// A new namespace for an operator to watch, its objects to be created before the
-/// operator starts; timed by [`Convergence::run`].
+/// operator starts (or while it runs); timed by [`Convergence::on_waiting_objects`] and
+/// [`Convergence::on_objects_as_created`].
 struct Convergence {
     watched: Watched,
     resync: String,
