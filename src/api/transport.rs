@@ -124,6 +124,19 @@ pub(crate) fn without_password(url: &str) -> String {
     }
 }
 
+/// `url` without its user name and password, for what a person reads.
+pub(crate) fn without_userinfo(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() || !parsed.username().is_empty() => {
+            let _ = parsed.set_password(None);
+            let _ = parsed.set_username("");
+            parsed.to_string()
+        }
+        Ok(_) => url.to_string(),
+        Err(_) => "(not a URL)".into(),
+    }
+}
+
 /// `builder` with `transport`'s trusted roots and proxy; the environment is read
 /// through `variable`.
 pub(crate) fn configure(
@@ -230,6 +243,16 @@ mod tests {
         assert_eq!(HttpsProxy::parse("none"), Ok(HttpsProxy::Disabled));
         assert_eq!(HttpsProxy::Disabled.resolve(environment(&env)), None);
         assert!(HttpsProxy::parse("").is_err() && HttpsProxy::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn a_url_shown_to_a_person_carries_no_user_name_or_password() {
+        assert_eq!(
+            without_userinfo("https://user:s3cret@api.example.com/path"),
+            "https://api.example.com/path"
+        );
+        assert_eq!(without_userinfo("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(without_userinfo("not a url"), "(not a URL)");
     }
 
     #[test]

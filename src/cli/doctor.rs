@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::args::DoctorArgs;
 use crate::api::probe::Probe;
+use crate::api::transport::{without_password, without_userinfo};
 use crate::api::{ApiError, EdgeClient, LogQuery};
 
 /// How long a name may take to resolve.
@@ -66,7 +67,11 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
         Ok(probe) => check(
             "logging API",
             Verdict::Ok,
-            format!("{} answers (HTTP {})", logging.config().logging_url, probe.status),
+            format!(
+                "{} answers (HTTP {})",
+                without_userinfo(&logging.config().logging_url),
+                probe.status
+            ),
         ),
         Err(error) => check("logging API", Verdict::Fail, error.to_string()),
     });
@@ -118,7 +123,7 @@ fn proxy(config: &crate::api::ClientConfig) -> Check {
             Verdict::Ok,
             format!(
                 "https goes through {} (CONNECT; NO_PROXY hosts go direct); plain http never does",
-                crate::api::transport::without_password(&url)
+                without_password(&url)
             ),
         ),
         None => check("proxy", Verdict::Skip, "none: every request goes direct"),
@@ -130,7 +135,7 @@ async fn resolve(url: &str) -> Check {
         .ok()
         .and_then(|u| Some((u.host_str()?.to_string(), u.port_or_known_default()?)))
     else {
-        return check("resolve", Verdict::Fail, format!("{url}: no host"));
+        return check("resolve", Verdict::Fail, format!("{}: no host", without_userinfo(url)));
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.parse::<std::net::IpAddr>().is_ok() {
@@ -160,7 +165,8 @@ fn first_contact(base_url: &str, outcome: &Result<Probe, ApiError>) -> Vec<Check
             check("tls", Verdict::Skip, "plain http")
         }
     };
-    let connected = check("connect", Verdict::Ok, base_url);
+    let shown = without_userinfo(base_url);
+    let connected = check("connect", Verdict::Ok, &shown);
     match outcome {
         Ok(probe) => vec![
             connected,
@@ -179,7 +185,7 @@ fn first_contact(base_url: &str, outcome: &Result<Probe, ApiError>) -> Vec<Check
         Err(ApiError::Tls { host, problem }) => {
             vec![connected, check("tls", Verdict::Fail, format!("{host}: {problem}"))]
         }
-        Err(error) => vec![check("connect", Verdict::Fail, format!("{base_url}: {error}"))],
+        Err(error) => vec![check("connect", Verdict::Fail, format!("{shown}: {error}"))],
     }
 }
 

@@ -130,7 +130,7 @@ pub struct AccessListConfigStatus {
     /// Ready (the platform matches the spec of this generation), Reconciling or Stalled
     /// while not Ready, and Synced (the last reconcile succeeded).
     #[serde(default)]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(length(max = 16), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// The access list as last read from the platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]

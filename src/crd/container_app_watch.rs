@@ -279,7 +279,7 @@ pub struct ContainerAppWatchStatus {
     /// Stalled while not Ready, Synced (Polled or PolledLate), AppReady,
     /// RateLimitsSynced, SecurityEvents, CdnLogsSynced.
     #[serde(default)]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(length(max = 16), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// The application.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -56,15 +56,18 @@ pub enum ConditionStatus {
 pub struct Condition {
     /// Condition type, e.g. Ready or Synced.
     #[serde(rename = "type")]
+    #[schemars(length(max = 316))]
     pub type_: String,
     /// True, False or Unknown.
     pub status: ConditionStatus,
     /// Machine-readable CamelCase reason of the last transition.
+    #[schemars(length(max = 1024))]
     pub reason: String,
     /// Human-readable details.
     #[serde(default)]
     pub message: String,
     /// When the status last changed (RFC 3339).
+    #[schemars(length(max = 64))]
     pub last_transition_time: String,
     /// The metadata.generation the condition was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,7 +141,7 @@ impl Kind {
 
     /// Its CustomResourceDefinition, as `crds/` holds it.
     pub fn crd(self) -> CustomResourceDefinition {
-        with_kubernetes_formats(match self {
+        rewrite_schemas(match self {
             Kind::AccessListConfig => AccessListConfig::crd(),
             Kind::PullZoneCertificate => PullZoneCertificate::crd(),
             Kind::ContainerAppWatch => ContainerAppWatch::crd(),
@@ -175,23 +178,65 @@ fn kubernetes_format(format: &str) -> Option<&'static str> {
     }
 }
 
-fn with_kubernetes_formats(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
-    fn walk(node: &mut serde_json::Value) {
-        match node {
-            serde_json::Value::Object(members) => {
-                let known = members
-                    .get("format")
-                    .and_then(serde_json::Value::as_str)
-                    .and_then(kubernetes_format);
-                if let Some(known) = known {
-                    members.insert("format".into(), known.into());
-                }
-                members.values_mut().for_each(walk);
+/// Gives the integer formats the apiserver knows.
+fn use_kubernetes_formats(node: &mut serde_json::Value) {
+    match node {
+        serde_json::Value::Object(members) => {
+            let known = members
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .and_then(kubernetes_format);
+            if let Some(known) = known {
+                members.insert("format".into(), known.into());
             }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
-            _ => {}
+            members.values_mut().for_each(use_kubernetes_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(use_kubernetes_formats),
+        _ => {}
+    }
+}
+
+/// The longest text of a status member whose type sets no bound of its own (the
+/// operator cuts what it copies from the platform to 1,024 bytes or less).
+pub const STATUS_TEXT_CHARS: u64 = 2048;
+/// The most items of a status list whose type sets no bound of its own.
+pub const STATUS_LIST_ITEMS: u64 = 200;
+/// The most entries of a status map whose type sets no bound of its own.
+pub const STATUS_MAP_ENTRIES: u64 = 20;
+
+/// Bounds every text, list and map of a status schema that its type leaves unbounded:
+/// the apiserver then refuses a status larger than the operator ever writes, so no
+/// status writer can grow the objects the operator caches.
+fn bound_status(node: &mut serde_json::Value) {
+    let serde_json::Value::Object(members) = node else {
+        return;
+    };
+    let bound = match members.get("type").and_then(serde_json::Value::as_str) {
+        Some("string") => Some(("maxLength", STATUS_TEXT_CHARS)),
+        Some("array") => Some(("maxItems", STATUS_LIST_ITEMS)),
+        Some("object") if members.contains_key("additionalProperties") => Some(("maxProperties", STATUS_MAP_ENTRIES)),
+        _ => None,
+    };
+    if let Some((keyword, limit)) = bound
+        && !members.contains_key(keyword)
+        && !members.contains_key("enum")
+    {
+        members.insert(keyword.into(), limit.into());
+    }
+    for child in ["properties", "additionalProperties", "items"] {
+        match members.get_mut(child) {
+            Some(serde_json::Value::Object(properties)) if child == "properties" => {
+                properties.values_mut().for_each(bound_status);
+            }
+            Some(schema) => bound_status(schema),
+            None => {}
         }
     }
+}
+
+/// Applies [`use_kubernetes_formats`] to every schema of `crd`, and [`bound_status`] to
+/// its status.
+fn rewrite_schemas(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(validation) = version.schema.as_mut() else {
             continue;
@@ -199,7 +244,10 @@ fn with_kubernetes_formats(mut crd: CustomResourceDefinition) -> CustomResourceD
         let Ok(mut schema) = serde_json::to_value(&validation.open_api_v3_schema) else {
             continue;
         };
-        walk(&mut schema);
+        use_kubernetes_formats(&mut schema);
+        if let Some(status) = schema.pointer_mut("/properties/status") {
+            bound_status(status);
+        }
         if let Ok(rewritten) = serde_json::from_value(schema) {
             validation.open_api_v3_schema = rewritten;
         }

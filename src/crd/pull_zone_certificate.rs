@@ -78,7 +78,7 @@ pub struct PullZoneCertificateStatus {
     /// Unauthorized, RateLimited, ServerError...; Reconciling or Stalled while not
     /// Ready.
     #[serde(default)]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(length(max = 16), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// The metadata.generation of the last call to the platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]

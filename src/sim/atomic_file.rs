@@ -9,26 +9,22 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, synced and
-/// renamed over it; the file is readable by its owner only.
+/// renamed over it; the file is readable by its owner only. The temporary has a random
+/// name and is created exclusively (`O_EXCL`): a file or symlink planted in the folder
+/// is never opened, let alone written through.
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options.open(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, path)) {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(error);
-    }
+    let mut temporary = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(folder)?;
+    temporary.write_all(bytes)?;
+    temporary.as_file().sync_all()?;
+    temporary.persist(path).map_err(|failed| failed.error)?;
     std::fs::File::open(folder)?.sync_all()
 }
 
@@ -83,6 +79,25 @@ mod tests {
             .filter_map(Result::ok)
             .collect();
         assert_eq!(names.len(), 1, "only the file itself is left");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_planted_in_the_folder_are_never_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"untouched").expect("write");
+        let path = dir.path().join("state.json");
+        for guess in [
+            format!(".state.json.{}.tmp", std::process::id()),
+            ".state.json.tmp".to_string(),
+        ] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(guess)).expect("symlink");
+        }
+        super::write(&path, b"state").expect("write");
+        assert_eq!(std::fs::read(&victim).expect("read"), b"untouched");
+        assert_eq!(std::fs::read(&path).expect("read"), b"state");
+        assert!(!std::fs::symlink_metadata(&path).expect("stat").is_symlink());
     }
 
     #[tokio::test(start_paused = true)]

@@ -178,10 +178,10 @@ fn the_production_knobs_reach_the_pods() {
     );
     assert_eq!(emulator["spec"]["imagePullSecrets"][0]["name"], "registry");
 
-    let (ok, _, err) = helm(&["template", "old", &chart, API_URL, "--kube-version=1.28.0"]);
+    let (ok, _, err) = helm(&["template", "old", &chart, API_URL, "--kube-version=1.29.9"]);
     assert!(
         !ok && err.contains("kubeVersion"),
-        "clusters older than 1.29 are refused: {err}"
+        "clusters without v1 ValidatingAdmissionPolicy (older than 1.30) are refused: {err}"
     );
 }
 
@@ -667,23 +667,21 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
 
     // RBAC grants patch on Secrets; the admission policy admits only finalizer changes.
     let secret = format!("{fullname}-credentials");
-    let patch_secret = |patch: &str, dry_run: &str| {
-        cluster().kubectl(
-            &[
-                "patch",
-                "secret",
-                &secret,
-                "-n",
-                &namespace.name,
-                "--type=merge",
-                "-p",
-                patch,
-                &as_operator,
-                dry_run,
-            ],
-            None,
-        )
+    let patch_secret_with = |patch: &str, extra: &[&str]| {
+        let mut args = vec![
+            "patch",
+            "secret",
+            &secret,
+            "-n",
+            &namespace.name,
+            "--type=merge",
+            "-p",
+            patch,
+        ];
+        args.extend(extra);
+        cluster().kubectl(&args, None)
     };
+    let patch_secret = |patch: &str, dry_run: &str| patch_secret_with(patch, &[&as_operator, dry_run]);
     let stolen = r#"{"data":{"accessKey":"c3RvbGVu"}}"#;
     // The policy is served a moment after its creation: wait for it without writing.
     eventually("the policy to refuse the operator", Duration::from_secs(30), || async {
@@ -698,18 +696,35 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         r#"{"metadata":{"annotations":{"stolen":"yes"}}}"#,
     ] {
         let (ok, _, err) = patch_secret(patch, "--dry-run=none");
-        assert!(
-            !ok && err.contains("may change only metadata.finalizers"),
-            "{patch}: {err}"
-        );
+        let refusal = "may change only its own finalizer (edgeplatform.io/credentials-in-use)";
+        assert!(!ok && err.contains(refusal), "{patch}: {err}");
     }
     let (ok, _, err) = patch_secret(
-        r#"{"metadata":{"finalizers":["edgeplatform.io/test-finalizer"]}}"#,
+        r#"{"metadata":{"finalizers":["edgeplatform.io/credentials-in-use"]}}"#,
         "--dry-run=none",
     );
-    assert!(ok, "a finalizer change is admitted: {err}");
+    assert!(ok, "its own finalizer is admitted: {err}");
     let (ok, _, err) = patch_secret(r#"{"metadata":{"finalizers":null}}"#, "--dry-run=none");
     assert!(ok, "and its removal: {err}");
+    let (ok, _, err) = patch_secret(
+        r#"{"metadata":{"finalizers":["example.com/another-controller"]}}"#,
+        "--dry-run=none",
+    );
+    assert!(
+        !ok && err.contains("its own finalizer"),
+        "another finalizer is refused: {err}"
+    );
+    let admin_patch = |patch: &str| {
+        let (ok, _, err) = patch_secret_with(patch, &[]);
+        assert!(ok, "{err}");
+    };
+    admin_patch(r#"{"metadata":{"finalizers":["example.com/another-controller"]}}"#);
+    let (ok, _, err) = patch_secret(r#"{"metadata":{"finalizers":null}}"#, "--dry-run=none");
+    assert!(
+        !ok && err.contains("its own finalizer"),
+        "another controller's finalizer stays: {err}"
+    );
+    admin_patch(r#"{"metadata":{"finalizers":null}}"#);
     let (_, data, _) = cluster().kubectl(
         &[
             "get",
@@ -940,10 +955,12 @@ fn the_operator_trusts_the_emulators_ca_or_the_bundle_given_and_takes_the_proxy_
         "--set=platform.tls.caBundleOnly=true",
         "--set=platform.proxy=none",
     ]);
-    let args = args_of(&operator_container(&bundled, "tls"));
-    for expected in [ca_file.as_str(), "--ca-file-only", "--proxy=none"] {
+    let container = operator_container(&bundled, "tls");
+    let args = args_of(&container);
+    for expected in [ca_file.as_str(), "--ca-file-only"] {
         assert!(args.iter().any(|a| a == expected), "{expected}: {args:?}");
     }
+    assert_eq!(proxy_env(&container), serde_yaml::Value::from("none"));
     let config_map = objects_of_kind(&bundled, "ConfigMap")
         .into_iter()
         .find(|c| c["metadata"]["name"] == "tls-edge-operator-ca")
@@ -970,13 +987,43 @@ fn the_operator_trusts_the_emulators_ca_or_the_bundle_given_and_takes_the_proxy_
         .expect("the trusted-ca volume");
     assert_eq!(volume["secret"]["secretName"], "corporate-ca");
     assert_eq!(volume["secret"]["items"][0]["key"], "bundle.pem");
-    let args = args_of(&deployment["spec"]["template"]["spec"]["containers"][0]);
-    assert!(args.iter().any(|a| a == "--proxy=http://proxy.corp:3128"), "{args:?}");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        !args_of(container).iter().any(|a| a.contains("proxy")),
+        "never on the command line"
+    );
+    assert_eq!(proxy_env(container), serde_yaml::Value::from("http://proxy.corp:3128"));
+
+    let with_password = render(&[API_URL, "--set=platform.proxySecret.name=corporate-proxy"]);
+    let container = operator_container(&with_password, "tls");
+    assert_eq!(
+        proxy_env(&container)["secretKeyRef"],
+        serde_yaml::from_str::<serde_yaml::Value>("{name: corporate-proxy, key: proxy}").expect("YAML")
+    );
 
     let chart = chart();
-    let (refused, _, err) = helm(&["template", "tls", &chart, API_URL, "--set=platform.proxy=proxy.corp"]);
-    assert!(
-        !refused && err.contains("proxy"),
-        "a proxy that is no URL is refused: {err}"
-    );
+    for (value, refusal) in [
+        ("--set=platform.proxy=proxy.corp", "a proxy that is no URL is refused"),
+        (
+            "--set=platform.proxy=http://user:secret@proxy.corp:3128",
+            "a password goes in platform.proxySecret, never in values",
+        ),
+    ] {
+        let (accepted, _, err) = helm(&["template", "tls", &chart, API_URL, value]);
+        assert!(!accepted && err.contains("proxy"), "{refusal}: {err}");
+    }
+}
+
+/// The value of the operator container's EDGE_PROXY: its `value`, or its `valueFrom`.
+fn proxy_env(container: &serde_yaml::Value) -> serde_yaml::Value {
+    let env = container["env"].as_sequence().cloned().unwrap_or_default();
+    let proxy = env
+        .iter()
+        .find(|e| e["name"] == "EDGE_PROXY")
+        .expect("EDGE_PROXY is set");
+    if proxy["value"].is_null() {
+        proxy["valueFrom"].clone()
+    } else {
+        proxy["value"].clone()
+    }
 }

@@ -255,6 +255,61 @@ fn the_target_of_an_access_list_config_cannot_change_but_the_rest_can() {
 }
 
 #[test]
+fn a_status_larger_than_the_operator_writes_is_refused() {
+    let cluster = cluster();
+    let namespace = TestNamespace::create("status-bounds");
+    let yaml = manifest(
+        ALC,
+        &namespace.name,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n",
+    );
+    let (created, _, stderr) = cluster.kubectl(&["apply", "-f", "-"], Some(&yaml));
+    assert!(created, "{stderr}");
+    let condition = |message: &str| {
+        serde_json::json!({"type": "Ready", "status": "True", "reason": "Forged", "message": message,
+                           "lastTransitionTime": "2026-11-20T10:00:00Z"})
+    };
+    let write_status = |status: serde_json::Value| {
+        let patch = serde_json::json!({ "status": status }).to_string();
+        let args = [
+            "patch",
+            ALC,
+            "subject",
+            "-n",
+            &namespace.name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ];
+        cluster.kubectl(&args, None)
+    };
+    let (accepted, _, stderr) = write_status(serde_json::json!({"conditions": [condition("fits")]}));
+    assert!(accepted, "a status the operator could write: {stderr}");
+    let many: Vec<_> = (0..17)
+        .map(|i| {
+            serde_json::json!({"type": format!("T{i}"), "status": "True", "reason": "R",
+                                    "lastTransitionTime": "2026-11-20T10:00:00Z"})
+        })
+        .collect();
+    for (member, status) in [
+        (
+            "status.conditions[0].message",
+            serde_json::json!({"conditions": [condition(&"q".repeat(2049))]}),
+        ),
+        ("status.conditions", serde_json::json!({"conditions": many})),
+        (
+            "status.atProvider.name",
+            serde_json::json!({"atProvider": {"configurationId": 5, "listId": 1,
+            "name": "q".repeat(2049), "isEnabled": true, "action": "Block", "type": "IP", "managed": false}}),
+        ),
+    ] {
+        let (accepted, _, stderr) = write_status(status);
+        assert!(!accepted && stderr.contains(member), "{member}: {stderr}");
+    }
+}
+
+#[test]
 fn valid_manifests_are_accepted_with_defaults() {
     let cluster = cluster();
     let namespace = TestNamespace::create("valid");

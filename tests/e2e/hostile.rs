@@ -1,9 +1,10 @@
 //! A hostile platform and cluster: long and huge Retry-After, credentials deleted or
 //! revoked during deletion, namespace deletion, a configuration gone, a leader stopped
 //! and resumed, platform stalls, kube-apiserver killed mid-convergence, two objects
-//! claiming one configuration, tiny poll intervals, and a 72 h CDN window over many
-//! pages. Each test asserts that no object stays stuck, no desired state is lost,
-//! nothing flip-flops, platform calls stay bounded, and status says what is happening.
+//! claiming one configuration, tiny poll intervals, a 72 h CDN window over many pages,
+//! and a tenant's objects flooded with foreign finalizers. Each test asserts that no
+//! object stays stuck, no desired state is lost, nothing flip-flops, platform calls
+//! stay bounded, and status says what is happening.
 
 use std::time::Duration;
 
@@ -705,4 +706,96 @@ async fn endless_answers_to_many_polls_keep_the_operator_within_its_memory_bound
         "peak memory {peak_kib} KiB over {OPERATOR_PEAK_LIMIT_KIB} KiB"
     );
     eprintln!("operator with {watches} polls of endless answers: peak memory {peak_kib} KiB");
+}
+
+/// The resident memory of process `pid`, in KiB (`VmRSS`).
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the operator runs");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// How much more memory the operator may hold once 40 objects of ~1 MB of foreign
+/// finalizers each are in its caches (what each cached object takes must not depend on
+/// what its tenant writes: before the caches dropped them, it grew by 58 MiB).
+const FLOOD_GROWTH_LIMIT_KIB: u64 = 10 << 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() {
+    let sim = start(example_fixtures()).await;
+    let (flooder, served) = (TestNamespace::create("flooder"), TestNamespace::create("flood-served"));
+    let label = flooder.name.clone();
+    let operator = Operator::start_across_namespaces(
+        &sim.base_url(),
+        &[
+            "--watch-label-selector",
+            &format!("edge-flood={label}"),
+            "--default-key-namespaces",
+            &format!("{},{}", flooder.name, served.name),
+            "--lease-name",
+            &format!("edge-operator-{label}"),
+        ],
+    );
+    let client = cluster().client().await;
+    let flooded: Api<AccessListConfig> = Api::namespaced(client.clone(), &flooder.name);
+    let other: Api<AccessListConfig> = Api::namespaced(client, &served.name);
+    eventually("the operator's metrics", WAIT, || {
+        operator.sample("process_resident_memory_bytes")
+    })
+    .await;
+    let before_kib = resident_kib(operator.pid());
+
+    let objects = 40;
+    let finalizers: Vec<String> = (0..12_000)
+        .map(|i| format!("f{i:05}.flood.tenant.example/{}", "x".repeat(60)))
+        .collect();
+    for i in 0..objects {
+        let mut object: AccessListConfig = serde_json::from_value(json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
+            "metadata": {"name": format!("flood-{i}"), "labels": {"edge-flood": label},
+                         "annotations": {"edgeplatform.io/paused": "true"}},
+            "spec": {"shieldZoneId": 1001, "configurationId": 9101, "enabled": false},
+        }))
+        .expect("an AccessListConfig");
+        object.metadata.finalizers = Some(finalizers.clone());
+        flooded
+            .create(&Default::default(), &object)
+            .await
+            .expect("a flooded object is created");
+    }
+    for i in 0..objects {
+        wait_for_condition(&flooded, &format!("flood-{i}"), "Synced", Some("False"), "Paused", WAIT).await;
+    }
+    let manifest = Manifest::access_list(
+        &served.name,
+        "served",
+        json!({"shieldZoneId": 1001, "configurationId": 9102, "enabled": true}),
+    )
+    .labelled("edge-flood", &label);
+    cluster().apply(manifest);
+    wait_for_condition(&other, "served", "Ready", Some("True"), "InSync", WAIT).await;
+    let growth_kib = resident_kib(operator.pid()).saturating_sub(before_kib);
+    eprintln!(
+        "operator with {objects} objects of {} KB of finalizers each: resident {before_kib} KiB, then +{growth_kib} KiB",
+        finalizers.iter().map(|f| f.len() + 3).sum::<usize>() / 1000
+    );
+    assert!(
+        growth_kib <= FLOOD_GROWTH_LIMIT_KIB,
+        "the operator grew by {growth_kib} KiB (limit {FLOOD_GROWTH_LIMIT_KIB} KiB)"
+    );
+
+    for i in 0..objects {
+        let release = json!({"metadata": {"finalizers": null}});
+        flooded
+            .patch(
+                &format!("flood-{i}"),
+                &Default::default(),
+                &kube::api::Patch::Merge(&release),
+            )
+            .await
+            .expect("the tenant's finalizers are cleared");
+    }
 }

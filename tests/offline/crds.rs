@@ -97,3 +97,42 @@ fn every_format_is_one_the_apiserver_knows() {
     }
     assert!(unknown.is_empty(), "formats the apiserver warns about: {unknown:?}");
 }
+
+#[test]
+fn every_text_list_and_map_of_a_status_is_bounded() {
+    fn walk(path: &str, node: &serde_json::Value, unbounded: &mut Vec<String>) {
+        let bound = match node.get("type").and_then(|t| t.as_str()) {
+            Some("string") if node.get("enum").is_none() => Some("maxLength"),
+            Some("array") => Some("maxItems"),
+            Some("object") if node.get("additionalProperties").is_some() => Some("maxProperties"),
+            _ => None,
+        };
+        if let Some(bound) = bound
+            && node.get(bound).is_none()
+        {
+            unbounded.push(format!("{path} ({bound})"));
+        }
+        if let Some(properties) = node.get("properties").and_then(|p| p.as_object()) {
+            for (name, property) in properties {
+                walk(&format!("{path}.{name}"), property, unbounded);
+            }
+        }
+        for child in ["items", "additionalProperties"] {
+            if let Some(schema) = node.get(child).filter(|s| s.is_object()) {
+                walk(&format!("{path}.{child}"), schema, unbounded);
+            }
+        }
+    }
+    let mut unbounded = Vec::new();
+    for crd in edge_operator::crd::all() {
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
+        let status = &schema["openAPIV3Schema"]["properties"]["status"];
+        assert!(status.is_object(), "{} has a status schema", crd.spec.names.kind);
+        walk(&format!("{}.status", crd.spec.names.kind), status, &mut unbounded);
+    }
+    assert!(
+        unbounded.is_empty(),
+        "status members a status writer could grow without bound:\n{}",
+        unbounded.join("\n")
+    );
+}

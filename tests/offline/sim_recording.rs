@@ -366,3 +366,51 @@ async fn the_state_file_survives_a_kill_9() {
         "the restarted emulator kept the change"
     );
 }
+
+#[tokio::test]
+async fn the_recorder_follows_no_redirect_and_sends_the_key_over_plain_http_to_loopback_only() {
+    use crate::support::hostile_server::{Elsewhere, elsewhere, hostile, serve};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let seen = Arc::new(Elsewhere::default());
+    let other_host = serve(axum::Router::new().fallback(elsewhere).with_state(seen.clone())).await;
+    let base = serve(hostile(other_host.replace("127.0.0.1", "localhost"))).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key = key_file(dir.path());
+    for behaviour in ["redirect-302-other", "redirect-307-other"] {
+        let out = dir.path().join(behaviour);
+        let recorder = start_recorder(&format!("{base}/{behaviour}"), None, &key, &out).await;
+        let answer = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client")
+            .get(format!("{}/mc/apps/app-shop", recorder.base))
+            .send()
+            .await
+            .expect("the recorder answers");
+        assert!(
+            answer.status().is_redirection(),
+            "{behaviour}: passed on as it came: {}",
+            answer.status()
+        );
+        recorder.finish().await;
+    }
+    assert_eq!(
+        seen.requests.load(Ordering::SeqCst),
+        0,
+        "the host a redirect names hears nothing"
+    );
+
+    for upstream in ["http://platform.example.com", "http://10.0.0.8:8080"] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let recorder = Recorder {
+            upstream: upstream.parse().expect("URL"),
+            logging_upstream: "https://logging.example.com".parse().expect("URL"),
+            key: edge_operator::api::SecretFile::open(key.clone(), "access key").expect("key file"),
+            out: dir.path().join("plain"),
+            transport: Transport::default(),
+        };
+        let refused = record(recorder, listener, async {}).await.expect_err("refused");
+        assert!(refused.to_string().contains("clear text"), "{upstream}: {refused}");
+    }
+}

@@ -43,6 +43,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The in-use finalizer the operator puts on Secrets: a shard's own when it watches
+by label (its --lease-name is the fullname), as `edge-operator run` derives it. */}}
+{{- define "edge-operator.secretFinalizer" -}}
+{{- if .Values.watchLabelSelector -}}
+{{ include "edge-operator.fullname" . }}.shard.edgeplatform.io/credentials-in-use
+{{- else -}}
+edgeplatform.io/credentials-in-use
+{{- end -}}
+{{- end }}
+
 {{- define "edge-operator.secretRules" -}}
 - apiGroups: [""]
   resources: ["secrets"]

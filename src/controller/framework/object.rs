@@ -52,12 +52,20 @@ const READ_ANNOTATIONS: [&str; 3] = [
 const ANNOTATION_VALUE_BYTES: usize = 128;
 
 /// Drops from an object's metadata what the operator never reads (labels, managed
-/// fields, other annotations, over-long values), before the watch caches hold it:
-/// tenants may put 256 KiB of annotations on each object, and `kubectl apply` copies a
-/// whole Secret into one.
-pub(crate) fn keep_what_is_read(meta: &mut ObjectMeta) {
+/// fields, owner references, other annotations, over-long values, finalizers other
+/// than `own_finalizer`), before the watch caches hold it: what a cached object takes
+/// must not depend on what a tenant writes. Tenants may put 256 KiB of annotations or
+/// ~1.4 MiB of finalizers on each object, and `kubectl apply` copies a whole Secret
+/// into an annotation. A write of the finalizer list reads the object from the
+/// apiserver first, never from the cache.
+pub(crate) fn keep_what_is_read(meta: &mut ObjectMeta, own_finalizer: Option<&str>) {
     meta.managed_fields = None;
     meta.labels = None;
+    meta.owner_references = None;
+    if let Some(finalizers) = &mut meta.finalizers {
+        finalizers.retain(|finalizer| Some(finalizer.as_str()) == own_finalizer);
+        finalizers.shrink_to_fit();
+    }
     if let Some(annotations) = &mut meta.annotations {
         annotations
             .retain(|name, value| READ_ANNOTATIONS.contains(&name.as_str()) && value.len() <= ANNOTATION_VALUE_BYTES);
@@ -69,8 +77,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_caches_keep_only_the_annotations_read_and_nothing_long() {
+    fn the_caches_keep_only_what_is_read_and_nothing_long() {
+        let own = "edgeplatform.io/restore";
+        let flood: Vec<String> = (0..12_000).map(|i| format!("tenant.example/f{i}")).collect();
         let mut meta = ObjectMeta {
+            finalizers: Some(flood.iter().cloned().chain([own.to_string()]).collect()),
+            owner_references: Some(vec![Default::default(); 100]),
             labels: Some([("team".to_string(), "a".to_string())].into()),
             annotations: Some(
                 [
@@ -85,7 +97,9 @@ mod tests {
             name: Some("kept".into()),
             ..ObjectMeta::default()
         };
-        keep_what_is_read(&mut meta);
+        keep_what_is_read(&mut meta, Some(own));
+        assert_eq!(meta.finalizers, Some(vec![own.to_string()]));
+        assert_eq!(meta.owner_references, None);
         assert_eq!(meta.labels, None);
         assert_eq!(meta.managed_fields, None);
         assert_eq!(
@@ -93,5 +107,12 @@ mod tests {
             Some([(ANNOTATION_PAUSED.to_string(), "true".to_string())].into())
         );
         assert_eq!(meta.name.as_deref(), Some("kept"));
+
+        let mut foreign_only = ObjectMeta {
+            finalizers: Some(flood),
+            ..ObjectMeta::default()
+        };
+        keep_what_is_read(&mut foreign_only, None);
+        assert_eq!(foreign_only.finalizers.map(|f| f.capacity()), Some(0), "nothing held");
     }
 }

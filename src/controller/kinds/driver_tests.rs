@@ -238,9 +238,16 @@ async fn access_list_records_the_restore_point_in_status_before_its_one_write() 
         "the restore point, then the outcome: {calls:?}"
     );
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let read = h
+        .log
+        .position("kube GET /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
+    assert!(
+        read < finalizer,
+        "the finalizers written are the apiserver's, not the cache's: {calls:?}"
+    );
     let metadata = &bodies
         .iter()
-        .find(|(call, _)| call.ends_with("/bad-actors"))
+        .find(|(call, _)| call == object_path)
         .expect("metadata patch")
         .1["metadata"];
     assert_eq!(metadata["finalizers"], json!(["edgeplatform.io/restore-access-list"]));

@@ -109,7 +109,7 @@ impl Controllers<'_> {
         }
         let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch)
             .default_backoff()
-            .modify(|object: &mut K| keep_what_is_read(object.meta_mut()))
+            .modify(|object: &mut K| keep_what_is_read(object.meta_mut(), K::FINALIZER))
             .reflect(writer)
             .inspect({
                 let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());

@@ -331,6 +331,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         health: &health,
         shutdown: &shutdown,
     };
+    let secret_finalizer = access_list_settings.secret_finalizer.clone();
     let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
     let kinds = Kind::ALL.map(|kind| match kind {
         Kind::AccessListConfig => controllers
@@ -363,6 +364,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             secret_watch.run(
                 kube_client.clone(),
                 secret_namespaces,
+                secret_finalizer,
                 ctx.clone(),
                 health.clone(),
                 shutdown.clone().requested()

@@ -17,6 +17,7 @@ use super::server::Health;
 use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
+use crate::controller::kinds::access_list::SecretFinalizer;
 
 pub(super) type SecretMeta = PartialObjectMeta<Secret>;
 
@@ -56,14 +57,18 @@ impl SecretWatch {
         self,
         client: kube::Client,
         namespaces: NamespaceSet,
+        finalizer: SecretFinalizer,
         ctx: Arc<Context>,
         health: Arc<Health>,
         stop: impl Future<Output = ()> + Send,
     ) {
         let watch = |api: Api<SecretMeta>| {
+            let finalizer = finalizer.clone();
             watcher(api, watcher::Config::default())
                 .default_backoff()
-                .modify(|secret: &mut SecretMeta| keep_what_is_read(&mut secret.metadata))
+                .modify(move |secret: &mut SecretMeta| {
+                    keep_what_is_read(&mut secret.metadata, Some(finalizer.as_str()))
+                })
                 .boxed()
         };
         let events = match &namespaces {

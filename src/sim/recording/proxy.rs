@@ -1,5 +1,6 @@
 //! `edge-sim record`: a proxy in front of a real account. It forwards only the
-//! platform's reads, with the account's key added; stores each exchange without any
+//! platform's reads, with the account's key added, to an https upstream (plain http to
+//! loopback only) and never follows a redirect; stores each exchange without any
 //! credential; and keeps the fixtures rebuilt from the answers current.
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use super::exchange::{
 };
 use super::rebuild::rebuild;
 use crate::api::transport::{Transport, configure, tls_problem};
-use crate::api::{Operation, SecretFile};
+use crate::api::{Operation, PlainHttp, SecretFile};
 use crate::sim::atomic_file;
 use crate::sim::http::MAX_REQUEST_BYTES;
 use crate::sim::http::admin::REDACTED;
@@ -77,11 +78,24 @@ pub async fn record(
             "already holds a recording; record into an empty folder",
         ));
     }
+    for upstream in [&recorder.upstream, &recorder.logging_upstream] {
+        PlainHttp::LoopbackOnly
+            .check(upstream)
+            .map_err(|why| RecordingError::invalid(&recorder.out, format!("upstream {upstream}: {why}")))?;
+    }
     std::fs::create_dir_all(&exchanges_dir).map_err(RecordingError::io(&exchanges_dir))?;
+    // The platform never redirects a read: an answer 3xx is recorded and passed on as
+    // it came, never followed, so the key goes to the upstream named and nowhere else.
     let client = configure(reqwest::Client::builder(), &recorder.transport, |name| {
         std::env::var(name).ok()
     })
-    .and_then(|builder| builder.timeout(UPSTREAM_TIMEOUT).build().map_err(|e| e.to_string()))
+    .and_then(|builder| {
+        builder
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(UPSTREAM_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())
+    })
     .map_err(|e| RecordingError::invalid(&recorder.out, format!("cannot reach the upstream: {e}")))?;
     let recording = Arc::new(Recording {
         recorder,

@@ -182,9 +182,10 @@ pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
     object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
 }
 
-/// Adds the finalizer (with `Restore`) or removes it (otherwise). The write carries the
-/// resourceVersion it was computed from, so it never overwrites a finalizer list that
-/// changed meanwhile.
+/// Adds the finalizer (with `Restore`) or removes it (otherwise). The cache holds only
+/// our finalizer, so the list written is the apiserver's, read now; the write carries
+/// the resourceVersion of the cached copy the decision was made on, so it never
+/// overwrites a finalizer list, or acts on a spec, that changed meanwhile.
 pub(super) async fn keep_finalizer(
     object: &AccessListConfig,
     cx: &mut Cx<'_, AccessListConfig>,
@@ -192,7 +193,8 @@ pub(super) async fn keep_finalizer(
     let has = object.finalizers().iter().any(|f| f == FINALIZER);
     let wants = wants_finalizer(object);
     if has != wants {
-        let mut finalizers: Vec<String> = object
+        let current = cx.api.get_metadata(&object.name_any()).await?;
+        let mut finalizers: Vec<String> = current
             .finalizers()
             .iter()
             .filter(|f| *f != FINALIZER)
