@@ -10,6 +10,9 @@ use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, Sec
 use edge_operator::controller::framework::status::time::rfc3339;
 use edge_operator::controller::kinds::access_list::{ZONE_LISTS_TTL, converged_status, plan, resolve};
 use edge_operator::crd::SecretKeyRef;
+use edge_operator::crd::access_list_claim::{
+    AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, claim_name, platform_tag,
+};
 use edge_operator::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
 };
@@ -18,8 +21,8 @@ use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use tokio::task::JoinHandle;
 
 use crate::Settings;
@@ -202,14 +205,18 @@ impl BareClient {
         Ok(Self { platform, watched })
     }
 
-    /// On the `objects` waiting AccessListConfigs, reads each zone once, then PATCHes
-    /// each configuration and writes each status (the status the operator would write,
-    /// with a merge patch), as fast as a bare client can; answers the namespace and the
-    /// time until a watch saw every status, as convergence is timed.
+    /// On the `objects` waiting AccessListConfigs, reads each zone once, then claims
+    /// each configuration (creates its AccessListClaim), PATCHes it and writes each
+    /// status (the status the operator would write, with a merge patch), as fast as a
+    /// bare client can; answers the namespace and the time until a watch saw every
+    /// status, as convergence is timed.
     async fn run(self, objects: usize) -> anyhow::Result<(String, Duration)> {
         let Self { platform, watched } = self;
         let started = Instant::now();
         let api = &watched.api;
+        let claims = &Api::<AccessListClaim>::all(api.clone().into_client());
+        let platform_url = &platform.config().base_url;
+        let namespace = &watched.namespace;
         let zones: HashMap<i64, AccessListsResponse> = stream::iter(1..=ZONES)
             .map(|zone| {
                 let platform = &platform;
@@ -226,8 +233,11 @@ impl BareClient {
                     let spec = spec(i);
                     let lists = zones.get(&spec.shield_zone_id).context("a zone read")?;
                     let (item, managed) = resolve(&spec, lists)?;
+                    claims
+                        .create(&PostParams::default(), &claim(platform_url, namespace, i, item, now))
+                        .await?;
                     let unwritten = AccessListConfigStatus::default();
-                    let plan = plan(&spec, &unwritten, Some(1), item);
+                    let plan = plan(&spec, &unwritten, Some(1), item, None);
                     let patch = plan.patch.clone().context("a configuration to change")?;
                     platform
                         .update_access_list(spec.shield_zone_id, item.configuration_id, &patch)
@@ -256,6 +266,33 @@ impl BareClient {
     }
 }
 
+/// The record the operator creates for object `i` and the configuration it resolved.
+fn claim(platform: &str, namespace: &str, i: usize, item: &AccessListItem, now: &str) -> AccessListClaim {
+    let zone = spec(i).shield_zone_id;
+    let mut record = AccessListClaim::new(
+        &claim_name(platform, zone, item.configuration_id),
+        AccessListClaimSpec {
+            platform: platform.to_string(),
+            shield_zone_id: zone,
+            configuration_id: item.configuration_id,
+            owner: ClaimOwner {
+                namespace: namespace.to_string(),
+                name: name(i),
+                uid: String::new(),
+            },
+            proof: ClaimProof {
+                secret: spec(i).access_key_secret_ref.map(|r| r.name),
+                read_at: Some(now.to_string()),
+            },
+            restore_point: None,
+        },
+    );
+    record
+        .labels_mut()
+        .insert(PLATFORM_LABEL.to_string(), platform_tag(platform));
+    record
+}
+
 /// The bare client's work on a few objects, once, so that no measurement pays for a
 /// cold apiserver; its namespace is deleted.
 async fn warm_up(cluster: &Cluster, objects: usize) -> anyhow::Result<()> {
@@ -264,7 +301,8 @@ async fn warm_up(cluster: &Cluster, objects: usize) -> anyhow::Result<()> {
     let floor = BareClient::prepare(cluster, &sim, "warm-up", objects).await?;
     floor.watched.create(objects).await?;
     let (namespace, _) = floor.run(objects).await?;
-    cluster.delete_namespace(&namespace, deletion_time(objects)).await
+    cluster.delete_namespace(&namespace, deletion_time(objects)).await?;
+    cluster.delete_claims(&sim.base_url()).await
 }
 
 /// A new namespace for an operator to watch, its objects to be created before the
@@ -485,6 +523,7 @@ async fn side_by_side(
     cluster
         .delete_namespace(&floor_namespace, deletion_time(objects))
         .await?;
+    cluster.delete_claims(&floor_sim.base_url()).await?;
     Ok((converged, floor))
 }
 
@@ -517,6 +556,7 @@ async fn against_floor(
         cluster
             .delete_namespace(&converged.namespace, deletion_time(objects))
             .await?;
+        cluster.delete_claims(&sim.base_url()).await?;
     }
     Ok(rounds)
 }
@@ -616,6 +656,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
     drop(operator);
     start_up(cluster, &sim, &namespace, objects, report).await?;
     cluster.delete_namespace(&namespace, deletion_time(objects)).await?;
+    cluster.delete_claims(&sim.base_url()).await?;
     rounds.report(report);
 
     if let Some(large) = settings.large_objects {
@@ -639,6 +680,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         drop(operator);
         start_up(cluster, &sim, &namespace, large, report).await?;
         cluster.delete_namespace(&namespace, deletion_time(large)).await?;
+        cluster.delete_claims(&sim.base_url()).await?;
         rounds.report(report);
     }
     Ok(())

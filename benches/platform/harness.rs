@@ -180,6 +180,20 @@ impl Cluster {
         Ok(())
     }
 
+    /// Deletes the AccessListClaims of the platform at `platform` (those of a round's
+    /// objects, whose namespace is gone), so that every round starts without them.
+    pub(crate) async fn delete_claims(&self, platform: &str) -> anyhow::Result<()> {
+        use edge_operator::crd::access_list_claim::{AccessListClaim, PLATFORM_LABEL, platform_tag};
+        let claims = Api::<AccessListClaim>::all(self.client.clone());
+        let of_platform =
+            kube::api::ListParams::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));
+        claims
+            .delete_collection(&DeleteParams::default(), &of_platform)
+            .await
+            .with_context(|| format!("deleting the claims of {platform}"))?;
+        Ok(())
+    }
+
     /// Status writes to objects of `namespace` the apiserver completed so far.
     pub(crate) fn status_writes(&self, namespace: &str) -> anyhow::Result<usize> {
         Ok(self.status_write_times(namespace)?.values().map(Vec::len).sum())

@@ -8,6 +8,7 @@
 // `unreachable_pub` reports; the specs themselves are exported.
 #![allow(unreachable_pub)]
 
+pub mod access_list_claim;
 pub mod access_list_config;
 pub mod container_app_watch;
 pub mod pull_zone_certificate;
@@ -17,6 +18,7 @@ use kube::CustomResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use access_list_claim::AccessListClaim;
 pub use access_list_config::AccessListConfig;
 pub use container_app_watch::ContainerAppWatch;
 pub use pull_zone_certificate::PullZoneCertificate;
@@ -105,9 +107,14 @@ status_conditions!(
     pull_zone_certificate::PullZoneCertificateStatus
 );
 
-/// Every CRD of the operator, in a stable order.
+/// Every CRD of the operator, in a stable order: the kinds users write, then the
+/// operator's own records.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    Kind::ALL.into_iter().map(Kind::crd).collect()
+    Kind::ALL
+        .into_iter()
+        .map(Kind::crd)
+        .chain([rewrite_schemas(AccessListClaim::crd())])
+        .collect()
 }
 
 /// The kinds of the group: the one list of them that the CRDs, `edge-operator check`,

@@ -325,22 +325,10 @@ async fn two_objects_on_one_configuration_do_not_fight() {
         access_list(&namespace.name, name, 9101, enabled).annotated("edgeplatform.io/poll-interval", "5s")
     };
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    cluster().apply(with_poll("first", true));
-    // The claim goes to the older object: "second" is created in a later second.
-    let first = api.get("first").await.expect("first");
-    let created = first
-        .metadata
-        .creation_timestamp
-        .expect("creationTimestamp")
-        .0
-        .as_second();
-    eventually("a second later than the first's creation", WAIT, || async {
-        (chrono::Utc::now().timestamp() > created).then_some(())
-    })
-    .await;
-    cluster().apply(with_poll("second", false));
     let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    cluster().apply(with_poll("first", true));
     wait_for_condition(&api, "first", "Ready", Some("True"), "InSync", WAIT).await;
+    cluster().apply(with_poll("second", false));
     let second = wait_for_condition(&api, "second", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
     let ready = second.condition("Ready").expect("Ready");
     assert!(
@@ -798,4 +786,46 @@ async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() 
             .await
             .expect("the tenant's finalizers are cleared");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_between_claim_and_write_keeps_the_same_owner() {
+    use edge_operator::crd::AccessListClaim;
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("claim-kill");
+    let ns = namespace.name.as_str();
+    // Every write fails: the first object claims 9101 and cannot write it yet.
+    add_fault(
+        &sim,
+        json!({"method": "PATCH", "pathPrefix": "/shield/shield-zone/1001/access-lists/configurations/9101", "status": 503, "count": 1000}),
+    );
+    let mut operator = Operator::start(ns, &sim.base_url(), &[]);
+    cluster().apply(access_list(ns, "first", 9101, true));
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
+    wait_for_condition(&api, "first", "Synced", Some("False"), "ServerError", WAIT).await;
+    let claims: Api<AccessListClaim> = Api::all(cluster().client().await);
+    let owned_by = |name: &'static str| {
+        let claims = claims.clone();
+        async move {
+            claims
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|c| c.spec.owner.namespace == ns && c.spec.configuration_id == 9101)
+                .filter(|c| c.spec.owner.name == name)
+        }
+    };
+    let record = owned_by("first").await.expect("first's claim, before any write");
+    operator.kill();
+
+    cluster().apply(access_list(ns, "second", 9101, false));
+    sim.sim.clear_faults();
+    let _restarted = Operator::start(ns, &sim.base_url(), &[]);
+    wait_for_condition(&api, "first", "Ready", Some("True"), "InSync", WAIT).await;
+    wait_for_condition(&api, "second", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
+    let kept = owned_by("first").await.expect("first's claim");
+    assert_eq!(kept.metadata.uid, record.metadata.uid, "the same record");
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)), "first's value");
 }

@@ -196,7 +196,7 @@ async fn restore_on_delete_puts_back_the_earlier_values() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restore_point_aimed_at_another_zone_is_not_used() {
+async fn a_deletion_restores_what_the_claim_recorded_whatever_the_status_says() {
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("aimed");
     let _operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
@@ -212,10 +212,11 @@ async fn a_restore_point_aimed_at_another_zone_is_not_used() {
         object
             .status
             .and_then(|s| s.restore_point)
-            .and_then(|p| p.shield_zone_id),
-        Some(1001)
+            .map(|p| (p.shield_zone_id, p.is_enabled, p.action)),
+        Some((Some(1001), false, 2)),
+        "status mirrors the values the claim recorded before the first write"
     );
-    // Whoever may patch the status aims the restore at another zone.
+    // Whoever may patch the status aims the restore at another zone, with other values.
     let (ok, _, err) = cluster().kubectl(
         &[
             "patch",
@@ -226,7 +227,7 @@ async fn a_restore_point_aimed_at_another_zone_is_not_used() {
             "--subresource=status",
             "--type=merge",
             "-p",
-            r#"{"status":{"restorePoint":{"shieldZoneId":1002}}}"#,
+            r#"{"status":{"restorePoint":{"shieldZoneId":1002,"isEnabled":true,"action":5}}}"#,
         ],
         None,
     );
@@ -245,23 +246,20 @@ async fn a_restore_point_aimed_at_another_zone_is_not_used() {
         .map(|e| e.path.clone())
         .collect();
     assert!(aimed.is_empty(), "a write to the other zone: {aimed:?}");
-    assert_eq!(platform_list(&sim, 9101), (true, 3), "nothing restored");
+    assert_eq!(platform_list(&sim, 9101), (false, 2), "the recorded values, restored");
     let events: Api<Event> = Api::namespaced(client, &namespace.name);
-    let rejected = eventually("a RestorePointRejected Warning", WAIT, || async {
+    let restored = eventually("a Restored Event", WAIT, || async {
         let list = events.list(&ListParams::default()).await.ok()?;
-        list.items
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("RestorePointRejected"))
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("Restored"))
     })
     .await;
-    assert_eq!(rejected.type_.as_deref(), Some("Warning"));
     assert!(
-        rejected
+        restored
             .message
             .as_deref()
-            .is_some_and(|m| m.contains("Shield Zone 1002")),
+            .is_some_and(|m| m.contains("isEnabled=false action=Block") && m.contains("Shield Zone 1001")),
         "{:?}",
-        rejected.message
+        restored.message
     );
 }
 

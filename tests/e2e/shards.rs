@@ -1,7 +1,8 @@
 //! Shards as Flux runs them: two operators on one control plane, each watching the
 //! objects of its label selector with its own Lease. Each object is written by exactly
 //! one shard; an object relabelled to the other shard is taken over from its status,
-//! without a second write, and the new shard writes its next change.
+//! without a second write, and the new shard writes its next change. Two objects on one
+//! configuration in two shards share its one claim record: one writes.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::{Manifest, stream};
-use crate::support::operator::{HasConditions, Operator, eventually};
+use crate::support::operator::{HasConditions, Operator, eventually, wait_for_condition};
 use crate::support::sim::{example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -165,4 +166,22 @@ async fn two_shards_split_the_objects_and_hand_one_over_without_a_second_write()
     assert_eq!(journal_count(&sim, "PATCH", &configuration(0)), 2);
     assert_eq!(shard_b.patches().await, Some(2.0));
     assert_eq!(shard_a.patches().await, Some(1.0));
+}
+
+#[tokio::test]
+async fn two_objects_on_one_configuration_in_two_shards_have_one_writer() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("shard-claims");
+    let ns = namespace.name.as_str();
+    let _shard_a = Shard::start(ns, &sim.base_url(), "a");
+    let _shard_b = Shard::start(ns, &sim.base_url(), "b");
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
+    cluster().apply(object(ns, "writer", "a", 9101, true));
+    wait_for_condition(&api, "writer", "Ready", Some("True"), "InSync", WAIT).await;
+    cluster().apply(object(ns, "rival", "b", 9101, false));
+    let rival = wait_for_condition(&api, "rival", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
+    let said = rival.condition("Ready").map(|c| c.message).unwrap_or_default();
+    assert!(said.contains("AccessListConfig \"writer\""), "{said}");
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)), "the writer's value");
+    assert_eq!(journal_count(&sim, "PATCH", "configurations/9101"), 1, "written once");
 }

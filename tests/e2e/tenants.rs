@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::{Manifest, stream};
-use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
+use crate::support::operator::{Operator, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, TEAM_B_KEY, example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -136,7 +136,8 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
     );
     assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1, "only B wrote");
 
-    // A restore point forged on another of B's objects aims at 9101: nothing is written.
+    // A restore point forged on another of B's objects aims at 9101: a deletion writes
+    // what the forger's claim recorded (nothing: it never changed 9102), never the status.
     let forger = json!({
         "configurationId": 9102, "enabled": true, "deletionPolicy": "Restore",
         "accessKeySecretRef": {"name": "team-b-key", "key": "accessKey"},
@@ -161,12 +162,60 @@ async fn squatters_block_nothing_and_a_forged_restore_point_writes_nothing() {
         &["delete", "accesslistconfig", "forger", "-n", &b.name, "--timeout=60s"],
         None,
     );
-    let said = eventually("a RestorePointRejected Event", WAIT, || async {
-        events_of(&b.name, "RestorePointRejected").await.into_iter().next()
-    })
-    .await;
-    assert!(said.contains("9101") && said.contains("9102"), "{said}");
     assert_eq!(platform_list(&sim, 9101), Some((true, 3)), "9101 keeps B's values");
     assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1);
     assert_eq!(journal_count(&sim, "PATCH", "/configurations/9102"), 0);
+}
+
+/// Both tenants may use the operator's default key: A pauses an object on the
+/// configuration B then writes, forges a status saying it wrote it (and what to
+/// restore), and resumes. B keeps writing; A is `ConfigurationClaimed`; B's deletion
+/// writes what B's claim recorded before B's first write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_status_in_a_default_key_namespace_changes_nothing() {
+    let sim = start(example_fixtures()).await;
+    let (a, b) = (TestNamespace::create("forge-a"), TestNamespace::create("forge-b"));
+    let label = a.name.clone();
+    let _operator = Operator::start_across_namespaces(
+        &sim.base_url(),
+        &[
+            "--watch-label-selector",
+            &format!("edge-tenants={label}"),
+            "--default-key-namespaces",
+            &format!("{},{}", a.name, b.name),
+            "--lease-name",
+            &format!("edge-operator-{label}"),
+        ],
+    );
+    let early = access_list(
+        &a.name,
+        "early",
+        &label,
+        json!({"configurationId": 9101, "enabled": false, "action": "Log"}),
+    );
+    cluster().apply(early.clone().annotated("edgeplatform.io/paused", "true"));
+    let tenant_a: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &a.name);
+    wait_for_condition(&tenant_a, "early", "Synced", Some("False"), "Paused", WAIT).await;
+
+    let owner = json!({"configurationId": 9101, "enabled": true, "action": "Block", "deletionPolicy": "Restore"});
+    cluster().apply(access_list(&b.name, "owner", &label, owner));
+    let tenant_b: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &b.name);
+    wait_for_condition(&tenant_b, "owner", "Ready", Some("True"), "InSync", WAIT).await;
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)), "B's values");
+
+    forge_status(&a.name, "early", claims_9101());
+    cluster().apply(early.annotated("edgeplatform.io/paused", "false"));
+    wait_for_condition(&tenant_a, "early", "Ready", Some("False"), "ConfigurationClaimed", WAIT).await;
+    assert_eq!(platform_list(&sim, 9101), Some((true, 2)), "B's values stay");
+    assert_eq!(journal_count(&sim, "PATCH", "/configurations/9101"), 1, "only B wrote");
+
+    kubectl(
+        &["delete", "accesslistconfig", "owner", "-n", &b.name, "--timeout=60s"],
+        None,
+    );
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((false, 2)),
+        "B's deletion restored what B's claim recorded, not A's forged point"
+    );
 }

@@ -548,6 +548,19 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
         "one PATCH for the change and nothing written again: {new_writes:?}"
     );
 
+    // The owner the previous release decided is recorded where only the operator writes,
+    // with the values it recorded, and confirmed by the new operator's first read.
+    let claims: Value = serde_json::from_str(&kubectl(&["get", "accesslistclaims", "-o", "json"], None))
+        .expect("the AccessListClaims as JSON");
+    let claim = claims["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["spec"]["owner"]["namespace"] == ns.as_str())
+        .expect("a claim of the upgraded object");
+    assert_eq!(claim["spec"]["owner"]["name"], "block-known-bad-actors");
+    assert_eq!(claim["spec"]["configurationId"], 9101);
+    assert!(claim["spec"]["proof"]["readAt"].is_string(), "{claim}");
     // The restore point the previous release recorded survives the upgrade.
     kubectl(&["delete", "-n", &ns, EXAMPLES[0].1, "--timeout=60s"], None);
     assert_eq!(

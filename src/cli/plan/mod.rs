@@ -192,7 +192,7 @@ pub(crate) fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessLis
             };
         }
     };
-    let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item);
+    let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item, None);
     let target = format!("configuration {} ({:?})", item.configuration_id, item.name);
     let differences = crate::controller::kinds::access_list::diff(spec, item);
     let changes = |patch: &crate::api::models::shield::AccessListConfigurationPatch| {

@@ -220,6 +220,11 @@ impl AccessKeys {
         self
     }
 
+    /// The base URL of the platform every key is used with.
+    pub(crate) fn platform_url(&self) -> &str {
+        &self.platform.config().base_url
+    }
+
     /// Only Secrets of `namespaces` are read.
     pub(crate) fn with_secret_namespaces(mut self, namespaces: NamespaceSet) -> Self {
         self.secret_namespaces = namespaces;

@@ -18,7 +18,6 @@ use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find,
 use super::status::kstatus;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{ConditionType, Reason, StatusName};
-use super::status::{StatusWrite, write_status};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{Condition, ConditionStatus, SecretKeyRef, StatusConditions};
 
@@ -172,27 +171,6 @@ impl<'a, K: Reconciled> Cx<'a, K> {
     /// This reconcile wrote the object; `resource_version` is what the apiserver answered.
     pub(crate) fn wrote(&mut self, resource_version: Option<String>) {
         self.resource_version = resource_version;
-    }
-
-    /// Writes `status` before the reconcile's end, fenced like the final write: a
-    /// record that must be in place before the platform is changed. It becomes the
-    /// status the rest of the reconcile, and a failure, build on.
-    pub(crate) async fn write_status_now(&mut self, object: &K, status: K::Status) -> Result<(), Failure<K>> {
-        match write_status(
-            &self.api,
-            object,
-            self.resource_version(),
-            Some(&self.previous),
-            &status,
-        )
-        .await?
-        {
-            StatusWrite::Written(version) => self.wrote(version),
-            StatusWrite::Unchanged => {}
-            StatusWrite::Stale => return Err(ReconcileError::Stale),
-        }
-        self.previous = status;
-        Ok(())
     }
 
     /// Fails with `NotLeader` unless this process may still write.

@@ -1,7 +1,8 @@
 //! The driver with every kind, without a cluster: a mock apiserver (tower-test) and an
 //! in-process edge-sim. Every call either side sees goes into one log, so the tests
-//! assert the order of calls: the finalizer and restore point before the first platform
-//! write, one status write, none when nothing changed, a precise finalizer removal.
+//! assert the order of calls: the claim, the finalizer and the restore point before the
+//! first platform write, one status write, none when nothing changed, a precise
+//! finalizer removal.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -81,9 +82,9 @@ fn status_written(patch: Value) -> Value {
 }
 
 /// A mock apiserver that answers every read and write of the object with `held` (404
-/// when it is gone), Events with the request body, every Secret read with 404, and
-/// logs each call.
-fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies) -> kube::Client {
+/// when it is gone), Events with the request body, every Secret read with 404, keeps
+/// the AccessListClaims written (`claims`), and logs each call.
+fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies, claims: Claims) -> kube::Client {
     crate::controller::framework::mock_apiserver::client(move |request, mut body| {
         let path = request.uri.path().to_string();
         let call = format!("kube {} {path}", request.method);
@@ -103,6 +104,26 @@ fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies) -> kube::Cl
         };
         if path.contains("/events") {
             (201, body)
+        } else if let Some(name) = path.split("/accesslistclaims").nth(1) {
+            let mut claims = claims.lock().unwrap_or_else(|e| e.into_inner());
+            let name = name.trim_start_matches('/');
+            match request.method.as_str() {
+                "POST" if claims.contains_key(body["metadata"]["name"].as_str().unwrap_or_default()) => (
+                    409,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "AlreadyExists", "code": 409}),
+                ),
+                "POST" | "PUT" => {
+                    let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                    body["metadata"]["uid"] = json!(format!("claim-{name}"));
+                    body["metadata"]["resourceVersion"] = json!(format!("{}", claims.len() + 1));
+                    claims.insert(name, body.clone());
+                    (201, body)
+                }
+                "DELETE" => claims
+                    .remove(name)
+                    .map_or_else(not_found, |_| (200, json!({"kind": "Status", "status": "Success"}))),
+                _ => claims.get(name).cloned().map_or_else(not_found, |claim| (200, claim)),
+            }
         } else if path.contains("/secrets/") {
             not_found()
         } else {
@@ -111,12 +132,16 @@ fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies) -> kube::Cl
     })
 }
 
+/// The AccessListClaims the mock apiserver holds, by name.
+type Claims = Arc<Mutex<HashMap<String, Value>>>;
+
 struct Harness {
     log: CallLog,
     bodies: Bodies,
+    claims: Claims,
     shared: Arc<Context>,
     kinds: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
-    _sim: RunningSim,
+    sim: RunningSim,
     _default_key: tempfile::NamedTempFile,
 }
 
@@ -150,7 +175,8 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
         .unwrap_or_else(|e| panic!("edge-sim: {e}"));
     let log = CallLog::default();
     let bodies = Bodies::default();
-    let kube = mock_apiserver(log.clone(), held.cloned(), bodies.clone());
+    let claims = Claims::default();
+    let kube = mock_apiserver(log.clone(), held.cloned(), bodies.clone(), claims.clone());
     let config = ClientConfig::new(
         sim.base_url(),
         sim.base_url(),
@@ -184,9 +210,10 @@ async fn harness(held: Option<&Value>, document: SimDocument) -> Harness {
     Harness {
         log,
         bodies,
+        claims,
         shared: Arc::new(ctx),
         kinds: Mutex::default(),
-        _sim: sim,
+        sim,
         _default_key: default_key,
     }
 }
@@ -216,35 +243,34 @@ fn access_list(extra_metadata: Value, status: Value) -> Value {
 }
 
 #[tokio::test]
-async fn access_list_records_the_restore_point_in_status_before_its_one_write() {
+async fn access_list_claims_then_records_the_restore_point_in_its_claim_before_its_one_write() {
     let value = access_list(json!({}), Value::Null);
     let h = harness(Some(&value), document()).await;
     let action = reconcile(object::<AccessListConfig>(&value), h.ctx()).await;
     assert!(action.is_ok(), "{action:?}");
     let object_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors";
     let status_path = format!("{object_path}/status");
+    let claim_path = "/apis/edgeplatform.io/v1alpha1/accesslistclaims";
     let calls = h.log.calls();
-    let finalizer = h.log.position(object_path);
-    let recorded = h.log.position(&status_path);
-    let write = h.log.position("platform update_access_list");
-    assert!(
-        h.log.position("platform list_access_lists") < finalizer && finalizer < recorded && recorded < write,
-        "read, finalizer, restore point, then the write: {calls:?}"
-    );
-    assert_eq!(h.log.count("platform update_access_list"), 1);
-    assert_eq!(
-        h.log.count(&status_path),
-        2,
-        "the restore point, then the outcome: {calls:?}"
-    );
-    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let claimed = h.log.position(&format!("kube POST {claim_path}"));
     let read = h
         .log
         .position("kube GET /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
+    let finalizer = h.log.position(object_path);
+    let recorded = h.log.position(&format!("kube PUT {claim_path}/"));
+    let write = h.log.position("platform update_access_list");
     assert!(
-        read < finalizer,
-        "the finalizers written are the apiserver's, not the cache's: {calls:?}"
+        h.log.position("platform list_access_lists") < claimed
+            && claimed < read
+            && read < finalizer
+            && finalizer < recorded
+            && recorded < write,
+        "read the list, claim it, read the object's finalizers, add ours, record the restore point, then the \
+         write: {calls:?}"
     );
+    assert_eq!(h.log.count("platform update_access_list"), 1);
+    assert_eq!(h.log.count(&status_path), 1, "the outcome only: {calls:?}");
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let metadata = &bodies
         .iter()
         .find(|(call, _)| call == object_path)
@@ -253,14 +279,28 @@ async fn access_list_records_the_restore_point_in_status_before_its_one_write() 
     assert_eq!(metadata["finalizers"], json!(["edgeplatform.io/restore-access-list"]));
     assert_eq!(metadata["resourceVersion"], "7", "the finalizer write is conditional");
     assert_eq!(metadata.get("annotations"), None, "nothing a user may edit is trusted");
-    let point = &bodies
-        .iter()
-        .find(|(call, _)| call.ends_with("/status"))
-        .expect("restore point write")
-        .1["status"]["restorePoint"];
+    let name = crate::crd::access_list_claim::claim_name(&h.sim.base_url(), 1001, 9101);
+    let claim = h
+        .claims
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&name)
+        .cloned()
+        .expect("the claim");
     assert_eq!(
-        point,
-        &json!({"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 2})
+        claim["spec"]["owner"],
+        json!({"namespace": "team", "name": "bad-actors", "uid": "u1"})
+    );
+    assert_eq!(claim["spec"]["restorePoint"], json!({"isEnabled": false, "action": 2}));
+    let status = &bodies
+        .iter()
+        .find(|(call, _)| *call == status_path)
+        .expect("the status write")
+        .1["status"];
+    assert_eq!(
+        status["restorePoint"],
+        json!({"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": false, "action": 2}),
+        "status mirrors the claim"
     );
 }
 
@@ -285,19 +325,31 @@ async fn a_converged_access_list_is_neither_written_nor_patched() {
     assert!(
         after
             .iter()
-            .all(|c| !c.starts_with("kube") && !c.contains("update_access_list")),
-        "{after:?}"
+            .all(|c| !c.starts_with("kube PATCH") && !c.starts_with("kube PUT") && !c.contains("update_access_list")),
+        "only reads (of the claim, which the operator's watch caches): {after:?}"
     );
 }
 
 #[tokio::test]
-async fn deleting_restores_then_removes_exactly_our_finalizer() {
-    let status = json!({"restorePoint": {"configurationId": 9101, "isEnabled": false, "action": 2}});
+async fn deleting_restores_what_its_claim_recorded_then_removes_exactly_our_finalizer() {
+    let forged = json!({"restorePoint": {"configurationId": 9101, "isEnabled": true, "action": 5}});
     let metadata = json!({"deletionTimestamp": "2026-11-20T12:00:00Z", "finalizers": ["other.io/keep", "edgeplatform.io/restore-access-list"]});
-    let value = access_list(metadata, status);
+    let value = access_list(metadata, forged);
     let mut fixtures = document();
     fixtures.shield_zones[0].access_lists[0].set_enabled(true);
     let h = harness(Some(&value), fixtures).await;
+    let name = crate::crd::access_list_claim::claim_name(&h.sim.base_url(), 1001, 9101);
+    h.claims.lock().unwrap_or_else(|e| e.into_inner()).insert(
+        name.clone(),
+        json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListClaim",
+            "metadata": {"name": name, "uid": "claim-1", "resourceVersion": "3"},
+            "spec": {"platform": h.sim.base_url(), "shieldZoneId": 1001, "configurationId": 9101,
+                     "owner": {"namespace": "team", "name": "bad-actors", "uid": "u1"},
+                     "proof": {"readAt": "2026-11-20T11:00:00Z"},
+                     "restorePoint": {"isEnabled": false, "action": 2}},
+        }),
+    );
     assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
     let read = h
         .log
@@ -307,11 +359,31 @@ async fn deleting_restores_then_removes_exactly_our_finalizer() {
     let event = h
         .log
         .position("kube POST /apis/events.k8s.io/v1/namespaces/team/events");
-    let release = h
+    let released = h.log.position(&format!(
+        "kube DELETE /apis/edgeplatform.io/v1alpha1/accesslistclaims/{name}"
+    ));
+    let removed = h
         .log
         .position("kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
-    assert!(restore < event && event < release, "{:?}", h.log.calls());
+    assert!(
+        restore < released && released < event && event < removed,
+        "{:?}",
+        h.log.calls()
+    );
+    assert!(
+        h.claims.lock().unwrap_or_else(|e| e.into_inner()).is_empty(),
+        "released"
+    );
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let note = bodies
+        .iter()
+        .find(|(call, _)| call.contains("/events"))
+        .map(|(_, body)| body["note"].as_str().unwrap_or_default().to_string())
+        .expect("the Event");
+    assert!(
+        note.contains("isEnabled=false action=Block"),
+        "the claim's values, not the status's: {note}"
+    );
     let removal = &bodies
         .iter()
         .rev()

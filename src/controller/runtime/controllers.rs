@@ -18,7 +18,7 @@ use crate::controller::framework::driver;
 use crate::controller::framework::kind::{Failure, KindContext, Reconciled};
 use crate::controller::framework::object::{keep_what_is_read, object_key};
 
-fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
+pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
 {

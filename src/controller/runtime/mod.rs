@@ -31,7 +31,7 @@ use crate::controller::framework::kind::KindContext;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::status::MANAGER;
-use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
+use crate::controller::kinds::access_list::{AccessListSettings, ClaimRecords, SecretFinalizer};
 use crate::controller::kinds::app_watch::AppWatchSettings;
 use crate::controller::kinds::certificate::CertificateSettings;
 use crate::crd::{AccessListConfig, ContainerAppWatch, Kind, PullZoneCertificate};
@@ -333,10 +333,30 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
     let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
+    let objects = self::controllers::api::<AccessListConfig>(&kube_client, &config.namespace);
+    let carried = ClaimRecords::carry_over(
+        &kube_client,
+        ctx.access_keys.platform_url(),
+        &objects,
+        config.watch_label_selector.as_deref(),
+    )
+    .await;
+    if carried > 0 {
+        tracing::info!(
+            carried,
+            "recorded the owners of access-list configurations that release 0.2.0 decided"
+        );
+    }
     let kinds = Kind::ALL.map(|kind| match kind {
-        Kind::AccessListConfig => controllers
-            .run(access_lists.clone(), secret_watch.subscribe(), config.concurrency)
-            .boxed(),
+        Kind::AccessListConfig => {
+            let (access_lists, secret_changes) = (access_lists.clone(), secret_watch.subscribe());
+            let controllers = &controllers;
+            async move {
+                access_lists.state.claims.listed().await;
+                controllers.run(access_lists, secret_changes, config.concurrency).await;
+            }
+            .boxed()
+        }
         Kind::PullZoneCertificate => controllers
             .run(
                 Arc::new(KindContext::<PullZoneCertificate>::new(
@@ -358,6 +378,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             )
             .boxed(),
     });
+    let claims = access_lists.clone();
     let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let running = async {
         tokio::join!(
@@ -370,6 +391,11 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
                 shutdown.clone().requested()
             ),
             protection,
+            claims.state.claims.follow(
+                kube_client.clone(),
+                ctx.access_keys.platform_url(),
+                shutdown.clone().requested()
+            ),
             futures::future::join_all(kinds),
         );
     };

@@ -67,12 +67,12 @@ async fn reconcile(
     if !ctx.leader.may_act() {
         return Err(ReconcileError::NotLeader);
     }
-    let claims = &kind.state.claims;
-    if !claims.listed().await {
+    let needs = &kind.state.secret_needs;
+    if !needs.listed().await {
         return Ok(Action::requeue(RETRY));
     }
     let key = (secret.namespace().unwrap_or_default(), secret.name_any());
-    let needed = claims.needs_secret(&key);
+    let needed = needs.needs_secret(&key);
     let finalizer = &kind.settings.secret_finalizer;
     let protected = secret.finalizers().iter().any(|f| f == finalizer.as_str());
     if let Some(change) = ProtectionChange::of(needed, protected) {

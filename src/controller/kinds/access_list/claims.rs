@@ -1,922 +1,579 @@
-//! What the AccessListConfig watch and this process's reads tell about all objects at
-//! once: which object may write which configuration, and which Secrets objects need for
-//! a restore. Finding a configuration's owner costs the same with ten objects as with
-//! ten thousand.
+//! Which AccessListConfig writes which access-list configuration: one
+//! [`AccessListClaim`] per (Shield Zone, configuration), which only the operator
+//! writes. The first Manage object whose own credentials resolved a configuration
+//! creates its record; the apiserver's create-if-absent decides a race, between
+//! objects, restarts and shards alike. The record holds the owner (namespace, name,
+//! uid), the proof (whose key read the zone, when) and the values read from the
+//! platform before the owner's first write, which its deletion restores.
 //!
-//! Only an object whose own credentials have read its zone in this process and resolved
-//! its configuration is a claimant: a paused object, one whose key was refused or one of
-//! another account (whose zone answers as missing) blocks no one. Its owner is, first,
-//! the claimant that has written it (its status says so, or this process let it write):
-//! it keeps the configuration until it is deleted. Otherwise the oldest claimant
-//! (`creationTimestamp`, then uid). Status alone proves nothing: a configuration that a
-//! status names counts only once the object's own read resolved to it, or, until this
-//! process has tried the object's credentials, when its status does not say they were
-//! refused. The decision and the record of the winner happen under one lock, before any
-//! write, so objects created together never both write.
+//! The owner keeps the configuration until it is deleted (after its restore), or until
+//! a claimant finds its uid gone. Nothing of an object's status is read, except once:
+//! at a start that finds no record at all (the first after an upgrade from 0.2.0),
+//! the owners 0.2.0 decided get theirs ([`carried_over`]). Such a record is confirmed by
+//! its owner's first read, or released if its owner's key is refused.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
-use kube::runtime::watcher::Event;
-use tokio::sync::watch;
+use futures::StreamExt;
+use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
+use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
 
-use super::{FINALIZER, protected_secret};
-use crate::api::models::shield::AccessListItem;
+use super::FINALIZER;
+use super::vocabulary::Failure;
+use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::crd::ConditionStatus;
+use crate::crd::access_list_claim::{
+    AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
+    platform_tag,
+};
 use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
-use crate::crd::{ConditionStatus, SecretKeyRef};
 
-/// How long a reconcile waits for the first full listing of AccessListConfigs before
-/// judging claims (so a newer object cannot win while an older one is not yet known).
+/// Attempts at settling a record in one reconcile: a create that lost a race, then the
+/// release of an owner found gone, then the create again.
+const ATTEMPTS: usize = 3;
+
+/// How long the carry-over of 0.2.0's owners may take at start.
+const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
+
+/// How soon a failed carry-over is tried again.
+const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
+
+/// How long reconciles wait for the first listing of the records.
 const READY_WAIT: Duration = Duration::from_secs(30);
 
-/// How long a claimant waits for an older object naming the same configuration to have
-/// its credentials tried (so the oldest of objects applied together wins), at most.
-const OLDER_CLAIMANT_WAIT: Duration = Duration::from_secs(10);
+/// Objects read per page while carrying over.
+const PAGE: u32 = 500;
 
-/// (Shield Zone id, configuration id).
-type ListKey = (i64, i64);
-
-/// How a spec names its configuration, in its zone.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Target {
-    Configuration(i64),
-    Name(String),
+/// The configuration's owner, as a reconcile learns it.
+#[derive(Debug, Clone)]
+pub(super) enum Claimed {
+    /// The object's own record.
+    Mine(Box<AccessListClaim>),
+    /// Another object's, named as `ConfigurationClaimed` says it.
+    Theirs(String),
 }
 
-/// (namespace, Secret name).
-pub(super) type SecretKey = (String, String);
+/// What a record says to the object of `uid`.
+#[derive(Debug, PartialEq)]
+enum Standing<'a> {
+    Free,
+    Mine,
+    Held(&'a ClaimOwner),
+}
 
-/// The order that decides ownership: the oldest, then the smallest uid (shared by the
-/// object's entry and every set that names it).
-type Age = (Option<Time>, Arc<str>);
-
-/// The objects that name one configuration, oldest first. Nearly always one, so a
-/// sorted vector: a B-tree would allocate a node of eleven for it.
-#[derive(Debug, Default)]
-struct Ages(Vec<Age>);
-
-impl Ages {
-    fn insert(&mut self, age: &Age) {
-        if let Err(at) = self.0.binary_search(age) {
-            self.0.insert(at, age.clone());
-        }
-    }
-
-    fn remove(&mut self, age: &Age) {
-        if let Ok(at) = self.0.binary_search(age) {
-            self.0.remove(at);
-        }
-    }
-
-    /// The oldest that is not `uid`.
-    fn oldest_but(&self, uid: &str) -> Option<Age> {
-        self.0.iter().find(|age| &*age.1 != uid).cloned()
+fn standing<'a>(record: Option<&'a AccessListClaim>, uid: &str) -> Standing<'a> {
+    match record {
+        None => Standing::Free,
+        Some(record) if record.spec.owner.uid == uid => Standing::Mine,
+        Some(record) => Standing::Held(&record.spec.owner),
     }
 }
 
-/// What this process learnt of an object's credentials on its own configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Proof {
-    /// Not tried by this process yet.
-    #[default]
-    Untried,
-    /// Its credentials read its zone, and its spec resolved to this configuration.
-    Read(ListKey),
-    /// Its credentials were refused, or its zone or list is not theirs to see.
-    Refused,
+/// How `ConfigurationClaimed` names `owner` to an object of `namespace`: by name in the
+/// same namespace only.
+fn describe(owner: &ClaimOwner, namespace: &str) -> String {
+    if owner.namespace == namespace {
+        format!("AccessListConfig {:?}", owner.name)
+    } else {
+        "an AccessListConfig of another namespace".to_string()
+    }
 }
 
-/// What one object says about its claims, and what this process proved of it.
-#[derive(Debug, Clone, Default)]
-struct Entry {
-    /// `namespace/name`.
-    object: Box<str>,
-    age: Age,
-    /// It manages, is not being deleted and is not paused: it may write.
-    writes: bool,
-    /// The configurations its status says it wrote or may still restore (when it
-    /// manages, is not paused, and is not deleted unless a restore is pending).
-    recorded: Vec<ListKey>,
-    /// Its Synced condition says its credentials were refused.
-    refused_before: bool,
-    /// The zone and configuration its spec names.
-    named: Option<(i64, Target)>,
-    /// The Secret its credentials come from: a proof holds for these credentials only.
-    credentials: Option<SecretKeyRef>,
-    proof: Proof,
-    /// The configuration this process let it write, until its status says so.
-    taken: Option<ListKey>,
-    /// The Secret (of its namespace) it needs kept for its restore.
-    secret: Option<Box<str>>,
+fn owner_of(object: &AccessListConfig) -> ClaimOwner {
+    ClaimOwner {
+        namespace: object.namespace().unwrap_or_default(),
+        name: object.name_any(),
+        uid: object.uid().unwrap_or_default(),
+    }
 }
 
-/// Reasons of a Synced condition that mean the object's credentials cannot reach its
-/// configuration.
-const UNREACHABLE: [Reason; 4] = [
-    Reason::Unauthorized,
-    Reason::Forbidden,
-    Reason::NotFound,
-    Reason::CredentialsUnavailable,
-];
-
-/// Whether `reason` says an object's credentials cannot reach its configuration.
-pub(super) fn refuses_credentials(reason: Reason) -> bool {
-    UNREACHABLE.contains(&reason)
+/// The record `object` creates for `configuration` of its zone on `platform`, its key
+/// having read the zone at `now`.
+fn new_record(platform: &str, object: &AccessListConfig, configuration: i64, now: &str) -> AccessListClaim {
+    let zone = object.spec.shield_zone_id;
+    let mut record = AccessListClaim::new(
+        &claim_name(platform, zone, configuration),
+        AccessListClaimSpec {
+            platform: platform.to_string(),
+            shield_zone_id: zone,
+            configuration_id: configuration,
+            owner: owner_of(object),
+            proof: proof_of(object, Some(now)),
+            restore_point: None,
+        },
+    );
+    record
+        .labels_mut()
+        .insert(PLATFORM_LABEL.to_string(), platform_tag(platform));
+    record
 }
 
-fn refused_before(object: &AccessListConfig) -> bool {
-    let conditions = object
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    find(conditions, ConditionType::Synced)
-        .is_some_and(|c| c.status == ConditionStatus::False && UNREACHABLE.iter().any(|r| r.as_str() == c.reason))
+fn proof_of(object: &AccessListConfig, read_at: Option<&str>) -> ClaimProof {
+    ClaimProof {
+        secret: object.spec.access_key_secret_ref.as_ref().map(|r| r.name.clone()),
+        read_at: read_at.map(str::to_string),
+    }
 }
 
-impl Entry {
-    fn of(object: &AccessListConfig) -> Self {
-        let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
-        let uid: Arc<str> = object.uid().unwrap_or_else(|| format!("{namespace}/{name}")).into();
-        let manages = object.spec.management_policy == ManagementPolicy::Manage && !is_paused(object);
-        let deleting = object.metadata.deletion_timestamp.is_some();
-        let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
+/// The records of the owners release 0.2.0 decided, read from their statuses: objects
+/// that manage and are not paused (nor deleted, unless their restore is pending), whose
+/// last reconcile succeeded on the configuration `status.atProvider` names. Of several
+/// on one configuration, the oldest. The values to restore are `status.restorePoint`'s
+/// when it names that configuration in the spec's zone.
+pub(super) fn carried_over(platform: &str, objects: &[AccessListConfig]) -> Vec<AccessListClaim> {
+    let mut owners: Vec<&AccessListConfig> = objects
+        .iter()
+        .filter(|object| {
+            let deleting = object.metadata.deletion_timestamp.is_some();
+            let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
+            let synced = object.status.as_ref().is_some_and(|status| {
+                find(&status.conditions, ConditionType::Synced).is_some_and(|c| c.status == ConditionStatus::True)
+            });
+            object.spec.management_policy == ManagementPolicy::Manage
+                && !is_paused(*object)
+                && (!deleting || restoring)
+                && synced
+        })
+        .collect();
+    owners.sort_by_key(|object| (object.metadata.creation_timestamp.clone(), object.uid()));
+    let mut records: Vec<AccessListClaim> = Vec::new();
+    for object in owners {
+        let Some(status) = &object.status else { continue };
+        let Some(written) = &status.at_provider else { continue };
         let zone = object.spec.shield_zone_id;
-        let recorded = match object.status.as_ref() {
-            Some(status) if manages && (!deleting || restoring) => {
-                let written = status.at_provider.as_ref().map(|p| (zone, p.configuration_id));
-                let restored = status
-                    .restore_point
-                    .filter(|p| p.shield_zone_id.is_none_or(|z| z == zone))
-                    .map(|p| (zone, p.configuration_id));
-                let mut lists: Vec<ListKey> = written.into_iter().chain(restored).collect();
-                lists.dedup();
-                lists
-            }
-            _ => Vec::new(),
-        };
-        Self {
-            secret: protected_secret(object).map(Box::from),
-            object: format!("{namespace}/{name}").into(),
-            age: (object.metadata.creation_timestamp.clone(), uid),
-            writes: manages && !deleting,
-            recorded,
-            refused_before: refused_before(object),
-            named: match (&object.spec.configuration_id, &object.spec.list_name) {
-                (Some(id), _) => Some((zone, Target::Configuration(*id))),
-                (None, Some(name)) => Some((zone, Target::Name(name.clone()))),
-                (None, None) => None,
-            },
-            credentials: object.spec.access_key_secret_ref.clone(),
-            proof: Proof::Untried,
-            taken: None,
-        }
-    }
-
-    /// Carries what this process proved of `previous` over to this newer view of the
-    /// same object, while its credentials are the same.
-    fn carry(mut self, previous: &Entry) -> Self {
-        if previous.credentials == self.credentials {
-            self.proof = previous.proof;
-            self.taken = previous.taken.filter(|list| !self.recorded.contains(list));
-        }
-        self
-    }
-
-    /// (namespace, name).
-    fn names(&self) -> (&str, &str) {
-        self.object.split_once('/').unwrap_or(("", &self.object))
-    }
-
-    fn secret(&self) -> Option<SecretKey> {
-        let secret = self.secret.as_deref()?;
-        Some((self.names().0.to_string(), secret.to_string()))
-    }
-
-    /// The configuration it asks to write, once its credentials resolved it.
-    fn target(&self) -> Option<ListKey> {
-        match self.proof {
-            Proof::Read(list) if self.writes => Some(list),
-            _ => None,
-        }
-    }
-
-    /// The configuration it owns by having written it, as this process knows: its
-    /// status says so and its read resolved to it, or this process let it write.
-    fn proven(&self) -> Option<ListKey> {
-        match self.proof {
-            Proof::Read(list) if self.recorded.contains(&list) => Some(list),
-            _ => self.taken,
-        }
-    }
-
-    /// What its spec names while it may write and its credentials are untried.
-    fn untried(&self) -> Option<&(i64, Target)> {
-        self.named
-            .as_ref()
-            .filter(|_| self.writes && self.proof == Proof::Untried && !self.refused_before)
-    }
-
-    /// The configurations its status says it owns, until this process tries its
-    /// credentials (after a restart), unless its status says they were refused.
-    fn vouched(&self) -> &[ListKey] {
-        match self.proof {
-            Proof::Untried if !self.refused_before => &self.recorded,
-            _ => &[],
-        }
-    }
-
-    /// How strong its claim on `list` is: 0 proven, 1 vouched by its status, 2 named
-    /// by its spec and read, 3 none.
-    fn standing(&self, list: ListKey) -> u8 {
-        if self.proven() == Some(list) {
-            0
-        } else if self.vouched().contains(&list) {
-            1
-        } else if self.target() == Some(list) {
-            2
-        } else {
-            3
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct Index {
-    entries: HashMap<Arc<str>, Entry>,
-    proven: HashMap<ListKey, Ages>,
-    vouched: HashMap<ListKey, Ages>,
-    targets: HashMap<ListKey, Ages>,
-    untried: HashMap<(i64, Target), Ages>,
-    secret_users: HashMap<SecretKey, usize>,
-}
-
-fn insert<K: Eq + std::hash::Hash>(map: &mut HashMap<K, Ages>, key: K, age: &Age) {
-    map.entry(key).or_default().insert(age);
-}
-
-fn remove<K: Eq + std::hash::Hash>(map: &mut HashMap<K, Ages>, key: K, age: &Age) {
-    if let std::collections::hash_map::Entry::Occupied(mut set) = map.entry(key) {
-        set.get_mut().remove(age);
-        if set.get().0.is_empty() {
-            set.remove();
-        }
-    }
-}
-
-impl Index {
-    /// Records `object`; returns the Secrets whose need may have changed.
-    fn apply(&mut self, object: &AccessListConfig) -> Vec<SecretKey> {
-        let mut entry = Entry::of(object);
-        let previous = self.remove(&entry.age.1);
-        if let Some(previous) = &previous {
-            entry = entry.carry(previous);
-        }
-        let touched = previous
-            .and_then(|p| p.secret())
-            .into_iter()
-            .chain(entry.secret())
-            .collect();
-        self.insert(entry);
-        touched
-    }
-
-    fn insert(&mut self, entry: Entry) {
-        if let Some(list) = entry.proven() {
-            insert(&mut self.proven, list, &entry.age);
-        }
-        for list in entry.vouched() {
-            insert(&mut self.vouched, *list, &entry.age);
-        }
-        if let Some(target) = entry.target() {
-            insert(&mut self.targets, target, &entry.age);
-        }
-        if let Some(named) = entry.untried() {
-            insert(&mut self.untried, named.clone(), &entry.age);
-        }
-        if let Some(secret) = entry.secret() {
-            *self.secret_users.entry(secret).or_default() += 1;
-        }
-        self.entries.insert(entry.age.1.clone(), entry);
-    }
-
-    fn remove(&mut self, uid: &str) -> Option<Entry> {
-        let entry = self.entries.remove(uid)?;
-        if let Some(list) = entry.proven() {
-            remove(&mut self.proven, list, &entry.age);
-        }
-        for list in entry.vouched() {
-            remove(&mut self.vouched, *list, &entry.age);
-        }
-        if let Some(target) = entry.target() {
-            remove(&mut self.targets, target, &entry.age);
-        }
-        if let Some(named) = entry.untried() {
-            remove(&mut self.untried, named.clone(), &entry.age);
-        }
-        if let Some(secret) = entry.secret()
-            && let std::collections::hash_map::Entry::Occupied(mut users) = self.secret_users.entry(secret)
+        let configuration = written.configuration_id;
+        if records
+            .iter()
+            .any(|r| (r.spec.shield_zone_id, r.spec.configuration_id) == (zone, configuration))
         {
-            *users.get_mut() -= 1;
-            if *users.get() == 0 {
-                users.remove();
-            }
+            continue;
         }
-        Some(entry)
+        let mut record = new_record(platform, object, configuration, "");
+        record.spec.proof = proof_of(object, None);
+        record.spec.restore_point = status
+            .restore_point
+            .filter(|p| p.configuration_id == configuration && p.shield_zone_id.is_none_or(|z| z == zone))
+            .map(|p| RecordedValues {
+                is_enabled: p.is_enabled,
+                action: p.action,
+            });
+        records.push(record);
     }
-
-    /// `me`'s entry with `change` applied, recorded only when the watch knows `me`: an
-    /// object it saw go stays gone, and needs no Secret, whatever a late pass says.
-    fn update(&mut self, me: &AccessListConfig, change: impl FnOnce(&mut Entry)) -> Entry {
-        let uid = Entry::of(me).age.1;
-        match self.remove(&uid) {
-            Some(mut entry) => {
-                change(&mut entry);
-                self.insert(entry.clone());
-                entry
-            }
-            None => {
-                let mut entry = Entry::of(me);
-                change(&mut entry);
-                entry
-            }
-        }
-    }
-
-    /// Records that `me`'s credentials were refused: it claims nothing.
-    fn refuse(&mut self, me: &AccessListConfig) {
-        self.update(me, |entry| {
-            entry.proof = Proof::Refused;
-            entry.taken = None;
-        });
-    }
-
-    /// Whether an object older than `me` names `list` and has not had its credentials
-    /// tried yet, while `me` manages and does not hold `list`.
-    fn older_untried(&self, me: &AccessListConfig, list: &AccessListItem) -> bool {
-        if me.spec.management_policy != ManagementPolicy::Manage {
-            return false;
-        }
-        let mine = Entry::of(me);
-        let zone = me.spec.shield_zone_id;
-        let key = (zone, list.configuration_id);
-        if self
-            .entries
-            .get(&mine.age.1)
-            .is_some_and(|known| known.standing(key) <= 1)
-        {
-            return false;
-        }
-        [
-            Target::Configuration(list.configuration_id),
-            Target::Name(list.name.clone()),
-        ]
-        .into_iter()
-        .filter_map(|target| self.untried.get(&(zone, target))?.oldest_but(&mine.age.1))
-        .any(|age| age < mine.age)
-    }
-
-    /// Records that `me`'s credentials resolved `list`; then the object other than `me`
-    /// that owns it, if any, else records `me` as its writer.
-    fn claim(&mut self, me: &AccessListConfig, list: &AccessListItem) -> Option<String> {
-        if me.spec.management_policy != ManagementPolicy::Manage {
-            return None;
-        }
-        let key = (me.spec.shield_zone_id, list.configuration_id);
-        let mine = self.update(me, |entry| entry.proof = Proof::Read(key));
-        let uid = mine.age.1.clone();
-        let others = |ages: Option<&Ages>| ages.and_then(|ages| ages.oldest_but(&uid));
-        let rival = [&self.proven, &self.vouched, &self.targets]
-            .into_iter()
-            .zip(0..)
-            .find_map(|(claimants, standing)| others(claimants.get(&key)).map(|age| (standing, age)));
-        let me_rank = (mine.standing(key), mine.age.clone());
-        match rival.filter(|rival| *rival < me_rank) {
-            Some((_, age)) => {
-                let owner = &self.entries[&age.1];
-                let (owner_namespace, owner_name) = owner.names();
-                Some(if owner_namespace == mine.names().0 {
-                    format!("AccessListConfig {owner_name:?}")
-                } else {
-                    "an AccessListConfig of another namespace".to_string()
-                })
-            }
-            None => {
-                if mine.proven() != Some(key) {
-                    self.update(me, |entry| entry.taken = Some(key));
-                }
-                None
-            }
-        }
-    }
+    records
 }
 
-/// Which object writes each configuration, and which Secrets restores need.
-pub struct Claims {
-    state: Mutex<State>,
-    /// Bumped whenever an object's credentials are tried.
-    tried: watch::Sender<u64>,
-    /// Whether the watch has listed every object once.
-    listed: watch::Sender<bool>,
+async fn try_carry_over(
+    client: &kube::Client,
+    platform: &str,
+    objects: &Api<AccessListConfig>,
+    labels: Option<&str>,
+) -> Result<usize, kube::Error> {
+    let records: Api<AccessListClaim> = Api::all(client.clone());
+    let of_platform = ListParams::default()
+        .labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)))
+        .limit(1);
+    if !records.list(&of_platform).await?.items.is_empty() {
+        return Ok(0);
+    }
+    let mut listed = Vec::new();
+    let mut params = ListParams::default().limit(PAGE);
+    if let Some(labels) = labels {
+        params = params.labels(labels);
+    }
+    loop {
+        let page = objects.list(&params).await?;
+        listed.extend(page.items);
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    let mut created = 0;
+    for record in carried_over(platform, &listed) {
+        match records.create(&PostParams::default(), &record).await {
+            Ok(_) => created += 1,
+            Err(error) if is_code(&error, 409) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(created)
 }
 
-#[derive(Debug, Default)]
-struct State {
-    current: Index,
-    /// Built while the watch lists anew; replaces `current` when the listing is done,
-    /// which drops objects deleted while the watch was down.
-    relisting: Option<Index>,
+fn is_code(error: &kube::Error, code: u16) -> bool {
+    matches!(error, kube::Error::Api(response) if response.code == code)
 }
 
-impl Default for Claims {
+/// The records of configurations and their owners, as the operator's watch of them
+/// holds them.
+pub struct ClaimRecords {
+    store: Store<AccessListClaim>,
+    writer: Mutex<Option<Writer<AccessListClaim>>>,
+}
+
+impl Default for ClaimRecords {
     fn default() -> Self {
+        let (store, writer) = reflector::store();
         Self {
-            state: Mutex::default(),
-            tried: watch::Sender::new(0),
-            listed: watch::Sender::new(false),
+            store,
+            writer: Mutex::new(Some(writer)),
         }
     }
 }
 
-impl Claims {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+impl ClaimRecords {
+    /// Keeps the cache of `platform`'s records until `stop`. The cache only spares
+    /// reads: every decision it suggests is made again by the apiserver (a create, a
+    /// conditional delete or replace).
+    pub async fn follow(&self, client: kube::Client, platform: &str, stop: impl Future<Output = ()> + Send) {
+        let Some(writer) = self.writer.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return;
+        };
+        let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));
+        watcher(Api::<AccessListClaim>::all(client), of_platform)
+            .default_backoff()
+            .reflect(writer)
+            .take_until(stop)
+            .for_each(|event| {
+                if let Err(error) = event {
+                    tracing::warn!(%error, "the AccessListClaim watch fails; claims are read from the apiserver");
+                }
+                std::future::ready(())
+            })
+            .await;
     }
 
-    /// Follows the AccessListConfig watch; returns the Secrets whose need may have
-    /// changed.
-    pub fn follow(&self, event: &Event<AccessListConfig>) -> Vec<SecretKey> {
-        let mut state = self.lock();
-        match event {
-            Event::Apply(object) => state.current.apply(object),
-            Event::Delete(object) => {
-                let uid = Entry::of(object).age.1;
-                state
-                    .current
-                    .remove(&uid)
-                    .and_then(|entry| entry.secret())
-                    .into_iter()
-                    .collect()
-            }
-            Event::Init => {
-                state.relisting = Some(Index::default());
-                Vec::new()
-            }
-            Event::InitApply(object) => {
-                state.relisting.get_or_insert_default().apply(object);
-                Vec::new()
-            }
-            Event::InitDone => {
-                let mut listed = state.relisting.take().unwrap_or_default();
-                // What this process proved of objects, and let them write.
-                for (uid, entry) in &state.current.entries {
-                    if entry.proof != Proof::Untried
-                        && let Some(now) = listed.remove(uid)
-                    {
-                        listed.insert(now.carry(entry));
-                    }
+    /// Waits until the cache has listed the records once, at most [`READY_WAIT`]: a
+    /// start then finds each owner's record without asking the apiserver.
+    pub async fn listed(&self) {
+        if tokio::time::timeout(READY_WAIT, self.store.wait_until_ready())
+            .await
+            .is_err()
+        {
+            tracing::warn!(within = ?READY_WAIT, "the AccessListClaims are not listed yet; claims are read from the apiserver");
+        }
+    }
+
+    /// At a start that finds no record of `platform` at all, records the owners release
+    /// 0.2.0 decided among `objects` (see [`carried_over`]); how many. Tried again
+    /// while the apiserver does not serve the records yet (a chart upgrade applies
+    /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most.
+    pub async fn carry_over(
+        client: &kube::Client,
+        platform: &str,
+        objects: &Api<AccessListConfig>,
+        labels: Option<&str>,
+    ) -> usize {
+        let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
+        loop {
+            let attempt = tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, labels)).await;
+            match attempt {
+                Ok(Ok(count)) => return count,
+                Ok(Err(error)) if tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline => {
+                    tracing::warn!(%error, "the owners of 0.2.0 are not recorded yet; trying again");
+                    tokio::time::sleep(CARRY_OVER_RETRY).await;
                 }
-                let previous = std::mem::replace(&mut state.current, listed);
-                self.listed.send_replace(true);
-                let touched: BTreeSet<SecretKey> = previous
-                    .secret_users
-                    .into_keys()
-                    .chain(state.current.secret_users.keys().cloned())
-                    .collect();
-                touched.into_iter().collect()
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "the owners of 0.2.0 could not be recorded; claims go to the first claimant");
+                    return 0;
+                }
+                Err(_) => {
+                    tracing::error!(within = ?CARRY_OVER_WITHIN, "recording the owners of 0.2.0 took too long");
+                    return 0;
+                }
             }
         }
     }
 
-    /// Whether some object needs `secret` kept for its restore.
-    pub fn needs_secret(&self, secret: &SecretKey) -> bool {
-        self.lock().current.secret_users.contains_key(secret)
+    fn cached(&self, name: &str) -> Option<AccessListClaim> {
+        self.store
+            .get(&reflector::ObjectRef::new(name))
+            .map(|record| record.as_ref().clone())
     }
 
-    /// Records that `me`'s credentials were refused, or cannot see its zone or list:
-    /// it blocks no one.
-    pub fn refuse(&self, me: &AccessListConfig) {
-        self.lock().current.refuse(me);
-        self.tried.send_modify(|count| *count = count.wrapping_add(1));
+    /// The records `object` owns, as the cache holds them.
+    pub(super) fn owned_by(&self, object: &AccessListConfig) -> Vec<AccessListClaim> {
+        let uid = object.uid().unwrap_or_default();
+        self.store
+            .state()
+            .iter()
+            .filter(|record| record.spec.owner.uid == uid)
+            .map(|record| record.as_ref().clone())
+            .collect()
     }
 
-    /// Waits for the first listing, at most [`READY_WAIT`]; whether it is done.
-    pub async fn listed(&self) -> bool {
-        let mut listed = self.listed.subscribe();
-        tokio::time::timeout(READY_WAIT, listed.wait_for(|listed| *listed))
-            .await
-            .is_ok_and(|done| done.is_ok())
-    }
-
-    /// Records that `me`'s credentials resolved `list` of its zone. `None` when `me` may
-    /// write it (then it is recorded as its writer) or only observes it; else who owns
-    /// it, named only within `me`'s namespace.
-    /// Waits for the first listing, at most [`READY_WAIT`]; past that it judges by what
-    /// it knows.
-    ///
-    /// While an older object that names the same configuration has not had its
-    /// credentials tried, waits for that, at most [`OLDER_CLAIMANT_WAIT`]: of objects
-    /// applied together the oldest wins, and an object that is never tried delays a
-    /// claimant once, by that long.
-    pub async fn claim(&self, me: &AccessListConfig, list: &AccessListItem) -> Option<String> {
-        self.listed().await;
-        let mut tried = self.tried.subscribe();
-        let waited = tokio::time::timeout(OLDER_CLAIMANT_WAIT, async {
-            while self.lock().current.older_untried(me, list) {
-                if tried.changed().await.is_err() {
-                    break;
-                }
+    /// The records `object` owns, read from the apiserver: those of the configuration
+    /// its spec names, of the one its status last observed (only a pointer: a record
+    /// counts only if it names `object` as its owner), and those the cache holds.
+    pub(super) async fn records_of(
+        &self,
+        kube: &kube::Client,
+        platform: &str,
+        object: &AccessListConfig,
+    ) -> Result<Vec<AccessListClaim>, Failure> {
+        let api: Api<AccessListClaim> = Api::all(kube.clone());
+        let zone = object.spec.shield_zone_id;
+        let observed = object
+            .status
+            .as_ref()
+            .and_then(|s| s.at_provider.as_ref())
+            .map(|p| p.configuration_id);
+        let mut names: Vec<String> = [object.spec.configuration_id, observed]
+            .into_iter()
+            .flatten()
+            .map(|configuration| claim_name(platform, zone, configuration))
+            .chain(self.owned_by(object).iter().map(ResourceExt::name_any))
+            .collect();
+        names.sort();
+        names.dedup();
+        let uid = object.uid().unwrap_or_default();
+        let mut owned = Vec::new();
+        for name in names {
+            if let Some(record) = api.get_opt(&name).await?
+                && standing(Some(&record), &uid) == Standing::Mine
+            {
+                owned.push(record);
             }
-        });
-        let _ = waited.await;
-        let owner = self.lock().current.claim(me, list);
-        self.tried.send_modify(|count| *count = count.wrapping_add(1));
-        owner
+        }
+        Ok(owned)
+    }
+
+    /// Claims `configuration` of `me`'s zone, which `me`'s own credentials resolved at
+    /// `now`: its record (created now if the configuration had none, or if its owner
+    /// is gone), or who owns it.
+    pub(super) async fn claim(
+        &self,
+        kube: &kube::Client,
+        platform: &str,
+        me: &AccessListConfig,
+        configuration: i64,
+        now: &str,
+    ) -> Result<Claimed, Failure> {
+        let api: Api<AccessListClaim> = Api::all(kube.clone());
+        let name = claim_name(platform, me.spec.shield_zone_id, configuration);
+        let uid = me.uid().unwrap_or_default();
+        let mut record = self.cached(&name);
+        for _ in 0..ATTEMPTS {
+            match standing(record.as_ref(), &uid) {
+                Standing::Mine => {
+                    let mine = record.unwrap_or_else(|| new_record(platform, me, configuration, now));
+                    return self
+                        .confirm(&api, me, mine, now)
+                        .await
+                        .map(|record| Claimed::Mine(Box::new(record)));
+                }
+                Standing::Held(owner) => {
+                    if owner_is_alive(kube, owner).await? {
+                        return Ok(Claimed::Theirs(describe(owner, &me.namespace().unwrap_or_default())));
+                    }
+                    if let Some(gone) = &record {
+                        tracing::info!(record = %name, owner = ?gone.spec.owner, "released: its owner is gone");
+                        release(&api, gone).await?;
+                    }
+                    record = None;
+                }
+                Standing::Free => match api
+                    .create(&PostParams::default(), &new_record(platform, me, configuration, now))
+                    .await
+                {
+                    Ok(created) => return Ok(Claimed::Mine(Box::new(created))),
+                    Err(error) if is_code(&error, 409) => record = api.get_opt(&name).await?,
+                    Err(error) => return Err(error.into()),
+                },
+            }
+        }
+        Err(ReconcileError::Stale)
+    }
+
+    /// A record carried over from 0.2.0 gets the proof of its owner's first read.
+    async fn confirm(
+        &self,
+        api: &Api<AccessListClaim>,
+        me: &AccessListConfig,
+        mut record: AccessListClaim,
+        now: &str,
+    ) -> Result<AccessListClaim, Failure> {
+        if record.spec.proof.read_at.is_some() {
+            return Ok(record);
+        }
+        record.spec.proof = proof_of(me, Some(now));
+        replace(api, &record).await
+    }
+
+    /// Keeps in `record` the values read before its owner's first write.
+    pub(super) async fn record_restore_point(
+        &self,
+        kube: &kube::Client,
+        mut record: AccessListClaim,
+        values: RecordedValues,
+    ) -> Result<AccessListClaim, Failure> {
+        record.spec.restore_point = Some(values);
+        replace(&Api::all(kube.clone()), &record).await
+    }
+
+    /// Releases `record`, unless it changed meanwhile.
+    pub(super) async fn release(&self, kube: &kube::Client, record: &AccessListClaim) -> Result<(), Failure> {
+        release(&Api::all(kube.clone()), record).await
+    }
+
+    /// Releases the records of `me` that its key never confirmed (carried over from
+    /// 0.2.0), once that key is refused: a status alone never keeps a configuration.
+    pub(super) async fn release_unconfirmed(&self, kube: &kube::Client, me: &AccessListConfig) -> Result<(), Failure> {
+        for record in self.owned_by(me) {
+            if record.spec.proof.read_at.is_none() {
+                self.release(kube, &record).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Replaces `record` if it is still the version read.
+async fn replace(api: &Api<AccessListClaim>, record: &AccessListClaim) -> Result<AccessListClaim, Failure> {
+    match api.replace(&record.name_any(), &PostParams::default(), record).await {
+        Ok(written) => Ok(written),
+        Err(error) if is_code(&error, 409) => Err(ReconcileError::Stale),
+        Err(error) => Err(error.into()),
+    }
+}
+
+async fn release(api: &Api<AccessListClaim>, record: &AccessListClaim) -> Result<(), Failure> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: record.uid(),
+            resource_version: record.resource_version(),
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&record.name_any(), &params).await {
+        Ok(_) => Ok(()),
+        Err(error) if is_code(&error, 404) || is_code(&error, 409) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Whether the AccessListConfig `owner` names still exists (the same uid). One the
+/// operator may not read counts as alive.
+async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool, Failure> {
+    let api: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
+    match api.get_metadata_opt(&owner.name).await {
+        Ok(found) => Ok(found.is_some_and(|meta| meta.uid().as_deref() == Some(owner.uid.as_str()))),
+        Err(error) if is_code(&error, 403) => Ok(true),
+        Err(error) => Err(error.into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::super::fixtures::spec;
     use super::*;
     use crate::controller::framework::status::conditions::{NewCondition, merge};
-    use crate::crd::access_list_config::{
-        AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, DeletionPolicy,
-    };
+    use crate::controller::framework::status::vocabulary::Reason;
+    use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, RestorePoint};
 
-    const LIST_NAME: &str = "Known bad actors";
+    const PLATFORM: &str = "https://api.example.com";
 
-    fn time(raw: &str) -> Time {
-        Time(raw.parse().expect("time"))
-    }
-
-    fn list(configuration_id: i64) -> AccessListItem {
-        AccessListItem {
-            configuration_id,
-            name: if configuration_id == 9101 {
-                LIST_NAME.into()
-            } else {
-                format!("list {configuration_id}")
-            },
-            ..AccessListItem::default()
-        }
-    }
-
-    /// An object whose spec names `configuration` (by name when `None`), never reconciled.
-    fn object(name: &str, created: &str, configuration: Option<i64>) -> AccessListConfig {
-        let spec = AccessListConfigSpec {
-            shield_zone_id: 1,
-            configuration_id: configuration,
-            list_name: configuration.is_none().then(|| LIST_NAME.to_string()),
-            enabled: true,
-            action: None,
-            management_policy: ManagementPolicy::Manage,
-            deletion_policy: DeletionPolicy::Orphan,
-            access_key_secret_ref: None,
-        };
-        let mut object = AccessListConfig::new(name, spec);
-        object.metadata.namespace = Some("team".into());
+    fn object(name: &str, namespace: &str, created: &str) -> AccessListConfig {
+        let mut object = AccessListConfig::new(name, spec(true, None));
+        object.metadata.namespace = Some(namespace.into());
         object.metadata.uid = Some(format!("uid-{name}"));
-        object.metadata.creation_timestamp = Some(time(created));
+        object.metadata.creation_timestamp = Some(Time(created.parse().expect("time")));
         object
     }
 
-    /// The object once its status says it wrote `configuration_id`.
-    fn written(mut object: AccessListConfig, configuration_id: i64) -> AccessListConfig {
+    /// The object as 0.2.0 left it after writing `configuration`, Synced as `synced`.
+    fn written_by_0_2(mut object: AccessListConfig, configuration: i64, synced: bool) -> AccessListConfig {
+        let reason = if synced {
+            Reason::Reconciled
+        } else {
+            Reason::Unauthorized
+        };
+        let decided = [NewCondition::new(ConditionType::Synced, synced, reason, "")];
         object.status = Some(AccessListConfigStatus {
+            conditions: merge(&[], &decided, Some(1), "2026-11-20T10:00:00Z"),
             at_provider: Some(AccessListObservation {
-                configuration_id,
+                configuration_id: configuration,
                 ..AccessListObservation::default()
+            }),
+            restore_point: Some(RestorePoint {
+                shield_zone_id: Some(1),
+                configuration_id: configuration,
+                is_enabled: false,
+                action: 2,
             }),
             ..AccessListConfigStatus::default()
         });
         object
     }
 
-    fn refused(mut object: AccessListConfig) -> AccessListConfig {
-        let decided = [NewCondition::new(
-            ConditionType::Synced,
-            false,
-            Reason::Unauthorized,
-            "refused",
-        )];
-        object.status = Some(AccessListConfigStatus {
-            conditions: merge(&[], &decided, Some(1), "t"),
-            ..AccessListConfigStatus::default()
-        });
-        object
-    }
-
-    fn listed(objects: &[&AccessListConfig]) -> Claims {
-        let claims = Claims::default();
-        claims.follow(&Event::Init);
-        for object in objects {
-            claims.follow(&Event::InitApply((*object).clone()));
-        }
-        claims.follow(&Event::InitDone);
-        claims
-    }
-
-    fn owner(claims: &Claims, me: &AccessListConfig, configuration_id: i64) -> Option<String> {
-        claims.lock().current.claim(me, &list(configuration_id))
-    }
-
     #[test]
-    fn only_objects_whose_own_credentials_read_the_configuration_claim_it() {
-        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
-        let newer = object("newer", "2026-11-20T10:00:01Z", None);
-        let claims = listed(&[&newer, &older]);
-        assert_eq!(
-            owner(&claims, &newer, 9101),
-            None,
-            "older never read it: newer may write"
+    fn a_record_is_mine_free_or_held_by_its_owner_uid_alone() {
+        let me = object("me", "team", "2026-11-20T10:00:00Z");
+        let mine = new_record(PLATFORM, &me, 9101, "2026-11-20T10:00:05Z");
+        assert_eq!(mine.name_any(), "1-9101-137b9e5e4e");
+        assert_ne!(
+            claim_name("https://staging.example.com", 1, 9101),
+            mine.name_any(),
+            "another platform's zone 1 is another zone"
         );
-        for _ in 0..2 {
-            assert_eq!(
-                owner(&claims, &older, 9101).as_deref(),
-                Some("AccessListConfig \"newer\"")
-            );
-        }
-        assert_eq!(owner(&claims, &newer, 9102), None, "another configuration");
-    }
-
-    #[test]
-    fn once_the_owner_is_gone_the_oldest_claimant_that_read_it_writes() {
-        let owner_object = written(object("owner", "2026-11-20T09:00:00Z", Some(9101)), 9101);
-        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
-        let same_second = object("same-second", "2026-11-20T10:00:00Z", None);
-        let newer = object("newer", "2026-11-20T10:00:01Z", Some(9101));
-        let claims = listed(&[&owner_object, &newer, &same_second, &older]);
-        for claimant in [&newer, &same_second, &older] {
-            assert_eq!(
-                owner(&claims, claimant, 9101).as_deref(),
-                Some("AccessListConfig \"owner\"")
-            );
-        }
-        claims.follow(&Event::Delete(owner_object));
-        for _ in 0..2 {
-            assert_eq!(
-                owner(&claims, &newer, 9101).as_deref(),
-                Some("AccessListConfig \"older\"")
-            );
-            assert_eq!(
-                owner(&claims, &same_second, 9101).as_deref(),
-                Some("AccessListConfig \"older\""),
-                "same second: the smaller uid"
-            );
-        }
-        assert_eq!(owner(&claims, &older, 9101), None);
-    }
-
-    #[test]
-    fn the_first_writer_keeps_the_configuration_until_it_is_deleted() {
-        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
-        let newer = object("newer", "2026-11-20T10:00:00Z", Some(9101));
-        let claims = listed(&[&newer]);
-        assert_eq!(owner(&claims, &newer, 9101), None, "alone when it asks: it may write");
-        claims.follow(&Event::Apply(older.clone()));
+        assert_eq!(claim_name(&format!("{PLATFORM}/"), 1, 9101), mine.name_any());
+        assert_eq!(mine.spec.proof.read_at.as_deref(), Some("2026-11-20T10:00:05Z"));
+        assert_eq!(standing(None, "uid-me"), Standing::Free);
+        assert_eq!(standing(Some(&mine), "uid-me"), Standing::Mine);
         assert_eq!(
-            owner(&claims, &older, 9101).as_deref(),
-            Some("AccessListConfig \"newer\"")
+            standing(Some(&mine), "uid-new"),
+            Standing::Held(&mine.spec.owner),
+            "a new object of the same name is another owner"
         );
-        claims.follow(&Event::Apply(written(newer.clone(), 9101)));
+        assert_eq!(describe(&mine.spec.owner, "team"), "AccessListConfig \"me\"");
         assert_eq!(
-            owner(&claims, &older, 9101).as_deref(),
-            Some("AccessListConfig \"newer\""),
-            "its status now says so"
+            describe(&mine.spec.owner, "other-team"),
+            "an AccessListConfig of another namespace"
         );
-        claims.follow(&Event::Delete(newer));
-        assert_eq!(owner(&claims, &older, 9101), None);
     }
 
     #[test]
-    fn paused_refused_and_misdirected_squatters_block_no_one() {
-        let mut paused = written(object("paused", "2026-11-20T09:00:00Z", Some(9101)), 9101);
+    fn the_owners_0_2_decided_are_carried_over_oldest_first_with_their_restore_points() {
+        let owner = written_by_0_2(object("owner", "a", "2026-11-20T09:00:00Z"), 9101, true);
+        let later = written_by_0_2(object("later", "b", "2026-11-20T10:00:00Z"), 9101, true);
+        let refused = written_by_0_2(object("refused", "a", "2026-11-20T08:00:00Z"), 9102, false);
+        let mut paused = written_by_0_2(object("paused", "a", "2026-11-20T08:00:00Z"), 9103, true);
         paused
-            .metadata
-            .annotations
-            .get_or_insert_default()
+            .annotations_mut()
             .insert(crate::crd::ANNOTATION_PAUSED.into(), "true".into());
-        let refused_here = written(object("refused-here", "2026-11-20T09:00:00Z", Some(9101)), 9101);
-        let elsewhere = written(object("elsewhere", "2026-11-20T09:00:00Z", Some(9102)), 9101);
-        let victim = object("victim", "2026-11-20T12:00:00Z", Some(9101));
-        let claims = listed(&[&paused, &refused_here, &elsewhere, &victim]);
-        assert!(
-            owner(&claims, &victim, 9101).is_some(),
-            "forged statuses count until their credentials are tried"
-        );
-        claims.refuse(&refused_here);
-        assert_eq!(
-            owner(&claims, &elsewhere, 9102),
-            None,
-            "its read resolved 9102, not 9101"
-        );
-        assert_eq!(
-            owner(&claims, &victim, 9101),
-            None,
-            "paused, refused, or resolved elsewhere"
-        );
-        claims.follow(&Event::Apply(refused_here.clone()));
-        assert_eq!(owner(&claims, &victim, 9101), None, "a refusal outlives watch events");
-        let mut new_key = refused_here;
-        new_key.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
-            name: "other".into(),
-            key: "accessKey".into(),
-        });
-        claims.follow(&Event::Apply(new_key));
-        assert_eq!(
-            owner(&claims, &victim, 9101),
-            None,
-            "the victim holds it now; another key proves nothing until it reads"
-        );
-    }
-
-    #[test]
-    fn a_restoring_object_keeps_its_claim_and_an_observer_or_refused_key_claims_nothing() {
-        let old = written(object("old", "2026-11-20T10:00:00Z", Some(9101)), 9101);
-        let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
-        let claims = listed(&[&old, &new]);
-        let mut restoring = old.clone();
-        restoring.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
-        restoring.metadata.finalizers = Some(vec![FINALIZER.into()]);
-        claims.follow(&Event::Apply(restoring.clone()));
-        assert!(
-            owner(&claims, &new, 9101).is_some(),
-            "held while its restore may still write"
-        );
-        let mut leaving = restoring;
-        leaving.metadata.finalizers = None;
-        claims.follow(&Event::Apply(leaving));
-        assert_eq!(owner(&claims, &new, 9101), None);
-
-        let squatter = refused(object("squatter", "2026-11-20T09:00:00Z", Some(9102)));
-        let mut observer = object("observer", "2026-11-20T09:00:00Z", Some(9102));
+        let mut observer = written_by_0_2(object("observer", "a", "2026-11-20T08:00:00Z"), 9104, true);
         observer.spec.management_policy = ManagementPolicy::Observe;
-        claims.follow(&Event::Apply(squatter));
-        claims.follow(&Event::Apply(observer.clone()));
-        let late = object("late", "2026-11-20T14:00:00Z", Some(9102));
-        claims.follow(&Event::Apply(late.clone()));
-        assert_eq!(owner(&claims, &late, 9102), None, "older, but refused or observing");
-        assert_eq!(owner(&claims, &observer, 9102), None, "an observer is never refused");
-    }
-
-    #[test]
-    fn an_owner_in_another_namespace_is_not_named() {
-        let mut theirs = written(object("theirs", "2026-11-20T10:00:00Z", Some(9101)), 9101);
-        theirs.metadata.namespace = Some("other-team".into());
-        let mine = object("mine", "2026-11-20T12:00:00Z", Some(9101));
-        let claims = listed(&[&theirs, &mine]);
-        let said = owner(&claims, &mine, 9101).expect("claimed");
-        assert!(!said.contains("theirs") && !said.contains("other-team"), "{said}");
-    }
-
-    #[test]
-    fn a_new_listing_forgets_objects_deleted_meanwhile_and_keeps_who_may_write() {
-        let old = object("old", "2026-11-20T10:00:00Z", Some(9101));
-        let new = object("new", "2026-11-20T12:00:00Z", Some(9102));
-        let claims = listed(&[&old, &new]);
-        assert_eq!(owner(&claims, &new, 9102), None);
-        claims.follow(&Event::Init);
-        let older = object("older", "2026-11-20T09:00:00Z", Some(9102));
-        for object in [&new, &older] {
-            claims.follow(&Event::InitApply(object.clone()));
+        let mut elsewhere = written_by_0_2(object("elsewhere", "a", "2026-11-20T08:00:00Z"), 9105, true);
+        if let Some(point) = elsewhere.status.as_mut().and_then(|s| s.restore_point.as_mut()) {
+            point.shield_zone_id = Some(2);
         }
-        let late = object("late", "2026-11-20T13:00:00Z", Some(9101));
-        claims.follow(&Event::InitApply(late.clone()));
-        claims.follow(&Event::InitDone);
-        assert_eq!(owner(&claims, &late, 9101), None, "old is gone");
+        let records = carried_over(PLATFORM, &[later, refused, paused, observer, owner, elsewhere]);
+        let owners: Vec<_> = records
+            .iter()
+            .map(|r| (r.spec.configuration_id, r.spec.owner.name.as_str()))
+            .collect();
+        assert_eq!(owners, [(9105, "elsewhere"), (9101, "owner")]);
         assert_eq!(
-            owner(&claims, &older, 9102).as_deref(),
-            Some("AccessListConfig \"new\""),
-            "new was let write before the re-list"
+            records[1].spec.proof.read_at, None,
+            "confirmed by the owner's first read"
         );
-    }
-
-    fn restoring_with(name: &str, secret: &str) -> AccessListConfig {
-        let mut object = object(name, "2026-11-20T10:00:00Z", Some(9101));
-        object.spec.deletion_policy = DeletionPolicy::Restore;
-        object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
-            name: secret.into(),
-            key: "accessKey".into(),
-        });
-        object
-    }
-
-    #[test]
-    fn a_secret_is_needed_while_any_object_may_restore_with_it() {
-        let key = |name: &str| ("team".to_string(), name.to_string());
-        let (a, b) = (restoring_with("a", "shared"), restoring_with("b", "shared"));
-        let claims = listed(&[&a, &b]);
-        assert!(claims.needs_secret(&key("shared")));
-        let mut moved = a.clone();
-        moved.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
-            name: "own".into(),
-            key: "accessKey".into(),
-        });
-        assert_eq!(claims.follow(&Event::Apply(moved)), vec![key("shared"), key("own")]);
-        assert!(claims.needs_secret(&key("shared")) && claims.needs_secret(&key("own")));
-        let mut released = b.clone();
-        released.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
-        assert_eq!(claims.follow(&Event::Apply(released)), vec![key("shared")]);
-        assert!(!claims.needs_secret(&key("shared")), "its restore is over");
-        claims.follow(&Event::Init);
-        claims.follow(&Event::InitDone);
-        assert!(
-            !claims.needs_secret(&key("own")),
-            "a's deletion was missed, the re-list tells"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_pass_that_outlives_its_object_does_not_bring_its_secret_need_back() {
-        let key = ("team".to_string(), "shared".to_string());
-        let mut restoring = restoring_with("a", "shared");
-        restoring.metadata.deletion_timestamp = Some(time("2026-11-20T13:00:00Z"));
-        restoring.finalizers_mut().push(FINALIZER.into());
-        let claims = listed(&[&restoring]);
-        assert!(claims.needs_secret(&key));
-        assert_eq!(claims.follow(&Event::Delete(restoring.clone())), vec![key.clone()]);
-        assert_eq!(claims.claim(&restoring, &list(9101)).await, None);
-        claims.refuse(&restoring);
-        assert!(!claims.needs_secret(&key), "the watch saw it go");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_claimant_waits_a_bounded_time_for_older_objects_to_be_tried() {
-        let older = object("older", "2026-11-20T10:00:00Z", Some(9101));
-        let newer = object("newer", "2026-11-20T12:00:00Z", None);
-        let claims = std::sync::Arc::new(listed(&[&older, &newer]));
-        let judging = tokio::spawn({
-            let (claims, newer) = (claims.clone(), newer.clone());
-            async move { claims.claim(&newer, &list(9101)).await }
-        });
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!judging.is_finished(), "older is not tried yet");
-        assert_eq!(claims.claim(&older, &list(9101)).await, None);
         assert_eq!(
-            judging.await.expect("task").as_deref(),
-            Some("AccessListConfig \"older\""),
-            "of objects applied together, the oldest"
+            records[1].spec.restore_point,
+            Some(RecordedValues {
+                is_enabled: false,
+                action: 2
+            })
         );
-
-        let squatter = object("squatter", "2026-11-20T09:00:00Z", Some(9102));
-        let victim = object("victim", "2026-11-20T12:00:00Z", Some(9102));
-        let claims = listed(&[&squatter, &victim]);
-        let started = tokio::time::Instant::now();
         assert_eq!(
-            claims.claim(&victim, &list(9102)).await,
-            None,
-            "never tried: waited for once"
+            records[0].spec.restore_point, None,
+            "a point of another zone is not kept"
         );
-        assert_eq!(started.elapsed(), OLDER_CLAIMANT_WAIT);
-        let started = tokio::time::Instant::now();
-        assert_eq!(claims.claim(&victim, &list(9102)).await, None);
-        assert_eq!(started.elapsed(), Duration::ZERO, "the owner does not wait again");
-        claims.refuse(&victim);
-        let started = tokio::time::Instant::now();
-        let _ = claims.claim(&squatter, &list(9102)).await;
-        assert_eq!(started.elapsed(), Duration::ZERO, "nobody older");
-
-        let older = object("older", "2026-11-20T09:00:00Z", Some(9201));
-        let mut observer = object("observer", "2026-11-20T12:00:00Z", Some(9201));
-        observer.spec.management_policy = ManagementPolicy::Observe;
-        let claims = listed(&[&older, &observer]);
-        let started = tokio::time::Instant::now();
-        assert_eq!(claims.claim(&observer, &list(9201)).await, None);
-        assert_eq!(
-            started.elapsed(),
-            Duration::ZERO,
-            "an observer claims nothing and waits for no one"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn claims_are_judged_once_listed_or_after_the_wait() {
-        let old = written(object("old", "2026-11-20T10:00:00Z", Some(9101)), 9101);
-        let new = object("new", "2026-11-20T12:00:00Z", Some(9101));
-        let claims = std::sync::Arc::new(Claims::default());
-        claims.follow(&Event::Init);
-        claims.follow(&Event::InitApply(old.clone()));
-        let judging = tokio::spawn({
-            let (claims, new) = (claims.clone(), new.clone());
-            async move { claims.claim(&new, &list(9101)).await }
-        });
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!judging.is_finished(), "the listing is not done");
-        claims.follow(&Event::InitDone);
-        assert_eq!(
-            judging.await.expect("task").as_deref(),
-            Some("AccessListConfig \"old\"")
-        );
-
-        let unlisted = Claims::default();
-        let started = tokio::time::Instant::now();
-        assert_eq!(unlisted.claim(&new, &list(9101)).await, None);
-        assert_eq!(started.elapsed(), READY_WAIT);
     }
 }

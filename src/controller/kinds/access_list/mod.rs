@@ -1,9 +1,12 @@
-//! AccessListConfig: read the zone's lists → plan the PATCH (pure) → record the
-//! restore point, PATCH → status, drift Events, zone-aligned requeue.
+//! AccessListConfig: read the zone's lists → claim the configuration → plan the PATCH
+//! (pure) → record the restore point in the claim, PATCH → status, drift Events,
+//! zone-aligned requeue.
 
 use kube::ResourceExt;
 
-use self::claims::Claims;
+pub use self::claims::ClaimRecords;
+use self::claims::Claimed;
+use self::secret_needs::SecretNeeds;
 use self::vocabulary::{AccessListError, AccessListReason, Failure};
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::EdgeClient;
@@ -11,15 +14,17 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::object::poll_interval;
-use crate::controller::framework::status::vocabulary::StatusName;
+use crate::controller::framework::status::vocabulary::{Reason, StatusName};
 use crate::crd::SecretKeyRef;
-use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
+use crate::crd::access_list_claim::{AccessListClaim, RecordedValues};
+use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus, ManagementPolicy, RestorePoint};
 
 mod claims;
 #[cfg(test)]
 mod fixtures;
 mod plan;
 mod restore;
+mod secret_needs;
 mod secret_protection;
 mod settings;
 pub(crate) mod vocabulary;
@@ -30,10 +35,7 @@ pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFina
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
-use self::restore::{
-    AfterRestore, Restore, after_restore, keep_finalizer, record_restore_point, restore, restore_point_of_spec_zone,
-    wants_finalizer,
-};
+use self::restore::{AfterRestore, after_restore, keep_finalizer, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
@@ -49,9 +51,10 @@ pub struct Observed {
 /// What the reconciles of AccessListConfigs keep between them.
 #[derive(Default)]
 pub struct State {
-    /// Which object writes which configuration, and which Secrets restores need, from
-    /// the kind's watch.
-    pub claims: Claims,
+    /// Which object writes which configuration: the operator's records of them.
+    pub claims: ClaimRecords,
+    /// Which Secrets restores need, from the kind's watch.
+    pub secret_needs: SecretNeeds,
     /// The Secrets whose need changed, for the Secret protection controller.
     pub secret_triggers: SecretTriggers,
     /// The zones' access lists, read once for all objects of a zone.
@@ -100,26 +103,42 @@ impl AccessListConfig {
         Ok(observed)
     }
 
-    /// The list its spec names, which no other object writes: refused credentials claim
-    /// nothing.
-    async fn observe(&self, cx: &Cx<'_, Self>) -> Result<Observed, Failure> {
+    /// The list its spec names, and, when it manages, its claim on it: the record that
+    /// says no other object writes it. Refused credentials claim nothing, and give up a
+    /// claim their key never confirmed.
+    async fn observe(&self, cx: &Cx<'_, Self>) -> Result<(Observed, Option<AccessListClaim>), Failure> {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
                 if cannot_see_its_list(&error) {
-                    cx.state.claims.refuse(self);
+                    cx.state.claims.release_unconfirmed(&cx.ctx.kube, self).await?;
                 }
                 return Err(error);
             }
         };
-        if let Some(owner) = cx.state.claims.claim(self, &observed.list).await {
-            return Err(Failure::from(AccessListError::ConfigurationClaimed {
-                zone: self.spec.shield_zone_id,
-                configuration: observed.list.configuration_id,
-                owner,
-            }));
+        if self.spec.management_policy != ManagementPolicy::Manage {
+            return Ok((observed, None));
         }
-        Ok(observed)
+        let configuration = observed.list.configuration_id;
+        match cx
+            .state
+            .claims
+            .claim(
+                &cx.ctx.kube,
+                cx.ctx.access_keys.platform_url(),
+                self,
+                configuration,
+                &cx.now.rfc3339(),
+            )
+            .await?
+        {
+            Claimed::Mine(record) => Ok((observed, Some(*record))),
+            Claimed::Theirs(owner) => Err(Failure::from(AccessListError::ConfigurationClaimed {
+                zone: self.spec.shield_zone_id,
+                configuration,
+                owner,
+            })),
+        }
     }
 
     /// PATCHes the list; answers it as written.
@@ -159,7 +178,10 @@ impl AccessListConfig {
 fn cannot_see_its_list(error: &Failure) -> bool {
     match error {
         ReconcileError::Kind(error) => matches!(error, AccessListError::NotFound { .. }),
-        _ => error.common_reason().is_some_and(claims::refuses_credentials),
+        _ => matches!(
+            error.common_reason(),
+            Some(Reason::Unauthorized | Reason::Forbidden | Reason::NotFound | Reason::CredentialsUnavailable)
+        ),
     }
 }
 
@@ -185,21 +207,33 @@ impl Reconciled for AccessListConfig {
     }
 
     fn on_watch(state: &State, event: &kube::runtime::watcher::Event<Self>) {
-        state.secret_triggers.send(state.claims.follow(event));
+        state.secret_triggers.send(state.secret_needs.follow(event));
     }
 
-    /// Reads the list, plans the PATCH; before writing, protects the Secret a restore
-    /// needs, keeps the finalizer and records the restore point; then PATCHes and
-    /// reports the list as written, with a drift Event, until the zone's next resync.
+    /// Reads the list and claims it, plans the PATCH; before writing, protects the
+    /// Secret a restore needs, keeps the finalizer and records the restore point in the
+    /// claim; then PATCHes and reports the list as written (status mirrors the claim's
+    /// restore point), with a drift Event, until the zone's next resync.
     async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<AccessListConfigStatus>, Failure> {
-        let observed = self.observe(cx).await?;
+        let (observed, claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
-        let plan = plan(&self.spec, &cx.previous, generation, &observed.list);
+        let recorded = claim.as_ref().and_then(restore_point_of);
+        let plan = plan(&self.spec, &cx.previous, generation, &observed.list, recorded);
         cx.ensure_leader()?;
         protect_own_secret(self, cx).await?;
         keep_finalizer(self, cx).await?;
-        if plan.patch.is_some() {
-            record_restore_point(self, cx, plan.restore_point).await?;
+        if let (Some(claim), Some(point), true) = (claim, plan.restore_point, plan.patch.is_some())
+            && recorded.is_none()
+            && wants_finalizer(self)
+        {
+            let values = RecordedValues {
+                is_enabled: point.is_enabled,
+                action: point.action,
+            };
+            cx.state
+                .claims
+                .record_restore_point(&cx.ctx.kube, claim, values)
+                .await?;
         }
         let written = match &plan.patch {
             Some(patch) => self.write(cx, patch, &observed.list).await?,
@@ -226,46 +260,41 @@ impl Reconciled for AccessListConfig {
     }
 
     /// Deleted while paused: the platform is left as it is. With Restore: put back the
-    /// values recorded in `status.restorePoint` before the first write, on the
-    /// configuration they were read from, in the spec's zone. What the object says now
-    /// decides (a `deletionPolicy` switched to Orphan restores nothing). See
-    /// [`restore_point_of_spec_zone`] and [`after_restore`] for when the object is
-    /// released without a restore; each such release is also logged at error level,
-    /// the durable record.
+    /// values its claim recorded before the first write, on that configuration, with
+    /// the object's own credentials. What the object says now decides (a
+    /// `deletionPolicy` switched to Orphan restores nothing). Its claims are released
+    /// once done; see [`after_restore`] for when the object is released without a
+    /// restore, each such release also logged at error level, the durable record.
     async fn cleanup(&self, cx: &Cx<'_, Self>, paused: bool) -> Result<Vec<Event>, Failure> {
+        let platform = cx.ctx.access_keys.platform_url();
+        let records = cx.state.claims.records_of(&cx.ctx.kube, platform, self).await?;
+        let mut events = Vec::new();
         if paused {
-            return Ok(vec![Event::warning(
+            events.push(Event::warning(
                 AccessListReason::RestoreSkipped,
                 "deleted while paused: the platform is left as it is",
-            )]);
+            ));
+        } else {
+            protect_own_secret(self, cx).await?;
         }
-        protect_own_secret(self, cx).await?;
-        let point = self.status.as_ref().and_then(|s| s.restore_point);
-        let point = point
-            .filter(|_| wants_finalizer(self))
-            .map(|point| restore_point_of_spec_zone(self.spec.shield_zone_id, point));
-        let events = match point {
-            None => Vec::new(),
-            Some(Err(rejected)) => vec![rejected],
-            Some(Ok(point)) => match restore(self, cx, point).await {
-                Ok(Restore::Rejected(rejected)) => vec![rejected],
-                restored => {
-                    let deleted_at = self
-                        .metadata
-                        .deletion_timestamp
-                        .as_ref()
-                        .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-                    let restored = restored.map(|_| ());
-                    match after_restore(self.spec.shield_zone_id, &point, restored, deleted_at, cx.now.time) {
-                        AfterRestore::Done(event) => vec![event],
-                        AfterRestore::Retry(error) => return Err(error),
-                    }
+        for record in &records {
+            let values = record.spec.restore_point.filter(|_| wants_finalizer(self) && !paused);
+            if let Some(values) = values {
+                let restored = restore(cx, &record.spec, values).await;
+                let deleted_at = self
+                    .metadata
+                    .deletion_timestamp
+                    .as_ref()
+                    .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
+                match after_restore(&record.spec, values, restored, deleted_at, cx.now.time) {
+                    AfterRestore::Done(event) => events.push(event),
+                    AfterRestore::Retry(error) => return Err(error),
                 }
-            },
-        };
-        let unrestored =
-            [AccessListReason::RestoreFailed, AccessListReason::RestorePointRejected].map(StatusName::as_str);
-        for event in events.iter().filter(|event| unrestored.contains(&event.reason)) {
+            }
+            cx.state.claims.release(&cx.ctx.kube, record).await?;
+        }
+        let unrestored = AccessListReason::RestoreFailed.as_str();
+        for event in events.iter().filter(|event| event.reason == unrestored) {
             tracing::error!(
                 namespace = %cx.namespace,
                 name = %self.name_any(),
@@ -275,4 +304,14 @@ impl Reconciled for AccessListConfig {
         }
         Ok(events)
     }
+}
+
+/// The restore point a claim holds, as status shows it.
+fn restore_point_of(claim: &AccessListClaim) -> Option<RestorePoint> {
+    claim.spec.restore_point.map(|values| RestorePoint {
+        shield_zone_id: Some(claim.spec.shield_zone_id),
+        configuration_id: claim.spec.configuration_id,
+        is_enabled: values.is_enabled,
+        action: values.action,
+    })
 }

@@ -68,13 +68,14 @@ pub(super) fn is_converged(status: &AccessListConfigStatus, generation: Option<i
     is_ready(status, generation)
 }
 
+/// `recorded` is the restore point the object's claim record holds, if any.
 pub fn plan(
     spec: &AccessListConfigSpec,
     status: &AccessListConfigStatus,
     generation: Option<i64>,
     observed: &AccessListItem,
+    recorded: Option<RestorePoint>,
 ) -> Plan {
-    let recorded = status.restore_point;
     let difference = diff(spec, observed);
     let drift = !difference.is_empty() && is_converged(status, generation);
     if spec.management_policy == ManagementPolicy::Observe || difference.is_empty() {
@@ -242,6 +243,7 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
+            None,
         );
         assert_eq!(
             p.patch,
@@ -255,6 +257,7 @@ mod tests {
             &AccessListConfigStatus::default(),
             Some(1),
             &item(false, 2),
+            None,
         );
         assert_eq!(
             p.patch,
@@ -282,6 +285,7 @@ mod tests {
             &converged(3),
             Some(3),
             &item(true, 2),
+            None,
         );
         assert_eq!(p.patch, None);
         assert!(!p.drift);
@@ -314,9 +318,15 @@ mod tests {
     #[test]
     fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
         let fresh = AccessListConfigStatus::default();
-        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2));
+        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2), None);
         let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
-        let resync = plan(&spec(true, None), &applied, Some(1), &item(true, 2));
+        let resync = plan(
+            &spec(true, None),
+            &applied,
+            Some(1),
+            &item(true, 2),
+            first.restore_point,
+        );
         assert_eq!(resync.patch, None);
         let after = converged_status(
             &spec(true, None),
@@ -347,13 +357,13 @@ mod tests {
     #[test]
     fn change_behind_a_converged_objects_back_is_drift_and_is_counted() {
         let status = converged(3);
-        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        let p = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
         assert!(p.drift);
         assert!(p.patch.is_some());
         let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
         assert_eq!(after.drift_corrections, 1);
         assert!(is_true(&after.conditions, ConditionType::Ready));
-        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2));
+        let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2), None);
         assert!(!new_generation.drift, "a spec change is not drift");
     }
 
@@ -361,7 +371,13 @@ mod tests {
     fn observe_never_patches_and_reports_the_difference() {
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let p = plan(&observe, &AccessListConfigStatus::default(), Some(1), &item(false, 2));
+        let p = plan(
+            &observe,
+            &AccessListConfigStatus::default(),
+            Some(1),
+            &item(false, 2),
+            None,
+        );
         assert_eq!(p.patch, None);
         assert_eq!(p.restore_point, None);
         let status = converged_status(
@@ -394,7 +410,7 @@ mod tests {
     #[test]
     fn drift_is_an_event_corrected_or_only_detected() {
         let status = converged(3);
-        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2));
+        let manage = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
         let note = drift_event(&manage).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
@@ -403,35 +419,43 @@ mod tests {
         assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let note = drift_event(&plan(&observe, &status, Some(3), &item(false, 2))).expect("a note");
+        let note = drift_event(&plan(&observe, &status, Some(3), &item(false, 2), None)).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
             (true, AccessListReason::DriftDetected.as_str())
         );
         assert_eq!(
-            drift_event(&plan(&spec(true, None), &status, Some(4), &item(false, 2))),
+            drift_event(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
             None
         );
     }
 
     #[test]
     fn the_restore_point_is_the_first_observation_only() {
-        let status = AccessListConfigStatus {
+        let point = RestorePoint {
+            shield_zone_id: Some(1),
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        };
+        let recorded = Some(point);
+        let forged = AccessListConfigStatus {
             restore_point: Some(RestorePoint {
-                shield_zone_id: Some(1),
-                configuration_id: 9101,
-                is_enabled: false,
-                action: 2,
+                is_enabled: true,
+                ..point
             }),
             ..AccessListConfigStatus::default()
         };
-        let p = plan(
+        let later = plan(
             &spec(true, Some(AccessListAction::Log)),
-            &status,
+            &forged,
             Some(2),
             &item(true, 3),
+            recorded,
         );
-        assert_eq!(p.restore_point, status.restore_point);
+        assert_eq!(later.restore_point, recorded, "the record's, never the status's");
+        let first = plan(&spec(true, None), &forged, Some(1), &item(false, 2), None);
+        assert_eq!(first.restore_point, recorded, "the values read before the first write");
     }
 
     #[test]

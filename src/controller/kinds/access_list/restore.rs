@@ -1,5 +1,6 @@
-//! Deletion with `deletionPolicy: Restore`: the finalizer and the restore point recorded
-//! before the first write, the verdict after a restore attempt, and the restore call.
+//! Deletion with `deletionPolicy: Restore`: the finalizer, the verdict after a restore
+//! attempt, and the restore call. The values restored are those the object's claim
+//! record holds (see [`super::claims`]), read before its first write.
 
 use std::time::Duration;
 
@@ -7,14 +8,12 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 
 use super::vocabulary::{AccessListError, AccessListReason, Failure};
-use super::zone_lists::ListsFreshness;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event};
 use crate::controller::framework::status::vocabulary::Reason;
-use crate::crd::access_list_config::{
-    AccessListConfig, AccessListConfigStatus, DeletionPolicy, ManagementPolicy, RestorePoint,
-};
+use crate::crd::access_list_claim::{AccessListClaimSpec, RecordedValues};
+use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
@@ -39,21 +38,21 @@ pub(super) enum AfterRestore {
 /// - any other failure, or the deadline passed: release without restoring, with a
 ///   Warning Event (and an error-level log line, written by the caller).
 pub(super) fn after_restore(
-    spec_zone: i64,
-    point: &RestorePoint,
+    record: &AccessListClaimSpec,
+    values: RecordedValues,
     restored: Result<(), Failure>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
-    let (zone, configuration) = (spec_zone, point.configuration_id);
+    let (zone, configuration) = (record.shield_zone_id, record.configuration_id);
     let error = match restored {
         Ok(()) => {
             return AfterRestore::Done(Event::normal(
                 AccessListReason::Restored,
                 format!(
                     "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
-                    point.is_enabled,
-                    AccessListAction::describe(point.action),
+                    values.is_enabled,
+                    AccessListAction::describe(values.action),
                 ),
             ));
         }
@@ -95,87 +94,24 @@ pub(super) fn after_restore(
     }
 }
 
-/// The restore point, if it names the spec's Shield Zone (or none: points recorded
-/// before the zone was kept). The spec's zone cannot change, so a point naming another
-/// one was written by someone who may patch the status, not by the operator; a restore
-/// never goes there, and the object is released with a Warning Event saying why.
-pub(super) fn restore_point_of_spec_zone(spec_zone: i64, point: RestorePoint) -> Result<RestorePoint, Event> {
-    match point.shield_zone_id {
-        Some(zone) if zone != spec_zone => Err(Event::warning(
-            AccessListReason::RestorePointRejected,
-            format!(
-                "status.restorePoint names Shield Zone {zone}, not this object's zone {spec_zone}: \
-                 released without restoring configuration {}",
-                point.configuration_id
-            ),
-        )),
-        _ => Ok(point),
-    }
-}
-
-/// The restore point, if it names the configuration the spec resolves to now (with the
-/// object's own credentials) and no other object owns that configuration. Else the
-/// point was not recorded by the operator for this object, and the Warning Event of a
-/// release without restoring.
-pub(super) fn restore_point_of_list(
-    zone: i64,
-    point: &RestorePoint,
-    resolved: i64,
-    owner: Option<String>,
-) -> Result<(), Event> {
-    let configuration = point.configuration_id;
-    if configuration != resolved {
-        return Err(Event::warning(
-            AccessListReason::RestorePointRejected,
-            format!(
-                "status.restorePoint names configuration {configuration}, but the spec names configuration {resolved} of Shield Zone {zone}: released without restoring"
-            ),
-        ));
-    }
-    match owner {
-        None => Ok(()),
-        Some(owner) => Err(Event::warning(
-            AccessListReason::RestorePointRejected,
-            format!(
-                "configuration {configuration} of Shield Zone {zone} is written by {owner}, not this object: \
-                 released without restoring"
-            ),
-        )),
-    }
-}
-
-/// What a restore did.
-#[derive(Debug)]
-pub(super) enum Restore {
-    Written,
-    /// The restore point was refused: nothing was written.
-    Rejected(Event),
-}
-
-/// Resolves the spec's list with the object's credentials, checks the restore point
-/// against it and the claims, then writes the recorded values back.
+/// Writes back the values `record` holds, with the object's own credentials.
 pub(super) async fn restore(
-    object: &AccessListConfig,
     cx: &Cx<'_, AccessListConfig>,
-    point: RestorePoint,
-) -> Result<Restore, Failure> {
+    record: &AccessListClaimSpec,
+    values: RecordedValues,
+) -> Result<(), Failure> {
     let client = cx.client().await?;
-    let zone = object.spec.shield_zone_id;
-    let list = object.observe_list(cx, &client, ListsFreshness::Recent).await?.list;
-    let owner = cx.state.claims.claim(object, &list).await;
-    if let Err(rejected) = restore_point_of_list(zone, &point, list.configuration_id, owner) {
-        return Ok(Restore::Rejected(rejected));
-    }
+    let (zone, configuration) = (record.shield_zone_id, record.configuration_id);
     let patch = AccessListConfigurationPatch {
-        is_enabled: Some(point.is_enabled),
-        action: Some(point.action),
+        is_enabled: Some(values.is_enabled),
+        action: Some(values.action),
     };
-    client.update_access_list(zone, point.configuration_id, &patch).await?;
+    client.update_access_list(zone, configuration, &patch).await?;
     cx.state
         .zone_lists
-        .note_write(&client, zone, point.configuration_id, point.is_enabled, point.action)
+        .note_write(&client, zone, configuration, values.is_enabled, values.action)
         .await;
-    Ok(Restore::Written)
+    Ok(())
 }
 
 pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -217,27 +153,6 @@ pub(super) async fn keep_finalizer(
     Ok(())
 }
 
-/// Records the restore point in status before the platform is first changed, once, for
-/// an object that restores. Status is the only record trusted: only the operator writes
-/// it.
-pub(super) async fn record_restore_point(
-    object: &AccessListConfig,
-    cx: &mut Cx<'_, AccessListConfig>,
-    restore_point: Option<RestorePoint>,
-) -> Result<(), Failure> {
-    if cx.previous.restore_point.is_some() || !wants_finalizer(object) {
-        return Ok(());
-    }
-    let Some(point) = restore_point else {
-        return Ok(());
-    };
-    let status = AccessListConfigStatus {
-        restore_point: Some(point),
-        ..cx.previous.clone()
-    };
-    cx.write_status_now(object, status).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,56 +162,24 @@ mod tests {
     use crate::controller::framework::status::vocabulary::StatusName;
 
     #[test]
-    fn a_restore_point_of_another_zone_is_not_used() {
-        let point = |zone| RestorePoint {
-            shield_zone_id: zone,
-            configuration_id: 9101,
-            is_enabled: false,
-            action: 2,
-        };
-        assert_eq!(
-            restore_point_of_spec_zone(1001, point(Some(1001))),
-            Ok(point(Some(1001)))
-        );
-        assert_eq!(restore_point_of_spec_zone(1001, point(None)), Ok(point(None)));
-        let rejected = restore_point_of_spec_zone(1001, point(Some(1002))).expect_err("another zone");
-        assert_eq!(rejected.reason, AccessListReason::RestorePointRejected.as_str());
-        assert!(rejected.message.contains("Shield Zone 1002"), "{}", rejected.message);
-    }
-
-    #[test]
-    fn a_restore_point_of_another_configuration_or_owner_is_not_used() {
-        let point = RestorePoint {
-            shield_zone_id: Some(1001),
-            configuration_id: 9101,
-            is_enabled: false,
-            action: 2,
-        };
-        assert_eq!(restore_point_of_list(1001, &point, 9101, None), Ok(()));
-        let elsewhere = restore_point_of_list(1001, &point, 9102, None).expect_err("another configuration");
-        assert_eq!(elsewhere.reason, AccessListReason::RestorePointRejected.as_str());
-        assert!(
-            elsewhere.message.contains("configuration 9101") && elsewhere.message.contains("configuration 9102"),
-            "{}",
-            elsewhere.message
-        );
-        let owned = restore_point_of_list(
-            1001,
-            &point,
-            9101,
-            Some("an AccessListConfig of another namespace".into()),
-        )
-        .expect_err("another owner");
-        assert_eq!(owned.reason, AccessListReason::RestorePointRejected.as_str());
-        assert!(owned.message.contains("another namespace"), "{}", owned.message);
-    }
-
-    #[test]
     fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
         use crate::api::{ApiError, PlatformMessage};
-        let point = RestorePoint {
-            shield_zone_id: Some(1),
+        let record = AccessListClaimSpec {
+            platform: "https://api.example.com".into(),
+            shield_zone_id: 1,
             configuration_id: 9101,
+            owner: crate::crd::access_list_claim::ClaimOwner {
+                namespace: "team".into(),
+                name: "bad-actors".into(),
+                uid: "u1".into(),
+            },
+            proof: crate::crd::access_list_claim::ClaimProof {
+                secret: None,
+                read_at: None,
+            },
+            restore_point: None,
+        };
+        let values = RecordedValues {
             is_enabled: false,
             action: 2,
         };
@@ -317,7 +200,7 @@ mod tests {
             })
         };
         let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
-        let verdict = |restored, now| match after_restore(1, &point, restored, Some(deleted), now) {
+        let verdict = |restored, now| match after_restore(&record, values, restored, Some(deleted), now) {
             AfterRestore::Done(note) => format!(
                 "{}:{}:{}",
                 if note.warning { "warning" } else { "normal" },
@@ -350,7 +233,7 @@ mod tests {
         assert!(verdict(revoked(), late).starts_with("warning:RestoreFailed"));
 
         // The hold is told once when it begins and again when its cause changes.
-        let held = |restored| match after_restore(1, &point, restored, Some(deleted), soon) {
+        let held = |restored| match after_restore(&record, values, restored, Some(deleted), soon) {
             AfterRestore::Retry(error) => error,
             AfterRestore::Done(note) => panic!("{}", note.message),
         };
@@ -390,13 +273,5 @@ mod tests {
             verdict(rejected(), soon).starts_with("warning:RestoreFailed"),
             "no one can fix a 400"
         );
-        let old_point = RestorePoint {
-            shield_zone_id: None,
-            ..point
-        };
-        match after_restore(1, &old_point, Ok(()), Some(deleted), soon) {
-            AfterRestore::Done(note) => assert!(note.message.contains("Shield Zone 1"), "{}", note.message),
-            AfterRestore::Retry(error) => panic!("{error}"),
-        }
     }
 }

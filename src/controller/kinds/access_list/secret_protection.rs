@@ -18,8 +18,8 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 
 use super::FINALIZER;
-use super::claims::SecretKey;
 use super::restore::wants_finalizer;
+use super::secret_needs::SecretKey;
 use super::vocabulary::Failure;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::Cx;

@@ -19,7 +19,6 @@ pub enum AccessListReason {
     ConfigurationClaimed,
     RestoreFailed,
     NothingToRestore,
-    RestorePointRejected,
     /// A restore waits for credentials a person must fix, until its deadline.
     RestoreHeld,
 }
