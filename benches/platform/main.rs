@@ -50,6 +50,10 @@ pub struct Settings {
     /// EDGE_BENCH_POLL_WATCHES, EDGE_BENCH_POLL_INTERVAL
     pub poll_watches: usize,
     pub poll_interval: Duration,
+    /// EDGE_BENCH_BUSY_ZONES: the busy tenant's access lists in the write-line run
+    /// (each on a zone of its own, read every 5 s, under a quota of a fifth of them
+    /// per second)
+    pub busy_zones: usize,
     /// EDGE_BENCH_CDN_PER_HOUR, EDGE_BENCH_CDN_WINDOW, EDGE_BENCH_CDN_POLLS (polls
     /// measured once the window is covered)
     pub cdn_per_hour: usize,
@@ -109,6 +113,7 @@ impl Settings {
             rate_duration: duration_or("EDGE_BENCH_RATE_DURATION", pick(smoke, "2m", "30s"))?,
             poll_watches: env_or("EDGE_BENCH_POLL_WATCHES", pick(smoke, 1_000, 60))?,
             poll_interval: duration_or("EDGE_BENCH_POLL_INTERVAL", pick(smoke, "60s", "10s"))?,
+            busy_zones: env_or("EDGE_BENCH_BUSY_ZONES", pick(smoke, 250, 25))?,
             cdn_per_hour: env_or("EDGE_BENCH_CDN_PER_HOUR", 1_000_000)?,
             cdn_window: duration_or("EDGE_BENCH_CDN_WINDOW", pick(smoke, "10m", "1m"))?,
             cdn_steady_polls: env_or("EDGE_BENCH_CDN_POLLS", pick(smoke, 12, 3))?,

@@ -1,7 +1,9 @@
 //! Observe-only polls under the global platform quota: many ContainerAppWatches, each
 //! polling four endpoints per interval, once with a quota that covers the demand and
 //! once with one that does not. On time when it suffices; when it does not, the lag is
-//! shared and no watch starves.
+//! shared and no watch starves. Then the write line: one tenant's access lists, read
+//! at the poll-interval floor, want the whole quota, and another tenant's change and
+//! watch are served on time all the same.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -30,6 +32,13 @@ const CONFIGURATION: i64 = 9101;
 const CHANGES: usize = 5;
 /// A change waits for the changes before it and at most one poll, never the poll queue.
 const PATCH_LATENCY_TARGET: Duration = Duration::from_secs(1);
+/// The busy tenant's first Shield Zone and configuration in the write-line run.
+const BUSY_ZONE: i64 = 5000;
+const BUSY_CONFIGURATION: i64 = 50_000;
+/// The shortest poll interval an object may ask for, which the busy tenant asks for.
+const POLL_FLOOR: &str = "5s";
+/// Another tenant's change reaches the platform within this, however busy the quota.
+const FAIR_PATCH_TARGET: Duration = Duration::from_secs(5);
 
 fn document(watches: usize) -> SimDocument {
     SimDocument {
@@ -140,16 +149,21 @@ fn patch_times(sim: &RunningSim) -> Vec<i64> {
         .collect()
 }
 
-/// Changes an AccessListConfig [`CHANGES`] times (created enabled, then toggled) and
-/// answers how long each took to reach the platform as a PATCH.
-async fn time_patches(cluster: &Cluster, namespace: &str, sim: &RunningSim) -> anyhow::Result<Vec<Duration>> {
+/// Changes an AccessListConfig carrying `labels` [`CHANGES`] times (created enabled,
+/// then toggled) and answers how long each took to reach the platform as a PATCH.
+async fn time_patches(
+    cluster: &Cluster,
+    namespace: &str,
+    labels: serde_json::Value,
+    sim: &RunningSim,
+) -> anyhow::Result<Vec<Duration>> {
     let api: kube::Api<AccessListConfig> = kube::Api::namespaced(cluster.client.clone(), namespace);
     let mut latencies = Vec::new();
     for change in 0..CHANGES {
         let object: AccessListConfig = serde_json::from_value(json!({
             "apiVersion": "edgeplatform.io/v1alpha1",
             "kind": "AccessListConfig",
-            "metadata": {"name": "patch-latency"},
+            "metadata": {"name": "patch-latency", "labels": labels},
             "spec": {"shieldZoneId": SHIELD_ZONE, "configurationId": CONFIGURATION, "enabled": change % 2 == 0},
         }))?;
         let seen = patch_times(sim).len();
@@ -213,7 +227,7 @@ async fn run_with_quota(
         .map(Vec::len)
         .sum::<usize>();
     let measured_until = tokio::time::Instant::now() + measured;
-    let patch_latencies = time_patches(cluster, &namespace, &sim).await?;
+    let patch_latencies = time_patches(cluster, &namespace, json!({}), &sim).await?;
     tokio::time::sleep_until(measured_until).await;
     operator.ensure_running()?;
     let status_writes_by_watch = watch_status_writes(cluster, &namespace)?;
@@ -368,6 +382,83 @@ async fn fair_share(
     Ok((lone_lags, busy_lags))
 }
 
+/// One tenant's `zones` AccessListConfigs, each on a Shield Zone of its own and read
+/// every 5 s, want `zones / 5` requests/s, the whole `quota`; another tenant's access
+/// list is changed [`CHANGES`] times and its watch polls every `interval`, in a
+/// namespace of its own, one operator serving both: answers (the other tenant's PATCH
+/// latencies, its watch's poll lags), each sorted.
+async fn write_line(
+    cluster: &Cluster,
+    zones: usize,
+    interval: Duration,
+    quota: u32,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let mut document = document(1);
+    document.shield_zones.extend((0..zones).map(|i| ShieldZone {
+        id: BUSY_ZONE + i as i64,
+        pull_zone_id: None,
+        access_lists: vec![SimAccessList::new(BUSY_CONFIGURATION + i as i64, "busy-list", false, 0)],
+        rate_limits: Vec::new(),
+    }));
+    let sim = spawn(document).await?;
+    let (busy, busy_api) = cluster.namespace::<AccessListConfig>("writes-busy").await?;
+    let (other, other_api) = cluster.namespace::<ContainerAppWatch>("writes-other").await?;
+    let label = format!("edge-bench-writes={busy}");
+    let labels = json!({ "edge-bench-writes": busy });
+    let mut operator = cluster.start_operator_across(
+        &sim.base_url(),
+        &label,
+        &[&busy, &other],
+        &["--platform-rate", &quota.to_string()],
+    )?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.ensure_running()?;
+    stream::iter(0..zones)
+        .map(|i| {
+            let (busy_api, labels) = (&busy_api, &labels);
+            async move {
+                let object: AccessListConfig = serde_json::from_value(json!({
+                    "apiVersion": "edgeplatform.io/v1alpha1",
+                    "kind": "AccessListConfig",
+                    "metadata": {"name": format!("busy-{i:04}"), "labels": labels,
+                                 "annotations": {"edgeplatform.io/poll-interval": POLL_FLOOR}},
+                    "spec": {"shieldZoneId": BUSY_ZONE + i as i64,
+                             "configurationId": BUSY_CONFIGURATION + i as i64, "enabled": true},
+                }))?;
+                busy_api
+                    .create(&PostParams::default(), &object)
+                    .await
+                    .context("creating a busy access list")
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let mut watch = watch(0, &humantime::format_duration(interval).to_string())?;
+    watch.metadata.labels = Some([("edge-bench-writes".to_string(), busy.clone())].into());
+    other_api
+        .create(&PostParams::default(), &watch)
+        .await
+        .context("creating the other tenant's watch")?;
+    // The busy tenant's first writes, then its reads fill the quota.
+    tokio::time::sleep(Duration::from_secs_f64(2.0 * zones as f64 / f64::from(quota)) + interval).await;
+    let started = chrono::Utc::now().timestamp_millis();
+    let mut latencies = time_patches(cluster, &other, labels, &sim).await?;
+    tokio::time::sleep((interval * 3).saturating_sub(Duration::from_secs(CHANGES as u64 * 2))).await;
+    operator.ensure_running()?;
+    let mut lags = lags_by_app(&sim, interval, started)
+        .remove("app-0000")
+        .unwrap_or_default();
+    latencies.sort_unstable();
+    lags.sort_unstable();
+    drop(operator);
+    for namespace in [&busy, &other] {
+        cluster.delete_namespace(namespace, Duration::from_secs(120)).await?;
+    }
+    cluster.delete_claims(&sim.base_url()).await?;
+    Ok((latencies, lags))
+}
+
 pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
     let (watches, interval) = (settings.poll_watches, settings.poll_interval);
     let demand = watches as f64 * REQUESTS_PER_POLL / interval.as_secs_f64();
@@ -480,6 +571,27 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         format!("{:.1} s", lone.last().copied().unwrap_or_default().as_secs_f64()),
         &format!("<= {} s", ON_TIME_P99.as_secs()),
         lone.len() >= 2 && lone.last().is_some_and(|max| *max <= ON_TIME_P99),
+    );
+
+    let (zones, quota) = (settings.busy_zones, settings.busy_zones.div_ceil(5).max(1) as u32);
+    let (latencies, lags) = write_line(cluster, zones, interval, quota).await?;
+    let busy = format!("write line, quota {quota}/s: {zones} access lists read every {POLL_FLOOR} in one namespace");
+    report.check(
+        SUITE,
+        &format!("{busy}: another namespace's PATCH latency, median / max of {CHANGES} changes"),
+        median_and_max(&latencies, 2),
+        &format!("max <= {} s", FAIR_PATCH_TARGET.as_secs()),
+        latencies.len() == CHANGES && latencies.last().is_some_and(|max| *max <= FAIR_PATCH_TARGET),
+    );
+    report.check(
+        SUITE,
+        &format!(
+            "{busy}: another namespace's watch poll lag, max of {} polls",
+            lags.len()
+        ),
+        format!("{:.1} s", lags.last().copied().unwrap_or_default().as_secs_f64()),
+        &format!("<= {} s", ON_TIME_P99.as_secs()),
+        lags.len() >= 2 && lags.last().is_some_and(|max| *max <= ON_TIME_P99),
     );
     Ok(())
 }

@@ -168,9 +168,9 @@ impl EdgeClient {
         }
     }
 
-    /// The same client, its observe-only polls waiting their turn as `party`'s (a
-    /// namespace): the shared quota serves the parties' polls in turn.
-    pub fn polling_for(&self, party: &str) -> Self {
+    /// The same client, its requests waiting their turn as `party`'s (a namespace): the
+    /// shared quota serves the parties in turn, in each lane.
+    pub fn acting_for(&self, party: &str) -> Self {
         Self {
             party: party.into(),
             ..self.clone()

@@ -115,9 +115,9 @@ impl KeyedLimiter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
     /// The reads and writes of work that changes the platform (access lists, restores,
-    /// certificates): served before any poll that has not started waiting.
+    /// certificates): never behind more than one poll.
     Change,
-    /// Observe-only polls, first come first served among themselves.
+    /// Observe-only polls: never behind more than one change.
     Poll,
 }
 
@@ -130,9 +130,9 @@ impl Lane {
     }
 }
 
-/// The polls' line: one queue per party (a namespace), the parties served in turn, one
-/// request each. A party with a thousand polls waiting delays another's request by one
-/// of its own, not by all of them.
+/// A lane's line: one queue per party (a namespace), the parties served in turn, one
+/// request each. A party with a thousand requests waiting delays another's request by
+/// one of its own, not by all of them.
 #[derive(Default)]
 struct FairLine {
     state: std::sync::Mutex<FairState>,
@@ -227,13 +227,15 @@ impl Drop for FairTurn<'_> {
     }
 }
 
-/// One limiter for everything. Changes go before polls: polls first wait in a line of
-/// their own, so at most one poll is ever queued for the quota, and a change waits for
-/// the changes before it and that one poll, however many polls are waiting. The polls'
-/// line serves the parties (namespaces) in turn.
+/// One limiter for everything. Each lane first waits in a line of its own that serves
+/// the parties (namespaces) in turn, so at most one change and one poll are ever queued
+/// for the quota, and they take it in turn: a change waits for at most one poll and
+/// the changes of other parties ahead of it, one each, however many requests one
+/// tenant has waiting; a poll likewise.
 pub(crate) struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
+    changes: FairLine,
     polls: FairLine,
 }
 
@@ -242,6 +244,7 @@ impl DirectLimiter {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
+            changes: FairLine::default(),
             polls: FairLine::default(),
         }
     }
@@ -250,10 +253,11 @@ impl DirectLimiter {
     /// waited.
     pub(crate) async fn until_ready(&self, lane: Lane, party: &str) -> Duration {
         let started = tokio::time::Instant::now();
-        let _poll_line = match lane {
-            Lane::Poll => Some(self.polls.enter(party).await),
-            Lane::Change => None,
+        let line = match lane {
+            Lane::Change => &self.changes,
+            Lane::Poll => &self.polls,
         };
+        let _turn_in_line = line.enter(party).await;
         in_turn(&self.turn, || self.gcra.check()).await;
         started.elapsed()
     }
@@ -334,36 +338,64 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_party_with_a_thousand_polls_waiting_delays_another_by_one_request() {
+    async fn a_flood_of_changes_delays_a_poll_by_one_change() {
+        let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
+            std::num::NonZeroU32::new(10).expect("non-zero"),
+        )));
+        let changes: Vec<_> = (0..1_000)
+            .map(|_| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.until_ready(Lane::Change, "busy").await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let waited = limiter.until_ready(Lane::Poll, "quiet").await;
+        assert!(
+            waited <= Duration::from_millis(200),
+            "a poll behind 1,000 changes at 10/s waited {waited:?}"
+        );
+        for change in changes {
+            change.abort();
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_party_with_a_thousand_requests_waiting_delays_another_by_one_request() {
+        for lane in [Lane::Poll, Lane::Change] {
+            party_with_a_thousand_waiting(lane).await;
+        }
+    }
+
+    async fn party_with_a_thousand_waiting(lane: Lane) {
         let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
             std::num::NonZeroU32::new(10).expect("non-zero"),
         )));
         let busy: Vec<_> = (0..1_000)
             .map(|_| {
                 let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(Lane::Poll, "team-a").await })
+                tokio::spawn(async move { limiter.until_ready(lane, "team-a").await })
             })
             .collect();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        // Four requests of one poll of team-b, one after the other.
+        // Four requests of team-b, one after the other.
         let mut waits = Vec::new();
         for _ in 0..4 {
-            waits.push(limiter.until_ready(Lane::Poll, "team-b").await);
+            waits.push(limiter.until_ready(lane, "team-b").await);
         }
         // Each waits for the request in the quota, one of team-a's and its own slot
         // (100 ms each); in arrival order it would wait for 950 of team-a's.
         let longest = waits.iter().max().copied().unwrap_or_default();
         assert!(
             longest <= Duration::from_millis(300),
-            "team-b behind 1,000 polls of team-a at 10/s waited {waits:?}"
+            "{lane:?}: team-b behind 1,000 requests of team-a at 10/s waited {waits:?}"
         );
-        for poll in busy {
-            poll.abort();
+        for request in busy {
+            request.abort();
         }
-        let waited = limiter.until_ready(Lane::Poll, "team-a").await;
+        let waited = limiter.until_ready(lane, "team-a").await;
         assert!(
             waited <= Duration::from_millis(250),
-            "the line goes past the waiters that gave up: {waited:?}"
+            "{lane:?}: the line goes past the waiters that gave up: {waited:?}"
         );
     }
 

@@ -182,10 +182,18 @@ impl<'a, K: Reconciled> Cx<'a, K> {
         }
     }
 
-    /// The object's platform client (resolved once per reconcile).
+    /// The object's platform client (resolved once per reconcile), its requests waiting
+    /// for the shared quota in its namespace's turn.
     pub(crate) async fn client(&self) -> Result<EdgeClient, Failure<K>> {
         self.client
-            .get_or_try_init(|| self.ctx.access_keys.client_for(&self.namespace, self.secret_ref))
+            .get_or_try_init(|| async {
+                let client = self
+                    .ctx
+                    .access_keys
+                    .client_for(&self.namespace, self.secret_ref)
+                    .await?;
+                Ok(client.acting_for(&self.namespace))
+            })
             .await
             .cloned()
     }

@@ -218,14 +218,12 @@ impl Reconciled for AccessListConfig {
         let (observed, claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
         let recorded = claim.as_ref().and_then(restore_point_of);
-        let plan = plan(&self.spec, &cx.previous, generation, &observed.list, recorded);
+        let mut plan = plan(&self.spec, &cx.previous, generation, &observed.list, recorded);
         cx.ensure_leader()?;
         protect_own_secret(self, cx).await?;
         keep_finalizer(self, cx).await?;
-        if let (Some(claim), Some(point), true) = (claim, plan.restore_point, plan.patch.is_some())
-            && recorded.is_none()
-            && wants_finalizer(self)
-        {
+        let records_now = plan.patch.is_some() && recorded.is_none() && wants_finalizer(self);
+        if let (Some(claim), Some(point), true) = (claim, plan.restore_point, records_now) {
             let values = RecordedValues {
                 is_enabled: point.is_enabled,
                 action: point.action,
@@ -234,6 +232,9 @@ impl Reconciled for AccessListConfig {
                 .claims
                 .record_restore_point(&cx.ctx.kube, claim, values)
                 .await?;
+        } else {
+            // Status mirrors the claim: an object that does not restore shows none.
+            plan.restore_point = recorded;
         }
         let written = match &plan.patch {
             Some(patch) => self.write(cx, patch, &observed.list).await?,

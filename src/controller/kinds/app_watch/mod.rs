@@ -265,7 +265,7 @@ impl Reconciled for ContainerAppWatch {
             }
             PollDecision::Poll { late } => late,
         };
-        let client = cx.client().await?.polling_for(&cx.namespace);
+        let client = cx.client().await?;
         cx.ctx.metrics.polled(Self::KIND, late);
         let reads = self.read(cx, &client).await;
         let generation = self.metadata.generation;
