@@ -265,6 +265,8 @@ impl DirectLimiter {
 
 #[cfg(test)]
 mod tests {
+    use tokio::task::JoinHandle;
+
     use super::*;
     use crate::api::config::default_logging_quota;
 
@@ -315,47 +317,34 @@ mod tests {
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_change_overtakes_every_waiting_poll() {
+    /// A limiter of 10/s with 1,000 requests of `busy` waiting in `lane`.
+    async fn with_a_thousand_waiting(
+        lane: Lane,
+        busy: &'static str,
+    ) -> (Arc<DirectLimiter>, Vec<JoinHandle<Duration>>) {
         let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
             std::num::NonZeroU32::new(10).expect("non-zero"),
         )));
-        let polls: Vec<_> = (0..1_000)
+        let waiting = (0..1_000)
             .map(|_| {
                 let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(Lane::Poll, "busy").await })
+                tokio::spawn(async move { limiter.until_ready(lane, busy).await })
             })
             .collect();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let waited = limiter.until_ready(Lane::Change, "busy").await;
-        assert!(
-            waited <= Duration::from_millis(200),
-            "a change behind 1,000 polls at 10/s waited {waited:?}"
-        );
-        for poll in polls {
-            poll.abort();
-        }
+        (limiter, waiting)
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_flood_of_changes_delays_a_poll_by_one_change() {
-        let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
-            std::num::NonZeroU32::new(10).expect("non-zero"),
-        )));
-        let changes: Vec<_> = (0..1_000)
-            .map(|_| {
-                let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(Lane::Change, "busy").await })
-            })
-            .collect();
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let waited = limiter.until_ready(Lane::Poll, "quiet").await;
-        assert!(
-            waited <= Duration::from_millis(200),
-            "a poll behind 1,000 changes at 10/s waited {waited:?}"
-        );
-        for change in changes {
-            change.abort();
+    async fn a_request_waits_for_at_most_one_of_the_other_lane() {
+        for (flooded, asking) in [(Lane::Poll, Lane::Change), (Lane::Change, Lane::Poll)] {
+            let (limiter, waiting) = with_a_thousand_waiting(flooded, "busy").await;
+            let waited = limiter.until_ready(asking, "quiet").await;
+            assert!(
+                waited <= Duration::from_millis(200),
+                "{asking:?} behind 1,000 {flooded:?} requests at 10/s waited {waited:?}"
+            );
+            waiting.iter().for_each(JoinHandle::abort);
         }
     }
 
@@ -367,16 +356,7 @@ mod tests {
     }
 
     async fn party_with_a_thousand_waiting(lane: Lane) {
-        let limiter = Arc::new(DirectLimiter::new(Quota::per_second(
-            std::num::NonZeroU32::new(10).expect("non-zero"),
-        )));
-        let busy: Vec<_> = (0..1_000)
-            .map(|_| {
-                let limiter = limiter.clone();
-                tokio::spawn(async move { limiter.until_ready(lane, "team-a").await })
-            })
-            .collect();
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        let (limiter, busy) = with_a_thousand_waiting(lane, "team-a").await;
         // Four requests of team-b, one after the other.
         let mut waits = Vec::new();
         for _ in 0..4 {
@@ -389,9 +369,7 @@ mod tests {
             longest <= Duration::from_millis(300),
             "{lane:?}: team-b behind 1,000 requests of team-a at 10/s waited {waits:?}"
         );
-        for request in busy {
-            request.abort();
-        }
+        busy.iter().for_each(JoinHandle::abort);
         let waited = limiter.until_ready(lane, "team-a").await;
         assert!(
             waited <= Duration::from_millis(250),
