@@ -1,6 +1,6 @@
 //! Which AccessListConfig writes which access-list configuration: one
-//! [`AccessListClaim`] per (Shield Zone, configuration), which only the operator
-//! writes. The first Manage object whose own credentials resolved a configuration
+//! [`AccessListClaim`] per configuration of a platform's Shield Zone, which only the
+//! operator writes (so there are never more records than configurations). The first Manage object whose own credentials resolved a configuration
 //! creates its record; the apiserver's create-if-absent decides a race, between
 //! objects, restarts and shards alike. The record holds the owner (namespace, name,
 //! uid), the proof (whose key read the zone, when) and the values read from the
@@ -8,7 +8,7 @@
 //!
 //! The owner keeps the configuration until it is deleted (after its restore), or until
 //! a claimant finds its uid gone. Nothing of an object's status is read, except once:
-//! at a start that finds no record at all (the first after an upgrade from 0.2.0),
+//! at a start that finds no record of its platform (the first after an upgrade),
 //! the owners 0.2.0 decided get theirs ([`carried_over`]). Such a record is confirmed by
 //! its owner's first read, or released if its owner's key is refused.
 
