@@ -21,14 +21,15 @@ pub(crate) fn is_paused<K: ResourceExt>(object: &K) -> bool {
 pub(crate) const MIN_POLL_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The object's re-read period: its poll-interval annotation, else `default`; never
-/// shorter than [`MIN_POLL_INTERVAL`].
-pub(crate) fn poll_interval<K: ResourceExt>(object: &K, default: Duration) -> Duration {
+/// shorter than `floor`, nor than [`MIN_POLL_INTERVAL`].
+pub(crate) fn poll_interval<K: ResourceExt>(object: &K, default: Duration, floor: Duration) -> Duration {
     object
         .annotations()
         .get(ANNOTATION_POLL_INTERVAL)
         .and_then(|v| parse_go_duration(v))
         .filter(|d| !d.is_zero())
         .unwrap_or(default)
+        .max(floor)
         .max(MIN_POLL_INTERVAL)
 }
 

@@ -13,7 +13,6 @@ use crate::api::EdgeClient;
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
-use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::status::vocabulary::{Reason, StatusName};
 use crate::crd::SecretKeyRef;
 use crate::crd::access_list_claim::{AccessListClaim, RecordedValues};
@@ -91,7 +90,7 @@ impl AccessListConfig {
             .as_ref()
             .is_some_and(|status| is_converged(status, self.metadata.generation));
         let freshness = if converged {
-            let interval = poll_interval(self, cx.settings.resync);
+            let interval = cx.settings.poll_interval(self);
             ListsFreshness::SinceResync(since_zone_resync(interval, zone, cx.now.since_epoch()))
         } else {
             ListsFreshness::Recent
@@ -240,7 +239,7 @@ impl Reconciled for AccessListConfig {
             Some(patch) => self.write(cx, patch, &observed.list).await?,
             None => observed.list,
         };
-        let interval = poll_interval(self, cx.settings.resync);
+        let interval = cx.settings.poll_interval(self);
         Ok(Outcome {
             status: converged_status(
                 &self.spec,

@@ -2,11 +2,20 @@
 
 use std::time::Duration;
 
+use crate::controller::framework::context::duration_of_at_least;
+use crate::controller::framework::object::poll_interval;
+use crate::crd::AccessListConfig;
+
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct AccessListSettings {
     /// How often managed objects are re-read from the platform to find drift.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub resync: Duration,
+    /// The shortest re-read period an object's `edgeplatform.io/poll-interval`
+    /// annotation may ask for (at least 5s): in a shared cluster, what one tenant's
+    /// objects may take of the platform quota for reads.
+    #[arg(long, default_value = "5s", value_parser = duration_of_at_least::<5>)]
+    pub min_poll_interval: Duration,
     /// Put a finalizer on Secrets that AccessListConfigs with deletionPolicy Restore
     /// need, so a namespace deletion keeps them until the restore is done (needs
     /// `patch` on those Secrets).
@@ -15,6 +24,14 @@ pub struct AccessListSettings {
     /// The finalizer that protection puts on Secrets: one per shard, set by the runtime.
     #[arg(skip = SecretFinalizer::default())]
     pub secret_finalizer: SecretFinalizer,
+}
+
+impl AccessListSettings {
+    /// How often `object` is re-read: its annotation, else `--resync`, never shorter
+    /// than `--min-poll-interval`.
+    pub(crate) fn poll_interval(&self, object: &AccessListConfig) -> Duration {
+        poll_interval(object, self.resync, self.min_poll_interval)
+    }
 }
 
 /// The in-use finalizer of one operator's Secret protection. Each shard protects the
@@ -46,7 +63,31 @@ impl SecretFinalizer {
 
 #[cfg(test)]
 mod tests {
+    use kube::ResourceExt;
+
     use super::*;
+
+    #[test]
+    fn a_poll_interval_annotation_is_floored_by_the_operators_setting() {
+        let settings = |floor: u64| AccessListSettings {
+            resync: Duration::from_secs(600),
+            min_poll_interval: Duration::from_secs(floor),
+            protect_secrets: true,
+            secret_finalizer: SecretFinalizer::default(),
+        };
+        let annotated = |value: &str| {
+            let mut object = AccessListConfig::new("x", super::super::fixtures::spec(true, None));
+            object
+                .annotations_mut()
+                .insert(crate::crd::ANNOTATION_POLL_INTERVAL.into(), value.into());
+            object
+        };
+        let plain = AccessListConfig::new("x", super::super::fixtures::spec(true, None));
+        assert_eq!(settings(5).poll_interval(&annotated("1s")), Duration::from_secs(5));
+        assert_eq!(settings(60).poll_interval(&annotated("5s")), Duration::from_secs(60));
+        assert_eq!(settings(60).poll_interval(&annotated("2m")), Duration::from_secs(120));
+        assert_eq!(settings(60).poll_interval(&plain), Duration::from_secs(600));
+    }
 
     #[test]
     fn each_shard_has_its_own_finalizer_and_every_finalizer_is_a_qualified_name() {
