@@ -109,8 +109,10 @@ impl AccessListConfig {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
-                if cannot_see_its_list(&error) {
-                    cx.state.claims.release_unconfirmed(&cx.ctx.kube, self).await?;
+                if cannot_see_its_list(&error)
+                    && let Err(release) = cx.state.claims.release_unconfirmed(&cx.ctx.kube, self).await
+                {
+                    tracing::warn!(name = %self.name_any(), %release, "a claim carried over is not released yet");
                 }
                 return Err(error);
             }
