@@ -413,6 +413,10 @@ impl OperatorProcess {
         Some((samples.len(), per_object as usize))
     }
 
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Peak resident memory so far (VmHWM), in MB (MiB).
     pub(crate) fn peak_rss_mb(&self) -> anyhow::Result<f64> {
         let pid = i32::try_from(self.child.id()).context("a process id")?;

@@ -15,6 +15,7 @@
 mod access_lists;
 mod app_watches;
 mod busy_pull_zone;
+mod flood;
 mod harness;
 mod poll_quota;
 mod report;
@@ -175,10 +176,13 @@ async fn main() -> ExitCode {
     if settings.includes("operator") || settings.includes("rate") || settings.includes("cdn") {
         match harness::Cluster::from_env().await {
             Ok(cluster) => {
-                if settings.includes("operator")
-                    && let Err(error) = access_lists::run(&cluster, &settings, &mut report).await
-                {
-                    report.error("operator", &format!("{error:#}"));
+                if settings.includes("operator") {
+                    if let Err(error) = access_lists::run(&cluster, &settings, &mut report).await {
+                        report.error("operator", &format!("{error:#}"));
+                    }
+                    if let Err(error) = flood::run(&cluster, &mut report).await {
+                        report.error("operator", &format!("{error:#}"));
+                    }
                 }
                 if settings.includes("rate") {
                     if let Err(error) = app_watches::run(&cluster, &settings, &mut report).await {
