@@ -11,7 +11,7 @@ use edge_operator::sim::{SimDocument, spawn};
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::harness::{ACCESS_KEY, Cluster, OperatorProcess};
+use crate::harness::{ACCESS_KEY, Cluster};
 use crate::report::Report;
 
 const SUITE: &str = "operator";
@@ -23,17 +23,6 @@ const FINALIZERS: usize = 12_000;
 /// How much more the operator may hold with the flood in its caches.
 const GROWTH_TARGET_MB: f64 = 10.0;
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The operator's resident memory now (VmRSS), in MB (MiB).
-fn resident_mb(operator: &OperatorProcess) -> anyhow::Result<f64> {
-    let pid = i32::try_from(operator.pid()).context("a process id")?;
-    procfs::process::Process::new(pid)
-        .and_then(|process| process.status())
-        .ok()
-        .and_then(|status| status.vmrss)
-        .map(|kb| kb as f64 / 1024.0)
-        .context("no VmRSS in the operator's /proc/<pid>/status")
-}
 
 /// Waits until `api` holds `name` with a condition `type_` of `reason`.
 async fn condition(api: &kube::Api<AccessListConfig>, name: &str, type_: &str, reason: &str) -> anyhow::Result<()> {
@@ -69,7 +58,7 @@ pub(crate) async fn run(cluster: &Cluster, report: &mut Report) -> anyhow::Resul
     let mut operator = cluster.start_operator_across(&sim.base_url(), &label, &[&flooder, &other], &[])?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     operator.ensure_running()?;
-    let before = resident_mb(&operator)?;
+    let before = operator.rss_mb()?;
     let finalizers: Vec<String> = (0..FINALIZERS)
         .map(|i| format!("f{i:05}.flood.tenant.example/{}", "x".repeat(60)))
         .collect();
@@ -97,7 +86,7 @@ pub(crate) async fn run(cluster: &Cluster, report: &mut Report) -> anyhow::Resul
     others.create(&PostParams::default(), &served).await?;
     let served_ready = condition(&others, "served", "Ready", "InSync").await.is_ok();
     operator.ensure_running()?;
-    let growth = resident_mb(&operator)? - before;
+    let growth = operator.rss_mb()? - before;
     let bytes: usize = finalizers.iter().map(|f| f.len() + 3).sum();
     let flood = format!(
         "{FLOODED} paused objects of {} KB of foreign finalizers each",

@@ -413,19 +413,25 @@ impl OperatorProcess {
         Some((samples.len(), per_object as usize))
     }
 
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Peak resident memory so far (VmHWM), in MB (MiB).
     pub(crate) fn peak_rss_mb(&self) -> anyhow::Result<f64> {
+        self.memory_mb("VmHWM", |status| status.vmhwm)
+    }
+
+    /// Resident memory now (VmRSS), in MB (MiB).
+    pub(crate) fn rss_mb(&self) -> anyhow::Result<f64> {
+        self.memory_mb("VmRSS", |status| status.vmrss)
+    }
+
+    /// The member `name` of the operator's /proc/<pid>/status (`read`), in MB (MiB).
+    fn memory_mb(&self, name: &str, read: fn(&procfs::process::Status) -> Option<u64>) -> anyhow::Result<f64> {
         let pid = i32::try_from(self.child.id()).context("a process id")?;
         procfs::process::Process::new(pid)
             .and_then(|process| process.status())
             .ok()
-            .and_then(|status| status.vmhwm)
+            .and_then(|status| read(&status))
             .map(|kb| kb as f64 / 1024.0)
-            .context("no VmHWM in the operator's /proc/<pid>/status")
+            .with_context(|| format!("no {name} in the operator's /proc/<pid>/status"))
     }
 
     /// Fails when the process has exited (a crash would otherwise look like slowness).
