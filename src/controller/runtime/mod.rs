@@ -333,25 +333,21 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
     let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
-    let objects = self::controllers::api::<AccessListConfig>(&kube_client, &config.namespace);
-    let carried = ClaimRecords::carry_over(
-        &kube_client,
-        ctx.access_keys.platform_url(),
-        &objects,
-        config.watch_label_selector.as_deref(),
-    )
-    .await;
-    if carried > 0 {
-        tracing::info!(
-            carried,
-            "recorded the owners of access-list configurations that release 0.2.0 decided"
-        );
-    }
     let kinds = Kind::ALL.map(|kind| match kind {
         Kind::AccessListConfig => {
             let (access_lists, secret_changes) = (access_lists.clone(), secret_watch.subscribe());
-            let controllers = &controllers;
+            let objects = self::controllers::api::<AccessListConfig>(&kube_client, &config.namespace);
+            let (controllers, kube_client, ctx, config) = (&controllers, &kube_client, &ctx, &config);
             async move {
+                let platform = ctx.access_keys.platform_url();
+                let labels = config.watch_label_selector.as_deref();
+                let carried = ClaimRecords::carry_over(kube_client, platform, &objects, labels).await;
+                if carried > 0 {
+                    tracing::info!(
+                        carried,
+                        "recorded the owners of access-list configurations of the previous release"
+                    );
+                }
                 access_lists.state.claims.listed().await;
                 controllers.run(access_lists, secret_changes, config.concurrency).await;
             }

@@ -262,7 +262,8 @@ impl ClaimRecords {
     /// At a start that finds no record of `platform` at all, records the owners release
     /// 0.2.0 decided among `objects` (see [`carried_over`]); how many. Tried again
     /// while the apiserver does not serve the records yet (a chart upgrade applies
-    /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most.
+    /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
+    /// at once when the operator may not read or write them.
     pub async fn carry_over(
         client: &kube::Client,
         platform: &str,
@@ -274,7 +275,11 @@ impl ClaimRecords {
             let attempt = tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, labels)).await;
             match attempt {
                 Ok(Ok(count)) => return count,
-                Ok(Err(error)) if tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline => {
+                Ok(Err(error))
+                    if !is_code(&error, 401)
+                        && !is_code(&error, 403)
+                        && tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline =>
+                {
                     tracing::warn!(%error, "the owners of 0.2.0 are not recorded yet; trying again");
                     tokio::time::sleep(CARRY_OVER_RETRY).await;
                 }
