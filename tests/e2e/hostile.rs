@@ -696,16 +696,6 @@ async fn endless_answers_to_many_polls_keep_the_operator_within_its_memory_bound
     eprintln!("operator with {watches} polls of endless answers: peak memory {peak_kib} KiB");
 }
 
-/// The resident memory of process `pid`, in KiB (`VmRSS`).
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the operator runs");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 /// How much more memory the operator may hold once 40 objects of ~1 MB of foreign
 /// finalizers each are in its caches (what each cached object takes must not depend on
 /// what its tenant writes: before the caches dropped them, it grew by 58 MiB).
@@ -713,19 +703,14 @@ const FLOOD_GROWTH_LIMIT_KIB: u64 = 10 << 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() {
+    use crate::support::hostile_server::memory_kib;
     let sim = start(example_fixtures()).await;
     let (flooder, served) = (TestNamespace::create("flooder"), TestNamespace::create("flood-served"));
     let label = flooder.name.clone();
-    let operator = Operator::start_across_namespaces(
+    let operator = Operator::start_for_tenants(
         &sim.base_url(),
-        &[
-            "--watch-label-selector",
-            &format!("edge-flood={label}"),
-            "--default-key-namespaces",
-            &format!("{},{}", flooder.name, served.name),
-            "--lease-name",
-            &format!("edge-operator-{label}"),
-        ],
+        &format!("edge-flood={label}"),
+        &[&flooder.name, &served.name],
     );
     let client = cluster().client().await;
     let flooded: Api<AccessListConfig> = Api::namespaced(client.clone(), &flooder.name);
@@ -734,7 +719,7 @@ async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() 
         operator.sample("process_resident_memory_bytes")
     })
     .await;
-    let before_kib = resident_kib(operator.pid());
+    let before_kib = memory_kib(operator.pid(), "VmRSS").expect("the operator runs");
 
     let objects = 40;
     let finalizers: Vec<String> = (0..12_000)
@@ -765,7 +750,9 @@ async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() 
     .labelled("edge-flood", &label);
     cluster().apply(manifest);
     wait_for_condition(&other, "served", "Ready", Some("True"), "InSync", WAIT).await;
-    let growth_kib = resident_kib(operator.pid()).saturating_sub(before_kib);
+    let growth_kib = memory_kib(operator.pid(), "VmRSS")
+        .expect("the operator runs")
+        .saturating_sub(before_kib);
     eprintln!(
         "operator with {objects} objects of {} KB of finalizers each: resident {before_kib} KiB, then +{growth_kib} KiB",
         finalizers.iter().map(|f| f.len() + 3).sum::<usize>() / 1000

@@ -176,17 +176,7 @@ async fn a_forged_status_in_a_default_key_namespace_changes_nothing() {
     let sim = start(example_fixtures()).await;
     let (a, b) = (TestNamespace::create("forge-a"), TestNamespace::create("forge-b"));
     let label = a.name.clone();
-    let _operator = Operator::start_across_namespaces(
-        &sim.base_url(),
-        &[
-            "--watch-label-selector",
-            &format!("edge-tenants={label}"),
-            "--default-key-namespaces",
-            &format!("{},{}", a.name, b.name),
-            "--lease-name",
-            &format!("edge-operator-{label}"),
-        ],
-    );
+    let _operator = Operator::start_for_tenants(&sim.base_url(), &format!("edge-tenants={label}"), &[&a.name, &b.name]);
     let early = access_list(
         &a.name,
         "early",

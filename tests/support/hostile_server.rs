@@ -104,17 +104,22 @@ pub(crate) fn hostile(other_host: String) -> Router {
         )
 }
 
+/// The member `name` (`VmHWM`, `VmRSS`: KiB) of process `pid`'s `/proc` status, while
+/// it runs.
+pub(crate) fn memory_kib(pid: u32, name: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// The peak memory (`VmHWM`, KiB) of process `pid`, read every 5 ms until `done`
 /// says it has exited; the last value read before.
 pub(crate) async fn peak_kib_until(pid: u32, mut done: impl FnMut() -> bool) -> u64 {
     let mut peak = 0;
     loop {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            && let Some(kib) = status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
+        if let Some(kib) = memory_kib(pid, "VmHWM") {
             peak = peak.max(kib);
         }
         if done() {

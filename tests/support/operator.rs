@@ -32,6 +32,25 @@ impl Operator {
         Self::spawn(None, api_url, extra, &cluster().kubeconfig)
     }
 
+    /// Starts the operator on the objects `selector` matches in every namespace, the
+    /// operator's key allowed in `namespaces` (tenants sharing it), with a Lease of its
+    /// own.
+    pub(crate) fn start_for_tenants(api_url: &str, selector: &str, namespaces: &[&str]) -> Self {
+        let lease = format!("edge-operator-{}", selector.replace(['=', '.', '/'], "-"));
+        let default_key = namespaces.join(",");
+        Self::start_across_namespaces(
+            api_url,
+            &[
+                "--watch-label-selector",
+                selector,
+                "--default-key-namespaces",
+                &default_key,
+                "--lease-name",
+                &lease,
+            ],
+        )
+    }
+
     /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
     pub(crate) fn start_with_kubeconfig(
         namespace: &str,
