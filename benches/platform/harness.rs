@@ -250,6 +250,24 @@ impl Cluster {
         Ok(writes)
     }
 
+    /// The operator's completed requests to the apiserver, across the run.
+    fn operator_completed_requests(&self) -> anyhow::Result<Vec<serde_json::Value>> {
+        let mut requests = self.completed_requests(USER_AGENT)?;
+        requests.retain(|event| event["userAgent"] == USER_AGENT);
+        Ok(requests)
+    }
+
+    /// The request URIs of the operator's lists of `resource` (a plural name), across
+    /// the run.
+    pub(crate) fn operator_lists(&self, resource: &str) -> anyhow::Result<Vec<String>> {
+        Ok(self
+            .operator_completed_requests()?
+            .iter()
+            .filter(|event| event["verb"] == "list" && event["objectRef"]["resource"] == resource)
+            .filter_map(|event| event["requestURI"].as_str().map(str::to_string))
+            .collect())
+    }
+
     /// The operator's requests to the apiserver received within `[from, to)`, as
     /// `verb resource` (watches included: a re-established watch is a request).
     pub(crate) fn operator_requests(
@@ -258,10 +276,7 @@ impl Cluster {
         to: chrono::DateTime<chrono::Utc>,
     ) -> anyhow::Result<Vec<String>> {
         let mut requests = Vec::new();
-        for event in self.completed_requests(USER_AGENT)? {
-            if event["userAgent"] != USER_AGENT {
-                continue;
-            }
+        for event in self.operator_completed_requests()? {
             let Some(received) = event["requestReceivedTimestamp"].as_str() else {
                 continue;
             };

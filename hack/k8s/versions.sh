@@ -13,9 +13,9 @@ HELM_K8S_MINOR=37
 PROMETHEUS_MODULE_VERSION=v0.316.0
 # The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
-# The first commit that shipped the Helm chart (0.1.0): the release the upgrade test
+# The last commit of the previous release (0.2.0): the release the upgrade test
 # (tests/upgrade) installs before upgrading to the working tree.
-PREVIOUS_RELEASE_COMMIT=38cd4b3e633715b86a752e033959292ca3c94d7e
+PREVIOUS_RELEASE_COMMIT=169580d5cfe99deef23314a2fff5898b12505235
 GO_MIN_VERSION=1.26.0
 # kind and what its node image holds (hack/kind/build.sh). The node runtime follows the
 # base image of that kind release; CoreDNS is the version kubeadm of K8S_VERSION deploys;

@@ -19,27 +19,14 @@ const WAIT: Duration = Duration::from_secs(90);
 const LEASE: Duration = Duration::from_secs(15);
 const KINDS: &str =
     "accesslistconfigs.edgeplatform.io,pullzonecertificates.edgeplatform.io,containerappwatches.edgeplatform.io";
-/// The previous release's examples, one object of each kind, and the condition that
-/// release set True when it served one (it had no Ready for ContainerAppWatch).
-const EXAMPLES: [(&str, &str, &str); 3] = [
-    (
-        "access-list-config.yaml",
-        "accesslistconfig/block-known-bad-actors",
-        "Ready",
-    ),
-    (
-        "pull-zone-certificate.yaml",
-        "pullzonecertificate/shop-example-com",
-        "Ready",
-    ),
-    (
-        "container-app-watch.yaml",
-        "containerappwatch/shop-frontend",
-        "AppReady",
-    ),
+/// The previous release's examples, one object of each kind.
+const EXAMPLES: [(&str, &str); 3] = [
+    ("access-list-config.yaml", "accesslistconfig/block-known-bad-actors"),
+    ("pull-zone-certificate.yaml", "pullzonecertificate/shop-example-com"),
+    ("container-app-watch.yaml", "containerappwatch/shop-frontend"),
 ];
 
-/// The previous release's chart and examples, from git history, in a directory of their
+/// The previous release's chart, CRDs and examples, from git history, in a directory of their
 /// own; removed when dropped.
 struct PreviousSources {
     dir: PathBuf,
@@ -51,7 +38,7 @@ impl PreviousSources {
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let status = Command::new("bash")
             .arg("-c")
-            .arg(r#"set -o pipefail; git -C "$1" archive "$2" charts/edge-operator examples | tar -x -C "$3""#)
+            .arg(r#"set -o pipefail; git -C "$1" archive "$2" charts/edge-operator crds examples | tar -x -C "$3""#)
             .args([
                 "extract",
                 &repo_root().display().to_string(),
@@ -78,25 +65,8 @@ impl PreviousSources {
         chart["appVersion"].as_str().expect("an appVersion").to_string()
     }
 
-    /// The example fixtures without the access lists' `category` and `requiredPlan`: the
-    /// previous release decodes them as text where the platform's schemas make them
-    /// integers, so it served only lists without them.
-    fn fixtures(&self) -> PathBuf {
-        let current = std::fs::read_to_string(repo_root().join("examples/edge-sim-fixtures.yaml")).expect("fixtures");
-        let mut document: serde_yaml::Value = serde_yaml::from_str(&current).expect("YAML fixtures");
-        let zones = document["shieldZones"].as_sequence_mut().expect("Shield Zones");
-        for list in zones
-            .iter_mut()
-            .filter_map(|zone| zone.get_mut("accessLists")?.as_sequence_mut())
-            .flatten()
-        {
-            let list = list.as_mapping_mut().expect("an access list");
-            list.remove("category");
-            list.remove("requiredPlan");
-        }
-        let file = self.dir.join("fixtures.yaml");
-        std::fs::write(&file, serde_yaml::to_string(&document).expect("YAML")).expect("fixtures written");
-        file
+    fn crds(&self) -> String {
+        self.dir.join("crds").display().to_string()
     }
 
     fn example(&self, file: &str) -> String {
@@ -150,8 +120,8 @@ fn deploy_emulator(name: &str, namespace: &str, fixtures: &Path) -> String {
         "--show-only=templates/emulator.yaml",
         "--set=emulator.enabled=true",
         "--set=emulator.image.pullPolicy=Never",
-        // The previous release trusts no private CA: it reaches the stand-in platform over
-        // plain http, as it allowed in the cluster.
+        // The stand-in platform over plain http in the cluster (platform.allowHttpInCluster):
+        // what the test proves is the upgrade; the node suite proves https with a private CA.
         "--set=emulator.tls.enabled=false",
         &format!("--set-file=emulator.fixtures={}", fixtures.display()),
     ]);
@@ -183,13 +153,15 @@ fn deploy_emulator(name: &str, namespace: &str, fixtures: &Path) -> String {
     format!("http://{}:8080", address.trim())
 }
 
-/// The previous release's values: the emulator as the platform, a key Secret the chart
-/// creates, one watched namespace.
+/// The previous release's values: the emulator as the platform over cluster-internal
+/// http, a key Secret the chart creates, one watched namespace whose objects use it.
 fn previous_values(api_url: &str, namespace: &str) -> Vec<String> {
     vec![
         format!("--set=platform.apiUrl={api_url}"),
+        "--set=platform.allowHttpInCluster=true".into(),
         "--set=credentials.create=true".into(),
         "--set=credentials.accessKey=demo-access-key".into(),
+        format!("--set=credentials.defaultKeyNamespaces={{{namespace}}}"),
         format!("--set=watchNamespace={namespace}"),
         "--set=image.pullPolicy=Never".into(),
     ]
@@ -233,7 +205,7 @@ async fn platform_list(release: &Release) -> (bool, i64) {
 /// Whether every object is healthy by kstatus, Argo CD and `kubectl wait`, with a
 /// Ready condition of its current generation.
 fn all_healthy(namespace: &str) -> bool {
-    EXAMPLES.iter().all(|(_, resource, _)| {
+    EXAMPLES.iter().all(|(_, resource)| {
         let verdict = judge(namespace, resource, "1s");
         let object = get_json(namespace, resource);
         let generation = &object["metadata"]["generation"];
@@ -246,10 +218,8 @@ fn all_healthy(namespace: &str) -> bool {
     })
 }
 
-/// The AccessListConfig's `status.restorePoint` (enabled, action) once unchanged for
-/// 3 s. 0.1.0 wrote it after its first platform write, so a second reconcile reading a
-/// stale cache could record the written values instead, or drop it; the upgrade keeps
-/// whatever 0.1.0 left.
+/// The AccessListConfig's `status.restorePoint` (enabled, action), the values the
+/// previous release read before its first write, once unchanged for 3 s.
 async fn settled_restore_point(namespace: &str) -> Option<(bool, i64)> {
     let read = || {
         let point = &get_json(namespace, EXAMPLES[0].1)["status"]["restorePoint"];
@@ -287,16 +257,16 @@ fn diagnosis(namespace: &str) -> String {
 /// How the new CRDs reach the cluster (docs/operations.md, "Upgrading").
 #[derive(Debug, Clone, Copy)]
 enum CrdUpgrade {
-    /// With the chart (`crds.enabled`, the default): `helm upgrade` alone. From 0.1.0,
-    /// whose CRDs Helm created from its `crds/` folder and does not count as the
-    /// release's, with `--take-ownership` that once.
+    /// With the chart (`crds.enabled`, the default): `helm upgrade` alone.
     WithTheChart,
-    /// Installed apart (`crds.enabled=false`): applied server-side before `helm upgrade`.
+    /// Installed apart (`crds.enabled=false`): the previous release's applied before its
+    /// `helm install`, the new ones applied server-side before `helm upgrade`.
     Apart,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no_duplicate_platform_write() {
+async fn the_previous_release_upgrades_with_its_objects_converged_its_owners_recorded_and_no_duplicate_platform_write()
+{
     assert!(
         std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
         "the upgrade test needs a cluster with a node and the images loaded (hack/image/build.sh previous), \
@@ -305,7 +275,7 @@ async fn a_release_of_the_first_chart_upgrades_with_its_objects_converged_and_no
     // One after the other: each replaces the CRDs.
     for crds in [CrdUpgrade::WithTheChart, CrdUpgrade::Apart] {
         println!("== CRDs {crds:?}");
-        upgrade_from_the_first_release(crds).await;
+        upgrade_from_the_previous_release(crds).await;
     }
 }
 
@@ -341,37 +311,35 @@ fn crd_metadata() -> Vec<Value> {
         .collect()
 }
 
-async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
+async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
     let commit = pinned("PREVIOUS_RELEASE_COMMIT");
     let previous = PreviousSources::extract(&commit);
     remove_current_crds();
     let (namespace, name) = Release::namespace_and_name("upgrade");
     let ns = namespace.name.clone();
-    let api_url = deploy_emulator(&name, &ns, &previous.fixtures());
+    let api_url = deploy_emulator(&name, &ns, &repo_root().join("examples/edge-sim-fixtures.yaml"));
 
-    // The previous release, as its users installed it: its chart creates its CRDs.
+    // The previous release, as its users installed it: its CRDs with its chart, or
+    // applied apart first.
     let values = previous_values(&api_url, &ns);
     let previous_chart = previous.chart();
     let mut args: Vec<&str> = vec!["install", &name, &previous_chart, "--namespace", &ns];
     args.extend(values.iter().map(String::as_str));
+    if let CrdUpgrade::Apart = crds {
+        kubectl(&["apply", "--server-side", "-f", &previous.crds()], None);
+        args.push("--set=crds.enabled=false");
+    }
     args.extend(["--wait", "--timeout=120s"]);
     let started = Instant::now();
     let (ok, _, err) = helm(&args);
     assert!(ok, "helm install of the previous release: {err}");
     let release = Release::installed(name, namespace, started.elapsed(), "http");
-    for (file, _, _) in EXAMPLES {
+    for (file, _) in EXAMPLES {
         kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&previous.example(file)));
     }
-    for (_, resource, condition) in EXAMPLES {
+    for (_, resource) in EXAMPLES {
         let (ok, _, err) = cluster().kubectl(
-            &[
-                "wait",
-                "-n",
-                &ns,
-                resource,
-                &format!("--for=condition={condition}"),
-                "--timeout=90s",
-            ],
+            &["wait", "-n", &ns, resource, "--for=condition=Ready", "--timeout=90s"],
             None,
         );
         assert!(ok, "the previous release served {resource}: {err}\n{}", diagnosis(&ns));
@@ -406,10 +374,7 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
     }
 
     // `helm upgrade --reset-then-reuse-values` (docs/operations.md) while a change
-    // arrives, with the chart's default image (its appVersion's tag); objects using the
-    // operator's key need their namespace listed (the default key is denied elsewhere
-    // since the previous release), and the emulator's plain http URL needs allowing
-    // (http is refused beyond loopback since the previous release).
+    // arrives, with the chart's default image (its appVersion's tag).
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
     let change = tokio::task::spawn_blocking({
@@ -419,7 +384,6 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
         let ns = ns.clone();
         move || kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&yaml))
     });
-    let default_key = format!("--set=credentials.defaultKeyNamespaces={{{ns}}}");
     let current_chart = chart();
     let mut args = vec![
         "upgrade",
@@ -428,15 +392,12 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
         "--namespace",
         &ns,
         "--reset-then-reuse-values",
-        "--set=platform.allowHttpInCluster=true",
-        &default_key,
         "--wait",
         "--timeout=120s",
     ];
-    args.push(match crds {
-        CrdUpgrade::WithTheChart => "--take-ownership",
-        CrdUpgrade::Apart => "--set=crds.enabled=false",
-    });
+    if let CrdUpgrade::Apart = crds {
+        args.push("--set=crds.enabled=false");
+    }
     let upgrade_started = Instant::now();
     let (ok, _, err) = tokio::task::block_in_place(|| helm(&args));
     assert!(ok, "helm upgrade to the working tree: {err}");
@@ -472,24 +433,11 @@ async fn upgrade_from_the_first_release(crds: CrdUpgrade) {
             && metadata["annotations"]["helm.sh/resource-policy"] == "keep"
     };
     match crds {
-        CrdUpgrade::WithTheChart => {
-            assert!(
-                crd_metadata().iter().all(managed_by_the_release),
-                "the release owns the CRDs, kept on uninstall: {:?}",
-                crd_metadata()
-            );
-            // From now on a plain `helm upgrade` carries the CRDs.
-            let plain = [
-                "upgrade",
-                &release.name,
-                &current_chart,
-                "--namespace",
-                &ns,
-                "--reuse-values",
-            ];
-            let (ok, _, err) = tokio::task::block_in_place(|| helm(&plain));
-            assert!(ok, "a plain helm upgrade once the release owns the CRDs: {err}");
-        }
+        CrdUpgrade::WithTheChart => assert!(
+            crd_metadata().iter().all(managed_by_the_release),
+            "the release owns the CRDs, the new kind's too, kept on uninstall: {:?}",
+            crd_metadata()
+        ),
         CrdUpgrade::Apart => assert!(
             !crd_metadata().iter().any(managed_by_the_release),
             "crds.enabled=false leaves the CRDs to whoever installed them"

@@ -1,4 +1,4 @@
-//! An upgrade as users run it: the chart's first release (`PREVIOUS_RELEASE_COMMIT` of
+//! An upgrade as users run it: the previous release (`PREVIOUS_RELEASE_COMMIT` of
 //! `hack/k8s/versions.sh`, its chart and examples taken from git history, its operator
 //! image built from that commit by `hack/image/build.sh previous`) serves live objects;
 //! then the README's upgrade step applies the new CRDs and `helm upgrade` moves the

@@ -80,6 +80,21 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
     Action::requeue(delay)
 }
 
+/// Objects per answer of a kind's initial list (and of every relist).
+pub const LIST_PAGE_SIZE: u32 = 500;
+
+/// How a kind is watched: listed in pages of [`LIST_PAGE_SIZE`], each page trimmed to
+/// what is read before the next is asked for, so that the full form of every object is
+/// never held at once. A list from any version (`resourceVersion=0`) would come whole
+/// from the apiserver's cache, whatever the page size.
+fn watch_config(label_selector: Option<&str>) -> watcher::Config {
+    let watch = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    match label_selector {
+        Some(selector) => watch.labels(selector),
+        None => watch,
+    }
+}
+
 /// What every kind's controller starts with.
 pub(super) struct Controllers<'a> {
     pub client: &'a kube::Client,
@@ -103,11 +118,7 @@ impl Controllers<'_> {
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
         let failing = Arc::new(AtomicBool::new(false));
-        let mut watch = watcher::Config::default().any_semantic();
-        if let Some(selector) = self.label_selector {
-            watch = watch.labels(selector);
-        }
-        let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch)
+        let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch_config(self.label_selector))
             .default_backoff()
             .modify(|object: &mut K| keep_what_is_read(object.meta_mut(), K::FINALIZER))
             .reflect(writer)
@@ -143,5 +154,23 @@ impl Controllers<'_> {
                 async move { report_controller_event::<K>(result, &health, &failing) }
             })
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::watcher::{InitialListStrategy, ListSemantic};
+
+    use super::*;
+
+    #[test]
+    fn a_kind_is_listed_in_pages_of_the_most_recent_version() {
+        for selector in [None, Some("team=a")] {
+            let watch = watch_config(selector);
+            assert_eq!(watch.page_size, Some(LIST_PAGE_SIZE));
+            assert_eq!(watch.list_semantic, ListSemantic::MostRecent);
+            assert_eq!(watch.initial_list_strategy, InitialListStrategy::ListWatch);
+            assert_eq!(watch.label_selector.as_deref(), selector);
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod check;
 mod controllers;
+pub use controllers::LIST_PAGE_SIZE;
 mod leadership;
 mod secret_protection;
 mod secret_watch;
