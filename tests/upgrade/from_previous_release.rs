@@ -443,10 +443,19 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
             "crds.enabled=false leaves the CRDs to whoever installed them"
         ),
     }
+    // The old and the new operator run side by side for a while (a surge Pod, which
+    // waits for the Lease): done when the old one is gone and the new one leads.
     eventually(
-        "every object healthy again, for its current generation",
+        "every object healthy again for its current generation, the old operator gone, a new one leading",
         WAIT,
-        || async { tokio::task::block_in_place(|| all_healthy(&ns)).then_some(()) },
+        || async {
+            let healthy = tokio::task::block_in_place(|| all_healthy(&ns));
+            let pods = release.operator_pods().await;
+            let leader = release.leader().await;
+            let replaced = matches!(pods.as_slice(),
+                [pod] if pod.metadata.name.as_deref() != Some(old_pod.as_str()) && pod.metadata.name == leader);
+            (healthy && replaced).then_some(())
+        },
     )
     .await;
     let converged_after = upgrade_started.elapsed();
@@ -471,7 +480,10 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         "the Pod runs the new image, not the one the node held"
     );
     assert!(rollout.samples > 10, "{rollout:?}");
-    assert_eq!(rollout.most_running, 1, "never two operators at once: {rollout:?}");
+    assert!(
+        rollout.most_running <= 2,
+        "at most one Pod surged beside the old one: {rollout:?}"
+    );
     let (stopped, leads) = (
         rollout.last_old_running.expect("the old operator was seen running"),
         rollout.first_new_leader.expect("the new operator took the Lease"),
@@ -488,27 +500,29 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         (true, 3),
         "the change (Challenge) is applied"
     );
+    // The owner the previous release decided is recorded where only the operator writes,
+    // with the values it recorded, and confirmed by the new operator's first read.
+    let claim = eventually("the upgraded object's claim, confirmed by a read", WAIT, || async {
+        let claims = tokio::task::block_in_place(|| kubectl(&["get", "accesslistclaims", "-o", "json"], None));
+        let claims: Value = serde_json::from_str(&claims).expect("the AccessListClaims as JSON");
+        claims["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["spec"]["owner"]["namespace"] == ns.as_str() && c["spec"]["proof"]["readAt"].is_string())
+            .cloned()
+    })
+    .await;
+    assert_eq!(claim["spec"]["owner"]["name"], "block-known-bad-actors");
+    assert_eq!(claim["spec"]["configurationId"], 9101);
     let writes_after = platform_writes(&release).await;
     let new_writes = &writes_after[writes_before.len()..];
     assert_eq!(
         new_writes,
         ["PATCH /shield/shield-zone/1001/access-lists/configurations/9101".to_string()],
-        "one PATCH for the change and nothing written again: {new_writes:?}"
+        "one PATCH for the change and nothing written again, by either operator: {new_writes:?}"
     );
 
-    // The owner the previous release decided is recorded where only the operator writes,
-    // with the values it recorded, and confirmed by the new operator's first read.
-    let claims: Value = serde_json::from_str(&kubectl(&["get", "accesslistclaims", "-o", "json"], None))
-        .expect("the AccessListClaims as JSON");
-    let claim = claims["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["spec"]["owner"]["namespace"] == ns.as_str())
-        .expect("a claim of the upgraded object");
-    assert_eq!(claim["spec"]["owner"]["name"], "block-known-bad-actors");
-    assert_eq!(claim["spec"]["configurationId"], 9101);
-    assert!(claim["spec"]["proof"]["readAt"].is_string(), "{claim}");
     // The restore point the previous release recorded survives the upgrade.
     kubectl(&["delete", "-n", &ns, EXAMPLES[0].1, "--timeout=60s"], None);
     assert_eq!(
