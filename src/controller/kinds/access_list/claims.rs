@@ -9,13 +9,15 @@
 //! The owner keeps the configuration until it is deleted (after its restore), or until
 //! a claimant finds its uid gone. Nothing of an object's status is read, except once:
 //! at a start that finds no record of its platform (the first after an upgrade),
-//! the owners 0.2.0 decided get theirs ([`carried_over`]). Such a record is confirmed by
+//! the owners 0.2.0 decided get theirs ([`PreviousOwners`]). Such a record is confirmed by
 //! its owner's first read, or released if its owner's key is refused.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -121,38 +123,42 @@ fn proof_of(object: &AccessListConfig, read_at: Option<&str>) -> ClaimProof {
     }
 }
 
-/// The records of the owners release 0.2.0 decided, read from their statuses: objects
-/// that manage and are not paused (nor deleted, unless their restore is pending), whose
-/// last reconcile succeeded on the configuration `status.atProvider` names. Of several
-/// on one configuration, the oldest. The values to restore are `status.restorePoint`'s
-/// when it names that configuration in the spec's zone.
-pub(super) fn carried_over(platform: &str, objects: &[AccessListConfig]) -> Vec<AccessListClaim> {
-    let mut owners: Vec<&AccessListConfig> = objects
-        .iter()
-        .filter(|object| {
-            let deleting = object.metadata.deletion_timestamp.is_some();
-            let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
-            let synced = object.status.as_ref().is_some_and(|status| {
-                find(&status.conditions, ConditionType::Synced).is_some_and(|c| c.status == ConditionStatus::True)
-            });
-            object.spec.management_policy == ManagementPolicy::Manage
-                && !is_paused(*object)
-                && (!deleting || restoring)
-                && synced
-        })
-        .collect();
-    owners.sort_by_key(|object| (object.metadata.creation_timestamp.clone(), object.uid()));
-    let mut records: Vec<AccessListClaim> = Vec::new();
-    for object in owners {
-        let Some(status) = &object.status else { continue };
-        let Some(written) = &status.at_provider else { continue };
-        let zone = object.spec.shield_zone_id;
-        let configuration = written.configuration_id;
-        if records
-            .iter()
-            .any(|r| (r.spec.shield_zone_id, r.spec.configuration_id) == (zone, configuration))
+/// The owners release 0.2.0 decided, read from their statuses a page of objects at a
+/// time: objects that manage and are not paused (nor deleted, unless their restore is
+/// pending), whose last reconcile succeeded on the configuration `status.atProvider`
+/// names. Of several on one configuration, the oldest. The values to restore are
+/// `status.restorePoint`'s when it names that configuration in the spec's zone. Holds
+/// one record per configuration, never the objects: what a tenant's objects carry does
+/// not stay in memory.
+#[derive(Default)]
+pub(super) struct PreviousOwners {
+    /// By (zone, configuration): the owner's age (creation, uid) and its record.
+    chosen: HashMap<(i64, i64), (OwnerAge, AccessListClaim)>,
+}
+
+type OwnerAge = (Option<Time>, Option<String>);
+
+impl PreviousOwners {
+    pub(super) fn consider(&mut self, platform: &str, object: &AccessListConfig) {
+        let deleting = object.metadata.deletion_timestamp.is_some();
+        let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
+        let Some(status) = &object.status else { return };
+        let synced = find(&status.conditions, ConditionType::Synced).is_some_and(|c| c.status == ConditionStatus::True);
+        let decided = object.spec.management_policy == ManagementPolicy::Manage
+            && !is_paused(object)
+            && (!deleting || restoring)
+            && synced;
+        let Some(written) = status.at_provider.as_ref().filter(|_| decided) else {
+            return;
+        };
+        let (zone, configuration) = (object.spec.shield_zone_id, written.configuration_id);
+        let age = (object.metadata.creation_timestamp.clone(), object.uid());
+        if self
+            .chosen
+            .get(&(zone, configuration))
+            .is_some_and(|(oldest, _)| *oldest <= age)
         {
-            continue;
+            return;
         }
         let mut record = new_record(platform, object, configuration, "");
         record.spec.proof = proof_of(object, None);
@@ -163,9 +169,15 @@ pub(super) fn carried_over(platform: &str, objects: &[AccessListConfig]) -> Vec<
                 is_enabled: p.is_enabled,
                 action: p.action,
             });
-        records.push(record);
+        self.chosen.insert((zone, configuration), (age, record));
     }
-    records
+
+    /// The records, their owners oldest first.
+    pub(super) fn records(self) -> Vec<AccessListClaim> {
+        let mut chosen: Vec<_> = self.chosen.into_values().collect();
+        chosen.sort_by(|(a, _), (b, _)| a.cmp(b));
+        chosen.into_iter().map(|(_, record)| record).collect()
+    }
 }
 
 async fn try_carry_over(
@@ -181,21 +193,23 @@ async fn try_carry_over(
     if !records.list(&of_platform).await?.items.is_empty() {
         return Ok(0);
     }
-    let mut listed = Vec::new();
+    let mut owners = PreviousOwners::default();
     let mut params = ListParams::default().limit(PAGE);
     if let Some(labels) = labels {
         params = params.labels(labels);
     }
     loop {
         let page = objects.list(&params).await?;
-        listed.extend(page.items);
+        for object in &page.items {
+            owners.consider(platform, object);
+        }
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => break,
         }
     }
     let mut created = 0;
-    for record in carried_over(platform, &listed) {
+    for record in owners.records() {
         match records.create(&PostParams::default(), &record).await {
             Ok(_) => created += 1,
             Err(error) if is_code(&error, 409) => {}
@@ -260,7 +274,7 @@ impl ClaimRecords {
     }
 
     /// At a start that finds no record of `platform` at all, records the owners release
-    /// 0.2.0 decided among `objects` (see [`carried_over`]); how many. Tried again
+    /// 0.2.0 decided among `objects` (see [`PreviousOwners`]); how many. Tried again
     /// while the apiserver does not serve the records yet (a chart upgrade applies
     /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
     /// at once when the operator may not read or write them.
@@ -559,7 +573,22 @@ mod tests {
         if let Some(point) = elsewhere.status.as_mut().and_then(|s| s.restore_point.as_mut()) {
             point.shield_zone_id = Some(2);
         }
-        let records = carried_over(PLATFORM, &[later, refused, paused, observer, owner, elsewhere]);
+        let considered = [later, refused, paused, observer, owner, elsewhere];
+        let mut owners = PreviousOwners::default();
+        considered.iter().for_each(|object| owners.consider(PLATFORM, object));
+        let mut in_reverse = PreviousOwners::default();
+        considered
+            .iter()
+            .rev()
+            .for_each(|object| in_reverse.consider(PLATFORM, object));
+        assert_eq!(owners.chosen.len(), 2, "one record per configuration, no object kept");
+        let records = owners.records();
+        let chosen = |records: &[AccessListClaim]| -> Vec<_> { records.iter().map(|r| r.spec.clone()).collect() };
+        assert_eq!(
+            chosen(&records),
+            chosen(&in_reverse.records()),
+            "pages in any order choose the same owners"
+        );
         let owners: Vec<_> = records
             .iter()
             .map(|r| (r.spec.configuration_id, r.spec.owner.name.as_str()))
