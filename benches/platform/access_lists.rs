@@ -695,34 +695,45 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         cluster.delete_claims(&sim.base_url()).await?;
         rounds.report(report);
     }
-    check_paged_lists(cluster, report)
+    check_initial_lists(cluster, report)
 }
 
-/// Every list of AccessListConfigs the operator made (initial lists and relists) asked
-/// for pages of at most [`LIST_PAGE_SIZE`] objects of the most recent version: a list
-/// from any version (`resourceVersion=0`) comes whole from the apiserver's cache.
-fn check_paged_lists(cluster: &Cluster, report: &mut Report) -> anyhow::Result<()> {
-    let lists = cluster.operator_lists("accesslistconfigs")?;
+/// The operators met their AccessListConfigs a bounded part at a time: a watch that
+/// streams the initial objects one event each (`sendInitialEvents`), or lists of pages
+/// of at most [`LIST_PAGE_SIZE`] objects of the most recent version. A list from any
+/// version (`resourceVersion=0`) comes whole from the apiserver's cache.
+fn check_initial_lists(cluster: &Cluster, report: &mut Report) -> anyhow::Result<()> {
+    let query = |uri: &String| -> HashMap<String, String> {
+        url::Url::parse(&format!("https://apiserver{uri}"))
+            .map(|url| url.query_pairs().into_owned().collect())
+            .unwrap_or_default()
+    };
+    let lists = cluster.operator_request_uris("list", "accesslistconfigs")?;
     let paged = |uri: &String| {
-        let Ok(url) = url::Url::parse(&format!("https://apiserver{uri}")) else {
-            return false;
-        };
-        let query: HashMap<_, _> = url.query_pairs().collect();
+        let query = query(uri);
         let limit = query.get("limit").and_then(|limit| limit.parse::<u32>().ok());
         limit.is_some_and(|limit| limit <= LIST_PAGE_SIZE) && query.get("resourceVersion").is_none_or(|v| v != "0")
     };
-    let unpaged = lists.iter().filter(|uri| !paged(uri)).count();
-    let continued = lists.iter().filter(|uri| uri.contains("continue=")).count();
+    let whole = lists.iter().filter(|uri| !paged(uri)).count();
+    let streamed = cluster
+        .operator_request_uris("watch", "accesslistconfigs")?
+        .iter()
+        .filter(|uri| {
+            let query = query(uri);
+            query.get("sendInitialEvents").is_some_and(|v| v == "true")
+                && query
+                    .get("labelSelector")
+                    .is_none_or(|s| !s.contains("initial-list-probe"))
+        })
+        .count();
     report.check(
         SUITE,
-        &format!("operator's lists of AccessListConfigs in pages of at most {LIST_PAGE_SIZE} (audit log)"),
-        format!(
-            "{} of {} ({continued} continued pages)",
-            lists.len() - unpaged,
-            lists.len()
+        &format!(
+            "operators' initial lists of AccessListConfigs: streamed, or in pages of at most {LIST_PAGE_SIZE} (audit log)"
         ),
-        "all",
-        !lists.is_empty() && unpaged == 0,
+        format!("{streamed} streamed, {} paged lists, {whole} whole", lists.len() - whole),
+        "none whole",
+        streamed + lists.len() > 0 && whole == 0,
     );
     Ok(())
 }

@@ -257,13 +257,13 @@ impl Cluster {
         Ok(requests)
     }
 
-    /// The request URIs of the operator's lists of `resource` (a plural name), across
-    /// the run.
-    pub(crate) fn operator_lists(&self, resource: &str) -> anyhow::Result<Vec<String>> {
+    /// The request URIs of the operator's requests of `verb` (`list`, `watch`) on
+    /// `resource` (a plural name), across the run.
+    pub(crate) fn operator_request_uris(&self, verb: &str, resource: &str) -> anyhow::Result<Vec<String>> {
         Ok(self
             .operator_completed_requests()?
             .iter()
-            .filter(|event| event["verb"] == "list" && event["objectRef"]["resource"] == resource)
+            .filter(|event| event["verb"] == verb && event["objectRef"]["resource"] == resource)
             .filter_map(|event| event["requestURI"].as_str().map(str::to_string))
             .collect())
     }

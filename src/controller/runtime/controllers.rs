@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
+use kube::api::{WatchEvent, WatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
@@ -80,20 +81,68 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
     Action::requeue(delay)
 }
 
-/// Objects per answer of a kind's initial list (and of every relist).
+/// Objects per answer of a kind's initial list (and of every relist) when the
+/// apiserver cannot stream it.
 pub const LIST_PAGE_SIZE: u32 = 500;
 
-/// How a kind is watched: listed in pages of [`LIST_PAGE_SIZE`], each page trimmed to
-/// what is read before the next is asked for, so that the full form of every object is
-/// never held at once. A list from any version (`resourceVersion=0`) would come whole
-/// from the apiserver's cache, whatever the page size.
-fn watch_config(label_selector: Option<&str>) -> watcher::Config {
-    let watch = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    match label_selector {
-        Some(selector) => watch.labels(selector),
-        None => watch,
+/// A label selector no object carries: the probe of streamed lists reads no object.
+const NO_OBJECT: &str = "edgeplatform.io/initial-list-probe=none";
+
+/// How the apiserver hands the operator a kind's objects, at start and at every relist.
+/// Either way the full form of every object is never held at once: each object, or
+/// each page, is trimmed to what is read before the next arrives. A list from any
+/// version (`resourceVersion=0`) would come whole from the apiserver's cache, whatever
+/// the page size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InitialList {
+    /// One watch event per object (`sendInitialEvents`, the WatchList feature: on by
+    /// default in Kubernetes 1.32 and from 1.34 on): what a tenant's object carries
+    /// (up to the apiserver's 1.5 MiB) is held one object at a time.
+    Streamed,
+    /// Pages of [`LIST_PAGE_SIZE`] objects of the most recent version (1.30, 1.31 and
+    /// 1.33 by default).
+    Paged,
+}
+
+impl InitialList {
+    /// Asks the apiserver with a watch that matches no object: streamed when it
+    /// answers the bookmark that ends the initial events, paged on anything else.
+    async fn probe<K>(api: &Api<K>) -> Self
+    where
+        K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let probe = WatchParams::streaming_lists().labels(NO_OBJECT).timeout(1);
+        let first = match api.watch(&probe, "0").await {
+            Ok(events) => events.boxed().next().await,
+            Err(error) => Some(Err(error)),
+        };
+        match first {
+            Some(Ok(WatchEvent::Bookmark(bookmark)))
+                if bookmark.metadata.annotations.contains_key(INITIAL_EVENTS_END) =>
+            {
+                Self::Streamed
+            }
+            other => {
+                tracing::info!(answer = ?other.map(|event| event.map(|_| "an event")), "the apiserver streams no initial list; listing in pages");
+                Self::Paged
+            }
+        }
+    }
+
+    fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
+        let watch = match self {
+            Self::Streamed => watcher::Config::default().streaming_lists(),
+            Self::Paged => watcher::Config::default().page_size(LIST_PAGE_SIZE),
+        };
+        match label_selector {
+            Some(selector) => watch.labels(selector),
+            None => watch,
+        }
     }
 }
+
+/// The annotation of the bookmark that ends a watch's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 /// What every kind's controller starts with.
 pub(super) struct Controllers<'a> {
@@ -118,7 +167,10 @@ impl Controllers<'_> {
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
         let failing = Arc::new(AtomicBool::new(false));
-        let stream = watcher::watcher(api::<K>(self.client, self.namespace), watch_config(self.label_selector))
+        let objects = api::<K>(self.client, self.namespace);
+        let initial_list = InitialList::probe(&objects).await;
+        tracing::info!(kind = K::KIND, ?initial_list, "watching");
+        let stream = watcher::watcher(objects, initial_list.watch_config(self.label_selector))
             .default_backoff()
             .modify(|object: &mut K| keep_what_is_read(object.meta_mut(), K::FINALIZER))
             .reflect(writer)
@@ -160,17 +212,60 @@ impl Controllers<'_> {
 #[cfg(test)]
 mod tests {
     use kube::runtime::watcher::{InitialListStrategy, ListSemantic};
+    use serde_json::json;
 
     use super::*;
+    use crate::controller::framework::mock_apiserver;
+    use crate::crd::access_list_config::AccessListConfig;
+
+    async fn probed(status: u16, answer: serde_json::Value) -> (InitialList, String) {
+        let (sent, seen) = std::sync::mpsc::channel();
+        let client = mock_apiserver::client(move |request, _| {
+            let _ = sent.send(request.uri.to_string());
+            (status, answer.clone())
+        });
+        let probed = InitialList::probe(&Api::<AccessListConfig>::all(client)).await;
+        (probed, seen.recv().unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn an_apiserver_that_streams_initial_events_is_watched_so_and_one_that_does_not_is_listed_in_pages() {
+        let end = json!({"type": "BOOKMARK", "object": {
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
+            "metadata": {"resourceVersion": "7", "annotations": {INITIAL_EVENTS_END: "true"}}}});
+        let (streamed, uri) = probed(200, end).await;
+        assert_eq!(streamed, InitialList::Streamed);
+        for asked in [
+            "watch=true",
+            "sendInitialEvents=true",
+            "labelSelector=edgeplatform.io%2Finitial-list-probe%3Dnone",
+        ] {
+            assert!(uri.contains(asked), "{uri}");
+        }
+
+        let refused = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+            "reason": "Invalid", "message": "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"});
+        assert_eq!(probed(422, refused).await.0, InitialList::Paged);
+        let plain_bookmark = json!({"type": "BOOKMARK", "object": {
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig", "metadata": {"resourceVersion": "7"}}});
+        assert_eq!(
+            probed(200, plain_bookmark).await.0,
+            InitialList::Paged,
+            "no end of initial events"
+        );
+    }
 
     #[test]
-    fn a_kind_is_listed_in_pages_of_the_most_recent_version() {
+    fn a_kind_is_streamed_or_listed_in_pages_of_the_most_recent_version() {
         for selector in [None, Some("team=a")] {
-            let watch = watch_config(selector);
-            assert_eq!(watch.page_size, Some(LIST_PAGE_SIZE));
-            assert_eq!(watch.list_semantic, ListSemantic::MostRecent);
-            assert_eq!(watch.initial_list_strategy, InitialListStrategy::ListWatch);
-            assert_eq!(watch.label_selector.as_deref(), selector);
+            let paged = InitialList::Paged.watch_config(selector);
+            assert_eq!(paged.page_size, Some(LIST_PAGE_SIZE));
+            assert_eq!(paged.list_semantic, ListSemantic::MostRecent);
+            assert_eq!(paged.initial_list_strategy, InitialListStrategy::ListWatch);
+            assert_eq!(paged.label_selector.as_deref(), selector);
+            let streamed = InitialList::Streamed.watch_config(selector);
+            assert_eq!(streamed.initial_list_strategy, InitialListStrategy::StreamingList);
+            assert_eq!(streamed.label_selector.as_deref(), selector);
         }
     }
 }

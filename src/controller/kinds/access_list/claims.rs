@@ -49,8 +49,9 @@ const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
 /// How long reconciles wait for the first listing of the records.
 const READY_WAIT: Duration = Duration::from_secs(30);
 
-/// Objects read per page while carrying over.
-const PAGE: u32 = 500;
+/// Objects read per page while carrying over: a page holds what tenants wrote on them
+/// (up to the apiserver's 1.5 MiB per object) until its owners are considered.
+const PAGE: u32 = 25;
 
 /// The configuration's owner, as a reconcile learns it.
 #[derive(Debug, Clone)]
