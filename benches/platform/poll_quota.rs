@@ -444,11 +444,19 @@ async fn write_line(
     tokio::time::sleep(Duration::from_secs_f64(2.0 * zones as f64 / f64::from(quota)) + interval).await;
     let started = chrono::Utc::now().timestamp_millis();
     let mut latencies = time_patches(cluster, &other, labels, &sim).await?;
-    tokio::time::sleep((interval * 3).saturating_sub(Duration::from_secs(CHANGES as u64 * 2))).await;
+    // Until the other tenant's watch has been polled three times since the changes
+    // began (two lags); a poll still missing at the deadline shows as one lag fewer.
+    let deadline = tokio::time::Instant::now() + interval * 4;
+    let mut lags = loop {
+        let lags = lags_by_app(&sim, interval, started)
+            .remove("app-0000")
+            .unwrap_or_default();
+        if lags.len() >= 2 || tokio::time::Instant::now() >= deadline {
+            break lags;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
     operator.ensure_running()?;
-    let mut lags = lags_by_app(&sim, interval, started)
-        .remove("app-0000")
-        .unwrap_or_default();
     latencies.sort_unstable();
     lags.sort_unstable();
     drop(operator);
