@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{WatchEvent, WatchParams};
@@ -112,11 +113,14 @@ impl InitialList {
         K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
         let probe = WatchParams::streaming_lists().labels(NO_OBJECT).timeout(1);
-        let first = match api.watch(&probe, "0").await {
-            Ok(events) => events.boxed().next().await,
-            Err(error) => Some(Err(error)),
-        };
-        match first {
+        let first = tokio::time::timeout(PROBE_WITHIN, async {
+            match api.watch(&probe, "0").await {
+                Ok(events) => events.boxed().next().await,
+                Err(error) => Some(Err(error)),
+            }
+        })
+        .await;
+        match first.ok().flatten() {
             Some(Ok(WatchEvent::Bookmark(bookmark)))
                 if bookmark.metadata.annotations.contains_key(INITIAL_EVENTS_END) =>
             {
@@ -140,6 +144,9 @@ impl InitialList {
         }
     }
 }
+
+/// How long the probe of streamed lists may take.
+const PROBE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The annotation of the bookmark that ends a watch's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
