@@ -225,7 +225,8 @@ fn is_code(error: &kube::Error, code: u16) -> bool {
 }
 
 /// The records of configurations and their owners, as the operator's watch of them
-/// holds them.
+/// holds them, without their managed fields (a replace of a cached record keeps the
+/// apiserver's; its labels stay, so the record stays its platform's).
 pub struct ClaimRecords {
     store: Store<AccessListClaim>,
     writer: Mutex<Option<Writer<AccessListClaim>>>,
@@ -252,6 +253,7 @@ impl ClaimRecords {
         let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));
         watcher(Api::<AccessListClaim>::all(client), of_platform)
             .default_backoff()
+            .modify(|record| record.metadata.managed_fields = None)
             .reflect(writer)
             .take_until(stop)
             .for_each(|event| {
