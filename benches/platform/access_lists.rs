@@ -9,7 +9,7 @@ use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, SecretValue};
 use edge_operator::controller::framework::status::time::rfc3339;
 use edge_operator::controller::kinds::access_list::{ZONE_LISTS_TTL, converged_status, plan, resolve};
-use edge_operator::controller::runtime::LIST_PAGE_SIZE;
+use edge_operator::controller::runtime::{LIST_PAGE_SIZE, NO_OBJECT};
 use edge_operator::crd::SecretKeyRef;
 use edge_operator::crd::access_list_claim::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, claim_name, platform_tag,
@@ -721,9 +721,7 @@ fn check_initial_lists(cluster: &Cluster, report: &mut Report) -> anyhow::Result
         .filter(|uri| {
             let query = query(uri);
             query.get("sendInitialEvents").is_some_and(|v| v == "true")
-                && query
-                    .get("labelSelector")
-                    .is_none_or(|s| !s.contains("initial-list-probe"))
+                && query.get("labelSelector").is_none_or(|s| s != NO_OBJECT)
         })
         .count();
     report.check(

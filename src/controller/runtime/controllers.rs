@@ -86,8 +86,9 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
 /// apiserver cannot stream it.
 pub const LIST_PAGE_SIZE: u32 = 500;
 
-/// A label selector no object carries: the probe of streamed lists reads no object.
-const NO_OBJECT: &str = "edgeplatform.io/initial-list-probe=none";
+/// A label selector no object carries: the probe of streamed lists reads no object
+/// (the benchmark tells its watch from the real ones by it).
+pub const NO_OBJECT: &str = "edgeplatform.io/initial-list-probe=none";
 
 /// How the apiserver hands the operator a kind's objects, at start and at every relist.
 /// Either way the full form of every object is never held at once: each object, or

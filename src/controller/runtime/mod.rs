@@ -3,7 +3,7 @@
 
 pub mod check;
 mod controllers;
-pub use controllers::LIST_PAGE_SIZE;
+pub use controllers::{LIST_PAGE_SIZE, NO_OBJECT};
 mod leadership;
 mod secret_protection;
 mod secret_watch;
