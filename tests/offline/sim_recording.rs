@@ -414,3 +414,112 @@ async fn the_recorder_follows_no_redirect_and_sends_the_key_over_plain_http_to_l
         assert!(refused.to_string().contains("clear text"), "{upstream}: {refused}");
     }
 }
+
+/// The numbered exchange files of a recording, in order.
+fn exchange_files(out: &Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(out.join("exchanges"))
+        .expect("exchanges")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
+fn rewrite(path: &Path, change: impl FnOnce(&mut Value)) {
+    let mut exchange: Value = serde_json::from_slice(&std::fs::read(path).expect("exchange")).expect("JSON");
+    change(&mut exchange);
+    std::fs::write(path, serde_json::to_vec_pretty(&exchange).expect("JSON")).expect("written");
+}
+
+#[tokio::test]
+async fn grouped_searches_recorded_through_the_proxy_replay_identically() {
+    let ca = PrivateCa::new("grouped recording CA");
+    let upstream = https_sim(example_fixtures(), &ca.server(&["127.0.0.1"])).await;
+    let generated = upstream.sim.generate(4_000, 0, 11).expect("events");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("recording");
+    let recorder = start_recorder(&upstream.base_url(), Some(&ca.pem), &key_file(dir.path()), &out).await;
+    let now = chrono::Utc::now();
+    let window = json!({"from": (now - chrono::Duration::hours(71)).timestamp_millis(), "to": now.timestamp_millis()});
+    let grouped = |group_by: Value, buckets: i64, filters: Value| {
+        let mut body = window.clone();
+        body["groupBy"] = group_by;
+        body["buckets"] = json!(buckets);
+        body["filters"] = filters;
+        body
+    };
+    let searches = [
+        grouped(json!(["country"]), 24, Value::Null),
+        grouped(json!(["ruleId", "ip"]), 100, Value::Null),
+        grouped(
+            json!(["asn"]),
+            0,
+            json!([{"field": "action", "op": "in", "value": ["block", "challenge"]}]),
+        ),
+    ];
+    for search in &searches {
+        let answer = http()
+            .post(format!("{}/shield/event-logs/1001/search", recorder.base))
+            .json(search)
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(answer.status().as_u16(), 200);
+    }
+    recorder.finish().await;
+    let flat_pages = journal_count(&upstream, "POST", "/shield/event-logs/") - searches.len();
+    let recorded = files(&out);
+    let bytes: usize = recorded.iter().map(|(_, b)| b.len()).sum();
+    let report = parity(&out).await;
+    eprintln!(
+        "recording of {} grouped searches over {generated:?}: {flat_pages} flat pages read, {} files, {bytes} bytes\n{}",
+        searches.len(),
+        recorded.len(),
+        report.report
+    );
+    assert_eq!(report.code, Some(0), "{}", report.report);
+    assert!(
+        report.report.contains("POST /shield/event-logs/{shieldZoneId}/search"),
+        "{}",
+        report.report
+    );
+    assert!(!report.report.contains("compared by type"), "{}", report.report);
+    assert_eq!(
+        exchange_files(&out).len(),
+        searches.len(),
+        "the flat pages are data, not exchanges"
+    );
+    let first = exchange_files(&out)[0].clone();
+    let summarised: Value = serde_json::from_slice(&std::fs::read(&first).expect("exchange")).expect("JSON");
+    let events = summarised["summarised"]["events"].as_u64().expect("events summarised");
+    assert!(events > 1_000, "the window holds thousands of events: {summarised:#}");
+    assert_eq!(summarised["summarised"]["read"].as_u64(), Some(events));
+
+    rewrite(&first, |exchange| {
+        let count = exchange["response"]["body"]["groups"][0]["count"]
+            .as_i64()
+            .expect("count");
+        exchange["response"]["body"]["groups"][0]["count"] = json!(count + 1);
+    });
+    let changed = parity(&out).await;
+    assert_eq!(changed.code, Some(1), "{}", changed.report);
+    assert!(
+        changed.report.contains("$.groups[0].count: "),
+        "the changed count is named: {}",
+        changed.report
+    );
+
+    rewrite(&first, |exchange| {
+        exchange["summarised"]["read"] = json!(events - 1);
+    });
+    let in_part = parity(&out).await;
+    assert_eq!(in_part.code, Some(0), "{}", in_part.report);
+    assert!(
+        in_part
+            .report
+            .contains("(1 compared by type only: the recording did not read every event they summarised)"),
+        "{}",
+        in_part.report
+    );
+}

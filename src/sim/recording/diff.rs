@@ -98,24 +98,49 @@ fn is_volatile(path: &str, volatile: &[&str]) -> bool {
         .any(|member| path.strip_suffix(member).is_some_and(|head| head.ends_with('.')))
 }
 
+/// What a comparison compares.
+#[derive(Debug, Clone, Copy)]
+enum Compared<'a> {
+    /// Every member and item, and the values but those of the volatile members named.
+    Values(&'a [&'a str]),
+    /// The types of the members and items both answers have.
+    Types,
+}
+
 /// Where `replayed` differs from `recorded`, paths rooted at `$`.
 pub(crate) fn differences(recorded: &Value, replayed: &Value, volatile: &[&str]) -> Vec<Difference> {
     let mut found = Vec::new();
-    compare("$".to_string(), recorded, replayed, volatile, &mut found);
+    compare(
+        "$".to_string(),
+        recorded,
+        replayed,
+        Compared::Values(volatile),
+        &mut found,
+    );
     found
 }
 
-fn compare(path: String, recorded: &Value, replayed: &Value, volatile: &[&str], found: &mut Vec<Difference>) {
+/// Where the types of `replayed` differ from those of `recorded`, for an answer that
+/// edge-sim cannot give value for value (it summarised events the recording lacks).
+pub(crate) fn type_differences(recorded: &Value, replayed: &Value) -> Vec<Difference> {
+    let mut found = Vec::new();
+    compare("$".to_string(), recorded, replayed, Compared::Types, &mut found);
+    found
+}
+
+fn compare(path: String, recorded: &Value, replayed: &Value, compared: Compared, found: &mut Vec<Difference>) {
+    let every_member = matches!(compared, Compared::Values(_));
     match (recorded, replayed) {
         (Value::Object(left), Value::Object(right)) => {
             for (name, value) in left {
                 let member = format!("{path}.{name}");
                 match right.get(name) {
-                    Some(other) => compare(member, value, other, volatile, found),
-                    None => found.push(Difference::Missing { path: member }),
+                    Some(other) => compare(member, value, other, compared, found),
+                    None if every_member => found.push(Difference::Missing { path: member }),
+                    None => {}
                 }
             }
-            for name in right.keys().filter(|name| !left.contains_key(*name)) {
+            for name in right.keys().filter(|name| every_member && !left.contains_key(*name)) {
                 found.push(Difference::Extra {
                     path: format!("{path}.{name}"),
                 });
@@ -125,11 +150,12 @@ fn compare(path: String, recorded: &Value, replayed: &Value, volatile: &[&str], 
             for (index, value) in left.iter().enumerate() {
                 let item = format!("{path}[{index}]");
                 match right.get(index) {
-                    Some(other) => compare(item, value, other, volatile, found),
-                    None => found.push(Difference::Missing { path: item }),
+                    Some(other) => compare(item, value, other, compared, found),
+                    None if every_member => found.push(Difference::Missing { path: item }),
+                    None => {}
                 }
             }
-            for index in left.len()..right.len() {
+            for index in (left.len()..right.len()).filter(|_| every_member) {
                 found.push(Difference::Extra {
                     path: format!("{path}[{index}]"),
                 });
@@ -140,12 +166,18 @@ fn compare(path: String, recorded: &Value, replayed: &Value, volatile: &[&str], 
             recorded: type_of(recorded),
             replayed: type_of(replayed),
         }),
-        _ if recorded != replayed && !is_volatile(&path, volatile) => found.push(Difference::Value {
-            path,
-            recorded: shown(recorded),
-            replayed: shown(replayed),
-        }),
-        _ => {}
+        _ => {
+            if let Compared::Values(volatile) = compared
+                && recorded != replayed
+                && !is_volatile(&path, volatile)
+            {
+                found.push(Difference::Value {
+                    path,
+                    recorded: shown(recorded),
+                    replayed: shown(replayed),
+                });
+            }
+        }
     }
 }
 
@@ -206,6 +238,25 @@ mod tests {
         assert!(
             !shows_unseen_rows(&json!({"groups": [{}], "total": 9})),
             "groups are not rows"
+        );
+    }
+
+    #[test]
+    fn a_comparison_of_types_skips_values_and_what_only_one_side_has() {
+        let recorded = json!({"groups": [{"count": 3, "key": {"country": "DE"}}, {"count": 1}], "total": 2});
+        let replayed = json!({"groups": [{"count": 2, "key": {"country": "FR"}, "extra": 1}], "total": 1});
+        assert!(type_differences(&recorded, &replayed).is_empty());
+        let retyped = json!({"groups": [{"count": "3"}], "total": null});
+        let shown: Vec<String> = type_differences(&recorded, &retyped)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "$.groups[0].count: number recorded, string from edge-sim",
+                "$.total: number recorded, null from edge-sim"
+            ]
         );
     }
 

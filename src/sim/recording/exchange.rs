@@ -28,6 +28,30 @@ pub(crate) struct Exchange {
     pub time: DateTime<Utc>,
     pub request: RecordedRequest,
     pub response: RecordedResponse,
+    /// For a grouped search: what the recorder read of the events its answer summarised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarised: Option<Summarised>,
+}
+
+/// The events a grouped search summarised, as far as the recorder read them (flat
+/// pages of the same window and filters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Summarised {
+    /// The events in the window and filters (the flat search's `total`); none when no
+    /// flat page was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    /// Of those, how many the recording holds.
+    pub read: u64,
+}
+
+impl Summarised {
+    /// Whether the recording holds every event the grouped answer summarised, so a
+    /// replay can give the same answer.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.events.is_some_and(|events| self.read >= events)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

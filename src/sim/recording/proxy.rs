@@ -19,9 +19,10 @@ use tokio::sync::Notify;
 
 use super::exchange::{
     DATA_FILE, EXCHANGES_DIR, Exchange, FIXTURES_FILE, MAX_EXCHANGES, RecordedRequest, RecordedResponse,
-    RecordingError, SentCredentials, exchange_path, recorded_body,
+    RecordingError, SentCredentials, Summarised, exchange_path, recorded_body,
 };
-use super::rebuild::rebuild;
+use super::rebuild::{MAX_SUMMARY_EVENTS, SummaryEvents, rebuild};
+use crate::api::models::shield::EventLogsSearchResponse;
 use crate::api::transport::{Transport, configure, tls_problem};
 use crate::api::{Operation, PlainHttp, SecretFile};
 use crate::sim::atomic_file;
@@ -45,6 +46,9 @@ const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_ANSWER_BYTES: usize = 64 << 20;
 /// How long the fixtures wait for more answers before they are rebuilt.
 const REBUILD_QUIET: Duration = Duration::from_millis(500);
+/// The page size of the flat searches that read what a grouped search summarised (the
+/// platform's largest).
+const SUMMARY_PAGE_SIZE: usize = 500;
 
 /// Where `edge-sim record` sends requests and keeps what it hears.
 #[derive(Debug)]
@@ -60,6 +64,7 @@ struct Recording {
     recorder: Recorder,
     client: reqwest::Client,
     exchanges: Mutex<Vec<Exchange>>,
+    summaries: Mutex<SummaryEvents>,
     changed: Arc<Notify>,
 }
 
@@ -101,6 +106,7 @@ pub async fn record(
         recorder,
         client,
         exchanges: Mutex::new(Vec::new()),
+        summaries: Mutex::new(SummaryEvents::default()),
         changed: Arc::new(Notify::new()),
     });
     let (stopped, on_stop) = tokio::sync::watch::channel(false);
@@ -134,7 +140,7 @@ pub async fn record(
 impl Recording {
     fn write_fixtures(&self) {
         let exchanges = self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (document, data) = rebuild(&exchanges);
+        let (document, data) = rebuild(&exchanges, &self.summaries.lock().unwrap_or_else(|e| e.into_inner()));
         let out = &self.recorder.out;
         let fixtures = serde_yaml::to_string(&document).map_err(|e| e.to_string());
         let data = serde_json::to_vec_pretty(&data).map_err(|e| e.to_string());
@@ -230,6 +236,72 @@ impl Recording {
     }
 }
 
+impl Recording {
+    /// Reads the flat pages of a grouped search's window and filters, so that the
+    /// recording holds every event the grouped answer summarised; stops at the first
+    /// answer that is not a page, or at [`MAX_SUMMARY_EVENTS`].
+    async fn read_summarised(&self, path: &str, zone: i64, grouped: &Value) -> Summarised {
+        let mut flat = grouped.as_object().cloned().unwrap_or_default();
+        flat.remove("groupBy");
+        flat.remove("buckets");
+        flat.insert("pageSize".into(), SUMMARY_PAGE_SIZE.into());
+        let mut summarised = Summarised { events: None, read: 0 };
+        for page in 0..=MAX_SUMMARY_EVENTS / SUMMARY_PAGE_SIZE {
+            flat.insert("page".into(), page.into());
+            let body = Value::Object(flat.clone()).to_string();
+            let answer = match self
+                .send(
+                    Operation::SearchEvents,
+                    path,
+                    None,
+                    Some("application/json"),
+                    body.into(),
+                )
+                .await
+            {
+                Ok(answer) if answer.status == StatusCode::OK => answer,
+                Ok(answer) => {
+                    tracing::warn!(status = %answer.status, page, "a flat page of a grouped search's window was refused; its replay compares by type");
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, page, "a flat page of a grouped search's window was not read; its replay compares by type");
+                    break;
+                }
+            };
+            let Ok(answer) = serde_json::from_slice::<EventLogsSearchResponse>(&answer.body) else {
+                break;
+            };
+            summarised.events = Some(answer.total.max(0).unsigned_abs());
+            let rows = answer.rows.unwrap_or_default();
+            let (held, bounded) = self
+                .summaries
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .add(zone, &rows);
+            summarised.read += held;
+            if bounded || rows.is_empty() || summarised.is_complete() {
+                break;
+            }
+        }
+        summarised
+    }
+}
+
+/// A grouped search's Shield Zone and request body, when `body` is one.
+fn grouped_search(operation: Operation, path: &str, body: &[u8]) -> Option<(i64, Value)> {
+    if operation != Operation::SearchEvents {
+        return None;
+    }
+    let request: Value = serde_json::from_slice(body).ok()?;
+    let grouped = request
+        .get("groupBy")
+        .and_then(Value::as_array)
+        .is_some_and(|dimensions| !dimensions.is_empty());
+    let zone = path.trim_start_matches('/').split('/').nth(2)?.parse().ok()?;
+    grouped.then_some((zone, request))
+}
+
 fn refused(status: StatusCode, detail: String) -> Response {
     tracing::warn!(%detail, "refused");
     problem(status, "Not forwarded by edge-sim record", detail, None)
@@ -279,6 +351,12 @@ async fn forward(State(recording): State<Arc<Recording>>, request: Request) -> R
         Ok(answer) => answer,
         Err(detail) => return refused(StatusCode::BAD_GATEWAY, detail),
     };
+    let summarised = match grouped_search(operation, &path, &body) {
+        Some((zone, request)) if answer.status == StatusCode::OK => {
+            Some(recording.read_summarised(&path, zone, &request).await)
+        }
+        _ => None,
+    };
     let (request_body, _) = recorded_body(&body);
     let (response_body, text) = recorded_body(&answer.body);
     let exchange = Exchange {
@@ -298,6 +376,7 @@ async fn forward(State(recording): State<Arc<Recording>>, request: Request) -> R
             body: response_body.map(without_credentials),
             text,
         },
+        summarised,
     };
     if let Err(error) = recording.keep(exchange) {
         tracing::error!(%error, "the exchange was not recorded");

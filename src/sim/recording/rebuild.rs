@@ -1,7 +1,7 @@
 //! The fixtures of a recorded account, rebuilt from its answers: the first successful
 //! answer about a resource says what it held when the recording started.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::Value;
 
@@ -12,8 +12,40 @@ use crate::api::models::shield::{Dimension, EventRow};
 use crate::sim::document::{PullZone, ShieldZone, SimAccessList, SimDocument};
 use crate::sim::events::EventInput;
 
-/// The fixtures document and the data that edge-sim needs to give the recorded answers.
-pub(crate) fn rebuild(exchanges: &[Exchange]) -> (SimDocument, RecordedData) {
+/// The most events a recording reads to replay its grouped searches.
+pub(crate) const MAX_SUMMARY_EVENTS: usize = 100_000;
+
+/// The events the recorder read so that grouped searches replay (the flat pages of
+/// their windows): each event once, at most [`MAX_SUMMARY_EVENTS`].
+#[derive(Debug, Default)]
+pub(crate) struct SummaryEvents {
+    by_zone: BTreeMap<i64, Vec<EventInput>>,
+    held: HashSet<(i64, String)>,
+}
+
+impl SummaryEvents {
+    /// Keeps the events of `rows` not held yet, up to the bound. Returns how many of
+    /// `rows` are held now, and whether the bound left any out.
+    pub(crate) fn add(&mut self, zone: i64, rows: &[EventRow]) -> (u64, bool) {
+        let mut held = 0;
+        for event in rows.iter().filter_map(event_of_row) {
+            let key = (zone, event.log_id.clone().unwrap_or_default());
+            if !self.held.contains(&key) {
+                if self.held.len() >= MAX_SUMMARY_EVENTS {
+                    return (held, true);
+                }
+                self.held.insert(key);
+                self.by_zone.entry(zone).or_default().push(event);
+            }
+            held += 1;
+        }
+        (held, false)
+    }
+}
+
+/// The fixtures document and the data that edge-sim needs to give the recorded answers
+/// (with the events read for grouped searches).
+pub(crate) fn rebuild(exchanges: &[Exchange], summaries: &SummaryEvents) -> (SimDocument, RecordedData) {
     let mut account = Account::default();
     for exchange in exchanges {
         let request = &exchange.request;
@@ -39,6 +71,12 @@ pub(crate) fn rebuild(exchanges: &[Exchange]) -> (SimDocument, RecordedData) {
             _ => {}
         }
     }
+    for (zone, events) in &summaries.by_zone {
+        account.zone(*zone);
+        for event in events {
+            account.keep_event(*zone, event.clone());
+        }
+    }
     account.finish()
 }
 
@@ -49,6 +87,8 @@ struct Account {
     rate_limit_pages: BTreeMap<i64, BTreeMap<i64, Vec<Value>>>,
     pull_zones: BTreeMap<i64, PullZone>,
     apps: BTreeMap<String, Value>,
+    events_held: HashSet<(i64, String)>,
+    entries_held: HashSet<(i64, String)>,
     data: RecordedData,
 }
 
@@ -121,11 +161,17 @@ impl Account {
         self.zone(id);
         let rows: Vec<EventRow> =
             serde_json::from_value(body.get("rows").cloned().unwrap_or_default()).unwrap_or_default();
-        let held = self.data.events.entry(id).or_default();
         for event in rows.iter().filter_map(event_of_row) {
-            if !held.iter().any(|e| e.log_id == event.log_id) {
-                held.push(event);
-            }
+            self.keep_event(id, event);
+        }
+    }
+
+    fn keep_event(&mut self, zone: i64, event: EventInput) {
+        if self
+            .events_held
+            .insert((zone, event.log_id.clone().unwrap_or_default()))
+        {
+            self.data.events.entry(zone).or_default().push(event);
         }
     }
 
@@ -151,7 +197,7 @@ impl Account {
         let held = self.data.logs.entry(id).or_default();
         for mut entry in entries {
             entry.pull_zone_id = id;
-            if !held.iter().any(|e| e.request_id == entry.request_id) {
+            if self.entries_held.insert((id, entry.request_id.clone())) {
                 held.push(entry);
             }
         }
@@ -237,6 +283,7 @@ mod tests {
                 body: Some(body),
                 text: None,
             },
+            summarised: None,
         }
     }
 
@@ -271,7 +318,7 @@ mod tests {
                 json!({"error": {"code": "logging_disabled", "message": ""}}),
             ),
         ];
-        let (document, _) = rebuild(&exchanges);
+        let (document, _) = rebuild(&exchanges, &SummaryEvents::default());
         assert_eq!(document.access_keys, [RECORDING_ACCESS_KEY]);
         let zone = &document.shield_zones[0];
         assert_eq!(zone.id, 7);
@@ -304,7 +351,7 @@ mod tests {
                 json!({"data": [entry.clone(), entry]}),
             ),
         ];
-        let (document, data) = rebuild(&exchanges);
+        let (document, data) = rebuild(&exchanges, &SummaryEvents::default());
         let events = &data.events[&7];
         assert_eq!(events.len(), 1);
         assert_eq!(
@@ -321,10 +368,44 @@ mod tests {
     }
 
     #[test]
+    fn events_read_for_grouped_searches_are_held_once_each_up_to_the_bound() {
+        let row = |i: usize| EventRow {
+            log_id: Some(format!("e{i}")),
+            timestamp: 1_700_000_000_000,
+            fields: Some(std::collections::BTreeMap::from([(
+                "country".to_string(),
+                "DE".to_string(),
+            )])),
+            ..EventRow::default()
+        };
+        let mut summaries = SummaryEvents::default();
+        let first: Vec<EventRow> = (0..3).map(row).collect();
+        assert_eq!(summaries.add(7, &first), (3, false));
+        assert_eq!(
+            summaries.add(7, &first),
+            (3, false),
+            "held already: read, not kept twice"
+        );
+        let unnamed = EventRow { log_id: None, ..row(0) };
+        assert_eq!(
+            summaries.add(7, &[unnamed]),
+            (0, false),
+            "an event without id cannot be held"
+        );
+        let rest: Vec<EventRow> = (3..MAX_SUMMARY_EVENTS + 5).map(row).collect();
+        assert_eq!(summaries.add(7, &rest), ((MAX_SUMMARY_EVENTS - 3) as u64, true));
+        let exchange = exchange("POST", "/shield/event-logs/7/search", None, 200, json!({"groups": []}));
+        let (document, data) = rebuild(&[exchange], &summaries);
+        assert_eq!(data.events[&7].len(), MAX_SUMMARY_EVENTS);
+        assert_eq!(data.events[&7][0].country, "DE");
+        assert_eq!(document.shield_zones[0].id, 7);
+    }
+
+    #[test]
     fn answers_to_other_credentials_describe_no_resource() {
         let mut refused = exchange("GET", "/mc/apps/a", None, 200, json!({"id": "a"}));
         refused.request.credentials = SentCredentials::None;
-        let (document, _) = rebuild(&[refused]);
+        let (document, _) = rebuild(&[refused], &SummaryEvents::default());
         assert!(document.apps.is_empty());
     }
 }
