@@ -118,7 +118,8 @@ impl EdgeClient {
         )
     }
 
-    /// The legacy v1 file of one UTC day, parsed.
+    /// The legacy v1 file of one UTC day, parsed, oldest first (the platform sends it
+    /// newest first unless asked).
     pub async fn log_file(&self, pull_zone_id: i64, day: NaiveDate) -> Result<Vec<LogEntry>, ApiError> {
         let api = Api::Logging { pull_zone_id };
         let path = format!("/{}/{pull_zone_id}.log", day.format("%m-%d-%y"));
@@ -126,6 +127,9 @@ impl EdgeClient {
             .send(Operation::GetLogFile, api, || self.request(Method::GET, api, &path))
             .await?;
         let answer = self.body(response, Operation::GetLogFile.answer_limit(None)).await?;
-        parse_v1_file(&String::from_utf8_lossy(&answer.bytes)).map_err(|e| ApiError::Decode(e.to_string()))
+        let mut entries =
+            parse_v1_file(&String::from_utf8_lossy(&answer.bytes)).map_err(|e| ApiError::Decode(e.to_string()))?;
+        entries.sort_by(|a, b| (a.timestamp, &a.request_id).cmp(&(b.timestamp, &b.request_id)));
+        Ok(entries)
     }
 }

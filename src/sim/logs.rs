@@ -257,18 +257,98 @@ pub(crate) fn v1_day(raw: &str, now: DateTime<Utc>) -> Result<NaiveDate, String>
     Ok(day)
 }
 
-/// The v1 day file: that day's retained entries, oldest first, one line each.
-pub(crate) fn v1_file(logs: &PullZoneLogs, day: NaiveDate, now: DateTime<Utc>) -> String {
-    let start = day.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
-    let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc());
-    let (Some(start), Some(end)) = (start, end) else {
-        return String::new();
-    };
-    logs.range(start, end)
-        .iter()
-        .filter(|e| e.timestamp > now - RETENTION)
-        .map(|e| e.to_v1_line() + "\n")
-        .collect()
+/// A validated v1 query: which lines of a day file, in which order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DayFileQuery {
+    /// Lines skipped from the beginning (after filter and order).
+    start: usize,
+    /// Index of the line after the last one returned; none reads to the end.
+    end: Option<usize>,
+    order: SortOrder,
+    status: Vec<StatusMatch>,
+    /// Lower-cased text a line must contain.
+    search: Option<String>,
+}
+
+fn line_index(name: &str, value: &str) -> Result<usize, String> {
+    value
+        .parse::<usize>()
+        .map_err(|_| format!("`{name}` must be a non-negative integer, got `{value}`"))
+}
+
+/// A v1 `status` item: a class, written `2xx` or as its hundred (`200`).
+fn status_class(raw: &str) -> Result<StatusMatch, String> {
+    match raw.parse::<StatusMatch>()? {
+        StatusMatch::Code(code) if code % 100 == 0 => Ok(StatusMatch::Class(code / 100)),
+        StatusMatch::Code(_) => invalid(format!(
+            "`status` filters by class: 100, 200, 300, 400 or 500 (or 1xx to 5xx), got `{raw}`"
+        )),
+        class => Ok(class),
+    }
+}
+
+impl DayFileQuery {
+    /// Validates the query parameters of `GET /{MM-dd-yy}/{id}.log`. The sort order is
+    /// `order` in the platform's guide and `sort` in its API reference: either is read.
+    pub(crate) fn parse(params: &[(String, String)]) -> Result<Self, String> {
+        let mut query = DayFileQuery::default();
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in params {
+            let key = if name == "sort" { "order" } else { name.as_str() };
+            if !seen.insert(key) {
+                return invalid(format!("parameter `{name}` is repeated"));
+            }
+            match key {
+                "start" => query.start = line_index(name, value)?,
+                "end" => query.end = Some(line_index(name, value)?),
+                "order" => {
+                    query.order = match value.as_str() {
+                        "asc" => SortOrder::Asc,
+                        "desc" => SortOrder::Desc,
+                        _ => return invalid(format!("`{name}` must be asc or desc, got `{value}`")),
+                    };
+                }
+                "status" => query.status = value.split(',').map(status_class).collect::<Result<_, _>>()?,
+                "search" => query.search = Some(value.to_lowercase()).filter(|text| !text.is_empty()),
+                "download" => {
+                    value
+                        .parse::<bool>()
+                        .map_err(|_| format!("`download` must be true or false, got `{value}`"))?;
+                }
+                other => return invalid(format!("unknown parameter `{other}`")),
+            }
+        }
+        if query.end.is_some_and(|end| end < query.start) {
+            return invalid("`end` must not be before `start`");
+        }
+        Ok(query)
+    }
+
+    /// The day file: that day's retained entries that match, in the query's order (newest
+    /// first unless asked), lines `start` to `end`, one line each.
+    pub(crate) fn day_file(&self, logs: &PullZoneLogs, day: NaiveDate, now: DateTime<Utc>) -> String {
+        let start = day.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+        let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc());
+        let (Some(from), Some(to)) = (start, end) else {
+            return String::new();
+        };
+        let retained = logs.range(from, to).iter().filter(|e| e.timestamp > now - RETENTION);
+        let ordered: Box<dyn Iterator<Item = &LogEntry>> = match self.order {
+            SortOrder::Asc => Box::new(retained),
+            SortOrder::Desc => Box::new(retained.rev()),
+        };
+        let lines = ordered
+            .filter(|e| e.matches_statuses(&self.status, &[]))
+            .map(LogEntry::to_v1_line)
+            .filter(|line| {
+                self.search
+                    .as_ref()
+                    .is_none_or(|text| line.to_lowercase().contains(text))
+            })
+            .skip(self.start);
+        let wanted = self.end.map_or(usize::MAX, |end| end - self.start);
+        lines.take(wanted).map(|line| line + "\n").collect()
+    }
 }
 
 #[cfg(test)]
@@ -332,6 +412,84 @@ mod tests {
         );
         assert!(v1_day("11-16-26", now()).is_err());
         assert!(v1_day("2026-11-20", now()).is_err());
+    }
+
+    /// Lines of a day file of five entries (r0 oldest … r4 newest) for `pairs`, as
+    /// their request ids.
+    fn day_file_ids(pairs: &[(&str, &str)]) -> Result<String, String> {
+        let statuses = [200, 404, 301, 503, 200];
+        let entries = statuses.iter().enumerate().map(|(i, status)| LogEntry {
+            timestamp: now() - Duration::minutes(10 - i as i64),
+            request_id: format!("r{i}"),
+            status_code: *status,
+            url: format!("https://web.example.com/{}", if i % 2 == 0 { "Shop" } else { "blog" }),
+            ..LogEntry::default()
+        });
+        let mut logs = PullZoneLogs::default();
+        logs.insert(entries);
+        let query = DayFileQuery::parse(&params(pairs))?;
+        let file = query.day_file(&logs, now().date_naive(), now());
+        let ids: Vec<&str> = file
+            .lines()
+            .map(|line| line.split('|').nth(10).unwrap_or_default())
+            .collect();
+        Ok(ids.join(" "))
+    }
+
+    #[test]
+    fn a_day_file_is_newest_first_unless_asked_and_order_or_sort_chooses() {
+        assert_eq!(day_file_ids(&[]).as_deref(), Ok("r4 r3 r2 r1 r0"));
+        assert_eq!(day_file_ids(&[("order", "asc")]).as_deref(), Ok("r0 r1 r2 r3 r4"));
+        assert_eq!(day_file_ids(&[("sort", "asc")]).as_deref(), Ok("r0 r1 r2 r3 r4"));
+        assert_eq!(day_file_ids(&[("order", "desc")]).as_deref(), Ok("r4 r3 r2 r1 r0"));
+        assert!(day_file_ids(&[("order", "newest")]).is_err());
+        assert!(
+            day_file_ids(&[("order", "asc"), ("sort", "desc")]).is_err(),
+            "one order"
+        );
+    }
+
+    #[test]
+    fn start_and_end_bound_the_lines_after_filter_and_order() {
+        assert_eq!(day_file_ids(&[("start", "1")]).as_deref(), Ok("r3 r2 r1 r0"));
+        assert_eq!(day_file_ids(&[("start", "1"), ("end", "3")]).as_deref(), Ok("r3 r2"));
+        assert_eq!(day_file_ids(&[("end", "0")]).as_deref(), Ok(""));
+        assert_eq!(day_file_ids(&[("start", "9")]).as_deref(), Ok(""));
+        assert_eq!(
+            day_file_ids(&[("status", "200"), ("order", "asc"), ("start", "1")]).as_deref(),
+            Ok("r4")
+        );
+        for bad in [("start", "-1"), ("end", "x"), ("start", "1.5")] {
+            assert!(day_file_ids(&[bad]).is_err(), "{bad:?}");
+        }
+        let backwards = day_file_ids(&[("start", "3"), ("end", "2")]).expect_err("end before start");
+        assert!(backwards.contains("`end`"), "{backwards}");
+    }
+
+    #[test]
+    fn status_keeps_the_classes_named() {
+        assert_eq!(day_file_ids(&[("status", "200")]).as_deref(), Ok("r4 r0"));
+        assert_eq!(day_file_ids(&[("status", "400,500")]).as_deref(), Ok("r3 r1"));
+        assert_eq!(day_file_ids(&[("status", "3xx")]).as_deref(), Ok("r2"));
+        let exact = day_file_ids(&[("status", "404")]).expect_err("a code is not a class");
+        assert!(exact.contains("class"), "{exact}");
+        assert!(day_file_ids(&[("status", "600")]).is_err());
+    }
+
+    #[test]
+    fn search_keeps_lines_holding_the_text_in_any_case() {
+        assert_eq!(day_file_ids(&[("search", "shop")]).as_deref(), Ok("r4 r2 r0"));
+        assert_eq!(day_file_ids(&[("search", "BLOG")]).as_deref(), Ok("r3 r1"));
+        assert_eq!(day_file_ids(&[("search", "")]).as_deref(), Ok("r4 r3 r2 r1 r0"));
+    }
+
+    #[test]
+    fn unknown_and_repeated_parameters_are_refused() {
+        let unknown = day_file_ids(&[("bogus", "1")]).expect_err("unknown");
+        assert!(unknown.contains("`bogus`"), "{unknown}");
+        assert!(day_file_ids(&[("start", "1"), ("start", "2")]).is_err());
+        assert!(day_file_ids(&[("download", "false")]).is_ok());
+        assert!(day_file_ids(&[("download", "maybe")]).is_err());
     }
 
     #[test]

@@ -216,7 +216,7 @@ async fn v2_filters_paginate_with_has_more_and_respect_retention() {
 }
 
 #[tokio::test]
-async fn v1_day_file_has_twelve_pipe_fields_oldest_first() {
+async fn v1_day_file_has_twelve_pipe_fields_newest_first_and_honours_its_parameters() {
     let sim = start(fixtures_at()).await;
     let base = sim.base_url();
     seed_logs(
@@ -240,9 +240,42 @@ async fn v1_day_file_has_twelve_pipe_fields_oldest_first() {
     let body = response.text().await.expect("text");
     let parsed = edge_operator::api::models::logging::parse_v1_file(&body).expect("parses");
     assert_eq!(parsed.len(), 2, "the entry of the previous day is in that day's file");
-    assert_eq!(parsed[0].request_id, "req-0002");
-    assert_eq!(parsed[0].status_code, 404);
+    assert_eq!(parsed[0].request_id, "req-0001", "newest first");
+    assert_eq!(parsed[1].status_code, 404);
     assert!(body.lines().all(|l| l.split('|').count() == 12));
+    let day_file = |query: &'static str| {
+        let base = base.clone();
+        async move {
+            let response = logs(
+                &base,
+                &format!("/11-20-26/501.log?{query}"),
+                Some(("AccessKey", ACCESS_KEY.into())),
+            )
+            .await;
+            let status = response.status();
+            let text = response.text().await.expect("text");
+            let ids: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.split('|').nth(10))
+                .map(str::to_string)
+                .collect();
+            (status, ids, text)
+        }
+    };
+    let (status, ids, _) = day_file("order=asc").await;
+    assert_eq!(
+        (status, ids),
+        (StatusCode::OK, vec!["req-0002".to_string(), "req-0001".into()])
+    );
+    let (status, ids, _) = day_file("order=desc&status=400").await;
+    assert_eq!((status, ids), (StatusCode::OK, vec!["req-0002".to_string()]));
+    let (status, ids, _) = day_file("start=1&end=2").await;
+    assert_eq!((status, ids), (StatusCode::OK, vec!["req-0002".to_string()]));
+    for refused in ["bogus=1", "status=404", "order=sideways", "start=-1"] {
+        let (status, _, text) = day_file(refused).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}: {text}");
+        assert!(text.contains("invalid_request"), "{refused}: {text}");
+    }
     let previous = logs(&base, "/11-19-26/501.log", Some(("AccessKey", ACCESS_KEY.into()))).await;
     assert_eq!(previous.text().await.expect("text").lines().count(), 1);
     let expired = logs(&base, "/11-10-26/501.log", Some(("AccessKey", ACCESS_KEY.into()))).await;

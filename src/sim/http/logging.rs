@@ -18,7 +18,7 @@ use super::respond::{header_str, json, off_the_runtime};
 use crate::api::models::{LoggingError, LoggingErrorBody};
 use crate::sim::document::Resource;
 use crate::sim::emulator::Sim;
-use crate::sim::logs::{LogQuery, v1_day, v1_file};
+use crate::sim::logs::{DayFileQuery, LogQuery, v1_day};
 
 pub(crate) fn router() -> Router<Arc<Sim>> {
     Router::new()
@@ -126,6 +126,11 @@ fn admit(sim: &Sim, account: Option<&str>, pull_zone_id: i64) -> Result<(), Resp
         })
 }
 
+fn parameters(query: Option<&str>) -> Result<Vec<(String, String)>, Response> {
+    serde_urlencoded::from_str(query.unwrap_or_default())
+        .map_err(|e| invalid_request(format!("malformed query string: {e}")))
+}
+
 fn parse_pull_zone(raw: &str) -> Result<i64, Response> {
     raw.parse::<i64>()
         .map_err(|_| invalid_request(format!("pull zone id `{raw}` is not an integer")))
@@ -141,9 +146,7 @@ async fn query_v2(
         let account = authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(&pull_zone)?;
         admit(&sim, account.as_deref(), pull_zone_id)?;
-        let params: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
-            .map_err(|e| invalid_request(format!("malformed query string: {e}")))?;
-        let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
+        let query = LogQuery::parse(&parameters(query.as_deref())?, sim.clock.now()).map_err(invalid_request)?;
         Ok((query, pull_zone_id, sim.world().pull_zone_logs(pull_zone_id)))
     })();
     match result {
@@ -157,6 +160,7 @@ async fn query_v2(
 async fn day_file_v1(
     State(sim): State<Arc<Sim>>,
     Path((day, file)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     let Some(pull_zone) = file.strip_suffix(".log") else {
@@ -173,14 +177,15 @@ async fn day_file_v1(
         let now = sim.clock.now();
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, account.as_deref(), pull_zone_id)?;
-        Ok((day, now, sim.world().pull_zone_logs(pull_zone_id)))
+        let query = DayFileQuery::parse(&parameters(query.as_deref())?).map_err(invalid_request)?;
+        Ok((query, day, now, sim.world().pull_zone_logs(pull_zone_id)))
     })();
     match result {
-        Ok((day, now, logs)) => {
+        Ok((query, day, now, logs)) => {
             off_the_runtime(move || {
                 (
                     [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                    v1_file(&logs, day, now),
+                    query.day_file(&logs, day, now),
                 )
                     .into_response()
             })
