@@ -54,8 +54,8 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
         return checks;
     }
     let first = platform.probe(false).await;
-    let reached = first.is_ok();
     checks.extend(first_contact(&config.base_url, &first));
+    let reached = checks.iter().all(|c| c.verdict != Verdict::Fail);
     if let Ok(probe) = &first {
         checks.push(clock(Utc::now(), probe.server_time, args.max_clock_skew.into()));
     }
@@ -63,18 +63,10 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
         checks.push(check("platform", Verdict::Skip, "not tried: the API is not usable"));
         return checks;
     }
-    checks.push(match logging.probe(true).await {
-        Ok(probe) => check(
-            "logging API",
-            Verdict::Ok,
-            format!(
-                "{} answers (HTTP {})",
-                without_userinfo(&logging.config().logging_url),
-                probe.status
-            ),
-        ),
-        Err(error) => check("logging API", Verdict::Fail, error.to_string()),
-    });
+    checks.push(logging_reached(
+        &without_userinfo(&logging.config().logging_url),
+        &logging.probe(true).await,
+    ));
     for zone in &args.zones {
         checks.push(match platform.access_lists(*zone).await {
             Ok(lists) => check(
@@ -86,7 +78,7 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
                     lists.custom_lists.len()
                 ),
             ),
-            Err(error) => check(&format!("zone {zone}"), Verdict::Fail, error.to_string()),
+            Err(error) => refused(&format!("zone {zone}"), Answerer::Main, &error),
         });
     }
     for pull_zone in &args.pull_zones {
@@ -100,7 +92,7 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
                 Verdict::Ok,
                 "visible: its logs are readable",
             ),
-            Err(error) => check(&format!("pull zone {pull_zone}"), Verdict::Fail, error.to_string()),
+            Err(error) => refused(&format!("pull zone {pull_zone}"), Answerer::Logging, &error),
         });
     }
     for app in &args.apps {
@@ -110,10 +102,84 @@ pub(crate) async fn examine(platform: &EdgeClient, logging: &EdgeClient, args: &
                 Verdict::Ok,
                 format!("visible: {}, status {}", found.name, found.status.as_str()),
             ),
-            Err(error) => check(&format!("app {app}"), Verdict::Fail, error.to_string()),
+            Err(error) => refused(&format!("app {app}"), Answerer::Main, &error),
         });
     }
     checks
+}
+
+/// Which API answered: a status means what that API's error table says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answerer {
+    Main,
+    Logging,
+}
+
+/// What an HTTP status of `answerer` means, in the contract's words.
+fn meaning(answerer: Answerer, status: u16) -> &'static str {
+    match (answerer, status) {
+        (_, 200..=299) => "answered",
+        (Answerer::Logging, 400) => "invalid_request: a query parameter failed validation",
+        (Answerer::Logging, 401) => "unauthorized: no credentials were sent",
+        (Answerer::Logging, 403) => "forbidden: the key is refused, or the Pull Zone is suspended or disabled",
+        (Answerer::Logging, 404) => "logging_disabled: logging is not enabled for this Pull Zone",
+        (Answerer::Logging, 429) => "rate_limited: the Pull Zone's 30 requests in 10 s are used up",
+        (Answerer::Main, 400) => "rejected: the request failed validation",
+        (Answerer::Main, 401) => "unauthorized: the key is refused",
+        (Answerer::Main, 403) => "forbidden: the key may not read this",
+        (Answerer::Main, 404) => "not found: the account of this key has none by that id",
+        (Answerer::Main, 429) => "rate limited: too many requests",
+        (_, 500..=599) => "the platform failed",
+        _ => "a status the platform's API does not document",
+    }
+}
+
+/// A resource check the platform refused: what the status means, then its words. A
+/// rate limit leaves the check undecided.
+fn refused(name: &str, answerer: Answerer, error: &ApiError) -> Check {
+    let Some(status) = error.status() else {
+        return check(name, Verdict::Fail, error.to_string());
+    };
+    let words = error
+        .platform_message()
+        .map(|m| m.to_string())
+        .filter(|m| !m.is_empty())
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    let detail = format!("HTTP {status}, {}{words}", meaning(answerer, status));
+    match error.retry_after() {
+        _ if status != 429 => check(name, Verdict::Fail, detail),
+        Some(wait) => check(
+            name,
+            Verdict::Skip,
+            format!("not checked: {detail}; try again in {} s", wait.as_secs()),
+        ),
+        None => check(name, Verdict::Skip, format!("not checked: {detail}")),
+    }
+}
+
+/// The logging API's answer to the probe, a read of Pull Zone 0, which no account has:
+/// it proves the URL and the TLS; a 403 or 404 there says nothing of the key.
+fn logging_reached(url: &str, outcome: &Result<Probe, ApiError>) -> Check {
+    const NAME: &str = "logging API";
+    let probe = match outcome {
+        Ok(probe) => probe,
+        Err(error) => return refused(NAME, Answerer::Logging, error),
+    };
+    let status = probe.status;
+    let meant = meaning(Answerer::Logging, status);
+    match status {
+        200..=299 => check(NAME, Verdict::Ok, format!("{url} answers (HTTP {status})")),
+        403 | 404 | 429 => check(
+            NAME,
+            Verdict::Ok,
+            format!(
+                "{url} reached: HTTP {status} ({meant}) for Pull Zone 0, which no account has, so it proves the \
+                 URL and the TLS, not the key; name a Pull Zone with --pull-zone to check the key"
+            ),
+        ),
+        _ => check(NAME, Verdict::Fail, format!("{url}: HTTP {status}, {meant}")),
+    }
 }
 
 fn proxy(config: &crate::api::ClientConfig) -> Check {
@@ -168,15 +234,25 @@ fn first_contact(base_url: &str, outcome: &Result<Probe, ApiError>) -> Vec<Check
     let shown = without_userinfo(base_url);
     let connected = check("connect", Verdict::Ok, &shown);
     match outcome {
-        Ok(probe) => vec![
-            connected,
-            tls_ok(),
-            check(
-                "access key",
-                Verdict::Ok,
-                format!("accepted (an unknown application answered HTTP {})", probe.status),
-            ),
-        ],
+        Ok(probe) => {
+            let status = probe.status;
+            let meant = meaning(Answerer::Main, status);
+            let key = match status {
+                404 => check(
+                    "access key",
+                    Verdict::Ok,
+                    format!("accepted: an application no account has answered HTTP 404 ({meant})"),
+                ),
+                200..=299 => check("access key", Verdict::Ok, format!("accepted (HTTP {status})")),
+                429 => check("access key", Verdict::Skip, format!("not proven: HTTP 429, {meant}")),
+                _ => check(
+                    "access key",
+                    Verdict::Fail,
+                    format!("not proven: HTTP {status}, {meant}"),
+                ),
+            };
+            vec![connected, tls_ok(), key]
+        }
         Err(refused @ (ApiError::Unauthorized(_) | ApiError::Forbidden(_))) => vec![
             connected,
             tls_ok(),
@@ -276,6 +352,119 @@ mod tests {
         assert_eq!(
             verdicts(&first_contact("https://api.example.net", &down)),
             [("connect", Verdict::Fail)]
+        );
+    }
+
+    #[test]
+    fn the_key_is_proven_only_by_an_answer_that_means_it() {
+        let key = |status: u16| {
+            let checks = first_contact(
+                "https://api.example.net",
+                &Ok(Probe {
+                    status,
+                    server_time: None,
+                }),
+            );
+            (checks[2].verdict, checks[2].detail.clone())
+        };
+        assert_eq!(key(404).0, Verdict::Ok);
+        assert!(key(404).1.contains("no account has"), "{}", key(404).1);
+        assert_eq!(key(200).0, Verdict::Ok);
+        assert_eq!(key(429).0, Verdict::Skip);
+        let failed = key(503);
+        assert_eq!(failed.0, Verdict::Fail);
+        assert_eq!(failed.1, "not proven: HTTP 503, the platform failed");
+        assert_eq!(key(302).0, Verdict::Fail);
+    }
+
+    #[test]
+    fn the_logging_probe_says_what_its_status_means_for_a_pull_zone_no_account_has() {
+        let url = "https://logging.example.net";
+        let line = |outcome: Result<Probe, ApiError>| {
+            let checked = logging_reached(url, &outcome);
+            (checked.verdict, checked.detail)
+        };
+        let answered = |status: u16| {
+            Ok(Probe {
+                status,
+                server_time: None,
+            })
+        };
+        assert_eq!(line(answered(200)), (Verdict::Ok, format!("{url} answers (HTTP 200)")));
+        let forbidden = line(answered(403));
+        assert_eq!(forbidden.0, Verdict::Ok);
+        assert!(
+            forbidden
+                .1
+                .contains("HTTP 403 (forbidden: the key is refused, or the Pull Zone is suspended or disabled)")
+                && forbidden.1.contains("Pull Zone 0, which no account has")
+                && forbidden.1.contains("not the key"),
+            "{}",
+            forbidden.1
+        );
+        assert_eq!(line(answered(404)).0, Verdict::Ok);
+        assert_eq!(
+            line(answered(500)),
+            (Verdict::Fail, format!("{url}: HTTP 500, the platform failed"))
+        );
+        assert_eq!(
+            line(answered(400)),
+            (
+                Verdict::Fail,
+                format!("{url}: HTTP 400, invalid_request: a query parameter failed validation")
+            )
+        );
+        let unauthorized = line(Err(ApiError::Unauthorized(PlatformMessage::default())));
+        assert_eq!(
+            unauthorized,
+            (Verdict::Fail, "HTTP 401, unauthorized: no credentials were sent".into())
+        );
+    }
+
+    #[test]
+    fn a_refused_resource_names_what_its_status_means() {
+        let words = PlatformMessage {
+            message: "Pull Zone 7 is suspended".into(),
+            ..PlatformMessage::default()
+        };
+        let suspended = refused("pull zone 7", Answerer::Logging, &ApiError::Forbidden(words));
+        assert_eq!(suspended.verdict, Verdict::Fail);
+        assert_eq!(
+            suspended.detail,
+            "HTTP 403, forbidden: the key is refused, or the Pull Zone is suspended or disabled (Pull Zone 7 is suspended)"
+        );
+        let disabled = refused(
+            "pull zone 7",
+            Answerer::Logging,
+            &ApiError::NotFound(PlatformMessage::default()),
+        );
+        assert_eq!(
+            disabled.detail,
+            "HTTP 404, logging_disabled: logging is not enabled for this Pull Zone"
+        );
+        let missing = refused(
+            "zone 9",
+            Answerer::Main,
+            &ApiError::NotFound(PlatformMessage::default()),
+        );
+        assert_eq!(
+            missing.detail,
+            "HTTP 404, not found: the account of this key has none by that id"
+        );
+        let limited = refused(
+            "pull zone 7",
+            Answerer::Logging,
+            &ApiError::RateLimited {
+                retry_after: Some(Duration::from_secs(4)),
+                message: PlatformMessage::default(),
+            },
+        );
+        assert_eq!(limited.verdict, Verdict::Skip);
+        assert!(limited.detail.ends_with("try again in 4 s"), "{}", limited.detail);
+        let down = refused("app a", Answerer::Main, &ApiError::Timeout);
+        assert_eq!(
+            (down.verdict, down.detail.as_str()),
+            (Verdict::Fail, "request timed out")
         );
     }
 
