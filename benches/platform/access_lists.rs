@@ -83,6 +83,7 @@ fn document(objects: usize) -> SimDocument {
                     .map(|i| SimAccessList::new(zone * 100_000 + i, &format!("list-{i}"), false, 0))
                     .collect(),
                 rate_limits: Vec::new(),
+                ..ShieldZone::default()
             })
             .collect(),
         ..SimDocument::default()

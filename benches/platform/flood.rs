@@ -48,6 +48,7 @@ pub(crate) async fn run(cluster: &Cluster, report: &mut Report) -> anyhow::Resul
             pull_zone_id: None,
             access_lists: vec![SimAccessList::new(CONFIGURATION, "list", false, 0)],
             rate_limits: Vec::new(),
+            ..ShieldZone::default()
         }],
         ..SimDocument::default()
     })

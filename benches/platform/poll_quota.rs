@@ -48,6 +48,7 @@ fn document(watches: usize) -> SimDocument {
             pull_zone_id: None,
             access_lists: vec![SimAccessList::new(CONFIGURATION, "bench-list", false, 0)],
             rate_limits: Vec::new(),
+            ..ShieldZone::default()
         }],
         apps: (0..watches)
             .map(|i| json!({"id": format!("app-{i:04}"), "name": format!("app-{i:04}"), "status": "Active"}))
@@ -399,6 +400,7 @@ async fn write_line(
         pull_zone_id: None,
         access_lists: vec![SimAccessList::new(BUSY_CONFIGURATION + i as i64, "busy-list", false, 0)],
         rate_limits: Vec::new(),
+        ..ShieldZone::default()
     }));
     let sim = spawn(document).await?;
     let (busy, busy_api) = cluster.namespace::<AccessListConfig>("writes-busy").await?;

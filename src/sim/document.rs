@@ -69,6 +69,61 @@ pub struct ShieldZone {
     /// Rate-limit rules (`CustomWafRule` or `RateLimitRule` members), served as given.
     #[serde(default)]
     pub rate_limits: Vec<Value>,
+    /// `ShieldZoneResponse` members of the zone's configuration (all but `shieldZoneId`
+    /// and `pullZoneId`); those left out take [`shield_zone_defaults`].
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub settings: Map<String, Value>,
+}
+
+/// The configuration of a Shield Zone whose fixture sets none: a zone on the Basic
+/// plan, WAF and DDoS protection on, nothing blocked beyond them.
+pub fn shield_zone_defaults() -> Map<String, Value> {
+    let defaults = serde_json::json!({
+        "learningMode": false,
+        "learningModeUntil": null,
+        "wafEnabled": true,
+        "wafExecutionMode": 1,
+        "wafDisabledRules": [],
+        "wafLogOnlyRules": [],
+        "wafRequestHeaderLoggingEnabled": true,
+        "wafRequestIgnoredHeaders": [],
+        "wafRealtimeThreatIntelligenceEnabled": false,
+        "wafProfileId": 1,
+        "wafEngineConfig": [],
+        "wafRequestBodyLimitAction": 0,
+        "wafResponseBodyLimitAction": 0,
+        "rateLimitRulesLimit": 10,
+        "customWafRulesLimit": 10,
+        "planType": 0,
+        "dDoSShieldSensitivity": 1,
+        "dDoSExecutionMode": 1,
+        "dDoSChallengeWindow": 300,
+        "blockVpn": false,
+        "blockTor": false,
+        "blockDatacentre": false,
+        "whitelabelResponsePages": false,
+    });
+    match defaults {
+        Value::Object(members) => members,
+        _ => Map::new(),
+    }
+}
+
+/// `ShieldZoneResponse` members a fixture's `settings` may not set: the zone's `id`
+/// and `pullZoneId` say them.
+const SHIELD_ZONE_IDS: [&str; 2] = ["shieldZoneId", "pullZoneId"];
+
+impl ShieldZone {
+    /// The zone as the platform answers it (`ShieldZoneResponse`): every member, the
+    /// fixture's settings over the defaults; `pullZoneId` 0 when it protects none.
+    pub fn configuration(&self) -> Value {
+        let mut answer = Map::new();
+        answer.insert("shieldZoneId".into(), Value::from(self.id));
+        answer.insert("pullZoneId".into(), Value::from(self.pull_zone_id.unwrap_or(0)));
+        answer.extend(shield_zone_defaults());
+        answer.extend(self.settings.clone());
+        Value::Object(answer)
+    }
 }
 
 /// An access list of a zone: `AccessListDetails` members, served as given except
@@ -247,6 +302,17 @@ impl SimDocument {
             if !seen.insert(zone.id) {
                 return Err(invalid(format!("shieldZones[{i}].id"), "duplicate Shield Zone id"));
             }
+            if let Some(id) = SHIELD_ZONE_IDS.iter().find(|id| zone.settings.contains_key(**id)) {
+                return Err(invalid(
+                    format!("shieldZones[{i}].settings.{id}"),
+                    "is the zone's own id or pullZoneId, not a setting",
+                ));
+            }
+            first_violation(
+                &validators.shield_zone,
+                &Value::Object(zone.settings.clone()),
+                &format!("shieldZones[{i}].settings"),
+            )?;
             let mut configurations = HashSet::new();
             for (j, list) in zone.access_lists.iter().enumerate() {
                 let at = format!("shieldZones[{i}].accessLists[{j}]");
@@ -443,6 +509,7 @@ struct FixtureValidators {
     custom_waf_rule: BodyValidator,
     rate_limit_rule: BodyValidator,
     application: BodyValidator,
+    shield_zone: BodyValidator,
 }
 
 /// Fixtures may leave required members out (the emulator fills them in or serves
@@ -455,6 +522,7 @@ fn validators() -> Result<&'static FixtureValidators, DocumentError> {
             custom_waf_rule: BodyValidator::new(Document::Shield, "CustomWafRule", Required::Relaxed)?,
             rate_limit_rule: BodyValidator::new(Document::Shield, "RateLimitRule", Required::Relaxed)?,
             application: BodyValidator::new(Document::MagicContainers, "Application", Required::Relaxed)?,
+            shield_zone: BodyValidator::new(Document::ShieldZones, "ShieldZoneResponse", Required::Relaxed)?,
         })
     });
     compiled.as_ref().map_err(|e| DocumentError::Parse(e.clone()))

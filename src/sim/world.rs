@@ -30,10 +30,29 @@ pub enum WorldError {
 
 /// One page (1-based) of a zone's rate-limit rules.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RateLimitPage {
-    pub rules: Vec<Value>,
+pub struct Page<T> {
+    pub items: Vec<T>,
     pub total: i64,
     pub total_pages: i64,
+}
+
+impl<T: Clone> Page<T> {
+    /// Page `page` (1-based) of `per_page` of `all`; past the end, an empty page.
+    pub fn of(all: &[T], page: i64, per_page: i64) -> Self {
+        let per_page = per_page.max(1);
+        let total = all.len() as i64;
+        let skip = usize::try_from(page.saturating_sub(1).saturating_mul(per_page)).unwrap_or(usize::MAX);
+        Page {
+            items: all
+                .iter()
+                .skip(skip)
+                .take(usize::try_from(per_page).unwrap_or(usize::MAX))
+                .cloned()
+                .collect(),
+            total,
+            total_pages: (total + per_page - 1) / per_page,
+        }
+    }
 }
 
 /// The access lists of a zone, as the platform splits them.
@@ -177,22 +196,27 @@ impl World {
     }
 
     /// Page `page` (1-based) of `per_page` rules; past the end, an empty page.
-    pub fn rate_limit_page(&self, zone: i64, page: i64, per_page: i64) -> Result<RateLimitPage, WorldError> {
+    pub fn rate_limit_page(&self, zone: i64, page: i64, per_page: i64) -> Result<Page<Value>, WorldError> {
         let zone = self.shield_zone(zone).ok_or(WorldError::ShieldZoneNotFound(zone))?;
-        let per_page = per_page.max(1);
-        let total = zone.rate_limits.len() as i64;
-        let skip = usize::try_from(page.saturating_sub(1).saturating_mul(per_page)).unwrap_or(usize::MAX);
-        Ok(RateLimitPage {
-            rules: zone
-                .rate_limits
-                .iter()
-                .skip(skip)
-                .take(usize::try_from(per_page).unwrap_or(usize::MAX))
-                .cloned()
-                .collect(),
-            total,
-            total_pages: (total + per_page - 1) / per_page,
-        })
+        Ok(Page::of(&zone.rate_limits, page, per_page))
+    }
+
+    /// Page `page` (1-based) of `per_page` of the configurations of the Shield Zones
+    /// `account` sees, by id.
+    pub fn shield_zone_page(&self, account: &str, page: i64, per_page: i64) -> Page<Value> {
+        let mut visible: Vec<&ShieldZone> = self
+            .document
+            .shield_zones
+            .iter()
+            .filter(|zone| self.sees(account, &Resource::ShieldZone(zone.id)))
+            .collect();
+        visible.sort_by_key(|zone| zone.id);
+        let shown = Page::of(&visible, page, per_page);
+        Page {
+            items: shown.items.into_iter().map(ShieldZone::configuration).collect(),
+            total: shown.total,
+            total_pages: shown.total_pages,
+        }
     }
 
     /// Issues the certificate of `hostname` once its challenge is ready.

@@ -12,7 +12,8 @@ mod generate;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::sim::{
-    ACCESS_KEY, add_fault, client_of, fixtures_at, http, insert_events, lenient_client_of, now_ms, start,
+    ACCESS_KEY, TEAM_B_KEY, add_fault, client_of, fixtures_at, http, insert_events, lenient_client_of, now_ms, start,
+    two_accounts,
 };
 use edge_operator::api::contract::{BodyValidator, Document, Required, schema};
 use edge_operator::api::models::shield::{
@@ -124,6 +125,7 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
     let configuration = "/shield/shield-zone/1001/access-lists/configurations/9101";
     let shield = Document::Shield;
     let containers = Document::MagicContainers;
+    let zones = Document::ShieldZones;
     #[rustfmt::skip]
     let cases: Vec<Exchange> = vec![
         (Method::POST, search, key, Some(window.clone()), 200, shield, "EventLogsSearchResponse"),
@@ -148,6 +150,14 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
         (Method::GET, "/mc/apps/app-shop", key, None, 200, containers, "Application"),
         (Method::GET, "/mc/apps/app-shop", None, None, 401, containers, "ProblemDetails"),
         (Method::GET, "/mc/apps/nope", key, None, 404, containers, "ErrorDetails"),
+        (Method::GET, "/shield/shield-zone/1001", key, None, 200, zones, "GetShieldZoneResponse"),
+        (Method::GET, "/shield/shield-zone/get-by-pullzone/501", key, None, 200, zones, "GetShieldZoneResponse"),
+        (Method::GET, "/shield/shield-zones", key, None, 200, zones, "GetShieldZonesResponse"),
+        (Method::GET, "/shield/shield-zones?page=2&perPage=1", key, None, 200, zones, "GetShieldZonesResponse"),
+        (Method::GET, "/shield/shield-zone/999999", key, None, 404, shield, "ProblemDetails"),
+        (Method::GET, "/shield/shield-zone/get-by-pullzone/999999", key, None, 404, shield, "ProblemDetails"),
+        (Method::GET, "/shield/shield-zones?perPage=0", key, None, 400, shield, "ProblemDetails"),
+        (Method::GET, "/shield/shield-zone/1001", None, None, 401, shield, "ProblemDetails"),
     ];
     let mut validated = 0;
     for (method, path, key, request, status, document, schema_name) in cases {
@@ -170,6 +180,80 @@ async fn every_emulator_answer_validates_against_the_published_schema() {
         (Value::Null, json!(400))
     );
     eprintln!("contract: {validated} emulator answers validated, 0 violations");
+}
+
+/// The members of a published schema of the Shield Zone reads.
+fn published_members(name: &str) -> Vec<String> {
+    let document: Value = serde_json::from_str(Document::ShieldZones.published()).expect("JSON");
+    document["components"]["schemas"][name]["properties"]
+        .as_object()
+        .expect("properties")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn shield_zone_reads_answer_every_published_member_from_fixtures_and_defaults() {
+    let mut document = two_accounts();
+    document.shield_zones[0].settings =
+        json!({"planType": 2, "blockTor": true, "wafEngineConfig": [{"name": "x", "valueEncoded": "eQ=="}]})
+            .as_object()
+            .cloned()
+            .expect("settings");
+    let sim = start(document).await;
+    let base = sim.base_url();
+    let members = published_members("ShieldZoneResponse");
+    assert_eq!(members.len(), 25, "{members:?}");
+    let read = |path: &'static str, key: &'static str| send(&base, reqwest::Method::GET, path, Some(key), None);
+    let (_, by_id) = read("/shield/shield-zone/1001", ACCESS_KEY).await;
+    let (_, by_pull_zone) = read("/shield/shield-zone/get-by-pullzone/501", ACCESS_KEY).await;
+    let (_, listed) = read("/shield/shield-zones", ACCESS_KEY).await;
+    assert_eq!(by_id, by_pull_zone, "one zone, one answer");
+    assert_eq!(
+        listed["data"].as_array().map(Vec::len),
+        Some(1),
+        "the other account's zone is not listed: {listed}"
+    );
+    assert_eq!(listed["data"][0], by_id["data"]);
+    assert_eq!(
+        listed["page"],
+        json!({"totalCount": 1, "totalPages": 1, "currentPage": 1, "nextPage": null, "pageSize": 10})
+    );
+    let zone = &by_id["data"];
+    for member in &members {
+        assert!(zone.get(member).is_some(), "{member} is missing: {zone:#}");
+    }
+    assert_eq!(
+        (
+            zone["shieldZoneId"].clone(),
+            zone["pullZoneId"].clone(),
+            zone["planType"].clone(),
+            zone["blockTor"].clone()
+        ),
+        (json!(1001), json!(501), json!(2), json!(true)),
+        "the fixture's settings over the defaults"
+    );
+    assert_eq!(zone["wafEnabled"], json!(true), "a default");
+    let (status, _) = read("/shield/shield-zone/1002", ACCESS_KEY).await;
+    assert_eq!(status, 404, "another account's zone");
+    let (status, other) = read("/shield/shield-zone/1002", TEAM_B_KEY).await;
+    assert_eq!((status, other["data"]["pullZoneId"].clone()), (200, json!(502)));
+}
+
+#[test]
+fn fixture_settings_of_another_type_or_naming_the_ids_are_refused() {
+    for (settings, member) in [
+        (json!({"planType": 7}), "shieldZones[0].settings.planType"),
+        (json!({"colour": "red"}), "shieldZones[0].settings"),
+        (json!({"shieldZoneId": 5}), "shieldZones[0].settings.shieldZoneId"),
+    ] {
+        let mut document = crate::support::sim::example_fixtures();
+        document.shield_zones[0].settings = settings.as_object().cloned().expect("object");
+        let yaml = serde_yaml::to_string(&document).expect("YAML");
+        let error = edge_operator::sim::document::SimDocument::from_yaml(&yaml).expect_err("refused");
+        assert!(error.to_string().contains(member), "{settings}: {error}");
+    }
 }
 
 #[test]
@@ -280,9 +364,14 @@ async fn minimal_and_shipped_fixtures_answer_what_the_platform_always_sends() {
     )
     .await;
     assert_eq!(
-        (status, found),
-        (200, json!({"data": {"shieldZoneId": 7, "pullZoneId": 70}}))
+        (
+            status,
+            found["data"]["shieldZoneId"].clone(),
+            found["data"]["pullZoneId"].clone()
+        ),
+        (200, json!(7), json!(70))
     );
+    assert_valid(Document::ShieldZones, "GetShieldZoneResponse", &found, "a minimal zone");
 
     // The shipped fixtures: the demo's, edge-sim's built-in document and the chart's
     // default, with the demo's generated events and logs.

@@ -545,7 +545,15 @@ async fn a_shield_zone_is_found_by_its_pull_zone() {
     let found = get(&base, "/shield/shield-zone/get-by-pullzone/501").await;
     assert_eq!(found.status(), StatusCode::OK);
     let body: Value = found.json().await.expect("JSON");
-    assert_eq!(body, json!({"data": {"shieldZoneId": 1001, "pullZoneId": 501}}));
+    assert_eq!(
+        (body["data"]["shieldZoneId"].clone(), body["data"]["pullZoneId"].clone()),
+        (json!(1001), json!(501))
+    );
+    assert_eq!(
+        body["data"]["wafEnabled"],
+        json!(true),
+        "the whole configuration: {body}"
+    );
     let unknown = get(&base, "/shield/shield-zone/get-by-pullzone/999").await;
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     let body: Value = unknown.json().await.expect("JSON");

@@ -1,8 +1,11 @@
 //! The platform's published structural schemas (`shield-v1.json`, Shield API v1;
-//! `magic-containers-v1.json`, Magic Containers Public API 1.0), as JSON Schema.
+//! `magic-containers-v1.json`, Magic Containers Public API 1.0; `shield-zone-v1.json`,
+//! the Shield Zone reads of Shield API v1), as JSON Schema.
 //!
-//! The files beside this module are verbatim copies of the OpenAPI 3.0
-//! `components/schemas` the platform publishes. [`schema`] turns one of them into a
+//! `shield-v1.json` and `magic-containers-v1.json` are verbatim copies of the OpenAPI
+//! 3.0 `components/schemas` the platform publishes, as `platform-schemas/` holds them;
+//! `shield-zone-v1.json` is transcribed from the same Shield document, whose Shield
+//! Zone models `platform-schemas/` leaves out. [`schema`] turns one of them into a
 //! JSON Schema (draft 2020-12): `nullable` becomes a `null` type, `int32`/`int64`
 //! become bounds, `$ref`s point into `$defs`.
 //!
@@ -30,6 +33,9 @@ pub enum Document {
     Shield,
     /// Magic Containers Public API 1.0: `GET /mc/apps/{appId}`.
     MagicContainers,
+    /// Shield API v1, the Shield Zone reads (`GET /shield/shield-zone/{id}`,
+    /// `/shield/shield-zone/get-by-pullzone/{pullZoneId}`, `/shield/shield-zones`).
+    ShieldZones,
 }
 
 impl Document {
@@ -37,6 +43,7 @@ impl Document {
         match self {
             Document::Shield => "shield-v1.json",
             Document::MagicContainers => "magic-containers-v1.json",
+            Document::ShieldZones => "shield-zone-v1.json",
         }
     }
 
@@ -45,15 +52,18 @@ impl Document {
         match self {
             Document::Shield => include_str!("shield-v1.json"),
             Document::MagicContainers => include_str!("magic-containers-v1.json"),
+            Document::ShieldZones => include_str!("shield-zone-v1.json"),
         }
     }
 
     fn components(self) -> &'static Map<String, Value> {
         static SHIELD: OnceLock<Map<String, Value>> = OnceLock::new();
         static CONTAINERS: OnceLock<Map<String, Value>> = OnceLock::new();
+        static SHIELD_ZONES: OnceLock<Map<String, Value>> = OnceLock::new();
         let cell = match self {
             Document::Shield => &SHIELD,
             Document::MagicContainers => &CONTAINERS,
+            Document::ShieldZones => &SHIELD_ZONES,
         };
         cell.get_or_init(|| {
             let document: Value = serde_json::from_str(self.published()).unwrap_or_default();

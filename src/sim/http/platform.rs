@@ -21,9 +21,9 @@ use crate::api::models::shield::{
     EventLogsSearchRequest, PageInfo, StatusCodeBody,
 };
 use crate::api::models::{FieldError, GenericRequestResponse, ValidationErrorBody};
-use crate::sim::document::Resource;
+use crate::sim::document::{Resource, ShieldZone};
 use crate::sim::emulator::Sim;
-use crate::sim::world::WorldError;
+use crate::sim::world::{Page, World, WorldError};
 
 pub(crate) const CUSTOM_ENTRY_LIMIT: i64 = 5_000;
 pub(crate) const CUSTOM_LIST_LIMIT: i64 = 10;
@@ -34,6 +34,8 @@ pub(crate) fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
     Router::new()
         .route("/shield/event-logs/{shield_zone_id}/search", post(search_events))
         .route("/shield/shield-zone/{shield_zone_id}/access-lists", get(access_lists))
+        .route("/shield/shield-zone/{shield_zone_id}", get(shield_zone))
+        .route("/shield/shield-zones", get(shield_zones))
         .route(
             "/shield/shield-zone/get-by-pullzone/{pull_zone_id}",
             get(shield_zone_by_pull_zone),
@@ -191,6 +193,34 @@ fn status_body(status: StatusCode) -> Response {
     )
 }
 
+/// The `page` and `perPage` of a listing (defaults 1 and 10); the member in error.
+fn paging(query: Option<&str>) -> Result<(i64, i64), &'static str> {
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default();
+    let mut page = 1;
+    let mut per_page = DEFAULT_PER_PAGE;
+    for (name, value) in &params {
+        let parsed = value.parse::<i64>().ok();
+        match (name.as_str(), parsed) {
+            ("page", Some(n)) if n >= 1 => page = n,
+            ("perPage", Some(n)) if (1..=MAX_PER_PAGE).contains(&n) => per_page = n,
+            ("page", _) => return Err("page"),
+            ("perPage", _) => return Err("perPage"),
+            _ => {}
+        }
+    }
+    Ok((page, per_page))
+}
+
+fn page_info<T>(page: &Page<T>, current_page: i64, page_size: i64) -> PageInfo {
+    PageInfo {
+        total_count: page.total,
+        total_pages: page.total_pages,
+        current_page,
+        next_page: (current_page < page.total_pages).then(|| current_page + 1),
+        page_size,
+    }
+}
+
 async fn rate_limits(
     State(sim): State<Arc<Sim>>,
     Extension(caller): Extension<Caller>,
@@ -203,32 +233,16 @@ async fn rate_limits(
     if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
         return status_body(StatusCode::NOT_FOUND);
     }
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
-    let mut page = 1;
-    let mut per_page = DEFAULT_PER_PAGE;
-    for (name, value) in &params {
-        let parsed = value.parse::<i64>().ok();
-        match (name.as_str(), parsed) {
-            ("page", Some(n)) if n >= 1 => page = n,
-            ("perPage", Some(n)) if (1..=MAX_PER_PAGE).contains(&n) => per_page = n,
-            ("page" | "perPage", _) => return status_body(StatusCode::BAD_REQUEST),
-            _ => {}
-        }
-    }
+    let Ok((page, per_page)) = paging(query.as_deref()) else {
+        return status_body(StatusCode::BAD_REQUEST);
+    };
     let page_of = match sim.world().rate_limit_page(zone, page, per_page) {
         Ok(rules) => rules,
         Err(_) => return status_body(StatusCode::NOT_FOUND),
     };
     let body = serde_json::json!({
-        "data": page_of.rules,
-        "page": PageInfo {
-            total_count: page_of.total,
-            total_pages: page_of.total_pages,
-            current_page: page,
-            next_page: (page < page_of.total_pages).then(|| page + 1),
-            page_size: per_page,
-        },
+        "data": page_of.items,
+        "page": page_info(&page_of, page, per_page),
         "error": GenericRequestResponse::ok(),
     });
     json(StatusCode::OK, &body)
@@ -244,25 +258,81 @@ async fn shield_zone_by_pull_zone(
         Ok(id) => id,
         Err(response) => return response,
     };
-    let zone = {
+    configuration_of(
+        &sim,
+        &caller,
+        |world| {
+            world
+                .shield_zone_of_pull_zone(pull_zone)
+                .filter(|_| world.sees(&caller.0, &Resource::PullZone(pull_zone)))
+        },
+        || {
+            problem(
+                StatusCode::NOT_FOUND,
+                "Not Found",
+                format!("no Shield Zone protects Pull Zone {pull_zone}"),
+                None,
+            )
+        },
+    )
+}
+
+/// `{data: ShieldZoneResponse}` of the zone `find` names where `caller` sees it, else
+/// `missing`.
+fn configuration_of(
+    sim: &Sim,
+    caller: &Caller,
+    find: impl FnOnce(&World) -> Option<i64>,
+    missing: impl FnOnce() -> Response,
+) -> Response {
+    let configuration = {
         let world = sim.world();
-        world
-            .shield_zone_of_pull_zone(pull_zone)
+        find(&world)
             .filter(|zone| world.sees(&caller.0, &Resource::ShieldZone(*zone)))
-            .filter(|_| world.sees(&caller.0, &Resource::PullZone(pull_zone)))
+            .and_then(|zone| world.shield_zone(zone))
+            .map(ShieldZone::configuration)
     };
-    match zone {
-        Some(shield_zone) => json(
-            StatusCode::OK,
-            &serde_json::json!({"data": {"shieldZoneId": shield_zone, "pullZoneId": pull_zone}}),
-        ),
-        None => problem(
-            StatusCode::NOT_FOUND,
-            "Not Found",
-            format!("no Shield Zone protects Pull Zone {pull_zone}"),
-            None,
-        ),
+    match configuration {
+        Some(configuration) => json(StatusCode::OK, &serde_json::json!({"data": configuration})),
+        None => missing(),
     }
+}
+
+/// `GET /shield/shield-zone/{id}`: the zone's configuration (`GetShieldZoneResponse`).
+async fn shield_zone(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    Path(zone): Path<String>,
+) -> Response {
+    let zone = match path_id(&zone, "shieldZoneId") {
+        Ok(zone) => zone,
+        Err(response) => return response,
+    };
+    configuration_of(&sim, &caller, |_| Some(zone), || zone_not_found(zone))
+}
+
+/// `GET /shield/shield-zones?page&perPage`: the zones the key sees, by id, a page of
+/// them (`GetShieldZonesResponse`).
+async fn shield_zones(
+    State(sim): State<Arc<Sim>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let (page, per_page) = match paging(query.as_deref()) {
+        Ok(paging) => paging,
+        Err(member) => {
+            return bad_request(
+                format!("{member} must be an integer from 1 (perPage: to {MAX_PER_PAGE})"),
+                Some(member),
+            );
+        }
+    };
+    let zones = sim.world().shield_zone_page(&caller.0, page, per_page);
+    let body = serde_json::json!({
+        "data": zones.items,
+        "page": page_info(&zones, page, per_page),
+    });
+    json(StatusCode::OK, &body)
 }
 
 fn field_error(status: StatusCode, key: &str, message: String) -> Response {
