@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(flatten)]
     pub connection: Connection,
-    /// Output format: human tables, or JSON for scripts.
+    /// Output format: human tables, or JSON or YAML for scripts.
     #[arg(short = 'o', long, global = true, value_enum, default_value = "table")]
     pub output: Output,
     #[command(subcommand)]
@@ -55,6 +55,7 @@ pub struct Connection {
 pub enum Output {
     Table,
     Json,
+    Yaml,
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,6 +87,11 @@ pub enum Command {
     /// proxy: one line per check (name resolution, TLS, the key, the clock, the
     /// logging API, the zones, Pull Zones and apps named), exit 1 on a failure.
     Doctor(DoctorArgs),
+    /// A shell completion script, e.g. `source <(edgectl completion bash)`.
+    Completion {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -114,7 +120,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub secrets_from: Option<PathBuf>,
     /// Namespace of manifests that name none.
-    #[arg(long, default_value = "default")]
+    #[arg(short = 'n', long, default_value = "default")]
     pub namespace: String,
 }
 
@@ -129,7 +135,7 @@ pub enum ExportCommand {
         #[arg(long)]
         manage: bool,
         /// metadata.namespace of the objects (none: the namespace `kubectl apply` uses).
-        #[arg(long)]
+        #[arg(short = 'n', long)]
         namespace: Option<String>,
     },
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use clap::CommandFactory;
 
 use super::access_lists::{self, SetRequest};
 use super::args::{
@@ -11,7 +12,7 @@ use super::args::{
     PlanArgs, SearchArgs, SetArgs, ZoneListCommand,
 };
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
-use super::{Failure, certificates, doctor, logs, plan, print_json, render, since};
+use super::{Failure, certificates, doctor, logs, plan, render, show, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, SecretValue};
 
@@ -92,10 +93,9 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
     let manifests = plan::load(&args.filenames, || std::io::read_to_string(std::io::stdin()))?;
     let problems: Vec<plan::Problem> = manifests.iter().flat_map(plan::validate).collect();
     if !problems.is_empty() {
-        match output {
-            Output::Json => print_json(&serde_json::json!({ "problems": problems })),
-            Output::Table => print!("{}", render::problems(&problems)),
-        }
+        show(output, &serde_json::json!({ "problems": problems }), |_| {
+            render::problems(&problems)
+        });
         return Ok(1);
     }
     let secrets = match &args.secrets_from {
@@ -113,7 +113,7 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
         secrets,
     };
     let planned = plan::plan(&manifests, &clients, &args.namespace).await;
-    show(output == Output::Json, &planned, |planned| render::plan(planned));
+    show(output, &planned, |planned| render::plan(planned));
     Ok(plan::exit_code(&planned))
 }
 
@@ -184,45 +184,34 @@ fn set_request(args: &SetArgs) -> Result<SetRequest, Failure> {
     })
 }
 
-/// Prints an answer as JSON, or as the table `render` makes of it.
-fn show<T: serde::Serialize>(json: bool, answer: &T, render: impl FnOnce(&T) -> String) {
-    if json {
-        print_json(answer);
-    } else {
-        print!("{}", render(answer));
-    }
-}
-
 /// Runs a parsed command line; the exit code on success.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let platform = || client(&cli.connection, false);
-    let json = cli.output == Output::Json;
+    let output = cli.output;
     match &cli.command {
         Command::Plan(args) => return run_plan(args, &cli.connection, cli.output).await,
         Command::Events(EventsCommand::Search(args)) => {
             let request = search_request(args)?;
             let response = platform()?.search_events(args.zone, &request).await?;
-            show(json, &response, |response| render::search(response, &request));
+            show(output, &response, |response| render::search(response, &request));
         }
         Command::RateLimits(ZoneListCommand::List { zone }) => {
             let rules = platform()?.all_rate_limits(*zone).await?;
-            show(json, &rules, |rules| render::rate_limits(rules));
+            show(output, &rules, |rules| render::rate_limits(rules));
         }
         Command::AccessLists(AccessListsCommand::List { zone }) => {
             let lists = platform()?.access_lists(*zone).await?;
-            show(json, &lists, render::access_lists);
+            show(output, &lists, render::access_lists);
         }
         Command::AccessLists(AccessListsCommand::Set(args)) => {
             let change = access_lists::set(&platform()?, &set_request(args)?).await?;
-            show(json, &change, render::access_list_change);
+            show(output, &change, render::access_list_change);
         }
         Command::Cert(CertCommand::Complete { hostname }) => {
             let result = platform()?.complete_external_http_certificate(hostname).await;
             let outcome = certificates::outcome(hostname, &result);
-            if json {
-                print_json(&outcome);
-            } else if outcome.issued {
-                print!("{}", render::certificate(&outcome));
+            if output != Output::Table || outcome.issued {
+                show(output, &outcome, render::certificate);
             }
             if !outcome.issued {
                 return Err(Failure::Refused(render::certificate(&outcome).trim_end().to_string()));
@@ -230,12 +219,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::App(AppCommand::Get { id }) => {
             let app = platform()?.get_app(id).await?;
-            show(json, &app, render::app);
+            show(output, &app, render::app);
         }
-        Command::Logs(args) => logs::logs(&client(&cli.connection, true)?, args, cli.output).await?,
+        Command::Logs(args) => logs::logs(&client(&cli.connection, true)?, args, output).await?,
         Command::Doctor(args) => {
             let checks = doctor::examine(&platform()?, &client(&cli.connection, true)?, args).await;
-            show(json, &checks, |checks| doctor::render(checks));
+            show(output, &checks, |checks| doctor::render(checks));
             return Ok(doctor::exit_code(&checks));
         }
         Command::Export(ExportCommand::AccessLists {
@@ -248,6 +237,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             let yaml = plan::to_yaml_stream(*zone, &objects)
                 .map_err(|e| Failure::Refused(format!("cannot write YAML: {e}")))?;
             print!("{yaml}");
+        }
+        Command::Completion { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "edgectl", &mut std::io::stdout());
         }
     }
     Ok(0)

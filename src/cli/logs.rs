@@ -7,7 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::args::{LogsArgs, Output};
 use super::parse::parse_day;
-use super::{Failure, print_json, render, since};
+use super::{Failure, render, show, since};
 use crate::api::models::logging::{LogEntry, SortOrder, StatusMatch, parse_cache_status};
 use crate::api::{EdgeClient, LogQuery};
 
@@ -50,10 +50,12 @@ fn split_list(list: &Option<String>) -> Vec<String> {
         .collect()
 }
 
+/// The entries as a table, or one JSON or YAML document each (a stream that `--follow`
+/// continues).
 fn print_entries(entries: &[LogEntry], output: Output, with_header: bool) {
     match output {
-        Output::Json => entries.iter().for_each(print_json),
         Output::Table => print!("{}", render::logs(entries, with_header)),
+        _ => entries.iter().for_each(|entry| show(output, entry, |_| String::new())),
     }
 }
 

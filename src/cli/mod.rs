@@ -53,10 +53,20 @@ impl Failure {
     }
 }
 
-/// Prints `value` as pretty JSON on standard output.
-pub fn print_json<T: serde::Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
+/// Prints an answer on standard output: the table `render` makes of it, pretty JSON,
+/// or a YAML document.
+pub fn show<T: serde::Serialize>(output: args::Output, answer: &T, render: impl FnOnce(&T) -> String) {
+    let encoded = match output {
+        args::Output::Table => Ok(render(answer)),
+        args::Output::Json => serde_json::to_string_pretty(answer)
+            .map(|text| text + "\n")
+            .map_err(|e| e.to_string()),
+        args::Output::Yaml => serde_yaml::to_string(answer)
+            .map(|text| format!("---\n{text}"))
+            .map_err(|e| e.to_string()),
+    };
+    match encoded {
+        Ok(text) => print!("{text}"),
         Err(error) => eprintln!("edgectl: cannot encode the answer: {error}"),
     }
 }

@@ -151,6 +151,14 @@ async fn rate_limits_access_lists_and_apps() {
         Some(2)
     );
 
+    let yaml = edgectl(&base, &["rate-limits", "list", "--zone", "1001", "-o", "yaml"]).await;
+    assert_eq!(yaml.code, 0, "{}", yaml.stderr);
+    assert_eq!(
+        serde_yaml::from_str::<Value>(&yaml.stdout).expect("one YAML document"),
+        serde_json::from_str::<Value>(&json.stdout).expect("json"),
+        "-o yaml holds what -o json does"
+    );
+
     let lists = edgectl(&base, &["access-lists", "list", "--zone", "1001"]).await;
     assert_eq!(lists.code, 0, "{}", lists.stderr);
     assert!(
@@ -630,4 +638,39 @@ async fn secrets_come_from_files_or_the_environment_never_from_arguments() {
         "{}",
         missing.stderr
     );
+}
+
+#[tokio::test]
+async fn completion_scripts_load_in_their_shell_and_complete_subcommands() {
+    let script = edgectl("http://127.0.0.1:9", &["completion", "bash"]).await;
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("edgectl.bash");
+    std::fs::write(&path, &script.stdout).expect("script written");
+    // Loads the script, then asks its function what `edgectl acc<TAB>` completes to.
+    let probe = format!(
+        "source {} && complete -p edgectl && COMP_WORDS=(edgectl acc) COMP_CWORD=1 COMP_LINE='edgectl acc' \
+         COMP_POINT=11 && _edgectl edgectl acc edgectl && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        path.display()
+    );
+    let loaded = run({
+        let mut command = Command::new("bash");
+        command.args(["--norc", "--noprofile", "-c", &probe]);
+        command
+    })
+    .await;
+    assert_eq!(loaded.code, 0, "{}{}", loaded.stdout, loaded.stderr);
+    assert!(loaded.stdout.contains("-F _edgectl edgectl"), "{}", loaded.stdout);
+    assert!(
+        loaded.stdout.lines().any(|line| line == "access-lists"),
+        "`acc` completes to access-lists: {}",
+        loaded.stdout
+    );
+    for shell in ["zsh", "fish"] {
+        let script = edgectl("http://127.0.0.1:9", &["completion", shell]).await;
+        assert_eq!(script.code, 0, "{shell}: {}", script.stderr);
+        assert!(script.stdout.contains("edgectl"), "{shell}: {}", script.stdout);
+    }
+    let unknown = edgectl("http://127.0.0.1:9", &["completion", "tcsh"]).await;
+    assert_eq!(unknown.code, 1, "{}", unknown.stderr);
 }

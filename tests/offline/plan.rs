@@ -170,12 +170,7 @@ async fn invalid_manifests_are_reported_with_their_member_before_any_call() {
 async fn export_then_plan_shows_no_change() {
     let sim = start(fixtures_at()).await;
     let base = sim.base_url();
-    let export = edgectl(
-        &base,
-        &["export", "access-lists", "--zone", "1001", "--namespace", "edge"],
-        None,
-    )
-    .await;
+    let export = edgectl(&base, &["export", "access-lists", "--zone", "1001", "-n", "edge"], None).await;
     assert_eq!(export.code, 0, "{}", export.stderr);
     assert_eq!(
         export.stdout.matches("kind: AccessListConfig").count(),
@@ -185,6 +180,11 @@ async fn export_then_plan_shows_no_change() {
     );
     assert!(export.stdout.contains("name: known-bad-actors"), "{}", export.stdout);
     assert!(export.stdout.contains("managementPolicy: Observe"), "{}", export.stdout);
+    assert!(
+        export.stdout.contains("namespace: edge"),
+        "-n is --namespace: {}",
+        export.stdout
+    );
     let plan = edgectl(&base, &["plan", "-f", "-"], Some(&export.stdout)).await;
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     assert!(
