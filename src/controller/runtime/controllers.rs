@@ -78,7 +78,15 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
     let failures = kind.shared.failures.failed(object_key(object.as_ref()));
     let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
         .max(error.retry_after().unwrap_or_default());
-    tracing::warn!(name = %object.name_any(), reason = error.reason(), %error, ?delay, "reconcile failed");
+    tracing::warn!(
+        kind = K::KIND,
+        namespace = object.namespace().as_deref().unwrap_or_default(),
+        name = %object.name_any(),
+        reason = error.reason(),
+        %error,
+        ?delay,
+        "reconcile failed"
+    );
     Action::requeue(delay)
 }
 
