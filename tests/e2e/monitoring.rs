@@ -25,19 +25,25 @@ fn no_key(namespace: &str) -> Manifest {
     )
 }
 
+/// Where the alerts' unit tests expect their runbooks.
+const RUNBOOKS: &str = "https://runbooks.example.net/troubleshooting.md";
+
 /// The chart rendered for release `alerts` in namespace `monitoring`, in the monitoring
-/// mode (`ci/monitoring-values.yaml`: the alerts and the dashboard).
-fn monitoring_manifests() -> Vec<serde_yaml::Value> {
+/// mode (`ci/monitoring-values.yaml`: the alerts and the dashboard), with `more` values.
+fn monitoring_manifests(more: &[&str]) -> Vec<serde_yaml::Value> {
     let chart = chart();
     let values = repo_root().join("charts/edge-operator/ci/monitoring-values.yaml");
-    let (ok, manifests, err) = helm(&[
+    let values = values.display().to_string();
+    let mut args = vec![
         "template",
         "alerts",
-        &chart,
+        chart.as_str(),
         "--namespace=monitoring",
         "-f",
-        &values.display().to_string(),
-    ]);
+        values.as_str(),
+    ];
+    args.extend_from_slice(more);
+    let (ok, manifests, err) = helm(&args);
     assert!(ok, "{err}");
     serde_yaml::Deserializer::from_str(&manifests)
         .filter_map(|document| serde_yaml::Value::deserialize(document).ok())
@@ -69,7 +75,8 @@ fn promtool(args: &[&str], dir: &std::path::Path) -> (bool, String) {
 
 #[test]
 fn the_alerts_pass_promtool_and_fire_as_their_unit_tests_say() {
-    let manifests = monitoring_manifests();
+    let runbooks = format!("--set=monitoring.prometheusRule.runbookUrl={RUNBOOKS}");
+    let manifests = monitoring_manifests(&[&runbooks]);
     let rule = of_kind(&manifests, "PrometheusRule");
     let temporary = tempfile::tempdir().expect("a directory for promtool");
     let dir = temporary.path();
@@ -83,9 +90,47 @@ fn the_alerts_pass_promtool_and_fire_as_their_unit_tests_say() {
     .expect("the unit tests of the alerts");
 
     let (ok, out) = promtool(&["check", "rules", "rules.yaml"], dir);
-    assert!(ok && out.contains("5 rules found"), "{out}");
+    assert!(ok && out.contains("6 rules found"), "{out}");
     let (ok, out) = promtool(&["test", "rules", "alerts-test.yaml"], dir);
     assert!(ok, "{out}");
+}
+
+/// A Markdown heading's anchor as GitHub makes it.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_alert_links_its_runbook_in_the_troubleshooting_page_of_this_version() {
+    let manifests = monitoring_manifests(&[]);
+    let rule = of_kind(&manifests, "PrometheusRule");
+    let page = std::fs::read_to_string(repo_root().join("docs/troubleshooting.md")).expect("troubleshooting page");
+    let anchors: BTreeSet<String> = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("### "))
+        .map(anchor_of)
+        .collect();
+    let version = env!("CARGO_PKG_VERSION");
+    let base = format!("https://github.com/edge-operator/edge-operator/blob/v{version}/docs/troubleshooting.md#");
+    let rules = rule["spec"]["groups"][0]["rules"].as_sequence().expect("rules");
+    for alert in rules {
+        let name = alert["alert"].as_str().expect("an alert");
+        let url = alert["annotations"]["runbook_url"].as_str().unwrap_or_default();
+        let anchor = url
+            .strip_prefix(&base)
+            .unwrap_or_else(|| panic!("{name}: {url} is not under {base}"));
+        assert!(
+            anchors.contains(anchor),
+            "{name}: no `### {name}` in docs/troubleshooting.md ({anchor})"
+        );
+    }
+    assert!(rules.len() >= 6, "{rules:?}");
 }
 
 /// Names of the metrics a PromQL expression reads: those of the operator and the
@@ -117,7 +162,7 @@ fn declared_series(exposition: &str) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_and_the_alerts_query_only_metrics_the_operator_exposes() {
-    let manifests = monitoring_manifests();
+    let manifests = monitoring_manifests(&[]);
     let rule = of_kind(&manifests, "PrometheusRule");
     let dashboard: serde_json::Value = serde_json::from_str(
         of_kind(&manifests, "ConfigMap")["data"]["edge-operator.json"]
