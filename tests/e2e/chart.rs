@@ -449,6 +449,39 @@ fn the_emulator_admin_api_needs_a_token_the_chart_keeps_and_only_release_pods_ge
 }
 
 #[test]
+fn a_disruption_budget_is_made_only_where_it_lets_a_node_drain() {
+    let render = |values: &[&str]| {
+        let chart = chart();
+        let mut args = vec![
+            "template",
+            "pdb",
+            &chart,
+            API_URL,
+            "--set=podDisruptionBudget.enabled=true",
+        ];
+        args.extend(values);
+        let (ok, manifests, err) = helm(&args);
+        (ok, objects_of_kind(&manifests, "PodDisruptionBudget"), err)
+    };
+    let (ok, single, err) = render(&[]);
+    assert!(
+        ok && single.is_empty(),
+        "one replica: no budget, it would block drains: {err}"
+    );
+    let (ok, two, err) = render(&["--set=replicas=2"]);
+    assert!(ok, "{err}");
+    assert_eq!(two.len(), 1);
+    assert_eq!(two[0]["spec"]["minAvailable"], serde_yaml::Value::from(1));
+    let (ok, _, err) = render(&["--set=replicas=2", "--set=podDisruptionBudget.minAvailable=2"]);
+    assert!(!ok && err.contains("must be below replicas (2)"), "{err}");
+    let (ok, _, err) = render(&["--set=replicas=3", "--set-string=podDisruptionBudget.minAvailable=100%"]);
+    assert!(!ok && err.contains("100%"), "{err}");
+    let (ok, half, err) = render(&["--set=replicas=3", "--set-string=podDisruptionBudget.minAvailable=50%"]);
+    assert!(ok, "{err}");
+    assert_eq!(half[0]["spec"]["minAvailable"], serde_yaml::Value::from("50%"));
+}
+
+#[test]
 fn the_chart_renders_the_crds_of_crds_folder_kept_on_uninstall_unless_told() {
     let render = |values: &[&str]| {
         let chart = chart();
