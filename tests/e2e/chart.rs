@@ -12,7 +12,7 @@ use edge_operator::crd::access_list_config::AccessListConfig;
 use kube::Api;
 use serde::Deserialize;
 
-const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
+pub(crate) const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
 
 /// The chart-testing value files of the modes the suites install (`charts/*/ci/`).
 fn ci_value_files() -> Vec<String> {

@@ -6,6 +6,7 @@
 mod support;
 
 mod chart;
+mod chart_knobs;
 mod control_plane;
 mod crd_validation;
 mod gitops_health;

@@ -1,12 +1,17 @@
 {{- define "edge-operator.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "edge-operator.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -20,6 +25,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- /* Where every Pod of the release may run: the operator's, the emulator's and the test's. */ -}}
+{{- define "edge-operator.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "edge-operator.serviceAccountName" -}}
@@ -128,8 +152,13 @@ configMap: {name: {{ $tls.existingConfigMap }}, items: [{key: {{ $tls.key }}, pa
 {{- else if $tls.existingSecret -}}
 secret: {secretName: {{ $tls.existingSecret }}, items: [{key: {{ $tls.key }}, path: ca.crt}]}
 {{- else if and (include "edge-operator.usesEmulator" .) .Values.emulator.tls.enabled -}}
-secret: {secretName: {{ printf "%s-tls" (include "edge-operator.emulatorName" .) }}, items: [{key: ca.crt, path: ca.crt}]}
+secret: {secretName: {{ include "edge-operator.emulatorTlsSecret" . }}, items: [{key: ca.crt, path: ca.crt}]}
 {{- end -}}
+{{- end -}}
+
+{{- /* The Secret of the emulator's CA and certificate: one given, or the chart's. */ -}}
+{{- define "edge-operator.emulatorTlsSecret" -}}
+{{- .Values.emulator.tls.existingSecret | default (printf "%s-tls" (include "edge-operator.emulatorName" .)) -}}
 {{- end -}}
 
 {{- define "edge-operator.leaderElection" -}}
