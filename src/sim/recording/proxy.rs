@@ -21,7 +21,7 @@ use super::exchange::{
     DATA_FILE, EXCHANGES_DIR, Exchange, FIXTURES_FILE, MAX_EXCHANGES, RecordedRequest, RecordedResponse,
     RecordingError, SentCredentials, Summarised, exchange_path, recorded_body,
 };
-use super::rebuild::{MAX_SUMMARY_EVENTS, SummaryEvents, rebuild};
+use super::rebuild::{MAX_SUMMARY_EVENTS, SummaryEvents, numeric_segment, rebuild};
 use crate::api::models::shield::EventLogsSearchResponse;
 use crate::api::transport::{Transport, configure, tls_problem};
 use crate::api::{Operation, PlainHttp, SecretFile};
@@ -298,7 +298,7 @@ fn grouped_search(operation: Operation, path: &str, body: &[u8]) -> Option<(i64,
         .get("groupBy")
         .and_then(Value::as_array)
         .is_some_and(|dimensions| !dimensions.is_empty());
-    let zone = path.trim_start_matches('/').split('/').nth(2)?.parse().ok()?;
+    let zone = numeric_segment(path, 2)?;
     grouped.then_some((zone, request))
 }
 

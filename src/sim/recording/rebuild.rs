@@ -229,7 +229,7 @@ impl Account {
 }
 
 /// The numeric path parameter at `index` of `path`'s segments (a log file's name too).
-fn numeric_segment(path: &str, index: usize) -> Option<i64> {
+pub(crate) fn numeric_segment(path: &str, index: usize) -> Option<i64> {
     path.trim_start_matches('/')
         .split('/')
         .nth(index)?
