@@ -63,8 +63,10 @@ impl Release {
         let (ok, _, err) = helm(&args);
         let ready_after = started.elapsed();
         if !ok {
-            let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", &namespace.name], None);
-            panic!("helm install failed: {err}\n{pods}");
+            panic!(
+                "helm install failed: {err}\n{}",
+                cluster().why_not_ready(&namespace.name)
+            );
         }
         Self::installed(name, namespace, ready_after, "https")
     }

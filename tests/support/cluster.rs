@@ -188,7 +188,6 @@ impl Cluster {
         Client::try_from(config).expect("client")
     }
 
-    /// Runs kubectl against this cluster, returning (success, stdout, stderr).
     /// Whether `user` may `verb` `resource` in `scope` (a namespace, or `*` for all),
     /// as the apiserver's RBAC answers `kubectl auth can-i`.
     pub(crate) fn can_i(&self, user: &str, verb: &str, resource: &str, scope: &str) -> bool {
@@ -202,6 +201,35 @@ impl Cluster {
         answer.trim() == "yes"
     }
 
+    /// What a failed wait for `namespace`'s Pods needs to be understood, shortest first:
+    /// the namespace's Events (and the storage provisioner's, for a volume that never
+    /// bound), its PersistentVolumeClaims, then every Pod described.
+    pub(crate) fn why_not_ready(&self, namespace: &str) -> String {
+        let events = |namespace: &str| {
+            let (_, events, err) = self.kubectl(
+                &[
+                    "get",
+                    "events",
+                    "-n",
+                    namespace,
+                    "--sort-by=.lastTimestamp",
+                    "-o",
+                    "custom-columns=LAST:.lastTimestamp,TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message",
+                ],
+                None,
+            );
+            format!("{events}{err}")
+        };
+        let (_, claims, _) = self.kubectl(&["get", "pvc", "-n", namespace, "-o", "wide"], None);
+        let (_, pods, _) = self.kubectl(&["describe", "pods", "-n", namespace], None);
+        format!(
+            "events in {namespace}:\n{}\nevents in local-path-storage:\n{}\nclaims:\n{claims}\n{pods}",
+            events(namespace),
+            events("local-path-storage"),
+        )
+    }
+
+    /// Runs kubectl against this cluster, returning (success, stdout, stderr).
     pub(crate) fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
         use std::io::Write;
         let mut child = Command::new(k8s_bin_dir().join("kubectl"))

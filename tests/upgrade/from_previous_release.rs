@@ -135,8 +135,10 @@ fn deploy_emulator(name: &str, namespace: &str, fixtures: &Path) -> String {
     );
     if !ok {
         let (_, log, _) = cluster().kubectl(&["logs", "-n", namespace, &deployment], None);
-        let (_, pods, _) = cluster().kubectl(&["describe", "pods", "-n", namespace], None);
-        panic!("the emulator did not start: {err}\nlog:\n{log}\n{pods}");
+        panic!(
+            "the emulator did not start: {err}\nlog:\n{log}\n{}",
+            cluster().why_not_ready(namespace)
+        );
     }
     let address = kubectl(
         &[
