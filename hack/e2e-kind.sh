@@ -61,6 +61,9 @@ KIND_NODE_IMAGE="${node_image##*$'\n'}"
 export KIND_NODE_IMAGE
 took "node image"
 step "images (hack/image/build.sh, and the previous release's operator)"
+# The suites test behaviour: the images hold the dev binaries `cargo test` built (the
+# README's `make images` below follows this too). `make release` builds release ones.
+export EDGE_IMAGE_PROFILE="${EDGE_IMAGE_PROFILE:-dev}"
 current="$(hack/image/build.sh)"
 previous="$(hack/image/build.sh previous)"
 mapfile -t images <<<"$current"$'\n'"$previous"
@@ -171,7 +174,7 @@ install_diagnosis() {
 # The user's environment: the account's URL, key and CA, a zone, the image pushed.
 export EDGE_API_URL="https://$node_ip:30443" EDGE_ACCESS_KEY=demo-access-key EDGE_CA_FILE="$pki/ca.crt" \
   EDGE_ZONE=1001 EDGE_IMAGE_REPOSITORY=ghcr.io/edge-operator/edge-operator
-export PATH="$CARGO_TARGET_DIR/release:$PATH"
+if [ "$EDGE_IMAGE_PROFILE" = dev ]; then export PATH="$CARGO_TARGET_DIR/debug:$PATH"; else export PATH="$CARGO_TARGET_DIR/release:$PATH"; fi
 # Not traced: the blocks hold the access key.
 bash -eu -o pipefail "$work/install.sh" || { install_diagnosis; exit 1; }
 bash -eu -o pipefail "$work/first-object.sh" || { install_diagnosis; exit 1; }

@@ -8,9 +8,12 @@
 #     (`previous` only: the operator of PREVIOUS_RELEASE_COMMIT, built from git history
 #     for the upgrade test, tagged as its chart's default image; kept in the cache, as
 #     it never changes)
-# Both product images hold the three release binaries, the shared libraries they load,
-# a CA bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
+# Both product images hold the three binaries, the shared libraries they load, a CA
+# bundle and the non-root user 65532, as the Dockerfile's images do; they differ in
 # their entrypoint. Load them with `kind load image-archive FILE` or `docker load -i FILE`.
+# The binaries are built with cargo profile EDGE_IMAGE_PROFILE: `release` (the default,
+# what a release ships) or `dev`, which the test suites on kind use: they test
+# behaviour, and `cargo test` has built those binaries already.
 #
 #   hack/image/build.sh          the operator and edge-sim images
 #   hack/image/build.sh previous the operator image of the previous release
@@ -27,6 +30,13 @@ trap 'rm -rf "$work"' EXIT
 
 log() { printf '[image] %s\n' "$*" >&2; }
 
+profile="${EDGE_IMAGE_PROFILE:-release}"
+case "$profile" in
+  release) profile_dir=release ;;
+  dev) profile_dir=debug ;;
+  *) echo "EDGE_IMAGE_PROFILE is release or dev, not $profile" >&2; exit 2 ;;
+esac
+
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 
 # Copies a binary's shared libraries (and the dynamic loader) into the root file system.
@@ -38,7 +48,7 @@ copy_libraries() {
   done
 }
 
-# A root file system in $1 holding the release binaries of $2 (a target directory),
+# A root file system in $1 holding the binaries of $2 (a profile's target directory),
 # their shared libraries, a CA bundle and the non-root user.
 rootfs_of() {
   local rootfs="$1" release="$2" bin
@@ -55,10 +65,10 @@ rootfs_of() {
 }
 
 product() {
-  log "building the release binaries"
-  cargo build --release --locked --bins >&2
+  log "building the binaries (profile $profile)"
+  cargo build --profile "$profile" --locked --bins >&2
   local rootfs="$work/rootfs"
-  rootfs_of "$rootfs" "$CARGO_TARGET_DIR/release" edge-operator edge-sim edgectl
+  rootfs_of "$rootfs" "$CARGO_TARGET_DIR/$profile_dir" edge-operator edge-sim edgectl
   local labels=(--label "org.opencontainers.image.version=$version"
     --label "org.opencontainers.image.source=https://github.com/edge-operator/edge-operator")
   python3 hack/image/oci.py --rootfs "$rootfs" --name "ghcr.io/edge-operator/edge-operator:$version" \
@@ -84,11 +94,11 @@ previous() {
   fi
   local archive="$out/edge-operator-$previous_version-$commit.oci.tar"
   if [[ ! -f "$archive" ]]; then
-    log "building the operator of the previous release ($commit)"
+    log "building the operator of the previous release ($commit, profile $profile)"
     mkdir -p "$work/source"
     git archive "$commit" | tar -x -C "$work/source"
-    (cd "$work/source" && CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" cargo build --release --locked --bin edge-operator >&2)
-    rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/release" edge-operator
+    (cd "$work/source" && CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" cargo build --profile "$profile" --locked --bin edge-operator >&2)
+    rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/$profile_dir" edge-operator
     python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:$previous_version" \
       --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 \
       --label "org.opencontainers.image.revision=$commit" --output "$archive.part" >&2
