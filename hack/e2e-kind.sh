@@ -2,9 +2,10 @@
 # `make e2e-kind`: the Pod-level suites on kind, and the README's kind recipe as written.
 #   1. a Docker engine (hack/kind/docker.sh: started when none answers, stopped after)
 #   2. kind and its node image of the pinned Kubernetes version (hack/kind/build.sh)
-#   3. a cluster from that image; the image archives of hack/image/build.sh loaded with
-#      `kind load image-archive`; the upgrade test (tests/upgrade), then the node suite
-#      (tests/node); the cluster deleted
+#   3. a release folder (hack/release.sh, dev binaries) and the previous release's image;
+#      a cluster from the node image; the folder's image archives loaded with `kind load
+#      image-archive`; the upgrade test (tests/upgrade), then the node suite (tests/node,
+#      which installs the folder's chart too); the cluster deleted
 #   4. the README's "Test your manifests on kind" block, run verbatim in the repository
 #      root with KIND_NODE_IMAGE set (it creates and deletes its own cluster)
 #   5. the README's Install and first-object blocks, run verbatim on a cluster of their
@@ -60,17 +61,20 @@ node_image="$(hack/kind/build.sh)"
 KIND_NODE_IMAGE="${node_image##*$'\n'}"
 export KIND_NODE_IMAGE
 took "node image"
-step "images (hack/image/build.sh, and the previous release's operator)"
+step "release folder (hack/release.sh --profile dev) and the previous release's operator"
 # The suites test behaviour: the images hold the dev binaries `cargo test` built (the
-# README's `make images` below follows this too). `make release` builds release ones.
+# README's `make images` below follows this too); `make release` builds release ones.
+# The node suite installs the chart of this folder, with its images.
 export EDGE_IMAGE_PROFILE="${EDGE_IMAGE_PROFILE:-dev}"
-current="$(hack/image/build.sh)"
+release_dir="$(hack/release.sh --profile "$EDGE_IMAGE_PROFILE" --platforms linux/amd64 --out "$work/release" | tail -n1)"
+export EDGE_TEST_RELEASE_DIR="$release_dir"
 previous="$(hack/image/build.sh previous)"
-mapfile -t images <<<"$current"$'\n'"$previous"
+images=("$release_dir"/*.oci.tar "$previous")
+took "release folder"
 
 step "kind create cluster --name $cluster"
 require_node_image
-kind create cluster --name "$cluster" --image "$KIND_NODE_IMAGE" --wait 120s
+kind create cluster --name "$cluster" --image "$KIND_NODE_IMAGE" --config hack/kind/suites-cluster.yaml --wait 120s
 took "cluster create"
 step "kind load image-archive"
 for image in "${images[@]}"; do
@@ -171,10 +175,15 @@ install_diagnosis() {
   kubectl logs -n edge-system deployment/edge-edge-operator --tail=200 || true
   kubectl get events -n team-a --sort-by=.lastTimestamp || true
 }
-# The user's environment: the account's URL, key and CA, a zone, the image pushed.
-export EDGE_API_URL="https://$node_ip:30443" EDGE_ACCESS_KEY=demo-access-key EDGE_CA_FILE="$pki/ca.crt" \
-  EDGE_ZONE=1001 EDGE_IMAGE_REPOSITORY=ghcr.io/edge-operator/edge-operator
-if [ "$EDGE_IMAGE_PROFILE" = dev ]; then export PATH="$CARGO_TARGET_DIR/debug:$PATH"; else export PATH="$CARGO_TARGET_DIR/release:$PATH"; fi
+# The user's environment as the README defines it: the release folder (its image
+# loaded above stands for the one pushed), edgectl from it, the account's URL, key file
+# and CA, a zone.
+printf 'demo-access-key' >"$work/access-key"
+mkdir -p "$work/bin"
+ln -s "$release_dir/edgectl-$version-linux-amd64" "$work/bin/edgectl"
+export EDGE_RELEASE="$release_dir" EDGE_IMAGE_REPOSITORY=ghcr.io/edge-operator/edge-operator \
+  EDGE_API_URL="https://$node_ip:30443" EDGE_ACCESS_KEY_FILE="$work/access-key" EDGE_CA_FILE="$pki/ca.crt" \
+  EDGE_ZONE=1001 PATH="$work/bin:$PATH"
 # Not traced: the blocks hold the access key.
 bash -eu -o pipefail "$work/install.sh" || { install_diagnosis; exit 1; }
 bash -eu -o pipefail "$work/first-object.sh" || { install_diagnosis; exit 1; }
