@@ -3,11 +3,13 @@
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
 #   make bench   the benchmark table (event search, operator at scale, rate discipline)
 #   make images  the operator and edge-sim images as OCI archives (no container engine)
+#   make release  what a release publishes, into dist/<version>: images, SBOMs, the chart,
+#                 edgectl and edge-sim for linux/amd64 and arm64, SHA256SUMS
 #   make e2e-kind  the Pod-level suites and the README's kind recipe on kind (root: starts
 #                  a Docker engine when none runs, builds kind and its node image)
 SHELL := /bin/bash
 
-.PHONY: demo down test bench crds parity-docs cluster-up cluster-down images e2e-kind k8s-binaries
+.PHONY: demo down test bench crds parity-docs cluster-up cluster-down images release e2e-kind k8s-binaries
 
 demo:
 	hack/demo.sh up
@@ -41,6 +43,9 @@ cluster-down:
 
 images:
 	hack/image/build.sh
+
+release:
+	hack/release.sh
 
 e2e-kind:
 	hack/e2e-kind.sh

@@ -34,6 +34,9 @@ cargo run --quiet --locked --bin edge-sim -- parity tests/recordings/published
 step "the control plane and the tools the tests run (hack/k8s/build.sh --tools)"
 hack/k8s/build.sh --tools >/dev/null
 
+step "actionlint: the release workflow (.github/workflows)"
+"$K8S_BIN_DIR/actionlint" -no-color
+
 step "local control plane"
 export EDGE_CLUSTER_NAME="test-$$"
 trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT

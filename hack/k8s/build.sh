@@ -6,7 +6,7 @@
 #   versions.sh), built with the others where it cannot be fetched. That is all
 #   hack/cluster.sh needs; with --no-controller-manager, all `make demo` needs.
 # With --tools, also what the tests use:
-#   helm (go install), promtool (from Debian's prometheus package)
+#   helm and actionlint (go install), promtool (from Debian's prometheus package)
 #   kstatus (hack/kstatus: Flux's health verdict)
 #   kube-state-metrics (hack/kube-state-metrics: the chart's custom-resource-state metrics)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
@@ -168,6 +168,13 @@ if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/n
   GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
   printf '%s' "$helm_ldflags" >"$K8S_BIN_DIR/helm.ldflags"
   log "built helm in $((SECONDS - start))s"
+fi
+
+# actionlint: checks the release workflow (.github/workflows).
+if [ ! -x "$K8S_BIN_DIR/actionlint" ] || [ "$(cat "$K8S_BIN_DIR/actionlint.version" 2>/dev/null || true)" != "$ACTIONLINT_VERSION" ]; then
+  log "building actionlint ${ACTIONLINT_VERSION} ..."
+  GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}"
+  echo "$ACTIONLINT_VERSION" >"$K8S_BIN_DIR/actionlint.version"
 fi
 
 # kstatus: Flux's health verdict of objects, for the tests (hack/kstatus); rebuilt when

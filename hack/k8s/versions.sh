@@ -11,6 +11,10 @@ KUBECTL_SHA256=ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336
 HELM_K8S_MINOR=37
 # promtool: the version of Debian's prometheus package (DEBIAN_SUITE) it is taken from.
 PROMETHEUS_DEBIAN_VERSION=2.42.0+ds-5+deb12u1
+# What `make test` checks the release workflow with (.github/workflows).
+ACTIONLINT_VERSION=v1.7.12
+# What `make release` makes an SBOM of each image with (crates.io).
+CARGO_CYCLONEDX_VERSION=0.5.9
 # The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 # The last commit of the previous release (0.2.0): the release the upgrade test

@@ -15,7 +15,7 @@ const DEMO_FIXTURES: &str = include_str!("../../examples/edge-sim-fixtures.yaml"
 /// apps, CDN logging), with an admin API under /_sim for seeding, clock, faults and
 /// the request journal. Without a subcommand it serves.
 #[derive(Debug, Parser)]
-#[command(version, args_conflicts_with_subcommands = true)]
+#[command(name = "edge-sim", version, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

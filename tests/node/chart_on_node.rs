@@ -13,7 +13,7 @@ use crate::support::operator::{HasConditions, eventually, wait_for_condition};
 
 const WAIT: Duration = Duration::from_secs(90);
 
-fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> Manifest {
+pub(super) fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -> Manifest {
     Manifest::access_list(
         namespace,
         name,
@@ -22,7 +22,7 @@ fn access_list(namespace: &str, name: &str, configuration: i64, enabled: bool) -
 }
 
 /// Waits until the object is InSync with its current generation.
-async fn in_sync_with_spec(api: &Api<AccessListConfig>, name: &str, what: &str) {
+pub(super) async fn in_sync_with_spec(api: &Api<AccessListConfig>, name: &str, what: &str) {
     eventually(what, WAIT, || async {
         let object = api.get(name).await.ok()?;
         object

@@ -29,6 +29,11 @@ impl Release {
     /// the emulator, the locally loaded images (never pulled), watching only its own
     /// namespace; waits until its Pods are Ready.
     pub(crate) fn install(prefix: &str, mode: &str, extra: &[&str]) -> Self {
+        Self::install_chart(&chart(), prefix, mode, extra)
+    }
+
+    /// [`Release::install`] of `chart`: a chart directory or a packaged chart.
+    pub(crate) fn install_chart(chart: &str, prefix: &str, mode: &str, extra: &[&str]) -> Self {
         assert!(
             std::env::var_os("EDGE_TEST_KUBECONFIG").is_some(),
             "the node suite needs a cluster with a node and the images loaded, in EDGE_TEST_KUBECONFIG \
@@ -40,11 +45,10 @@ impl Release {
         let watch = format!("--set=watchNamespace={}", namespace.name);
         let default_key = format!("--set=credentials.defaultKeyNamespaces={{{}}}", namespace.name);
         let fixtures = format!("--set-file=emulator.fixtures={}", fixtures.display());
-        let chart = chart();
         let mut args = vec![
             "install",
             &name,
-            &chart,
+            chart,
             "--namespace",
             &namespace.name,
             "-f",
