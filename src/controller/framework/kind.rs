@@ -216,6 +216,9 @@ pub(crate) trait Reconciled:
     const KIND: &'static str;
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
+    /// The condition types it writes beside [`ConditionType`]'s: a cached status keeps
+    /// only the conditions of these types and those.
+    const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
     /// Its failures beside those of every kind.
     type Error: KindError;
@@ -226,6 +229,7 @@ pub(crate) trait Reconciled:
     type State: Default + Send + Sync + 'static;
 
     fn status(&self) -> Option<&Self::Status>;
+    fn status_mut(&mut self) -> Option<&mut Self::Status>;
     /// The Secret holding the object's access key (the operator's default key when none).
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
 

@@ -1,13 +1,15 @@
 //! What the framework reads of any object: its annotations, and its key in per-object
-//! bookkeeping.
+//! bookkeeping; what the watch caches keep of it.
 
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
+use super::kind::Reconciled;
+use super::status::conditions::own_conditions;
 use super::status::time::parse_go_duration;
-use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_RECONCILE_REQUESTED_AT};
+use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_RECONCILE_REQUESTED_AT, StatusConditions};
 
 /// Whether the object carries `edgeplatform.io/paused: "true"`.
 pub(crate) fn is_paused<K: ResourceExt>(object: &K) -> bool {
@@ -41,6 +43,18 @@ pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K
         object.namespace().unwrap_or_default(),
         object.name_any()
     )
+}
+
+/// What the watch cache of a kind keeps of an object: its metadata as
+/// [`keep_what_is_read`] leaves it, and of its status's conditions those the operator
+/// writes ([`own_conditions`]). The other members of a status are bounded by the
+/// kind's schema and read by its decisions.
+pub(crate) fn keep_what_is_read_of<K: Reconciled>(object: &mut K) {
+    keep_what_is_read(object.meta_mut(), K::FINALIZER);
+    if let Some(status) = object.status_mut() {
+        let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);
+        status.set_conditions(kept);
+    }
 }
 
 /// The annotations the operator reads; the watch caches keep only these.
@@ -115,5 +129,29 @@ mod tests {
         };
         keep_what_is_read(&mut foreign_only, None);
         assert_eq!(foreign_only.finalizers.map(|f| f.capacity()), Some(0), "nothing held");
+    }
+
+    #[test]
+    fn a_cached_object_keeps_of_its_status_the_conditions_the_operator_writes() {
+        use crate::crd::container_app_watch::ContainerAppWatch;
+        let condition = |type_: &str| {
+            serde_json::json!({"type": type_, "status": "True", "reason": "Forged",
+                               "message": "x".repeat(2048), "lastTransitionTime": "2026-11-28T00:00:00Z"})
+        };
+        let mut forged: Vec<serde_json::Value> = (0..12).map(|i| condition(&format!("Tenant{i}"))).collect();
+        forged.extend(["Ready", "Synced", "AppReady", "CdnLogsSynced"].map(condition));
+        let mut watch: ContainerAppWatch = serde_json::from_value(serde_json::json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+            "metadata": {"name": "w", "namespace": "ns", "finalizers": ["tenant.example/f"]},
+            "spec": {"appId": "app"},
+            "status": {"conditions": forged, "observedGeneration": 1},
+        }))
+        .expect("a ContainerAppWatch");
+        keep_what_is_read_of(&mut watch);
+        let status = watch.status.expect("status");
+        let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Ready", "Synced", "AppReady", "CdnLogsSynced"]);
+        assert_eq!(status.observed_generation, Some(1));
+        assert_eq!(watch.metadata.finalizers, Some(Vec::new()));
     }
 }

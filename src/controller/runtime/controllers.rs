@@ -18,7 +18,7 @@ use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
 use crate::controller::framework::kind::{Failure, KindContext, Reconciled};
-use crate::controller::framework::object::{keep_what_is_read, object_key};
+use crate::controller::framework::object::{keep_what_is_read_of, object_key};
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -188,7 +188,7 @@ impl Controllers<'_> {
         tracing::info!(kind = K::KIND, ?initial_list, "watching");
         let stream = watcher::watcher(objects, initial_list.watch_config(self.label_selector))
             .default_backoff()
-            .modify(|object: &mut K| keep_what_is_read(object.meta_mut(), K::FINALIZER))
+            .modify(keep_what_is_read_of::<K>)
             .reflect(writer)
             .inspect({
                 let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());

@@ -1,7 +1,9 @@
 //! Conditions kept in the Kubernetes convention: one per type; an unchanged status
 //! keeps its lastTransitionTime.
 
-use super::vocabulary::{StatusName, note_written};
+use strum::VariantNames;
+
+use super::vocabulary::{ConditionType, StatusName, note_written};
 use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
@@ -17,6 +19,34 @@ pub(crate) struct NewCondition {
 /// [`crate::api::MAX_PLATFORM_TEXT`]) with the operator's around them, or a summary
 /// naming what the Internet sent (user agents, URLs).
 pub(crate) const MAX_CONDITION_MESSAGE_BYTES: usize = 2048;
+
+/// The longest reason a cached condition keeps; every reason of the vocabularies is
+/// far shorter.
+const MAX_OWN_REASON_BYTES: usize = 128;
+
+/// What a cache keeps of an object's conditions: the first of each type the operator
+/// writes (`ConditionType`'s and `own_types`), unless its reason is longer than any the
+/// operator writes. Whatever else a status writer put there is dropped, so a cached
+/// status never holds more conditions than the operator writes itself; on what the
+/// operator wrote, it changes nothing.
+pub(crate) fn own_conditions(conditions: &[Condition], own_types: &[&str]) -> Vec<Condition> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut kept = Vec::new();
+    for condition in conditions {
+        let type_ = ConditionType::VARIANTS
+            .iter()
+            .chain(own_types)
+            .find(|type_| **type_ == condition.type_);
+        let Some(type_) = type_ else { continue };
+        if seen.contains(type_) || condition.reason.len() > MAX_OWN_REASON_BYTES {
+            continue;
+        }
+        seen.push(type_);
+        kept.push(condition.clone());
+    }
+    kept.shrink_to_fit();
+    kept
+}
 
 impl NewCondition {
     pub(crate) fn new(
@@ -100,6 +130,45 @@ mod tests {
         assert_eq!(flipped[0].last_transition_time, "t3");
         assert!(!is_true(&flipped, ConditionType::Ready));
         assert_eq!(flipped[0].reason, Reason::Unauthorized.as_str());
+    }
+
+    #[test]
+    fn a_cache_keeps_the_conditions_the_operator_writes_and_nothing_a_status_writer_adds() {
+        let written = merge(
+            &[],
+            &[
+                NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "ok"),
+                NewCondition::new(ConditionType::Synced, true, Reason::Reconciled, "m".repeat(2048)),
+                NewCondition::new(ConditionType::Stalled, false, Reason::Reconciled, ""),
+            ],
+            Some(3),
+            "2026-11-28T00:00:00Z",
+        );
+        assert_eq!(
+            own_conditions(&written, &["AppReady"]),
+            written,
+            "what the operator wrote is kept as it is"
+        );
+
+        let forged = |type_: &str, reason: &str| Condition {
+            type_: type_.to_string(),
+            status: ConditionStatus::True,
+            reason: reason.to_string(),
+            message: "x".repeat(2048),
+            last_transition_time: "2026-11-28T00:00:00Z".to_string(),
+            observed_generation: None,
+        };
+        let mut flooded = written.clone();
+        flooded.extend((0..13).map(|i| forged(&format!("Tenant{i}"), "Mine")));
+        flooded.push(forged("Ready", "Second"));
+        flooded.push(forged("AppReady", &"R".repeat(MAX_OWN_REASON_BYTES + 1)));
+        flooded.push(forged("AppReady", "Own"));
+        let flooded = own_conditions(&flooded, &["AppReady"]);
+        let types: Vec<&str> = flooded.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Ready", "Stalled", "Synced", "AppReady"]);
+        assert_eq!(flooded[0], written[0], "the first of a type wins");
+        assert_eq!(flooded[3].reason, "Own", "an over-long reason is not the operator's");
+        assert_eq!(flooded.capacity(), 4, "nothing more is held");
     }
 
     #[test]

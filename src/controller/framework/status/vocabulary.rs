@@ -35,7 +35,7 @@ pub(crate) fn is_written(word: &str) -> bool {
 }
 
 /// The condition types of every kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum ConditionType {
     /// The object's goal is reached for its current generation.
     Ready,

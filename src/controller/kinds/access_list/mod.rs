@@ -199,6 +199,10 @@ impl Reconciled for AccessListConfig {
         self.status.as_ref()
     }
 
+    fn status_mut(&mut self) -> Option<&mut AccessListConfigStatus> {
+        self.status.as_mut()
+    }
+
     fn secret_ref(&self) -> Option<&SecretKeyRef> {
         self.spec.access_key_secret_ref.as_ref()
     }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::watcher;
+use strum::VariantNames;
 
 use self::cdn_summaries::CdnSummaries;
 use self::cdn_tail::TailSummary;
@@ -226,6 +227,7 @@ impl ContainerAppWatch {
 /// A watch never writes to the platform.
 impl Reconciled for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
+    const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
     type Error = Infallible;
     type Settings = AppWatchSettings;
@@ -234,6 +236,10 @@ impl Reconciled for ContainerAppWatch {
 
     fn status(&self) -> Option<&ContainerAppWatchStatus> {
         self.status.as_ref()
+    }
+
+    fn status_mut(&mut self) -> Option<&mut ContainerAppWatchStatus> {
+        self.status.as_mut()
     }
 
     fn secret_ref(&self) -> Option<&SecretKeyRef> {

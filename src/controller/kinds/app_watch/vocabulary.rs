@@ -3,7 +3,7 @@
 
 use crate::api::models::apps::AppStatus;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum AppCondition {
     /// The application is active.
     AppReady,

@@ -224,6 +224,10 @@ impl Reconciled for PullZoneCertificate {
         self.status.as_ref()
     }
 
+    fn status_mut(&mut self) -> Option<&mut PullZoneCertificateStatus> {
+        self.status.as_mut()
+    }
+
     fn secret_ref(&self) -> Option<&SecretKeyRef> {
         self.spec.access_key_secret_ref.as_ref()
     }
