@@ -74,11 +74,10 @@ if [ ! -x "$cyclonedx_root/bin/cargo-cyclonedx" ]; then
 fi
 # cargo-cyclonedx writes beside Cargo.toml; the file is moved out at once.
 crates_sbom="edge-operator.crates.cdx.json"
-trap 'rm -f "$crates_sbom"' EXIT
-"$cyclonedx_root/bin/cargo-cyclonedx" cyclonedx --format json --spec-version 1.5 \
-  --target x86_64-unknown-linux-gnu --override-filename "${crates_sbom%.json}" >&2
 work="$(mktemp -d)"
 trap 'rm -f "$crates_sbom"; rm -rf "$work"' EXIT
+"$cyclonedx_root/bin/cargo-cyclonedx" cyclonedx --format json --spec-version 1.5 \
+  --target x86_64-unknown-linux-gnu --override-filename "${crates_sbom%.json}" >&2
 mv "$crates_sbom" "$work/"
 commit_time="$(git log -1 --format=%cI)"
 for image in "${images[@]}"; do
