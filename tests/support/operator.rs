@@ -196,7 +196,8 @@ impl Drop for Operator {
         self.kill();
         if std::thread::panicking() {
             let log = std::fs::read_to_string(self.files.path().join(LOG)).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
+            // kube_client's own lines repeat the errors the operator reports.
+            let lines: Vec<&str> = log.lines().filter(|line| !line.contains(" kube_client::")).collect();
             let tail = lines[lines.len().saturating_sub(80)..].join("\n");
             eprintln!("--- the last lines of operator {}'s log\n{tail}", self.child.id());
         }
@@ -284,8 +285,27 @@ pub(crate) async fn wait_for_condition<K: HasConditions>(
         Some(object) => object,
         None => {
             let last_seen = api.get_opt(name).await.ok().flatten().map(|o| o.conditions());
-            panic!("timed out waiting for {name} {type_}={status:?} {reason}; its conditions: {last_seen:#?}")
+            let events = events_about(api, name).await;
+            panic!(
+                "timed out waiting for {name} {type_}={status:?} {reason}; its conditions: {last_seen:#?}; its Events: {events:#?}"
+            )
         }
+    }
+}
+
+/// The reason and note of each Event about the object `name` of `api`'s namespace.
+async fn events_about<K: HasConditions>(api: &kube::Api<K>, name: &str) -> Vec<String> {
+    let namespace = api.namespace().unwrap_or("default").to_owned();
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(api.clone().into_client(), &namespace);
+    let about = kube::api::ListParams::default().fields(&format!("regarding.name={name}"));
+    match events.list(&about).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .map(|e| format!("{}: {}", e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect(),
+        Err(error) => vec![format!("the Events could not be listed: {error}")],
     }
 }
 

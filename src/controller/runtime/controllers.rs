@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::future::Either;
+use futures::{Stream, StreamExt, stream};
 use kube::api::{WatchEvent, WatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -88,6 +89,42 @@ fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<Kin
         "reconcile failed"
     );
     Action::requeue(delay)
+}
+
+/// Holds the objects of a list (at start, and at every relist after a watch gap) back
+/// until the list ends: the reflector's store takes a list's objects all at once when
+/// it ends, and a reconcile triggered before then finds no object and is dropped, so an
+/// object created while the watch was down would wait for its next change. Only their
+/// references are held; each is handed on, one at a time, as the store holds it.
+fn once_stored<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    store: Store<K>,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let mut listed: Vec<ObjectRef<K>> = Vec::new();
+    events.flat_map(move |event| match event {
+        Ok(watcher::Event::InitApply(object)) => {
+            listed.push(ObjectRef::from_obj(&object));
+            Either::Left(stream::iter(None))
+        }
+        Ok(watcher::Event::InitDone) => {
+            let store = store.clone();
+            let stored = std::mem::take(&mut listed)
+                .into_iter()
+                .filter_map(move |reference| store.get(&reference))
+                .map(|object| Ok(watcher::Event::Apply(object.as_ref().clone())));
+            Either::Right(stream::iter(
+                std::iter::once(Ok(watcher::Event::InitDone)).chain(stored),
+            ))
+        }
+        Ok(watcher::Event::Init) => {
+            listed.clear();
+            Either::Left(stream::iter(Some(Ok(watcher::Event::Init))))
+        }
+        other => Either::Left(stream::iter(Some(other))),
+    })
 }
 
 /// Objects per answer of a kind's initial list (and of every relist) when the
@@ -186,7 +223,7 @@ impl Controllers<'_> {
         let objects = api::<K>(self.client, self.namespace);
         let initial_list = InitialList::probe(&objects).await;
         tracing::info!(kind = K::KIND, ?initial_list, "watching");
-        let stream = watcher::watcher(objects, initial_list.watch_config(self.label_selector))
+        let events = watcher::watcher(objects, initial_list.watch_config(self.label_selector))
             .default_backoff()
             .modify(keep_what_is_read_of::<K>)
             .reflect(writer)
@@ -201,14 +238,13 @@ impl Controllers<'_> {
                     }
                     forget_deleted(&kind, event);
                 }
-            })
-            .applied_objects()
-            .predicate_filter(
-                predicates::generation
-                    .combine(predicates::annotations)
-                    .combine(predicates::finalizers),
-                Default::default(),
-            );
+            });
+        let stream = once_stored(events, reader.clone()).applied_objects().predicate_filter(
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers),
+            Default::default(),
+        );
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();
         controller
@@ -227,6 +263,8 @@ impl Controllers<'_> {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kube::runtime::watcher::{InitialListStrategy, ListSemantic};
     use serde_json::json;
 
@@ -269,6 +307,51 @@ mod tests {
             InitialList::Paged,
             "no end of initial events"
         );
+    }
+
+    fn config_map(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("team".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_object_listed_is_handed_on_once_the_store_holds_it() {
+        let (reader, writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let (a, b, c) = (config_map("a"), config_map("b"), config_map("c"));
+        let events = [
+            watcher::Event::Init,
+            watcher::Event::InitApply(a.clone()),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(b.clone()),
+            // A relist after a watch gap: c was created meanwhile, b deleted.
+            watcher::Event::Init,
+            watcher::Event::InitApply(a.clone()),
+            watcher::Event::InitApply(c.clone()),
+            watcher::Event::InitDone,
+        ];
+        let reflected = stream::iter(events.map(Ok)).reflect(writer);
+        let mut handed_on = Box::pin(once_stored(reflected, reader.clone()));
+        let mut names = Vec::new();
+        while let Some(event) = handed_on.next().await {
+            match event.expect("no watch error") {
+                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                    assert!(
+                        reader.get(&ObjectRef::from_obj(&object)).is_some(),
+                        "{} is handed on before the store holds it",
+                        object.name_any()
+                    );
+                    names.push(object.name_any());
+                }
+                watcher::Event::Init | watcher::Event::InitDone | watcher::Event::Delete(_) => {}
+            }
+        }
+        assert_eq!(names, ["a", "b", "a", "c"]);
     }
 
     #[test]
