@@ -225,8 +225,7 @@ fn is_code(error: &kube::Error, code: u16) -> bool {
 }
 
 /// The records of configurations and their owners, as the operator's watch of them
-/// holds them, without their managed fields (a replace of a cached record keeps the
-/// apiserver's; its labels stay, so the record stays its platform's).
+/// holds them: in their [`cached_form`].
 pub struct ClaimRecords {
     store: Store<AccessListClaim>,
     writer: Mutex<Option<Writer<AccessListClaim>>>,
@@ -253,7 +252,7 @@ impl ClaimRecords {
         let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));
         watcher(Api::<AccessListClaim>::all(client), of_platform)
             .default_backoff()
-            .modify(|record| record.metadata.managed_fields = None)
+            .modify(cached_form)
             .reflect(writer)
             .take_until(stop)
             .for_each(|event| {
@@ -424,7 +423,7 @@ impl ClaimRecords {
             return Ok(record);
         }
         record.spec.proof = proof_of(me, Some(now));
-        replace(api, &record).await
+        replace(api, record).await
     }
 
     /// Keeps in `record` the values read before its owner's first write.
@@ -435,7 +434,7 @@ impl ClaimRecords {
         values: RecordedValues,
     ) -> Result<AccessListClaim, Failure> {
         record.spec.restore_point = Some(values);
-        replace(&Api::all(kube.clone()), &record).await
+        replace(&Api::all(kube.clone()), record).await
     }
 
     /// Releases `record`, unless it changed meanwhile.
@@ -455,9 +454,19 @@ impl ClaimRecords {
     }
 }
 
-/// Replaces `record` if it is still the version read.
-async fn replace(api: &Api<AccessListClaim>, record: &AccessListClaim) -> Result<AccessListClaim, Failure> {
-    match api.replace(&record.name_any(), &PostParams::default(), record).await {
+/// What the cache keeps of a record: neither its managed fields (a replace keeps the
+/// apiserver's) nor its labels, which are only the platform label (a map of one label
+/// costs more than the rest of the record) and which [`replace`] writes again.
+fn cached_form(record: &mut AccessListClaim) {
+    record.metadata.managed_fields = None;
+    record.metadata.labels = None;
+}
+
+/// Replaces `record` if it is still the version read, labelled as its platform's.
+async fn replace(api: &Api<AccessListClaim>, mut record: AccessListClaim) -> Result<AccessListClaim, Failure> {
+    let platform = platform_tag(&record.spec.platform);
+    record.labels_mut().insert(PLATFORM_LABEL.to_string(), platform);
+    match api.replace(&record.name_any(), &PostParams::default(), &record).await {
         Ok(written) => Ok(written),
         Err(error) if is_code(&error, 409) => Err(ReconcileError::Stale),
         Err(error) => Err(error.into()),
@@ -508,6 +517,32 @@ mod tests {
         object.metadata.uid = Some(format!("uid-{name}"));
         object.metadata.creation_timestamp = Some(Time(created.parse().expect("time")));
         object
+    }
+
+    #[tokio::test]
+    async fn a_cached_record_keeps_no_label_and_is_written_back_with_its_platform_label() {
+        let mut record = new_record(PLATFORM, &object("a", "team", "2026-11-20T10:00:00Z"), 9101, "now");
+        record.metadata.resource_version = Some("7".into());
+        cached_form(&mut record);
+        assert_eq!(record.metadata.labels, None);
+        let (sent, written) = std::sync::mpsc::channel();
+        let kube = crate::controller::framework::mock_apiserver::client(move |request, body| {
+            let _ = sent.send((request.method.to_string(), body.clone()));
+            (200, body)
+        });
+        let values = RecordedValues {
+            is_enabled: true,
+            action: 1,
+        };
+        ClaimRecords::default()
+            .record_restore_point(&kube, record, values)
+            .await
+            .expect("replaced");
+        let (method, body) = written.recv().expect("one request");
+        assert_eq!(method, "PUT");
+        assert_eq!(body["metadata"]["labels"][PLATFORM_LABEL], platform_tag(PLATFORM));
+        assert_eq!(body["metadata"]["resourceVersion"], "7");
+        assert_eq!(body["spec"]["restorePoint"]["isEnabled"], true);
     }
 
     /// The object as 0.2.0 left it after writing `configuration`, Synced as `synced`.
