@@ -159,6 +159,10 @@ impl SimAccessList {
         self.details.get("configurationId").and_then(Value::as_i64)
     }
 
+    pub fn list_id(&self) -> Option<i64> {
+        self.details.get("listId").and_then(Value::as_i64)
+    }
+
     pub fn is_enabled(&self) -> bool {
         self.details.get("isEnabled").and_then(Value::as_bool).unwrap_or(false)
     }

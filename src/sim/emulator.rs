@@ -241,7 +241,12 @@ impl Sim {
         }
         for (i, zone) in zones.iter().enumerate() {
             let share = share_of(events, zones.len(), i);
-            let batch = super::generator::events(share, seed.wrapping_add(*zone as u64), now);
+            let lists = world
+                .shield_zone(*zone)
+                .map(|z| z.access_lists.clone())
+                .unwrap_or_default();
+            let batch = super::generator::events(share, seed.wrapping_add(*zone as u64), now)
+                .map(|event| super::traffic::as_the_lists_record(&lists, event));
             world.shield_zone_events_mut(*zone).insert(batch);
         }
         for (i, zone) in pull_zones.iter().enumerate() {

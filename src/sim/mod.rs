@@ -20,6 +20,7 @@ pub(crate) mod logs;
 pub(crate) mod ratelimit;
 pub mod recording;
 pub mod state_file;
+pub(crate) mod traffic;
 pub(crate) mod wire_form;
 pub(crate) mod world;
 

@@ -21,6 +21,7 @@ use crate::sim::always_sent;
 use crate::sim::document::{SimAccessList, SimDocument, merge_patch};
 use crate::sim::emulator::{Fault, MAX_FAULTS, Sim};
 use crate::sim::events::EventInput;
+use crate::sim::traffic::{self, ListTraffic, MAX_REQUESTS};
 use crate::sim::world::{MAX_EVENTS_PER_ZONE, MAX_LOGS_PER_PULL_ZONE};
 
 /// Who may use the admin API.
@@ -87,6 +88,7 @@ pub(crate) fn router(access: Arc<AdminAccess>) -> Router<Arc<Sim>> {
         .route("/state", get(get_state).put(put_state))
         .route("/reset", post(reset))
         .route("/shield-zones/{id}/events", post(insert_events))
+        .route("/shield-zones/{id}/access-list-traffic", post(insert_traffic))
         .route(
             "/shield-zones/{id}/access-lists/{configuration_id}",
             patch(patch_access_list),
@@ -162,26 +164,60 @@ async fn insert_events(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: B
         Ok(events) => events,
         Err(response) => return response,
     };
+    off_the_runtime(move || insert_into_zone(&sim, id, |_| Ok(events))).await
+}
+
+/// Requests access lists of the zone act on: the events they record (see
+/// [`traffic`](crate::sim::traffic)).
+async fn insert_traffic(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let traffic: Vec<ListTraffic> = match parse_array(&body, "traffic") {
+        Ok(traffic) => traffic,
+        Err(response) => return response,
+    };
+    let requested = traffic.iter().fold(0u64, |sum, t| sum.saturating_add(t.count));
+    if requested > MAX_REQUESTS {
+        return bad_request(
+            format!("traffic: at most {MAX_REQUESTS} requests per call ({requested} sent)"),
+            Some("traffic"),
+        );
+    }
     off_the_runtime(move || {
-        let n = events.len();
-        let mut world = sim.world_mut();
-        if world.shield_zone(id).is_none() {
-            return not_found(format!("Shield Zone {id}"));
-        }
-        let store = world.shield_zone_events_mut(id);
-        if store.len() + n > MAX_EVENTS_PER_ZONE {
-            return bad_request(
-                format!(
-                    "a Shield Zone holds at most {MAX_EVENTS_PER_ZONE} events ({} held, {n} sent)",
-                    store.len()
-                ),
-                None,
-            );
-        }
-        store.insert(events);
-        inserted(n)
+        let now_ms = sim.clock.now_ms();
+        insert_into_zone(&sim, id, |lists| {
+            traffic::events(lists, &traffic, now_ms).map(Iterator::collect)
+        })
     })
     .await
+}
+
+/// Adds to the events of Shield Zone `id` those `events_for` makes from its access
+/// lists, within the zone's bound.
+fn insert_into_zone(
+    sim: &Sim,
+    id: i64,
+    events_for: impl FnOnce(&[SimAccessList]) -> Result<Vec<EventInput>, String>,
+) -> Response {
+    let mut world = sim.world_mut();
+    let Some(zone) = world.shield_zone(id) else {
+        return not_found(format!("Shield Zone {id}"));
+    };
+    let events = match events_for(&zone.access_lists) {
+        Ok(events) => events,
+        Err(message) => return bad_request(message, None),
+    };
+    let n = events.len();
+    let store = world.shield_zone_events_mut(id);
+    if store.len() + n > MAX_EVENTS_PER_ZONE {
+        return bad_request(
+            format!(
+                "a Shield Zone holds at most {MAX_EVENTS_PER_ZONE} events ({} held, {n} sent)",
+                store.len()
+            ),
+            None,
+        );
+    }
+    store.insert(events);
+    inserted(n)
 }
 
 async fn insert_logs(State(sim): State<Arc<Sim>>, Path(id): Path<i64>, body: Bytes) -> Response {

@@ -12,7 +12,8 @@ use futures::StreamExt;
 use super::respond::{json, problem};
 use crate::sim::emulator::{Fault, JournalEntry, Sim};
 
-/// Answers with a programmed fault where one matches, and records every exchange.
+/// Answers with a programmed fault where one matches, dates every answer by the
+/// emulator's clock, and records every exchange.
 pub(crate) async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
@@ -21,11 +22,15 @@ pub(crate) async fn journal_and_faults(State(sim): State<Arc<Sim>>, request: Req
     if let Some(delay) = fault.as_ref().and_then(|f| f.delay_ms) {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
-    let response = match fault.filter(|f| f.status.is_some()) {
+    let mut response = match fault.filter(|f| f.status.is_some()) {
         Some(fault) => fault_response(&fault),
         None => next.run(request).await,
     };
     let now = sim.clock.now();
+    // The platform's answers carry its time; the emulator's is its clock.
+    if let Ok(date) = HeaderValue::from_str(&now.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
+        response.headers_mut().insert(header::DATE, date);
+    }
     sim.record(JournalEntry {
         method: method.to_string(),
         path,
