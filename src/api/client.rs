@@ -2,8 +2,10 @@
 //! classification, retries, metrics) under every operation.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures::Stream;
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response};
@@ -60,6 +62,19 @@ impl Drop for QuotaWait<'_> {
     }
 }
 
+/// How far the `Date` of an answer is ahead of `now`, in milliseconds, within
+/// [`MAX_CLOCK_OFFSET_MS`]; `None` without a valid `Date`.
+fn clock_offset(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Option<i64> {
+    let date = headers.get(reqwest::header::DATE)?.to_str().ok()?;
+    let platform = DateTime::parse_from_rfc2822(date).ok()?;
+    let offset = platform.timestamp_millis() - now.timestamp_millis();
+    Some(offset.clamp(-MAX_CLOCK_OFFSET_MS, MAX_CLOCK_OFFSET_MS))
+}
+
+/// The most a platform's clock is taken to differ from this process's: the event
+/// search's reach (72 hours).
+const MAX_CLOCK_OFFSET_MS: i64 = 72 * 3_600_000;
+
 /// Decides, immediately before each write is sent, whether this process may still
 /// change the platform (the operator's leadership).
 pub trait WriteGate: Send + Sync {
@@ -83,6 +98,9 @@ struct Shared {
     answers: Arc<tokio::sync::Semaphore>,
     /// All of that room: no answer reserves more, so none waits for room that cannot be.
     answers_kib: u32,
+    /// How far the platform's clock is ahead of this process's, in milliseconds, by the
+    /// `Date` of its latest answer.
+    clock_offset_ms: AtomicI64,
 }
 
 /// An answer's body, holding its share of the answer budget until dropped.
@@ -150,6 +168,7 @@ impl EdgeClient {
                 hooks,
                 answers: Arc::new(tokio::sync::Semaphore::new(budget_kib as usize)),
                 answers_kib: budget_kib,
+                clock_offset_ms: AtomicI64::new(0),
             }),
             config: Arc::new(config),
             party: Arc::from(""),
@@ -179,6 +198,13 @@ impl EdgeClient {
 
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// The platform's time now, by the `Date` of its latest answer to any client of
+    /// this configuration (this process's time before the first): what the platform's
+    /// event timestamps are measured in.
+    pub fn platform_now(&self) -> DateTime<Utc> {
+        Utc::now() + chrono::Duration::milliseconds(self.shared.clock_offset_ms.load(Ordering::Relaxed))
     }
 
     pub(crate) fn url(&self, api: Api, path: &str) -> String {
@@ -260,6 +286,9 @@ impl EdgeClient {
             observer.record(operation, status_class(status), started.elapsed());
         }
         let response = result.map_err(ApiError::from_transport)?;
+        if let Some(offset) = clock_offset(response.headers(), Utc::now()) {
+            self.shared.clock_offset_ms.store(offset, Ordering::Relaxed);
+        }
         if response.status().is_success() {
             return Ok(response);
         }
@@ -442,6 +471,21 @@ mod tests {
     use futures::TryStreamExt;
 
     use super::*;
+
+    #[test]
+    fn the_platform_clock_is_read_from_the_date_of_its_answers_within_bounds() {
+        let now: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().expect("time");
+        let dated = |date: &str| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(reqwest::header::DATE, HeaderValue::from_str(date).expect("header"));
+            clock_offset(&headers, now)
+        };
+        assert_eq!(dated("Sat, 28 Nov 2026 11:00:00 GMT"), Some(3_600_000));
+        assert_eq!(dated("Sat, 28 Nov 2026 09:59:59 GMT"), Some(-1_000));
+        assert_eq!(dated("Sat, 28 Nov 2099 10:00:00 GMT"), Some(MAX_CLOCK_OFFSET_MS));
+        assert_eq!(dated("yesterday"), None);
+        assert_eq!(clock_offset(&reqwest::header::HeaderMap::new(), now), None);
+    }
 
     /// A listing that always says "more": pages of `size` bytes.
     fn endless(size: usize, limits: WalkLimits) -> impl Stream<Item = Result<u64, ApiError>> {
