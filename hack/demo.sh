@@ -100,6 +100,25 @@ up() {
   kubectl wait -n "$namespace" --for=condition=Ready pullzonecertificate --all --timeout=60s >/dev/null
   kubectl wait -n "$namespace" --for=condition=Ready containerappwatch --all --timeout=120s >/dev/null
 
+  log "a staged rollout (examples/access-list-rollout.yaml): the list logs, traffic it matches is its evidence"
+  kubectl apply -n "$namespace" -f examples/access-list-rollout.yaml >/dev/null
+  local rollout="accesslistconfig/tor-exit-nodes" waited=0
+  until [ -n "$(kubectl get -n "$namespace" "$rollout" -o jsonpath='{.status.rollout.windowStart}')" ]; do
+    [ $waited -lt 60 ] || { log "the rollout's window did not start within 60 s"; exit 1; }
+    sleep 1; waited=$((waited + 1))
+  done
+  curl -fsS -X POST "http://127.0.0.1:$sim_port/_sim/shield-zones/1001/access-list-traffic" \
+    -H 'Content-Type: application/json' -d '[
+      {"listId": 12, "ip": "185.220.101.4", "country": "DE", "asn": "24940", "url": "/login", "count": 60},
+      {"listId": 12, "ip": "185.220.101.9", "country": "DE", "asn": "24940", "url": "/wp-login.php", "count": 35},
+      {"listId": 12, "ip": "199.249.230.77", "country": "US", "asn": "16509", "url": "/search", "count": 25}]' >/dev/null
+  kubectl annotate -n "$namespace" "$rollout" --overwrite "edgeplatform.io/reconcile-requested-at=$(date +%s)" >/dev/null
+  waited=0
+  until [ "$(kubectl get -n "$namespace" "$rollout" -o jsonpath='{.status.rollout.evidence.matches}')" = 120 ]; do
+    [ $waited -lt 60 ] || { log "the rollout's evidence did not show the traffic within 60 s"; exit 1; }
+    sleep 1; waited=$((waited + 1))
+  done
+
   log "kubectl get edgeplatform -n $namespace"
   kubectl get edgeplatform -n "$namespace"
   log "highlights"
@@ -109,6 +128,7 @@ up() {
     -o jsonpath='access list: {.status.atProvider.name} enabled={.status.atProvider.isEnabled} action={.status.atProvider.action}{"\n"}'
   kubectl get pullzonecertificate shop-example-com -n "$namespace" \
     -o jsonpath='certificate: {.spec.hostname} issued at {.status.issuedTime}{"\n"}'
+  KUBECONFIG="$KUBECONFIG" "$bin/edgectl" rollout status tor-exit-nodes -n "$namespace"
 
   cat <<EOF
 
@@ -116,6 +136,7 @@ Ready in $((SECONDS - started))s. Explore:
   export KUBECONFIG=$KUBECONFIG PATH=$K8S_BIN_DIR:\$PATH
   kubectl get edgeplatform -n $namespace
   kubectl describe containerappwatch shop-frontend -n $namespace
+  $bin/edgectl rollout status tor-exit-nodes -n $namespace
   export EDGE_API_URL=http://127.0.0.1:$sim_port EDGE_ACCESS_KEY=demo-access-key
   $bin/edgectl events search --zone 1001 --since 24h --group-by ruleId,ip --buckets 40 --page-size 10
   $bin/edgectl logs --pull-zone 501 --since 1h --status 5xx

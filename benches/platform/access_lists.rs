@@ -104,6 +104,7 @@ fn spec(index: usize) -> AccessListConfigSpec {
             name: KEY_SECRET.to_string(),
             key: "accessKey".to_string(),
         }),
+        rollout: None,
     }
 }
 

@@ -87,11 +87,34 @@ pub enum Command {
     /// proxy: one line per check (name resolution, TLS, the key, the clock, the
     /// logging API, the zones, Pull Zones and apps named), exit 1 on a failure.
     Doctor(DoctorArgs),
+    /// The staged rollout of an AccessListConfig (spec.rollout), read from the cluster
+    /// of the current kubeconfig context.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
     /// A shell completion script, e.g. `source <(edgectl completion bash)`.
     Completion {
         /// The shell: bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Where the rollout stands, and its evidence: matches, distinct IPs, the top
+    /// values, the sparkline over the window and the digest an approval names.
+    Status(RolloutArgs),
+    /// Approves the evidence shown in status (Manual promotion): writes the annotation
+    /// edgeplatform.io/promote with its digest.
+    Promote(RolloutArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// The AccessListConfig.
+    pub name: String,
+    /// Its namespace [default: the kubeconfig context's].
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,10 +9,10 @@ use clap::CommandFactory;
 use super::access_lists::{self, SetRequest};
 use super::args::{
     AccessListsCommand, AppCommand, CertCommand, Cli, Command, Connection, EventsCommand, ExportCommand, Output,
-    PlanArgs, SearchArgs, SetArgs, ZoneListCommand,
+    PlanArgs, RolloutCommand, SearchArgs, SetArgs, ZoneListCommand,
 };
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
-use super::{Failure, certificates, doctor, logs, plan, render, show, since};
+use super::{Failure, certificates, doctor, logs, plan, render, rollout, show, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, SecretValue};
 
@@ -227,6 +227,11 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             show(output, &checks, |checks| doctor::render(checks));
             return Ok(doctor::exit_code(&checks));
         }
+        Command::Rollout(RolloutCommand::Status(args)) => {
+            let view = rollout::status(args).await?;
+            show(output, &view, rollout::render);
+        }
+        Command::Rollout(RolloutCommand::Promote(args)) => print!("{}", rollout::promote(args).await?),
         Command::Export(ExportCommand::AccessLists {
             zone,
             manage,

@@ -11,6 +11,7 @@ pub(crate) mod logs;
 pub(crate) mod parse;
 pub(crate) mod plan;
 pub(crate) mod render;
+pub(crate) mod rollout;
 
 use std::time::Duration;
 

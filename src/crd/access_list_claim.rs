@@ -6,6 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::short_digest;
+
 /// The record of one configuration's owner, named
 /// `<shieldZoneId>-<configurationId>-<platform>` ([`claim_name`]).
 /// The apiserver's create-if-absent decides a race between objects, processes and
@@ -97,13 +99,7 @@ pub fn claim_name(platform: &str, shield_zone_id: i64, configuration_id: i64) ->
     format!("{shield_zone_id}-{configuration_id}-{}", platform_tag(platform))
 }
 
-/// A platform's short name: the first 10 hex digits of the SHA-256 of its base URL.
+/// A platform's short name: the [`short_digest`] of its base URL.
 pub fn platform_tag(platform: &str) -> String {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, platform.trim_end_matches('/').as_bytes());
-    digest
-        .as_ref()
-        .iter()
-        .take(5)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    short_digest(platform.trim_end_matches('/').as_bytes())
 }

@@ -4,7 +4,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, SecretKeyRef};
+use super::{Condition, EventFilter, SecretKeyRef};
 use crate::api::models::shield::AccessListAction;
 
 /// Desired state of one access-list configuration of a Shield Zone.
@@ -25,6 +25,9 @@ use crate::api::models::shield::AccessListAction;
         json_path = ".status.atProvider.configurationId"
     ),
     printcolumn(name = "Enabled", type_ = "boolean", json_path = ".status.atProvider.isEnabled"),
+    printcolumn(name = "Action", type_ = "string", json_path = ".status.atProvider.action"),
+    printcolumn(name = "Rollout", type_ = "string", json_path = ".status.rollout.stage"),
+    printcolumn(name = "Matches", type_ = "integer", json_path = ".status.rollout.evidence.matches"),
     printcolumn(
         name = "Ready",
         type_ = "string",
@@ -38,6 +41,9 @@ use crate::api::models::shield::AccessListAction;
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
 #[x_kube(validation = Rule::new("has(self.configurationId) != has(self.listName)").message("exactly one of spec.configurationId and spec.listName must be set"))]
+#[x_kube(validation = Rule::new("!has(self.rollout) || !has(self.action)").message("with spec.rollout, the action is spec.rollout.action: leave spec.action out"))]
+#[x_kube(validation = Rule::new("!has(self.rollout) || self.enabled").message("spec.rollout needs spec.enabled: a disabled list logs nothing"))]
+#[x_kube(validation = Rule::new("!has(self.rollout) || self.managementPolicy != 'Observe'").message("spec.rollout needs managementPolicy Manage: an observed list is never written"))]
 #[x_kube(validation = Rule::new("self.shieldZoneId == oldSelf.shieldZoneId && has(self.configurationId) == has(oldSelf.configurationId) && (!has(self.configurationId) || self.configurationId == oldSelf.configurationId) && has(self.listName) == has(oldSelf.listName) && (!has(self.listName) || self.listName == oldSelf.listName)").message("spec.shieldZoneId, spec.configurationId and spec.listName are immutable: to target another access list, delete this object and create a new one"))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessListConfigSpec {
@@ -67,6 +73,75 @@ pub struct AccessListConfigSpec {
     /// Secret key holding the platform access key; the operator's own key when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_key_secret_ref: Option<SecretKeyRef>,
+    /// Reach the action in stages: the list logs first, what it would block is read
+    /// from the zone's security events into status, and the action is set on a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
+}
+
+/// A staged change of the list's action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[x_kube(validation = Rule::new("self.promotion != 'Automatic' || has(self.maxMatches)").message("promotion Automatic needs maxMatches"))]
+pub struct Rollout {
+    /// The action the list takes once promoted.
+    pub action: RolloutAction,
+    /// How long the list logs before it may be promoted (a Go duration, 1m to 24h).
+    #[serde(default = "default_rollout_window")]
+    #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("window must be from 1m to 24h"))]
+    #[schemars(length(max = 32))]
+    pub window: String,
+    /// Automatic: promoted once the whole window elapsed with the gate holding.
+    /// Manual: promoted when the annotation edgeplatform.io/promote carries the digest
+    /// of the evidence in status.
+    #[serde(default)]
+    pub promotion: Promotion,
+    /// The most events the list may log in the window (required with Automatic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_matches: Option<i64>,
+    /// The most distinct client IPs among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_distinct_ips: Option<i64>,
+    /// After promotion, more events than this blocked (or challenged) by the list
+    /// within one window return it to Log, once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub rollback_above: Option<i64>,
+    /// The search that finds the list's events, AND-combined; by default `feature eq
+    /// access_list` and `ruleId eq <the list's listId>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub filters: Vec<EventFilter>,
+}
+
+fn default_rollout_window() -> String {
+    "1h".into()
+}
+
+/// The actions a rollout may reach: Block or Challenge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RolloutAction {
+    Block,
+    Challenge,
+}
+
+impl RolloutAction {
+    pub fn action(self) -> AccessListAction {
+        match self {
+            RolloutAction::Block => AccessListAction::Block,
+            RolloutAction::Challenge => AccessListAction::Challenge,
+        }
+    }
+}
+
+/// How a rollout is promoted: Automatic (on its gate) or Manual (on an approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum Promotion {
+    #[default]
+    Automatic,
+    Manual,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -141,4 +216,113 @@ pub struct AccessListConfigStatus {
     /// Values observed before the first write, restored on delete with Restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_point: Option<RestorePoint>,
+    /// Where spec.rollout stands, with its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
+}
+
+/// Where a rollout stands.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+pub enum RolloutStage {
+    /// The list logs; the window runs (or starts once the platform confirms Log).
+    #[default]
+    Logging,
+    /// The window elapsed; promotion waits for the annotation with the evidence digest.
+    AwaitingApproval,
+    /// The gate was exceeded: the list keeps logging until the spec changes.
+    Held,
+    /// The list takes the rollout's action.
+    Promoted,
+    /// Blocked more than rollbackAbove after promotion: back to Log until the spec changes.
+    RolledBack,
+}
+
+/// The state of spec.rollout of one generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// Logging, AwaitingApproval, Held, Promoted or RolledBack.
+    pub stage: RolloutStage,
+    /// The metadata.generation whose spec.rollout this is: a new one restarts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// When the platform was first seen logging for this generation: the window's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub window_start: Option<String>,
+    /// What the list logged in the window, as last read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+    /// When the list was promoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub promoted_at: Option<String>,
+    /// Events the list blocked (or challenged) within the last window since promotion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<i64>,
+    /// When the list went back to Log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub rolled_back_at: Option<String>,
+}
+
+/// What a list logged over a window, from the zone's security events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    /// The start of the window read, RFC 3339.
+    #[schemars(length(max = 64))]
+    pub from: String,
+    /// The end of the window read (excluded), RFC 3339.
+    #[schemars(length(max = 64))]
+    pub to: String,
+    /// Events the list logged.
+    pub matches: i64,
+    /// Distinct client IPs among them.
+    pub distinct_ips: i64,
+    /// The client IPs with the most events.
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub top_ips: Vec<Tally>,
+    /// The countries with the most events.
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub top_countries: Vec<Tally>,
+    /// The ASNs with the most events.
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub top_asns: Vec<Tally>,
+    /// The URLs with the most events.
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub top_urls: Vec<Tally>,
+    /// Events per equal slice of the window, oldest first.
+    #[serde(default)]
+    #[schemars(length(max = 60))]
+    pub sparkline: Vec<i64>,
+    /// A short hash of the numbers above: what an approval refers to.
+    #[schemars(length(max = 16))]
+    pub digest: String,
+}
+
+/// One value of a dimension and its events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct Tally {
+    /// The value (an IP, a country code, an ASN, a URL).
+    #[schemars(length(max = 256))]
+    pub value: String,
+    /// Its events.
+    pub count: i64,
 }

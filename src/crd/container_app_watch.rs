@@ -7,8 +7,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, SecretKeyRef};
-use crate::api::models::shield::{Dimension, FilterOp};
+use super::{Condition, EventFilter, SecretKeyRef};
+use crate::api::models::shield::Dimension;
 
 fn default_interval() -> String {
     "60s".to_string()
@@ -87,20 +87,6 @@ pub struct ContainerAppWatchSpec {
 pub struct RateLimitsWatch {
     /// Whether to mirror rate-limit rules.
     pub enabled: bool,
-}
-
-/// One event filter: values are OR-combined, filters AND-combined.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
-#[serde(deny_unknown_fields)]
-#[x_kube(validation = Rule::new("self.op != 'cidr' || self.field == 'ip'").message("op cidr applies to field ip only"))]
-pub struct EventFilter {
-    /// Dimension to filter on.
-    pub field: Dimension,
-    /// eq, in, contains (case-insensitive), cidr (ip only), wildcard (`*`).
-    pub op: FilterOp,
-    /// Values, OR-combined.
-    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 256)))]
-    pub value: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]

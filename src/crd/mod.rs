@@ -14,9 +14,11 @@ pub mod container_app_watch;
 pub mod pull_zone_certificate;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
+use kube::{CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::api::models::shield::{Dimension, FilterOp};
 
 pub use access_list_claim::AccessListClaim;
 pub use access_list_config::AccessListConfig;
@@ -29,6 +31,19 @@ pub const ANNOTATION_PAUSED: &str = "edgeplatform.io/paused";
 pub const ANNOTATION_RECONCILE_REQUESTED_AT: &str = "edgeplatform.io/reconcile-requested-at";
 /// Overrides the operator's `--resync` period for one object (e.g. `2m`).
 pub const ANNOTATION_POLL_INTERVAL: &str = "edgeplatform.io/poll-interval";
+/// The digest of the evidence in an AccessListConfig's status: promotes its Manual rollout.
+pub const ANNOTATION_PROMOTE: &str = "edgeplatform.io/promote";
+
+/// The first 10 hex digits of the SHA-256 of `bytes`.
+pub fn short_digest(bytes: &[u8]) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
+    digest
+        .as_ref()
+        .iter()
+        .take(5)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
 
 /// A key of a Secret in the object's namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -42,6 +57,20 @@ pub struct SecretKeyRef {
     /// Key within the Secret whose value is the platform access key.
     #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
     pub key: String,
+}
+
+/// One event filter: values are OR-combined, filters AND-combined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(deny_unknown_fields)]
+#[x_kube(validation = Rule::new("self.op != 'cidr' || self.field == 'ip'").message("op cidr applies to field ip only"))]
+pub struct EventFilter {
+    /// Dimension to filter on.
+    pub field: Dimension,
+    /// eq, in, contains (case-insensitive), cidr (ip only), wildcard (`*`).
+    pub op: FilterOp,
+    /// Values, OR-combined.
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 256)))]
+    pub value: Vec<String>,
 }
 
 /// Status of a condition.

@@ -17,6 +17,46 @@ const CAW: &str = "ContainerAppWatch";
 const INVALID: &[(&str, &str, &str)] = &[
     (
         ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  action: Block\n  rollout: {action: Block, maxMatches: 1}\n",
+        "with spec.rollout, the action is spec.rollout.action",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: false\n  rollout: {action: Block, maxMatches: 1}\n",
+        "spec.rollout needs spec.enabled",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  managementPolicy: Observe\n  rollout: {action: Block, maxMatches: 1}\n",
+        "spec.rollout needs managementPolicy Manage",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  rollout: {action: Block}\n",
+        "promotion Automatic needs maxMatches",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  rollout: {action: Log, promotion: Manual}\n",
+        "spec.rollout.action",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  rollout: {action: Block, window: 30s, maxMatches: 1}\n",
+        "window must be from 1m to 24h",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  rollout: {action: Block, window: 25h, maxMatches: 1}\n",
+        "window must be from 1m to 24h",
+    ),
+    (
+        ALC,
+        "  shieldZoneId: 1\n  configurationId: 5\n  enabled: true\n  rollout: {action: Block, maxMatches: -1}\n",
+        "spec.rollout.maxMatches",
+    ),
+    (
+        ALC,
         "  shieldZoneId: 1\n  enabled: true\n",
         "exactly one of spec.configurationId and spec.listName",
     ),
@@ -363,6 +403,7 @@ fn the_examples_are_accepted_by_the_apiserver() {
     let examples = crate::support::cluster::repo_root().join("examples");
     for name in [
         "access-list-config.yaml",
+        "access-list-rollout.yaml",
         "pull-zone-certificate.yaml",
         "container-app-watch.yaml",
     ] {

@@ -16,6 +16,7 @@ mod operator_access_list;
 mod operator_app_watch;
 mod operator_certificate;
 mod operator_resilience;
+mod operator_rollout;
 mod operator_tls;
 mod plan;
 mod protections_together;

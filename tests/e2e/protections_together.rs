@@ -1,6 +1,7 @@
 //! The safety features together, every protection on, as a new user meets them: a
-//! namespace deleted with many restoring objects sharing one Secret (with the operator
-//! killed half-way), and several objects applied at once that name one configuration.
+//! namespace deleted with many restoring objects sharing one Secret, staged rollouts
+//! among them (with the operator killed half-way), and several objects applied at once
+//! that name one configuration.
 
 use std::time::{Duration, Instant};
 
@@ -32,8 +33,13 @@ fn operator(namespace: &str, api_url: &str) -> Operator {
     )
 }
 
+/// Every fourth object stages a rollout (it logs, awaiting an approval).
+fn is_staged(index: i64) -> bool {
+    index % 4 == 3
+}
+
 fn restoring_object(namespace: &str, index: i64) -> Manifest {
-    Manifest::access_list(
+    let object = Manifest::access_list(
         namespace,
         &format!("restore-{index}"),
         json!({
@@ -43,16 +49,32 @@ fn restoring_object(namespace: &str, index: i64) -> Manifest {
             "deletionPolicy": "Restore",
             "accessKeySecretRef": {"name": "shared-key", "key": "accessKey"},
         }),
-    )
+    );
+    if is_staged(index) {
+        return object.with_spec(json!({"rollout": {"action": "Block", "promotion": "Manual"}}));
+    }
+    object
 }
 
-async fn ready_count(api: &Api<AccessListConfig>) -> usize {
+/// The action the platform holds for a settled object: Log while staged, else Block.
+fn settled_action(index: i64) -> i64 {
+    if is_staged(index) { 4 } else { 2 }
+}
+
+/// Objects Ready, or logging in their rollout's window.
+async fn settled_count(api: &Api<AccessListConfig>) -> usize {
     let objects = api.list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
     objects
         .iter()
         .filter(|o| {
-            o.condition("Ready")
-                .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
+            let logging = o
+                .status
+                .as_ref()
+                .and_then(|s| s.rollout.as_ref())
+                .is_some_and(|r| r.window_start.is_some());
+            logging
+                || o.condition("Ready")
+                    .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
         })
         .count()
 }
@@ -80,12 +102,15 @@ async fn teardown(objects: i64, restart: bool) -> Duration {
     let restoring = (0..objects).map(|index| restoring_object(&namespace.name, index));
     cluster().apply(stream(std::iter::once(secret).chain(restoring)));
     let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
-    eventually("every object Ready", WAIT, || async {
-        (ready_count(&api).await == objects as usize).then_some(())
+    eventually("every object Ready or logging", WAIT, || async {
+        (settled_count(&api).await == objects as usize).then_some(())
     })
     .await;
     for index in 0..objects {
-        assert_eq!(platform_list(&sim, FIRST_CONFIGURATION + index), Some((true, 2)));
+        assert_eq!(
+            platform_list(&sim, FIRST_CONFIGURATION + index),
+            Some((true, settled_action(index)))
+        );
     }
     // The objects of the second half cannot restore until the operator restarts.
     let held = if restart { objects / 2 } else { 0 };

@@ -56,7 +56,18 @@ async fn plan_of_the_examples_shows_the_change_the_operator_would_make() {
     assert!(run.stdout.contains("observes app app-shop"), "{}", run.stdout);
     assert!(run.stdout.contains("no read of a certificate"), "{}", run.stdout);
     assert!(
-        run.stdout.ends_with("2 to change, 1 unchanged, 0 errors\n"),
+        run.stdout.contains("action: Challenge → Log"),
+        "the staged rollout logs first: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("then action Block once 1h of Log showed at most 500 matches from at most 50 IPs"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.ends_with("3 to change, 1 unchanged, 0 errors\n"),
         "{}",
         run.stdout
     );
@@ -66,7 +77,7 @@ async fn plan_of_the_examples_shows_the_change_the_operator_would_make() {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|p| p["kind"] == "AccessListConfig")
+        .find(|p| p["kind"] == "AccessListConfig" && p["name"] == "block-known-bad-actors")
         .expect("the access list");
     assert_eq!(change["outcome"], "change");
     assert_eq!(

@@ -59,6 +59,7 @@ pub(crate) fn export_access_lists(
                 },
                 deletion_policy: Default::default(),
                 access_key_secret_ref: None,
+                rollout: None,
             };
             let mut object = AccessListConfig::new(&name, spec);
             object.metadata.namespace = namespace.map(str::to_string);

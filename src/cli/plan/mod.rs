@@ -10,7 +10,9 @@ use crate::api::models::shield::{AccessListAction, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
 use crate::cli::Failure;
 use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
-use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy};
+use crate::crd::access_list_config::{
+    AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
+};
 use crate::crd::{AccessListConfig, ContainerAppWatch, Kind};
 
 mod export;
@@ -192,6 +194,18 @@ pub(crate) fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessLis
             };
         }
     };
+    // A rollout starts with the list logging.
+    let staged = spec.rollout.as_ref().map(|rollout| {
+        let first = AccessListConfigSpec {
+            action: Some(AccessListAction::Log),
+            ..spec.clone()
+        };
+        (first, format!("; then {}", staged_steps(rollout)))
+    });
+    let (spec, then) = match &staged {
+        Some((first, then)) => (first, then.as_str()),
+        None => (spec, ""),
+    };
     let planned = plan_access_list(spec, &AccessListConfigStatus::default(), Some(1), item, None);
     let target = format!("configuration {} ({:?})", item.configuration_id, item.name);
     let differences = crate::controller::kinds::access_list::diff(spec, item);
@@ -215,16 +229,38 @@ pub(crate) fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessLis
     };
     match (&planned.patch, spec.management_policy) {
         (Some(patch), _) => Verdict::Change {
-            detail: format!("PATCH {target}"),
+            detail: format!("PATCH {target}{then}"),
             changes: changes(patch),
         },
         (None, ManagementPolicy::Observe) if !differences.is_empty() => Verdict::NoChange {
             detail: format!("{target} differs, but managementPolicy is Observe: reported as drift, not changed"),
         },
         (None, _) => Verdict::NoChange {
-            detail: format!("{target} already matches"),
+            detail: format!("{target} already matches{then}"),
         },
     }
+}
+
+/// The steps of a rollout after the first write (action Log).
+fn staged_steps(rollout: &Rollout) -> String {
+    let gate = [
+        rollout.max_matches.map(|n| format!("at most {n} matches")),
+        rollout.max_distinct_ips.map(|n| format!("at most {n} IPs")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" from ");
+    let promotion = match rollout.promotion {
+        Promotion::Automatic => format!("once {} of Log showed {gate}", rollout.window),
+        Promotion::Manual if gate.is_empty() => "once its evidence is approved".to_string(),
+        Promotion::Manual => format!("once its evidence is approved, if it shows {gate}"),
+    };
+    let rollback = rollout
+        .rollback_above
+        .map(|n| format!("; back to Log above {n} blocked in {}", rollout.window))
+        .unwrap_or_default();
+    format!("action {} {promotion}{rollback}", rollout.action.action().name())
 }
 
 /// The exit status of a plan: 1 on errors, 2 when something would change, else 0

@@ -11,10 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType};
-use kube::{Api, Resource};
 
 use super::context::Context;
 use super::error::ReconcileError;
@@ -159,7 +159,7 @@ async fn report<K: Reconciled>(
 }
 
 /// Publishes an Event; failures are logged, never fatal.
-pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, event: &Event) {
+pub(crate) async fn publish<K: Reconciled>(ctx: &Context, object: &K, event: &Event) {
     let published = KubeEvent {
         type_: if event.warning {
             EventType::Warning
@@ -171,8 +171,9 @@ pub(crate) async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object
         action: event.action(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&published, &object.object_ref(&())).await {
-        tracing::warn!(%error, reason = event.reason, "cannot publish Event");
+    match ctx.recorder.publish(&published, &object.object_ref(&())).await {
+        Ok(()) => ctx.metrics.event_published(K::KIND, event.reason, event.warning),
+        Err(error) => tracing::warn!(%error, reason = event.reason, "cannot publish Event"),
     }
 }
 

@@ -26,6 +26,19 @@ struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    kind: &'static str,
+    reason: &'static str,
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    kind: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
     kind: String,
     result: &'static str,
@@ -132,6 +145,8 @@ pub(crate) struct Metrics {
     conditions: Option<Family<ConditionLabels, Gauge>>,
     status_writes: Family<KindLabels, Counter>,
     poll_lag: Family<KindLabels, Histogram>,
+    events: Family<EventLabels, Counter>,
+    decided_on: Family<DecisionLabels, Histogram>,
     leader: Gauge,
     published: Mutex<PublishedObjects>,
 }
@@ -163,6 +178,10 @@ impl Metrics {
         let status_writes = Family::<KindLabels, Counter>::default();
         let poll_lag = Family::<KindLabels, Histogram>::new_with_constructor(|| {
             Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
+        });
+        let events = Family::<EventLabels, Counter>::default();
+        let decided_on = Family::<DecisionLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(1.0, 10.0, 7))
         });
         let leader = Gauge::default();
         let build = Family::<BuildLabels, Gauge>::default();
@@ -224,6 +243,16 @@ impl Metrics {
             poll_lag.clone(),
         );
         registry.register(
+            "events",
+            "Events published, by kind, reason and type (Normal or Warning)",
+            events.clone(),
+        );
+        registry.register(
+            "decided_on",
+            "The count a decision of a reconcile was taken on, by kind and by the reason of the decision",
+            decided_on.clone(),
+        );
+        registry.register(
             "leader",
             "1 while this process may act (it holds the leader Lease, or runs without election)",
             leader.clone(),
@@ -241,6 +270,8 @@ impl Metrics {
             conditions,
             status_writes,
             poll_lag,
+            events,
+            decided_on,
             leader,
             published: Mutex::default(),
         }
@@ -269,6 +300,18 @@ impl Metrics {
         self.status_writes
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .inc();
+    }
+
+    pub(crate) fn event_published(&self, kind: &'static str, reason: &'static str, warning: bool) {
+        let r#type = if warning { "Warning" } else { "Normal" };
+        self.events.get_or_create(&EventLabels { kind, reason, r#type }).inc();
+    }
+
+    /// The count a decision of `kind`, announced with `reason`, was taken on.
+    pub(crate) fn decided_on(&self, kind: &'static str, reason: &'static str, count: i64) {
+        self.decided_on
+            .get_or_create(&DecisionLabels { kind, reason })
+            .observe(count as f64);
     }
 
     /// Whether this process may act now (read at each scrape).

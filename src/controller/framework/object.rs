@@ -9,7 +9,10 @@ use kube::{Resource, ResourceExt};
 use super::kind::Reconciled;
 use super::status::conditions::own_conditions;
 use super::status::time::parse_go_duration;
-use crate::crd::{ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_RECONCILE_REQUESTED_AT, StatusConditions};
+use crate::crd::{
+    ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_PROMOTE, ANNOTATION_RECONCILE_REQUESTED_AT,
+    StatusConditions,
+};
 
 /// Whether the object carries `edgeplatform.io/paused: "true"`.
 pub(crate) fn is_paused<K: ResourceExt>(object: &K) -> bool {
@@ -58,12 +61,13 @@ pub(crate) fn keep_what_is_read_of<K: Reconciled>(object: &mut K) {
 }
 
 /// The annotations the operator reads; the watch caches keep only these.
-const READ_ANNOTATIONS: [&str; 3] = [
+const READ_ANNOTATIONS: [&str; 4] = [
     ANNOTATION_PAUSED,
     ANNOTATION_POLL_INTERVAL,
     ANNOTATION_RECONCILE_REQUESTED_AT,
+    ANNOTATION_PROMOTE,
 ];
-/// The longest value of a read annotation kept (a duration, a time, "true").
+/// The longest value of a read annotation kept (a duration, a time, "true", a digest).
 const ANNOTATION_VALUE_BYTES: usize = 128;
 
 /// Drops from an object's metadata what the operator never reads (labels, managed

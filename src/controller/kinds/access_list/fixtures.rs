@@ -16,6 +16,7 @@ pub(super) fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessLis
         management_policy: ManagementPolicy::Manage,
         deletion_policy: DeletionPolicy::Orphan,
         access_key_secret_ref: None,
+        rollout: None,
     }
 }
 

@@ -14,15 +14,18 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::vocabulary::{Reason, StatusName};
-use crate::crd::SecretKeyRef;
 use crate::crd::access_list_claim::{AccessListClaim, RecordedValues};
-use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus, ManagementPolicy, RestorePoint};
+use crate::crd::access_list_config::{
+    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, RestorePoint,
+};
+use crate::crd::{ANNOTATION_PROMOTE, SecretKeyRef};
 
 mod claims;
 #[cfg(test)]
 mod fixtures;
 mod plan;
 mod restore;
+mod rollout;
 mod secret_needs;
 mod secret_protection;
 mod settings;
@@ -81,7 +84,7 @@ impl AccessListConfig {
     }
 
     /// The list its spec names, read with its own credentials: recent enough to apply a
-    /// spec, or since the zone's resync instant once converged.
+    /// spec, since the zone's resync instant once converged, read anew for a rollout.
     async fn read_own_list(&self, cx: &Cx<'_, Self>) -> Result<Observed, Failure> {
         let client = cx.client().await?;
         let zone = self.spec.shield_zone_id;
@@ -89,7 +92,11 @@ impl AccessListConfig {
             .status
             .as_ref()
             .is_some_and(|status| is_converged(status, self.metadata.generation));
-        let freshness = if converged {
+        // A rollout measures its window in the platform's time: each of its reconciles
+        // reads anew, and with the lists the platform's clock.
+        let freshness = if self.spec.rollout.is_some() {
+            ListsFreshness::Fresh
+        } else if converged {
             let interval = cx.settings.poll_interval(self);
             ListsFreshness::SinceResync(since_zone_resync(interval, zone, cx.now.since_epoch()))
         } else {
@@ -140,6 +147,37 @@ impl AccessListConfig {
                 owner,
             })),
         }
+    }
+
+    /// The step of spec.rollout at this reconcile, at the platform's time, with the
+    /// security events it reads (with the object's own credentials); `None` without a
+    /// rollout.
+    async fn rollout_step(&self, cx: &Cx<'_, Self>, observed: &Observed) -> Result<Option<rollout::Step>, Failure> {
+        let Some(spec) = &self.spec.rollout else {
+            return Ok(None);
+        };
+        // Windows are measured in the platform's time, as its events are.
+        let client = cx.client().await?;
+        let now = client.platform_now();
+        let current = rollout::current(
+            cx.previous.rollout.as_ref(),
+            self.metadata.generation,
+            observed.list.action,
+            now,
+        );
+        let (mut evidence, mut blocked) = (None, None);
+        if let Some(read) = rollout::read_needed(spec, &current.status, now) {
+            let mut answers = Vec::new();
+            for search in rollout::searches(read, spec, observed.list.list_id) {
+                answers.push(client.search_events(self.spec.shield_zone_id, &search).await?);
+            }
+            match read {
+                rollout::Read::Evidence { from, to } => evidence = Some(rollout::evidence(from, to, &answers)),
+                rollout::Read::Blocked { .. } => blocked = Some(rollout::blocked(&answers)),
+            }
+        }
+        let approval = self.annotations().get(ANNOTATION_PROMOTE).map(String::as_str);
+        Ok(Some(rollout::step(spec, current, evidence, blocked, approval, now)))
     }
 
     /// PATCHes the list; answers it as written.
@@ -222,8 +260,24 @@ impl Reconciled for AccessListConfig {
     async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<AccessListConfigStatus>, Failure> {
         let (observed, claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
+        let step = self.rollout_step(cx, &observed).await?;
+        let spec = match &step {
+            Some(step) => AccessListConfigSpec {
+                action: Some(step.action),
+                ..self.spec.clone()
+            },
+            None => self.spec.clone(),
+        };
         let recorded = claim.as_ref().and_then(restore_point_of);
-        let mut plan = plan(&self.spec, &cx.previous, generation, &observed.list, recorded);
+        let mut plan = plan(&spec, &cx.previous, generation, &observed.list, recorded);
+        let previous_stage = cx.previous.rollout.as_ref().map(|r| r.stage);
+        if step
+            .as_ref()
+            .is_some_and(|step| Some(step.status.stage) != previous_stage)
+        {
+            // A rollout's step changes the action: not a change made outside this object.
+            plan.drift = false;
+        }
         cx.ensure_leader()?;
         protect_own_secret(self, cx).await?;
         keep_finalizer(self, cx).await?;
@@ -245,23 +299,26 @@ impl Reconciled for AccessListConfig {
             Some(patch) => self.write(cx, patch, &observed.list).await?,
             None => observed.list,
         };
+        let now = cx.now.rfc3339();
+        let status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
+        let mut events: Vec<Event> = drift_event(&plan).into_iter().collect();
         let interval = cx.settings.poll_interval(self);
+        let mut requeue = until_zone_resync(interval, self.spec.shield_zone_id, cx.now.since_epoch());
+        let status = match step {
+            Some(step) => {
+                if let Some((reason, matches)) = step.decided_on {
+                    cx.ctx.metrics.decided_on(Self::KIND, reason.as_str(), matches);
+                }
+                events.extend(step.events.iter().cloned());
+                requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
+                rollout::with_step(status, &step, generation, &now)
+            }
+            None => status,
+        };
         Ok(Outcome {
-            status: converged_status(
-                &self.spec,
-                &cx.previous,
-                generation,
-                &plan,
-                &written,
-                observed.managed,
-                &cx.now.rfc3339(),
-            ),
-            events: drift_event(&plan).into_iter().collect(),
-            requeue: Requeue::After(until_zone_resync(
-                interval,
-                self.spec.shield_zone_id,
-                cx.now.since_epoch(),
-            )),
+            status,
+            events,
+            requeue: Requeue::After(requeue),
         })
     }
 

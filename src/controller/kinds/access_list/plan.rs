@@ -188,6 +188,7 @@ pub fn converged_status(
         at_provider: Some(observation(observed, managed)),
         drift_corrections: previous.drift_corrections + i64::from(corrected),
         restore_point: plan.restore_point,
+        rollout: None,
     }
 }
 

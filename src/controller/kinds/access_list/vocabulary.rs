@@ -21,6 +21,20 @@ pub enum AccessListReason {
     NothingToRestore,
     /// A restore waits for credentials a person must fix, until its deadline.
     RestoreHeld,
+    /// spec.rollout: the list logs while the window runs (or until it logs).
+    RolloutLogging,
+    /// spec.rollout: the window started (an Event).
+    RolloutStarted,
+    /// spec.rollout, Manual: the window elapsed; promotion waits for the annotation.
+    AwaitingApproval,
+    /// spec.rollout: the promote annotation names evidence other than the one shown (an Event).
+    StaleApproval,
+    /// spec.rollout: the gate was exceeded; the list keeps logging until the spec changes.
+    RolloutHeld,
+    /// spec.rollout: the list takes the rollout's action.
+    Promoted,
+    /// spec.rollout: blocked more than rollbackAbove after promotion; back to Log.
+    RolledBack,
 }
 
 impl AccessListReason {
@@ -29,6 +43,8 @@ impl AccessListReason {
         matches!(
             self,
             AccessListReason::RestoreHeld
+                | AccessListReason::RolloutHeld
+                | AccessListReason::RolledBack
                 | AccessListReason::Drifted
                 | AccessListReason::AccessListNotFound
                 | AccessListReason::AmbiguousListName
