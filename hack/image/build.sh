@@ -97,7 +97,9 @@ previous() {
     log "building the operator of the previous release ($commit, profile $profile)"
     mkdir -p "$work/source"
     git archive "$commit" | tar -x -C "$work/source"
-    (cd "$work/source" && CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" cargo build --profile "$profile" --locked --bin edge-operator >&2)
+    # Built once per release: incremental caches would only take disk (gigabytes) and time.
+    (cd "$work/source" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" \
+      cargo build --profile "$profile" --locked --bin edge-operator >&2)
     rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/$profile_dir" edge-operator
     python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:$previous_version" \
       --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 \
