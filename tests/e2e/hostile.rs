@@ -601,30 +601,37 @@ async fn the_apiserver_killed_mid_convergence_loses_no_desired_state() {
     let (ok, _, stderr) = private.cluster.kubectl(&["create", "namespace", "team"], None);
     assert!(ok, "{stderr}");
     let _operator = Operator::start_with_kubeconfig("team", &sim.base_url(), &[], &private.cluster.kubeconfig);
+    // The last object stages a rollout: it logs, awaiting an approval.
     let configurations = [9101, 9102, 9201];
     for (i, configuration) in configurations.iter().enumerate() {
-        private
-            .cluster
-            .apply(access_list("team", &format!("list-{i}"), *configuration, i % 2 == 0));
+        let object = access_list("team", &format!("list-{i}"), *configuration, i % 2 == 0);
+        private.cluster.apply(if i == 2 {
+            object.with_spec(json!({"rollout": {"action": "Block", "promotion": "Manual"}}))
+        } else {
+            object
+        });
         if i == 0 {
             tokio::task::block_in_place(|| private.restart_apiserver());
         }
     }
     let api: Api<AccessListConfig> = Api::namespaced(private.cluster.client().await, "team");
-    for i in 0..configurations.len() {
+    for (i, (status, reason)) in [("True", "InSync"), ("True", "InSync"), ("False", "RolloutLogging")]
+        .into_iter()
+        .enumerate()
+    {
         wait_for_condition(
             &api,
             &format!("list-{i}"),
             "Ready",
-            Some("True"),
-            "InSync",
+            Some(status),
+            reason,
             Duration::from_secs(90),
         )
         .await;
     }
     assert_eq!(platform_list(&sim, 9101), Some((true, 2)));
     assert_eq!(platform_list(&sim, 9102), Some((false, 3)));
-    assert_eq!(platform_list(&sim, 9201), Some((true, 1)));
+    assert_eq!(platform_list(&sim, 9201), Some((true, 4)), "the staged list logs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
