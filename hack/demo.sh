@@ -52,6 +52,21 @@ wait_for_http() {
   done
 }
 
+# await_member NAMESPACE OBJECT JSONPATH VALUE: waits up to 60 s until the object's
+# member reads VALUE (any value when VALUE is empty).
+await_member() {
+  local value waited=0
+  while true; do
+    value="$(kubectl get -n "$1" "$2" -o "jsonpath=$3")"
+    if [ -n "$value" ] && { [ -z "$4" ] || [ "$value" = "$4" ]; }; then
+      return 0
+    fi
+    [ $waited -lt 60 ] || { log "$2: $3 did not read ${4:-a value} within 60 s"; exit 1; }
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
 up() {
   local started=$SECONDS
   mkdir -p "$state"
@@ -102,22 +117,16 @@ up() {
 
   log "a staged rollout (examples/access-list-rollout.yaml): the list logs, traffic it matches is its evidence"
   kubectl apply -n "$namespace" -f examples/access-list-rollout.yaml >/dev/null
-  local rollout="accesslistconfig/tor-exit-nodes" waited=0
-  until [ -n "$(kubectl get -n "$namespace" "$rollout" -o jsonpath='{.status.rollout.windowStart}')" ]; do
-    [ $waited -lt 60 ] || { log "the rollout's window did not start within 60 s"; exit 1; }
-    sleep 1; waited=$((waited + 1))
-  done
+  local rollout="accesslistconfig/tor-exit-nodes" now
+  await_member "$namespace" "$rollout" '{.status.rollout.windowStart}' ""
   curl -fsS -X POST "http://127.0.0.1:$sim_port/_sim/shield-zones/1001/access-list-traffic" \
     -H 'Content-Type: application/json' -d '[
       {"listId": 12, "ip": "185.220.101.4", "country": "DE", "asn": "24940", "url": "/login", "count": 60},
       {"listId": 12, "ip": "185.220.101.9", "country": "DE", "asn": "24940", "url": "/wp-login.php", "count": 35},
       {"listId": 12, "ip": "199.249.230.77", "country": "US", "asn": "16509", "url": "/search", "count": 25}]' >/dev/null
-  kubectl annotate -n "$namespace" "$rollout" --overwrite "edgeplatform.io/reconcile-requested-at=$(date +%s)" >/dev/null
-  waited=0
-  until [ "$(kubectl get -n "$namespace" "$rollout" -o jsonpath='{.status.rollout.evidence.matches}')" = 120 ]; do
-    [ $waited -lt 60 ] || { log "the rollout's evidence did not show the traffic within 60 s"; exit 1; }
-    sleep 1; waited=$((waited + 1))
-  done
+  now="$(date +%s)"
+  kubectl annotate -n "$namespace" "$rollout" --overwrite "edgeplatform.io/reconcile-requested-at=$now" >/dev/null
+  await_member "$namespace" "$rollout" '{.status.rollout.evidence.matches}' 120
 
   log "kubectl get edgeplatform -n $namespace"
   kubectl get edgeplatform -n "$namespace"
