@@ -63,11 +63,16 @@ impl Drop for QuotaWait<'_> {
 }
 
 /// How far the `Date` of an answer is ahead of `now`, in milliseconds, within
-/// [`MAX_CLOCK_OFFSET_MS`]; `None` without a valid `Date`.
+/// [`MAX_CLOCK_OFFSET_MS`]; `None` without a valid `Date`. A `Date` counts whole
+/// seconds: one up to a second behind `now` says the clocks agree (0), else a platform
+/// time taken from it would lag by up to a second and miss its newest events.
 fn clock_offset(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Option<i64> {
     let date = headers.get(reqwest::header::DATE)?.to_str().ok()?;
     let platform = DateTime::parse_from_rfc2822(date).ok()?;
     let offset = platform.timestamp_millis() - now.timestamp_millis();
+    if offset > -1000 && offset <= 0 {
+        return Some(0);
+    }
     Some(offset.clamp(-MAX_CLOCK_OFFSET_MS, MAX_CLOCK_OFFSET_MS))
 }
 
@@ -482,6 +487,13 @@ mod tests {
         };
         assert_eq!(dated("Sat, 28 Nov 2026 11:00:00 GMT"), Some(3_600_000));
         assert_eq!(dated("Sat, 28 Nov 2026 09:59:59 GMT"), Some(-1_000));
+        let within_its_second: DateTime<Utc> = "2026-11-28T10:00:00.400Z".parse().expect("time");
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::DATE,
+            HeaderValue::from_static("Sat, 28 Nov 2026 10:00:00 GMT"),
+        );
+        assert_eq!(clock_offset(&headers, within_its_second), Some(0), "the clocks agree");
         assert_eq!(dated("Sat, 28 Nov 2099 10:00:00 GMT"), Some(MAX_CLOCK_OFFSET_MS));
         assert_eq!(dated("yesterday"), None);
         assert_eq!(clock_offset(&reqwest::header::HeaderMap::new(), now), None);
