@@ -39,7 +39,10 @@ fn refused(args: &RolloutArgs, what: &str, error: kube::Error) -> Failure {
 
 /// The object's rollout, as its spec asks and its status says.
 pub(crate) async fn status(args: &RolloutArgs) -> Result<RolloutView, Failure> {
-    let api = objects(args).await?;
+    read(&objects(args).await?, args).await
+}
+
+async fn read(api: &Api<AccessListConfig>, args: &RolloutArgs) -> Result<RolloutView, Failure> {
     let object = api
         .get_opt(&args.name)
         .await
@@ -77,7 +80,7 @@ fn view(object: AccessListConfig) -> Result<RolloutView, Failure> {
 /// rollout is Manual and shows evidence.
 pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, Failure> {
     let api = objects(args).await?;
-    let shown = status(args).await?;
+    let shown = read(&api, args).await?;
     if shown.rollout.promotion != Promotion::Manual {
         return Err(Failure::Refused(format!(
             "{} is promoted automatically (spec.rollout.promotion Automatic): nothing to approve",

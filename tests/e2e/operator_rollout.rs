@@ -116,20 +116,48 @@ fn verdict(namespace: &str, name: &str, kstatus: &str, argocd: &str, kubectl_wai
     assert_eq!(judge(namespace, &format!("accesslistconfig/{name}"), timeout), expected);
 }
 
+/// An object `staged` in a namespace of its own, with the operator and edge-sim, once
+/// its window started (bound in this order, they drop operator first, edge-sim last).
+struct Staged {
+    sim: RunningSim,
+    namespace: TestNamespace,
+    operator: Operator,
+    api: Api<AccessListConfig>,
+    /// The window's start.
+    start: DateTime<Utc>,
+}
+
+async fn stage(prefix: &str, rollout: Value) -> Staged {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create(prefix);
+    let operator = Operator::start(&namespace.name, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, &namespace.name);
+    cluster().apply(staged(&namespace.name, "staged", rollout));
+    let start = window_start(&api, "staged").await;
+    Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_rolls_back_once() {
-    let sim = start(example_fixtures()).await;
-    let namespace = TestNamespace::create("rollout");
-    let ns = namespace.name.as_str();
-    let operator = Operator::start(ns, &sim.base_url(), &[]);
-    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
-    cluster().apply(staged(
-        ns,
-        "staged",
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    } = stage(
+        "rollout",
         json!({"action": "Block", "window": "1h", "maxMatches": 10, "maxDistinctIps": 3, "rollbackAbove": 2}),
-    ));
+    )
+    .await;
+    let ns = namespace.name.as_str();
 
-    let start = window_start(&api, "staged").await;
     assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, LOG)));
     assert_eq!(patches(&sim), 1, "enabled and set to Log in one PATCH");
     wait_for_condition(&api, "staged", "Ready", Some("False"), "RolloutLogging", WAIT).await;
@@ -200,17 +228,18 @@ async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_exceeded_holds_the_list_in_log_and_writes_nothing_else() {
-    let sim = start(example_fixtures()).await;
-    let namespace = TestNamespace::create("rollout-held");
-    let ns = namespace.name.as_str();
-    let operator = Operator::start(ns, &sim.base_url(), &[]);
-    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
-    cluster().apply(staged(
-        ns,
-        "staged",
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    } = stage(
+        "rollout-held",
         json!({"action": "Challenge", "window": "30m", "maxMatches": 10}),
-    ));
-    let start = window_start(&api, "staged").await;
+    )
+    .await;
+    let ns = namespace.name.as_str();
 
     sim.sim.set_clock(Some(minutes(start, 5)));
     assert_eq!(
@@ -271,17 +300,18 @@ async fn a_gate_exceeded_holds_the_list_in_log_and_writes_nothing_else() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_rollout_is_promoted_by_the_digest_shown_and_not_by_a_stale_one() {
-    let sim = start(example_fixtures()).await;
-    let namespace = TestNamespace::create("rollout-manual");
-    let ns = namespace.name.as_str();
-    let operator = Operator::start(ns, &sim.base_url(), &[]);
-    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
-    cluster().apply(staged(
-        ns,
-        "staged",
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    } = stage(
+        "rollout-manual",
         json!({"action": "Block", "window": "1h", "promotion": "Manual"}),
-    ));
-    let start = window_start(&api, "staged").await;
+    )
+    .await;
+    let ns = namespace.name.as_str();
 
     sim.sim.set_clock(Some(minutes(start, 61)));
     assert_eq!(traffic(&sim, minutes(start, 30), &[("192.0.2.1", "DE", 2)]).await, 2);
