@@ -802,6 +802,69 @@ async fn a_finalizer_flood_leaves_the_operator_small_and_other_tenants_served() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_flood_is_not_cached_and_the_operator_writes_its_own_over_it() {
+    use crate::support::hostile_server::memory_kib;
+    use kube::api::{Patch, PatchParams};
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("status-flood");
+    let ns = namespace.name.as_str();
+    let operator = Operator::start(ns, &sim.base_url(), &[]);
+    let watches: Api<ContainerAppWatch> = Api::namespaced(cluster().client().await, ns);
+    let objects: u64 = 40;
+    for i in 0..objects {
+        let watch: ContainerAppWatch = serde_json::from_value(json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+            "metadata": {"name": format!("flood-{i}"), "annotations": {"edgeplatform.io/paused": "true"}},
+            "spec": {"appId": "app-shop"},
+        }))
+        .expect("a ContainerAppWatch");
+        watches.create(&Default::default(), &watch).await.expect("created");
+    }
+    for i in 0..objects {
+        wait_for_condition(&watches, &format!("flood-{i}"), "Synced", Some("False"), "Paused", WAIT).await;
+    }
+    let before_kib = memory_kib(operator.pid(), "VmRSS").expect("the operator runs");
+
+    // The most the schema admits: 200 rules and 200 notes of 2 KiB texts, 1.2 MB a status.
+    let text = "x".repeat(2048);
+    let rules: Vec<Value> = (0..200)
+        .map(|id| json!({"id": id, "name": text, "action": text}))
+        .collect();
+    let forged = json!({"status": {"rateLimits": rules, "truncated": vec![text.clone(); 200]}});
+    for i in 0..objects {
+        let name = format!("flood-{i}");
+        watches
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&forged))
+            .await
+            .expect("a status writer fills the status");
+        let look_again =
+            json!({"metadata": {"annotations": {"edgeplatform.io/reconcile-requested-at": "after-the-flood"}}});
+        watches
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&look_again))
+            .await
+            .expect("annotated");
+    }
+    for i in 0..objects {
+        let name = format!("flood-{i}");
+        eventually("the operator's own status over the forged one", WAIT, || async {
+            let status = watches.get(&name).await.ok()?.status?;
+            (status.rate_limits.is_none() && status.truncated.is_empty()).then_some(())
+        })
+        .await;
+    }
+    let growth_kib = memory_kib(operator.pid(), "VmRSS")
+        .expect("the operator runs")
+        .saturating_sub(before_kib);
+    eprintln!(
+        "operator with {objects} statuses of 1.2 MB written by another: resident {before_kib} KiB, then +{growth_kib} KiB"
+    );
+    assert!(
+        growth_kib <= FLOOD_GROWTH_LIMIT_KIB,
+        "the operator grew by {growth_kib} KiB (limit {FLOOD_GROWTH_LIMIT_KIB} KiB)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_between_claim_and_write_keeps_the_same_owner() {
     use edge_operator::crd::AccessListClaim;
     let sim = start(example_fixtures()).await;

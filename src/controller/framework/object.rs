@@ -48,15 +48,45 @@ pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K
     )
 }
 
+/// The most a kind's decided status may take once serialized (a ContainerAppWatch
+/// cuts what it copies to fit; the other kinds write far less).
+pub(crate) const DECIDED_STATUS_BYTES: usize = 64 << 10;
+/// The most status a watch cache keeps of an object: a decided status with the
+/// conditions the driver adds (Reconciling, Stalled: each under 3 KiB) still fits.
+const CACHED_STATUS_BYTES: usize = DECIDED_STATUS_BYTES + (16 << 10);
+
 /// What the watch cache of a kind keeps of an object: its metadata as
 /// [`keep_what_is_read`] leaves it, and of its status's conditions those the operator
-/// writes ([`own_conditions`]). The other members of a status are bounded by the
-/// kind's schema and read by its decisions.
+/// writes ([`own_conditions`]). A status larger than the operator writes was not
+/// written by it: the cache keeps none of it, so the object's next reconcile writes
+/// the operator's own. Every other member of a status is read by the kind's decisions.
 pub(crate) fn keep_what_is_read_of<K: Reconciled>(object: &mut K) {
     keep_what_is_read(object.meta_mut(), K::FINALIZER);
     if let Some(status) = object.status_mut() {
         let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);
         status.set_conditions(kept);
+        if serialized_len(status) > CACHED_STATUS_BYTES {
+            *status = K::Status::default();
+        }
+    }
+}
+
+/// The length of `value` serialized as JSON, counted without holding the text.
+pub(crate) fn serialized_len(value: &impl serde::Serialize) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
     }
 }
 
@@ -157,5 +187,30 @@ mod tests {
         assert_eq!(types, ["Ready", "Synced", "AppReady", "CdnLogsSynced"]);
         assert_eq!(status.observed_generation, Some(1));
         assert_eq!(watch.metadata.finalizers, Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_status_larger_than_the_operator_writes_is_not_cached() {
+        use crate::crd::container_app_watch::ContainerAppWatch;
+        let text = "x".repeat(2048);
+        let rules: Vec<serde_json::Value> = (0..200)
+            .map(|i| serde_json::json!({"id": i, "name": text, "action": text}))
+            .collect();
+        let mut watch: ContainerAppWatch = serde_json::from_value(serde_json::json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+            "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"appId": "app"},
+            "status": {"observedGeneration": 1, "rateLimits": rules},
+        }))
+        .expect("a ContainerAppWatch");
+        assert!(serialized_len(&watch.status) > 800_000, "as large as the schema admits");
+        keep_what_is_read_of(&mut watch);
+        assert_eq!(watch.status, Some(Default::default()));
+    }
+
+    #[test]
+    fn the_serialized_length_is_that_of_the_text() {
+        let value = serde_json::json!({"a": ["é", 1, null], "b": {"c": "x".repeat(100)}});
+        assert_eq!(serialized_len(&value), serde_json::to_vec(&value).expect("JSON").len());
     }
 }

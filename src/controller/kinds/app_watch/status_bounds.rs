@@ -1,14 +1,13 @@
 //! A ContainerAppWatch status stays small whatever the platform and the Internet send:
 //! every text and list it copies is capped, and the whole status is kept under
-//! [`STATUS_BYTES`], with `status.truncated` saying what was cut.
+//! [`DECIDED_STATUS_BYTES`], with `status.truncated` saying what was cut.
 
 use std::collections::BTreeMap;
 
 use crate::api::bounded_text;
+use crate::controller::framework::object::{DECIDED_STATUS_BYTES, serialized_len};
 use crate::crd::container_app_watch::{AppSummary, ContainerAppWatchStatus, RateLimitSummary, SecurityEventsSummary};
 
-/// The most a status may take once serialized, far under the apiserver's ~1.5 MB.
-pub(super) const STATUS_BYTES: usize = 64 << 10;
 /// The most bytes of any one text copied into status (names, images, group keys).
 pub(super) const TEXT_BYTES: usize = 256;
 /// Regions, endpoints and images kept of an app.
@@ -107,11 +106,7 @@ fn bound_events(events: &mut SecurityEventsSummary, cuts: &mut Cuts) {
     }
 }
 
-fn size(status: &ContainerAppWatchStatus) -> usize {
-    serde_json::to_vec(status).map_or(usize::MAX, |bytes| bytes.len())
-}
-
-/// `status` with every copied text and list capped and, past [`STATUS_BYTES`], the
+/// `status` with every copied text and list capped and, past [`DECIDED_STATUS_BYTES`], the
 /// longest lists halved (rate-limit rules first, then event groups, then the app's
 /// lists) until it fits; `truncated` says what was cut.
 pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchStatus {
@@ -137,7 +132,7 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
         cuts.map("cdn.byCacheStatus", &mut cdn.by_cache_status);
     }
     // Room for the notes, which come last.
-    while size(&status) > STATUS_BYTES - TRUNCATED_NOTES * TEXT_BYTES {
+    while serialized_len(&status) > DECIDED_STATUS_BYTES - TRUNCATED_NOTES * TEXT_BYTES {
         let halve = |len: usize| len / 2;
         match (&mut status.rate_limits, &mut status.security_events, &mut status.app) {
             (Some(rules), _, _) if !rules.is_empty() => rules.truncate(halve(rules.len())),
@@ -147,7 +142,7 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
                 app.endpoints.truncate(halve(app.endpoints.len()));
                 app.regions.truncate(halve(app.regions.len()));
                 cuts.note(format!(
-                    "app: lists shortened to keep status under {STATUS_BYTES} bytes"
+                    "app: lists shortened to keep status under {DECIDED_STATUS_BYTES} bytes"
                 ));
             }
             _ => break,
@@ -156,13 +151,13 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
     let after = counts(&status);
     if after.0 < before.0 {
         cuts.note(format!(
-            "rateLimits: the first {} of {} rules kept, to keep status under {STATUS_BYTES} bytes",
+            "rateLimits: the first {} of {} rules kept, to keep status under {DECIDED_STATUS_BYTES} bytes",
             after.0, before.0
         ));
     }
     if after.1 < before.1 {
         cuts.note(format!(
-            "securityEvents.top: the first {} of {} groups kept, to keep status under {STATUS_BYTES} bytes",
+            "securityEvents.top: the first {} of {} groups kept, to keep status under {DECIDED_STATUS_BYTES} bytes",
             after.1, before.1
         ));
     }
@@ -220,10 +215,61 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_status_the_operator_writes_is_cached_whole() {
+        use crate::controller::framework::object::keep_what_is_read_of;
+        use crate::controller::framework::status::vocabulary::ConditionType;
+        use crate::controller::kinds::app_watch::vocabulary::AppCondition;
+        use crate::crd::container_app_watch::ContainerAppWatch;
+        use crate::crd::{Condition, ConditionStatus};
+        use strum::VariantNames;
+        let condition = |type_: &str| Condition {
+            type_: type_.to_string(),
+            status: ConditionStatus::False,
+            reason: "R".repeat(128),
+            message: "m".repeat(2048),
+            last_transition_time: "2026-11-28T00:00:00Z".into(),
+            observed_generation: Some(1),
+        };
+        let decided = ContainerAppWatchStatus {
+            conditions: ["Ready", "Synced"]
+                .into_iter()
+                .chain(AppCondition::VARIANTS.iter().copied())
+                .map(condition)
+                .collect(),
+            ..huge_status()
+        };
+        let mut written = bounded(decided);
+        while serialized_len(&written) + 512 < DECIDED_STATUS_BYTES {
+            let rules = written.rate_limits.get_or_insert_default();
+            rules.push(RateLimitSummary {
+                name: "r".repeat(TEXT_BYTES),
+                ..RateLimitSummary::default()
+            });
+        }
+        assert!(serialized_len(&written) <= DECIDED_STATUS_BYTES, "decided at its bound");
+        written.conditions.extend(["Reconciling", "Stalled"].map(condition));
+        assert!(
+            ConditionType::VARIANTS
+                .iter()
+                .all(|t| written.conditions.iter().any(|c| c.type_ == *t))
+        );
+        let mut watch: ContainerAppWatch =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "w"}, "spec": {"appId": "app"}}))
+                .expect("a ContainerAppWatch");
+        watch.status = Some(written.clone());
+        keep_what_is_read_of(&mut watch);
+        assert_eq!(
+            watch.status,
+            Some(written),
+            "a status the operator wrote stays as written in the cache"
+        );
+    }
+
+    #[test]
     fn a_status_fed_ten_thousand_rules_and_ten_thousand_character_keys_stays_under_its_bound() {
         let status = bounded(huge_status());
-        let bytes = size(&status);
-        assert!(bytes <= STATUS_BYTES, "{bytes} bytes");
+        let bytes = serialized_len(&status);
+        assert!(bytes <= DECIDED_STATUS_BYTES, "{bytes} bytes");
         assert!(status.truncated.len() <= TRUNCATED_NOTES, "{:?}", status.truncated);
         let notes = status.truncated.join("\n");
         for said in [
