@@ -326,7 +326,7 @@ pub(crate) fn step(
                     .as_ref()
                     .map(|e| (AccessListReason::RolloutHeld, e.matches));
                 status.stage = RolloutStage::Held;
-                let message = format!("held in Log: {over}; change the spec to start again");
+                let message = held_because(&over);
                 events.push(Event::warning(AccessListReason::RolloutHeld, message.clone()));
                 return Step {
                     action: log,
@@ -387,11 +387,7 @@ pub(crate) fn step(
                 action: log,
                 status,
                 events,
-                ready: (
-                    false,
-                    AccessListReason::RolloutHeld,
-                    format!("held in Log: {over}; change the spec to start again"),
-                ),
+                ready: (false, AccessListReason::RolloutHeld, held_because(&over)),
                 check_within: None,
                 decided_on: None,
             }
@@ -500,6 +496,10 @@ fn promoted(rollout: &Rollout, status: RolloutStatus, events: Vec<Event>) -> Ste
         check_within: None,
         decided_on: None,
     }
+}
+
+fn held_because(over: &str) -> String {
+    format!("held in Log: {over}; change the spec to start again")
 }
 
 fn past_tense(action: AccessListAction) -> &'static str {
