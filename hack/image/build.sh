@@ -97,8 +97,10 @@ previous() {
     log "building the operator of the previous release ($commit, profile $profile)"
     mkdir -p "$work/source"
     git archive "$commit" | tar -x -C "$work/source"
-    # Built once per release: incremental caches would only take disk (gigabytes) and time.
-    (cd "$work/source" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" \
+    # Built once per release: incremental caches and debug information would only take
+    # disk (gigabytes) and time.
+    (cd "$work/source" && CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false \
+      CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" \
       cargo build --profile "$profile" --locked --bin edge-operator >&2)
     rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/$profile_dir" edge-operator
     python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:$previous_version" \
