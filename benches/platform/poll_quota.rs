@@ -21,6 +21,10 @@ use crate::Settings;
 use crate::harness::{ACCESS_KEY, Cluster};
 use crate::report::Report;
 
+mod fairness;
+
+use self::fairness::{fair_share, write_line};
+
 const SUITE: &str = "rate discipline";
 const SHIELD_ZONE: i64 = 1001;
 /// Requests per poll: the app, the rate-limit rules, two event searches.
@@ -328,145 +332,6 @@ fn lags_by_app(sim: &RunningSim, interval: Duration, from: i64) -> HashMap<Strin
             (app, lags)
         })
         .collect()
-}
-
-/// One tenant's `watches` watches saturate a quota of `quota`/s; another tenant's one
-/// watch, in its own namespace, is polled on time all the same: answers (the lone
-/// watch's lags, the busy tenant's lags), each sorted.
-async fn fair_share(
-    cluster: &Cluster,
-    watches: usize,
-    interval: Duration,
-    quota: u32,
-) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
-    let sim = spawn(document(watches + 1)).await?;
-    let (busy, busy_api) = cluster.namespace::<ContainerAppWatch>("fair-busy").await?;
-    let (lone, lone_api) = cluster.namespace::<ContainerAppWatch>("fair-lone").await?;
-    let label = format!("edge-bench-fair={busy}");
-    let mut operator = cluster.start_operator_across(
-        &sim.base_url(),
-        &label,
-        &[&busy, &lone],
-        &["--platform-rate", &quota.to_string()],
-    )?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    operator.ensure_running()?;
-    let interval_text = humantime::format_duration(interval).to_string();
-    let labelled = |index: usize| -> anyhow::Result<ContainerAppWatch> {
-        let mut watch = watch(index, &interval_text)?;
-        watch.metadata.labels = Some([("edge-bench-fair".to_string(), busy.clone())].into());
-        Ok(watch)
-    };
-    let started = chrono::Utc::now().timestamp_millis();
-    create_all(&busy_api, (0..watches).map(labelled)).await?;
-    lone_api
-        .create(&PostParams::default(), &labelled(watches)?)
-        .await
-        .context("creating the lone watch")?;
-    let start_up = start_up(watches, interval, quota);
-    tokio::time::sleep(start_up + interval * 3).await;
-    operator.ensure_running()?;
-    let lags = lags_by_app(&sim, interval, started + start_up.as_millis() as i64);
-    let lone_app = format!("app-{watches:04}");
-    let mut lone_lags = lags.get(&lone_app).cloned().unwrap_or_default();
-    let mut busy_lags: Vec<Duration> = lags
-        .into_iter()
-        .filter(|(app, _)| *app != lone_app)
-        .flat_map(|(_, lags)| lags)
-        .collect();
-    lone_lags.sort_unstable();
-    busy_lags.sort_unstable();
-    drop(operator);
-    for namespace in [&busy, &lone] {
-        cluster.delete_namespace(namespace, Duration::from_secs(120)).await?;
-    }
-    Ok((lone_lags, busy_lags))
-}
-
-/// One tenant's `zones` AccessListConfigs, each on a Shield Zone of its own and read
-/// every 5 s, want `zones / 5` requests/s, the whole `quota`; another tenant's access
-/// list is changed [`CHANGES`] times and its watch polls every `interval`, in a
-/// namespace of its own, one operator serving both: answers (the other tenant's PATCH
-/// latencies, its watch's poll lags), each sorted.
-async fn write_line(
-    cluster: &Cluster,
-    zones: usize,
-    interval: Duration,
-    quota: u32,
-) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
-    let mut document = document(1);
-    document.shield_zones.extend((0..zones).map(|i| ShieldZone {
-        id: BUSY_ZONE + i as i64,
-        pull_zone_id: None,
-        access_lists: vec![SimAccessList::new(BUSY_CONFIGURATION + i as i64, "busy-list", false, 0)],
-        rate_limits: Vec::new(),
-        ..ShieldZone::default()
-    }));
-    let sim = spawn(document).await?;
-    let (busy, busy_api) = cluster.namespace::<AccessListConfig>("writes-busy").await?;
-    let (other, other_api) = cluster.namespace::<ContainerAppWatch>("writes-other").await?;
-    let label = format!("edge-bench-writes={busy}");
-    let labels = json!({ "edge-bench-writes": busy });
-    let mut operator = cluster.start_operator_across(
-        &sim.base_url(),
-        &label,
-        &[&busy, &other],
-        &["--platform-rate", &quota.to_string()],
-    )?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    operator.ensure_running()?;
-    stream::iter(0..zones)
-        .map(|i| {
-            let (busy_api, labels) = (&busy_api, &labels);
-            async move {
-                let object: AccessListConfig = serde_json::from_value(json!({
-                    "apiVersion": "edgeplatform.io/v1alpha1",
-                    "kind": "AccessListConfig",
-                    "metadata": {"name": format!("busy-{i:04}"), "labels": labels,
-                                 "annotations": {"edgeplatform.io/poll-interval": POLL_FLOOR}},
-                    "spec": {"shieldZoneId": BUSY_ZONE + i as i64,
-                             "configurationId": BUSY_CONFIGURATION + i as i64, "enabled": true},
-                }))?;
-                busy_api
-                    .create(&PostParams::default(), &object)
-                    .await
-                    .context("creating a busy access list")
-            }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await?;
-    let mut watch = watch(0, &humantime::format_duration(interval).to_string())?;
-    watch.metadata.labels = Some([("edge-bench-writes".to_string(), busy.clone())].into());
-    other_api
-        .create(&PostParams::default(), &watch)
-        .await
-        .context("creating the other tenant's watch")?;
-    // The busy tenant's first writes, then its reads fill the quota.
-    tokio::time::sleep(Duration::from_secs_f64(2.0 * zones as f64 / f64::from(quota)) + interval).await;
-    let started = chrono::Utc::now().timestamp_millis();
-    let mut latencies = time_patches(cluster, &other, labels, &sim).await?;
-    // Until the other tenant's watch has been polled three times since the changes
-    // began (two lags); a poll still missing at the deadline shows as one lag fewer.
-    let deadline = tokio::time::Instant::now() + interval * 4;
-    let mut lags = loop {
-        let lags = lags_by_app(&sim, interval, started)
-            .remove("app-0000")
-            .unwrap_or_default();
-        if lags.len() >= 2 || tokio::time::Instant::now() >= deadline {
-            break lags;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    operator.ensure_running()?;
-    latencies.sort_unstable();
-    lags.sort_unstable();
-    drop(operator);
-    for namespace in [&busy, &other] {
-        cluster.delete_namespace(namespace, Duration::from_secs(120)).await?;
-    }
-    cluster.delete_claims(&sim.base_url()).await?;
-    Ok((latencies, lags))
 }
 
 pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) -> anyhow::Result<()> {

@@ -6,11 +6,15 @@
 mod support;
 
 mod chart;
+mod chart_emulator;
+mod chart_install;
 mod chart_knobs;
 mod control_plane;
 mod crd_validation;
 mod gitops_health;
 mod hostile;
+mod killed;
+mod memory_bounds;
 mod monitoring;
 mod operator_access_list;
 mod operator_app_watch;

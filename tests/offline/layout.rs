@@ -12,12 +12,13 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The Rust files under `dir`, test modules in files of their own (`tests.rs`) left out.
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a readable folder").flatten() {
         let path = entry.path();
         if path.is_dir() {
             rust_files(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
+        } else if path.extension().is_some_and(|ext| ext == "rs") && !path.ends_with("tests.rs") {
             found.push(path);
         }
     }

@@ -1,0 +1,208 @@
+use super::*;
+use crate::controller::framework::status::conditions::{NewCondition, merge};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+
+fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+    crate::controller::framework::status::kstatus::settle(conditions, generation, now, Reason::is_terminal_name)
+}
+
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn the_standard_process_metrics_build_and_leadership_are_exposed() {
+    let metrics = Metrics::default();
+    metrics.set_leader(true);
+    let text = metrics.encode();
+    for series in [
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_start_time_seconds",
+        "process_open_fds",
+        "process_max_fds",
+    ] {
+        assert!(sample(&text, series).is_some_and(|v| v > 0.0), "{series}: {text}");
+    }
+    assert!(sample(&text, "process_cpu_seconds_total").is_some(), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            &format!("edge_operator_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"))
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "edge_operator_leader"), Some(1.0));
+    metrics.set_leader(false);
+    assert_eq!(sample(&metrics.encode(), "edge_operator_leader"), Some(0.0));
+}
+
+#[test]
+fn reconciles_count_by_result_and_requests_by_latency_and_quota_wait() {
+    let metrics = Metrics::default();
+    metrics.reconciled("Widget", Duration::from_millis(2), None);
+    metrics.reconciled("Widget", Duration::from_millis(2), Some(Reason::RateLimited.as_str()));
+    metrics.record(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
+    metrics.quota_wait(Lane::Poll, true);
+    metrics.quota_wait(Lane::Poll, true);
+    metrics.quota_wait(Lane::Poll, false);
+    let text = metrics.encode();
+    for (series, value) in [
+        (r#"edge_operator_reconciles_total{kind="Widget",result="success"}"#, 1.0),
+        (r#"edge_operator_reconciles_total{kind="Widget",result="error"}"#, 1.0),
+        (
+            r#"edge_operator_platform_request_duration_seconds_count{operation="update_access_list",status_class="2xx"}"#,
+            1.0,
+        ),
+        (
+            r#"edge_operator_platform_request_duration_seconds_bucket{le="0.04",operation="update_access_list",status_class="2xx"}"#,
+            1.0,
+        ),
+        (
+            r#"edge_operator_platform_request_duration_seconds_bucket{le="0.02",operation="update_access_list",status_class="2xx"}"#,
+            0.0,
+        ),
+        (r#"edge_operator_platform_quota_waiting{lane="poll"}"#, 1.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(value), "{series}: {text}");
+    }
+}
+
+#[test]
+fn condition_gauges_follow_the_current_reason_only() {
+    let metrics = Metrics::new(true);
+    let ready = merge(
+        &[],
+        &[NewCondition::new(ConditionType::Ready, false, Reason::Rejected, "")],
+        None,
+        "t",
+    );
+    metrics.set_conditions("Widget", "ns", "cert", &ready);
+    let issued = merge(
+        &ready,
+        &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+        None,
+        "t2",
+    );
+    metrics.set_conditions("Widget", "ns", "cert", &issued);
+    metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
+    metrics.reconciled("Widget", Duration::from_millis(3), Some(Reason::ServerError.as_str()));
+    let text = metrics.encode();
+    assert!(text.contains(r#"reason="Reconciled""#), "{text}");
+    assert!(!text.contains(r#"reason="Rejected""#), "{text}");
+    assert!(
+        text.contains(
+            r#"edge_operator_platform_requests_total{operation="complete_certificate",status_class="2xx"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"edge_operator_reconcile_errors_total{kind="Widget",reason="ServerError"} 1"#),
+        "{text}"
+    );
+    metrics.forget("Widget", "ns", "cert");
+    assert!(!metrics.encode().contains(r#"name="cert""#));
+}
+
+#[test]
+fn a_condition_that_went_away_is_no_longer_exposed() {
+    let metrics = Metrics::new(true);
+    let stalled = settle(
+        &merge(
+            &[],
+            &[NewCondition::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
+            Some(1),
+            "t",
+        ),
+        Some(1),
+        "t",
+    );
+    metrics.set_conditions("Widget", "ns", "cert", &stalled);
+    assert!(metrics.encode().contains(r#"condition="Stalled""#));
+    let issued = settle(
+        &merge(
+            &stalled,
+            &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+            Some(1),
+            "t2",
+        ),
+        Some(1),
+        "t2",
+    );
+    metrics.set_conditions("Widget", "ns", "cert", &issued);
+    let text = metrics.encode();
+    assert!(!text.contains(r#"condition="Stalled""#), "{text}");
+    assert!(text.contains(r#"reason="Reconciled""#), "{text}");
+}
+
+fn ready(status: bool, reason: Reason) -> Vec<Condition> {
+    merge(
+        &[],
+        &[NewCondition::new(ConditionType::Ready, status, reason, "")],
+        Some(1),
+        "t",
+    )
+}
+
+#[test]
+fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
+    let metrics = Metrics::default();
+    metrics.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
+    metrics.set_conditions("Widget", "ns", "b", &ready(true, Reason::Reconciled));
+    metrics.set_conditions("Widget", "ns", "c", &ready(false, Reason::Unauthorized));
+    let ready_true = r#"edge_operator_objects{kind="Widget",condition="Ready",status="True",reason="Reconciled"}"#;
+    let ready_false = r#"edge_operator_objects{kind="Widget",condition="Ready",status="False",reason="Unauthorized"}"#;
+    let text = metrics.encode();
+    assert_eq!(
+        (sample(&text, ready_true), sample(&text, ready_false)),
+        (Some(2.0), Some(1.0)),
+        "{text}"
+    );
+    assert!(
+        !text.contains("edge_operator_condition"),
+        "no series per object by default: {text}"
+    );
+    metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
+    metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
+    metrics.forget("Widget", "ns", "a");
+    let text = metrics.encode();
+    assert_eq!(
+        (sample(&text, ready_true), sample(&text, ready_false)),
+        (Some(2.0), None),
+        "{text}"
+    );
+    for name in ["b", "c"] {
+        metrics.forget("Widget", "ns", name);
+    }
+    assert!(
+        !metrics.encode().contains("edge_operator_objects{"),
+        "a count of zero is not exposed"
+    );
+
+    let per_object = Metrics::new(true);
+    per_object.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
+    let text = per_object.encode();
+    assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
+    assert_eq!(sample(&text, ready_true), Some(1.0));
+}
+
+#[test]
+fn conditions_this_process_never_writes_are_not_counted() {
+    let metrics = Metrics::new(true);
+    let mut conditions = ready(true, Reason::Reconciled);
+    conditions.push(Condition {
+        type_: "Forged-d41d8cd9".into(),
+        reason: "Reconciled".into(),
+        ..conditions[0].clone()
+    });
+    conditions.push(Condition {
+        reason: "ForgedReason-d41d8cd9".into(),
+        ..conditions[0].clone()
+    });
+    metrics.set_conditions("Widget", "ns", "a", &conditions);
+    let text = metrics.encode();
+    assert!(!text.contains("d41d8cd9"), "{text}");
+    assert!(text.contains(r#"condition="Ready""#), "{text}");
+}

@@ -1,0 +1,147 @@
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::super::fixtures::spec;
+use super::*;
+use crate::controller::framework::status::conditions::{NewCondition, merge};
+use crate::controller::framework::status::vocabulary::Reason;
+use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, RestorePoint};
+
+const PLATFORM: &str = "https://api.example.com";
+
+fn object(name: &str, namespace: &str, created: &str) -> AccessListConfig {
+    let mut object = AccessListConfig::new(name, spec(true, None));
+    object.metadata.namespace = Some(namespace.into());
+    object.metadata.uid = Some(format!("uid-{name}"));
+    object.metadata.creation_timestamp = Some(Time(created.parse().expect("time")));
+    object
+}
+
+#[tokio::test]
+async fn a_cached_record_keeps_no_label_and_is_written_back_with_its_platform_label() {
+    let mut record = new_record(PLATFORM, &object("a", "team", "2026-11-20T10:00:00Z"), 9101, "now");
+    record.metadata.resource_version = Some("7".into());
+    cached_form(&mut record);
+    assert_eq!(record.metadata.labels, None);
+    let (sent, written) = std::sync::mpsc::channel();
+    let kube = crate::controller::framework::mock_apiserver::client(move |request, body| {
+        let _ = sent.send((request.method.to_string(), body.clone()));
+        (200, body)
+    });
+    let values = RecordedValues {
+        is_enabled: true,
+        action: 1,
+    };
+    ClaimRecords::default()
+        .record_restore_point(&kube, record, values)
+        .await
+        .expect("replaced");
+    let (method, body) = written.recv().expect("one request");
+    assert_eq!(method, "PUT");
+    assert_eq!(body["metadata"]["labels"][PLATFORM_LABEL], platform_tag(PLATFORM));
+    assert_eq!(body["metadata"]["resourceVersion"], "7");
+    assert_eq!(body["spec"]["restorePoint"]["isEnabled"], true);
+}
+
+/// The object as 0.2.0 left it after writing `configuration`, Synced as `synced`.
+fn written_by_0_2(mut object: AccessListConfig, configuration: i64, synced: bool) -> AccessListConfig {
+    let reason = if synced {
+        Reason::Reconciled
+    } else {
+        Reason::Unauthorized
+    };
+    let decided = [NewCondition::new(ConditionType::Synced, synced, reason, "")];
+    object.status = Some(AccessListConfigStatus {
+        conditions: merge(&[], &decided, Some(1), "2026-11-20T10:00:00Z"),
+        at_provider: Some(AccessListObservation {
+            configuration_id: configuration,
+            ..AccessListObservation::default()
+        }),
+        restore_point: Some(RestorePoint {
+            shield_zone_id: Some(1),
+            configuration_id: configuration,
+            is_enabled: false,
+            action: 2,
+        }),
+        ..AccessListConfigStatus::default()
+    });
+    object
+}
+
+#[test]
+fn a_record_is_mine_free_or_held_by_its_owner_uid_alone() {
+    let me = object("me", "team", "2026-11-20T10:00:00Z");
+    let mine = new_record(PLATFORM, &me, 9101, "2026-11-20T10:00:05Z");
+    assert_eq!(mine.name_any(), "1-9101-137b9e5e4e");
+    assert_ne!(
+        claim_name("https://staging.example.com", 1, 9101),
+        mine.name_any(),
+        "another platform's zone 1 is another zone"
+    );
+    assert_eq!(claim_name(&format!("{PLATFORM}/"), 1, 9101), mine.name_any());
+    assert_eq!(mine.spec.proof.read_at.as_deref(), Some("2026-11-20T10:00:05Z"));
+    assert_eq!(standing(None, "uid-me"), Standing::Free);
+    assert_eq!(standing(Some(&mine), "uid-me"), Standing::Mine);
+    assert_eq!(
+        standing(Some(&mine), "uid-new"),
+        Standing::Held(&mine.spec.owner),
+        "a new object of the same name is another owner"
+    );
+    assert_eq!(describe(&mine.spec.owner, "team"), "AccessListConfig \"me\"");
+    assert_eq!(
+        describe(&mine.spec.owner, "other-team"),
+        "an AccessListConfig of another namespace"
+    );
+}
+
+#[test]
+fn the_owners_0_2_decided_are_carried_over_oldest_first_with_their_restore_points() {
+    let owner = written_by_0_2(object("owner", "a", "2026-11-20T09:00:00Z"), 9101, true);
+    let later = written_by_0_2(object("later", "b", "2026-11-20T10:00:00Z"), 9101, true);
+    let refused = written_by_0_2(object("refused", "a", "2026-11-20T08:00:00Z"), 9102, false);
+    let mut paused = written_by_0_2(object("paused", "a", "2026-11-20T08:00:00Z"), 9103, true);
+    paused
+        .annotations_mut()
+        .insert(crate::crd::ANNOTATION_PAUSED.into(), "true".into());
+    let mut observer = written_by_0_2(object("observer", "a", "2026-11-20T08:00:00Z"), 9104, true);
+    observer.spec.management_policy = ManagementPolicy::Observe;
+    let mut elsewhere = written_by_0_2(object("elsewhere", "a", "2026-11-20T08:00:00Z"), 9105, true);
+    if let Some(point) = elsewhere.status.as_mut().and_then(|s| s.restore_point.as_mut()) {
+        point.shield_zone_id = Some(2);
+    }
+    let considered = [later, refused, paused, observer, owner, elsewhere];
+    let mut owners = PreviousOwners::default();
+    considered.iter().for_each(|object| owners.consider(PLATFORM, object));
+    let mut in_reverse = PreviousOwners::default();
+    considered
+        .iter()
+        .rev()
+        .for_each(|object| in_reverse.consider(PLATFORM, object));
+    assert_eq!(owners.chosen.len(), 2, "one record per configuration, no object kept");
+    let records = owners.records();
+    let chosen = |records: &[AccessListClaim]| -> Vec<_> { records.iter().map(|r| r.spec.clone()).collect() };
+    assert_eq!(
+        chosen(&records),
+        chosen(&in_reverse.records()),
+        "pages in any order choose the same owners"
+    );
+    let owners: Vec<_> = records
+        .iter()
+        .map(|r| (r.spec.configuration_id, r.spec.owner.name.as_str()))
+        .collect();
+    assert_eq!(owners, [(9105, "elsewhere"), (9101, "owner")]);
+    assert_eq!(
+        records[1].spec.proof.read_at, None,
+        "confirmed by the owner's first read"
+    );
+    assert_eq!(
+        records[1].spec.restore_point,
+        Some(RecordedValues {
+            is_enabled: false,
+            action: 2
+        })
+    );
+    assert_eq!(
+        records[0].spec.restore_point, None,
+        "a point of another zone is not kept"
+    );
+}

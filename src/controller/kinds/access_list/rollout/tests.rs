@@ -1,0 +1,381 @@
+use super::*;
+use crate::api::models::shield::GroupContext;
+use crate::controller::framework::status::vocabulary::StatusName;
+use crate::crd::EventFilter;
+use crate::crd::access_list_config::RolloutAction;
+
+const START: &str = "2026-11-28T10:00:00Z";
+const LIST: i64 = 11;
+
+fn at(time: &str) -> DateTime<Utc> {
+    time.parse().expect("time")
+}
+
+fn rollout(promotion: Promotion) -> Rollout {
+    Rollout {
+        action: RolloutAction::Block,
+        window: "1h".into(),
+        promotion,
+        max_matches: Some(100),
+        max_distinct_ips: None,
+        rollback_above: Some(10),
+        filters: Vec::new(),
+    }
+}
+
+fn logging_since(start: &str) -> Current {
+    Current {
+        status: RolloutStatus {
+            stage: RolloutStage::Logging,
+            observed_generation: Some(2),
+            window_start: Some(start.into()),
+            ..RolloutStatus::default()
+        },
+        window_started: false,
+    }
+}
+
+fn group(dimension: Dimension, value: &str, count: i64) -> EventGroup {
+    EventGroup {
+        key: Some([(dimension.as_str().to_string(), value.to_string())].into()),
+        count,
+        ..EventGroup::default()
+    }
+}
+
+fn answer(total: i64, groups: Vec<EventGroup>) -> EventLogsSearchResponse {
+    EventLogsSearchResponse {
+        groups: Some(groups),
+        total,
+        ..EventLogsSearchResponse::default()
+    }
+}
+
+fn evidence_of(matches: i64) -> Evidence {
+    let mut by_feature = group(Dimension::Feature, "access_list", matches);
+    by_feature.sparkline = Some(vec![matches - 1, 1]);
+    let ips = (0..7)
+        .map(|i| group(Dimension::Ip, &format!("192.0.2.{i}"), i + 1))
+        .collect();
+    evidence(
+        at(START).timestamp_millis(),
+        at("2026-11-28T10:30:00Z").timestamp_millis(),
+        &[
+            answer(1, vec![by_feature]),
+            answer(7, ips),
+            answer(1, vec![group(Dimension::Country, "DE", matches)]),
+            answer(1, vec![group(Dimension::Asn, "64500", matches)]),
+            answer(1, vec![group(Dimension::Url, "/login", matches)]),
+        ],
+    )
+}
+
+#[test]
+fn a_rollout_starts_again_with_a_new_generation_and_its_window_once_the_list_logs() {
+    let now = at(START);
+    let promoted = RolloutStatus {
+        stage: RolloutStage::Promoted,
+        observed_generation: Some(1),
+        window_start: Some("2026-11-27T10:00:00Z".into()),
+        ..RolloutStatus::default()
+    };
+    let blocking = current(Some(&promoted), Some(2), AccessListAction::Block.code(), now);
+    assert_eq!(blocking.status.stage, RolloutStage::Logging);
+    assert_eq!(
+        blocking.status.window_start, None,
+        "the window waits for the platform to log"
+    );
+    assert!(!blocking.window_started);
+    let logging = current(Some(&blocking.status), Some(2), AccessListAction::Log.code(), now);
+    assert!(logging.window_started);
+    assert_eq!(logging.status.window_start.as_deref(), Some(START));
+    let same = current(Some(&promoted), Some(1), AccessListAction::Block.code(), now);
+    assert_eq!(same.status, promoted, "the same generation keeps its rollout");
+}
+
+#[test]
+fn the_window_is_read_until_its_end_and_after_promotion_only_with_rollback_above() {
+    let spec = rollout(Promotion::Automatic);
+    let current = logging_since(START);
+    let start = at(START).timestamp_millis();
+    assert_eq!(
+        read_needed(&spec, &current.status, at("2026-11-28T10:20:00Z")),
+        Some(Read::Evidence {
+            from: start,
+            to: start + 20 * 60_000
+        })
+    );
+    assert_eq!(
+        read_needed(&spec, &current.status, at("2026-11-28T13:00:00Z")),
+        Some(Read::Evidence {
+            from: start,
+            to: start + 3_600_000
+        })
+    );
+    assert_eq!(read_needed(&spec, &current.status, at(START)), None, "an empty window");
+    let promoted = RolloutStatus {
+        stage: RolloutStage::Promoted,
+        promoted_at: Some("2026-11-28T11:00:00Z".into()),
+        ..current.status.clone()
+    };
+    assert_eq!(
+        read_needed(&spec, &promoted, at("2026-11-28T13:00:00Z")),
+        Some(Read::Blocked {
+            from: start + 2 * 3_600_000,
+            to: start + 3 * 3_600_000
+        })
+    );
+    let without_rollback = Rollout {
+        rollback_above: None,
+        ..spec.clone()
+    };
+    assert_eq!(
+        read_needed(&without_rollback, &promoted, at("2026-11-28T13:00:00Z")),
+        None
+    );
+    let held = RolloutStatus {
+        stage: RolloutStage::Held,
+        ..current.status
+    };
+    assert_eq!(read_needed(&spec, &held, at("2026-11-28T13:00:00Z")), None);
+}
+
+#[test]
+fn the_list_s_events_are_searched_by_feature_and_rule_id_unless_the_spec_filters() {
+    let read = Read::Evidence { from: 0, to: 3_600_000 };
+    let all = searches(read, &rollout(Promotion::Automatic), LIST);
+    assert_eq!(all.len(), 5);
+    let filters = all[0].filters.clone().unwrap_or_default();
+    assert_eq!(
+        filters,
+        [
+            EventLogsFilter::new(Dimension::Feature, FilterOp::Eq, ["access_list"]),
+            EventLogsFilter::new(Dimension::RuleId, FilterOp::Eq, ["11"]),
+        ]
+    );
+    assert_eq!(all[0].buckets, Some(60));
+    let grouped: Vec<_> = all.iter().map(|s| s.group_by.clone().unwrap_or_default()).collect();
+    assert_eq!(
+        grouped,
+        [
+            vec![Dimension::Feature],
+            vec![Dimension::Ip],
+            vec![Dimension::Country],
+            vec![Dimension::Asn],
+            vec![Dimension::Url]
+        ]
+    );
+    assert!(all[1..].iter().all(|s| s.page_size == Some(5) && s.buckets.is_none()));
+    let short = searches(
+        Read::Evidence { from: 0, to: 20_000 },
+        &rollout(Promotion::Automatic),
+        LIST,
+    );
+    assert_eq!(short[0].buckets, Some(20), "one slice per second below a minute");
+
+    let filtered = Rollout {
+        filters: vec![EventFilter {
+            field: Dimension::RuleId,
+            op: FilterOp::In,
+            value: vec!["waf-11".into()],
+        }],
+        ..rollout(Promotion::Automatic)
+    };
+    let blocked = searches(Read::Blocked { from: 0, to: 1 }, &filtered, LIST);
+    assert_eq!(blocked.len(), 1);
+    assert_eq!(
+        blocked[0].filters.clone().unwrap_or_default(),
+        [EventLogsFilter::new(Dimension::RuleId, FilterOp::In, ["waf-11"])]
+    );
+}
+
+#[test]
+fn evidence_counts_tops_and_a_digest_of_what_it_shows() {
+    let evidence = evidence_of(42);
+    assert_eq!(evidence.matches, 42);
+    assert_eq!(evidence.distinct_ips, 7);
+    let ips: Vec<_> = evidence.top_ips.iter().map(|t| (t.value.as_str(), t.count)).collect();
+    assert_eq!(
+        ips,
+        [
+            ("192.0.2.6", 7),
+            ("192.0.2.5", 6),
+            ("192.0.2.4", 5),
+            ("192.0.2.3", 4),
+            ("192.0.2.2", 3)
+        ]
+    );
+    assert_eq!(evidence.top_countries[0].value, "DE");
+    assert_eq!(evidence.sparkline, [41, 1]);
+    assert_eq!(
+        (evidence.from.as_str(), evidence.to.as_str()),
+        (START, "2026-11-28T10:30:00Z")
+    );
+    assert_eq!(evidence.digest.len(), 10);
+    assert_eq!(
+        evidence.digest,
+        evidence_of(42).digest,
+        "the same numbers, the same digest"
+    );
+    assert_ne!(evidence.digest, evidence_of(43).digest);
+}
+
+#[test]
+fn blocked_events_are_counted_from_the_groups_context_whatever_the_action_s_spelling() {
+    let mut feature = group(Dimension::Feature, "access_list", 9);
+    feature.context = Some(GroupContext {
+        blocked: 7,
+        challenged: 2,
+        ..GroupContext::default()
+    });
+    assert_eq!(blocked(&[answer(1, vec![feature])]), 9);
+    assert_eq!(blocked(&[]), 0);
+}
+
+#[test]
+fn a_list_not_logging_yet_is_set_to_log_and_looked_at_again_soon() {
+    let spec = rollout(Promotion::Automatic);
+    let fresh = current(None, Some(2), AccessListAction::Block.code(), at(START));
+    let step = step(&spec, fresh, None, None, None, at(START));
+    assert_eq!(step.action, AccessListAction::Log);
+    assert_eq!(step.ready.1, AccessListReason::RolloutLogging);
+    assert_eq!(step.check_within, Some(CONFIRM_LOG_WITHIN));
+    assert!(step.events.is_empty());
+}
+
+#[test]
+fn automatic_promotion_after_the_whole_window_with_the_gate_holding() {
+    let spec = rollout(Promotion::Automatic);
+    let started = current(None, Some(2), AccessListAction::Log.code(), at(START));
+    let first = step(&spec, started, None, None, None, at(START));
+    assert_eq!(first.events[0].reason, AccessListReason::RolloutStarted.as_str());
+    let midway = at("2026-11-28T10:30:00Z");
+    let running = step(&spec, logging_since(START), Some(evidence_of(42)), None, None, midway);
+    assert_eq!(
+        (running.action, running.ready.1),
+        (AccessListAction::Log, AccessListReason::RolloutLogging)
+    );
+    assert_eq!(running.check_within, Some(Duration::from_secs(1800)));
+    assert!(running.ready.2.contains("42 matches from 7 IPs"), "{}", running.ready.2);
+
+    let end = at("2026-11-28T11:00:00Z");
+    let done = step(&spec, logging_since(START), Some(evidence_of(42)), None, None, end);
+    assert_eq!(done.action, AccessListAction::Block);
+    assert_eq!(done.status.stage, RolloutStage::Promoted);
+    assert_eq!(done.status.promoted_at.as_deref(), Some("2026-11-28T11:00:00Z"));
+    assert!(done.ready.0);
+    assert_eq!(done.events[0].reason, AccessListReason::Promoted.as_str());
+    assert_eq!(
+        done.status.evidence,
+        Some(evidence_of(42)),
+        "the evidence stays in status"
+    );
+    assert_eq!(running.decided_on, None);
+    assert_eq!(done.decided_on, Some((AccessListReason::Promoted, 42)));
+}
+
+#[test]
+fn a_gate_exceeded_holds_the_list_in_log_and_says_by_how_much() {
+    let spec = Rollout {
+        max_distinct_ips: Some(5),
+        ..rollout(Promotion::Automatic)
+    };
+    let midway = at("2026-11-28T10:30:00Z");
+    let held = step(&spec, logging_since(START), Some(evidence_of(130)), None, None, midway);
+    assert_eq!(
+        (held.action, held.status.stage),
+        (AccessListAction::Log, RolloutStage::Held)
+    );
+    assert_eq!(held.ready.1, AccessListReason::RolloutHeld);
+    assert!(
+        held.ready
+            .2
+            .contains("130 matches exceed maxMatches 100 by 30; 7 distinct IPs exceed maxDistinctIps 5 by 2"),
+        "{}",
+        held.ready.2
+    );
+    assert_eq!(held.events.len(), 1);
+    assert_eq!(held.decided_on, Some((AccessListReason::RolloutHeld, 130)));
+    let later = Current {
+        status: held.status,
+        window_started: false,
+    };
+    let still = step(&spec, later, None, None, None, at("2026-11-28T12:00:00Z"));
+    assert_eq!(
+        (still.action, still.status.stage),
+        (AccessListAction::Log, RolloutStage::Held)
+    );
+    assert!(still.events.is_empty(), "held once");
+}
+
+#[test]
+fn a_manual_rollout_promotes_on_the_digest_shown_and_not_on_a_stale_one() {
+    let spec = rollout(Promotion::Manual);
+    let end = at("2026-11-28T11:00:00Z");
+    let approving =
+        |approval: Option<&str>| step(&spec, logging_since(START), Some(evidence_of(42)), None, approval, end);
+    let waiting = approving(None);
+    assert_eq!(waiting.status.stage, RolloutStage::AwaitingApproval);
+    assert_eq!(waiting.ready.1, AccessListReason::AwaitingApproval);
+    let digest = evidence_of(42).digest;
+    assert!(waiting.ready.2.contains(&digest), "{}", waiting.ready.2);
+    assert_eq!(waiting.check_within, None);
+
+    let stale = evidence_of(41).digest;
+    let refused = approving(Some(&stale));
+    assert_eq!(refused.action, AccessListAction::Log);
+    assert_eq!(refused.events[0].reason, AccessListReason::StaleApproval.as_str());
+    assert!(
+        refused.events[0].message.contains(&stale),
+        "{}",
+        refused.events[0].message
+    );
+
+    let approved = approving(Some(&digest));
+    assert_eq!(
+        (approved.action, approved.status.stage),
+        (AccessListAction::Block, RolloutStage::Promoted)
+    );
+}
+
+#[test]
+fn more_blocked_than_rollback_above_returns_the_list_to_log_once() {
+    let spec = rollout(Promotion::Automatic);
+    let promoted = Current {
+        status: RolloutStatus {
+            stage: RolloutStage::Promoted,
+            promoted_at: Some("2026-11-28T11:00:00Z".into()),
+            ..logging_since(START).status
+        },
+        window_started: false,
+    };
+    let now = at("2026-11-28T11:30:00Z");
+    let within = step(&spec, promoted.clone(), None, Some(10), None, now);
+    assert_eq!(
+        (within.action, within.status.blocked),
+        (AccessListAction::Block, Some(10))
+    );
+    let back = step(&spec, promoted, None, Some(11), None, now);
+    assert_eq!(
+        (back.action, back.status.stage),
+        (AccessListAction::Log, RolloutStage::RolledBack)
+    );
+    assert!(
+        back.ready
+            .2
+            .contains("11 events blocked within 1h exceed rollbackAbove 10"),
+        "{}",
+        back.ready.2
+    );
+    assert_eq!(back.events.len(), 1);
+    let after = Current {
+        status: back.status,
+        window_started: false,
+    };
+    let stays = step(&spec, after, None, None, None, at("2026-11-28T13:00:00Z"));
+    assert_eq!(
+        (stays.action, stays.status.stage),
+        (AccessListAction::Log, RolloutStage::RolledBack)
+    );
+    assert!(stays.events.is_empty(), "rolled back once");
+}
