@@ -119,6 +119,22 @@ fn mock_apiserver(log: CallLog, held: Option<Value>, bodies: Bodies, claims: Cla
                     claims.insert(name, body.clone());
                     (201, body)
                 }
+                "PATCH" => match claims.get_mut(name) {
+                    Some(claim) if claim["metadata"]["resourceVersion"] == body["metadata"]["resourceVersion"] => {
+                        let version = format!(
+                            "{}-patched",
+                            claim["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+                        );
+                        json_patch::merge(claim, &body);
+                        claim["metadata"]["resourceVersion"] = json!(version);
+                        (200, claim.clone())
+                    }
+                    Some(_) => (
+                        409,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409}),
+                    ),
+                    None => not_found(),
+                },
                 "DELETE" => claims
                     .remove(name)
                     .map_or_else(not_found, |_| (200, json!({"kind": "Status", "status": "Success"}))),
@@ -257,7 +273,7 @@ async fn access_list_claims_then_records_the_restore_point_in_its_claim_before_i
         .log
         .position("kube GET /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
     let finalizer = h.log.position(object_path);
-    let recorded = h.log.position(&format!("kube PUT {claim_path}/"));
+    let recorded = h.log.position(&format!("kube PATCH {claim_path}/"));
     let write = h.log.position("platform update_access_list");
     assert!(
         h.log.position("platform list_access_lists") < claimed

@@ -18,10 +18,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
-use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
+use serde_json::json;
+use tokio::sync::watch;
 
 use super::FINALIZER;
 use super::vocabulary::Failure;
@@ -56,8 +57,8 @@ const PAGE: u32 = 25;
 /// The configuration's owner, as a reconcile learns it.
 #[derive(Debug, Clone)]
 pub(super) enum Claimed {
-    /// The object's own record.
-    Mine(Box<AccessListClaim>),
+    /// The object's own.
+    Mine(Claim),
     /// Another object's, named as `ConfigurationClaimed` says it.
     Theirs(String),
 }
@@ -70,11 +71,11 @@ enum Standing<'a> {
     Held(&'a ClaimOwner),
 }
 
-fn standing<'a>(record: Option<&'a AccessListClaim>, uid: &str) -> Standing<'a> {
-    match record {
+fn standing<'a>(claim: Option<&'a Claim>, uid: &str) -> Standing<'a> {
+    match claim {
         None => Standing::Free,
-        Some(record) if record.spec.owner.uid == uid => Standing::Mine,
-        Some(record) => Standing::Held(&record.spec.owner),
+        Some(claim) if claim.owner.uid == uid => Standing::Mine,
+        Some(claim) => Standing::Held(&claim.owner),
     }
 }
 
@@ -224,40 +225,106 @@ fn is_code(error: &kube::Error, code: u16) -> bool {
     matches!(error, kube::Error::Api(response) if response.code == code)
 }
 
+/// A record as reconciles read it: its owner, whether that owner's key confirmed it,
+/// the restore point, and the version a write to it is conditional on. The cache holds
+/// one per configuration; nothing else of the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Claim {
+    name: String,
+    resource_version: Option<String>,
+    pub(super) shield_zone_id: i64,
+    pub(super) configuration_id: i64,
+    owner: ClaimOwner,
+    confirmed: bool,
+    pub(super) restore_point: Option<RecordedValues>,
+}
+
+impl From<AccessListClaim> for Claim {
+    fn from(record: AccessListClaim) -> Self {
+        Self {
+            name: record.name_any(),
+            resource_version: record.metadata.resource_version,
+            shield_zone_id: record.spec.shield_zone_id,
+            configuration_id: record.spec.configuration_id,
+            owner: record.spec.owner,
+            confirmed: record.spec.proof.read_at.is_some(),
+            restore_point: record.spec.restore_point,
+        }
+    }
+}
+
+/// The claims of one platform by (zone, configuration), as the watch of their records
+/// last listed and followed them.
+#[derive(Debug, Default)]
+struct Index {
+    current: HashMap<(i64, i64), Claim>,
+    /// Built while the watch lists anew; replaces `current` when the listing is done.
+    relisting: Option<HashMap<(i64, i64), Claim>>,
+}
+
+fn insert(claims: &mut HashMap<(i64, i64), Claim>, record: AccessListClaim) {
+    let claim = Claim::from(record);
+    claims.insert((claim.shield_zone_id, claim.configuration_id), claim);
+}
+
+impl Index {
+    fn follow(&mut self, event: watcher::Event<AccessListClaim>) {
+        match event {
+            watcher::Event::Apply(record) => insert(&mut self.current, record),
+            watcher::Event::Delete(record) => {
+                let key = (record.spec.shield_zone_id, record.spec.configuration_id);
+                self.current.remove(&key);
+            }
+            watcher::Event::Init => self.relisting = Some(HashMap::new()),
+            watcher::Event::InitApply(record) => insert(self.relisting.get_or_insert_default(), record),
+            watcher::Event::InitDone => self.current = self.relisting.take().unwrap_or_default(),
+        }
+    }
+}
+
 /// The records of configurations and their owners, as the operator's watch of them
-/// holds them: in their [`cached_form`].
+/// holds them: as [`Claim`]s.
 pub struct ClaimRecords {
-    store: Store<AccessListClaim>,
-    writer: Mutex<Option<Writer<AccessListClaim>>>,
+    index: Mutex<Index>,
+    /// Whether the watch has listed the records once.
+    listed: watch::Sender<bool>,
 }
 
 impl Default for ClaimRecords {
     fn default() -> Self {
-        let (store, writer) = reflector::store();
         Self {
-            store,
-            writer: Mutex::new(Some(writer)),
+            index: Mutex::default(),
+            listed: watch::Sender::new(false),
         }
     }
 }
 
 impl ClaimRecords {
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Keeps the cache of `platform`'s records until `stop`. The cache only spares
     /// reads: every decision it suggests is made again by the apiserver (a create, a
-    /// conditional delete or replace).
+    /// conditional delete or patch).
     pub async fn follow(&self, client: kube::Client, platform: &str, stop: impl Future<Output = ()> + Send) {
-        let Some(writer) = self.writer.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-            return;
-        };
-        let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));
+        let tag = platform_tag(platform);
+        let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={tag}"));
         watcher(Api::<AccessListClaim>::all(client), of_platform)
             .default_backoff()
-            .modify(cached_form)
-            .reflect(writer)
             .take_until(stop)
             .for_each(|event| {
-                if let Err(error) = event {
-                    tracing::warn!(%error, "the AccessListClaim watch fails; claims are read from the apiserver");
+                match event {
+                    Ok(event) => {
+                        let listed = matches!(event, watcher::Event::InitDone);
+                        self.index().follow(event);
+                        if listed {
+                            self.listed.send_replace(true);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the AccessListClaim watch fails; claims are read from the apiserver");
+                    }
                 }
                 std::future::ready(())
             })
@@ -267,7 +334,8 @@ impl ClaimRecords {
     /// Waits until the cache has listed the records once, at most [`READY_WAIT`]: a
     /// start then finds each owner's record without asking the apiserver.
     pub async fn listed(&self) {
-        if tokio::time::timeout(READY_WAIT, self.store.wait_until_ready())
+        let mut listed = self.listed.subscribe();
+        if tokio::time::timeout(READY_WAIT, listed.wait_for(|listed| *listed))
             .await
             .is_err()
         {
@@ -311,24 +379,18 @@ impl ClaimRecords {
         }
     }
 
-    fn cached(&self, name: &str) -> Option<AccessListClaim> {
-        self.store
-            .get(&reflector::ObjectRef::new(name))
-            .map(|record| record.as_ref().clone())
-    }
-
-    /// The records `object` owns, as the cache holds them.
-    pub(super) fn owned_by(&self, object: &AccessListConfig) -> Vec<AccessListClaim> {
+    /// The claims `object` owns, as the cache holds them.
+    fn owned_by(&self, object: &AccessListConfig) -> Vec<Claim> {
         let uid = object.uid().unwrap_or_default();
-        self.store
-            .state()
-            .iter()
-            .filter(|record| record.spec.owner.uid == uid)
-            .map(|record| record.as_ref().clone())
+        self.index()
+            .current
+            .values()
+            .filter(|claim| claim.owner.uid == uid)
+            .cloned()
             .collect()
     }
 
-    /// The records `object` owns, read from the apiserver: those of the configuration
+    /// The claims `object` owns, read from the apiserver: those of the configuration
     /// its spec names, of the one its status last observed (only a pointer: a record
     /// counts only if it names `object` as its owner), and those the cache holds.
     pub(super) async fn records_of(
@@ -336,7 +398,7 @@ impl ClaimRecords {
         kube: &kube::Client,
         platform: &str,
         object: &AccessListConfig,
-    ) -> Result<Vec<AccessListClaim>, Failure> {
+    ) -> Result<Vec<Claim>, Failure> {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let zone = object.spec.shield_zone_id;
         let observed = object
@@ -348,17 +410,18 @@ impl ClaimRecords {
             .into_iter()
             .flatten()
             .map(|configuration| claim_name(platform, zone, configuration))
-            .chain(self.owned_by(object).iter().map(ResourceExt::name_any))
+            .chain(self.owned_by(object).into_iter().map(|claim| claim.name))
             .collect();
         names.sort();
         names.dedup();
         let uid = object.uid().unwrap_or_default();
         let mut owned = Vec::new();
         for name in names {
-            if let Some(record) = api.get_opt(&name).await?
-                && standing(Some(&record), &uid) == Standing::Mine
-            {
-                owned.push(record);
+            if let Some(record) = api.get_opt(&name).await? {
+                let claim = Claim::from(record);
+                if standing(Some(&claim), &uid) == Standing::Mine {
+                    owned.push(claim);
+                }
             }
         }
         Ok(owned)
@@ -378,22 +441,23 @@ impl ClaimRecords {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let name = claim_name(platform, me.spec.shield_zone_id, configuration);
         let uid = me.uid().unwrap_or_default();
-        let mut record = self.cached(&name);
+        let mut record = self
+            .index()
+            .current
+            .get(&(me.spec.shield_zone_id, configuration))
+            .cloned();
         for _ in 0..ATTEMPTS {
             match standing(record.as_ref(), &uid) {
                 Standing::Mine => {
-                    let mine = record.unwrap_or_else(|| new_record(platform, me, configuration, now));
-                    return self
-                        .confirm(&api, me, mine, now)
-                        .await
-                        .map(|record| Claimed::Mine(Box::new(record)));
+                    let Some(mine) = record else { break };
+                    return confirm(&api, me, mine, now).await.map(Claimed::Mine);
                 }
                 Standing::Held(owner) => {
                     if owner_is_alive(kube, owner).await? {
                         return Ok(Claimed::Theirs(describe(owner, &me.namespace().unwrap_or_default())));
                     }
                     if let Some(gone) = &record {
-                        tracing::info!(record = %name, owner = ?gone.spec.owner, "released: its owner is gone");
+                        tracing::info!(record = %name, owner = ?gone.owner, "released: its owner is gone");
                         release(&api, gone).await?;
                     }
                     record = None;
@@ -402,8 +466,8 @@ impl ClaimRecords {
                     .create(&PostParams::default(), &new_record(platform, me, configuration, now))
                     .await
                 {
-                    Ok(created) => return Ok(Claimed::Mine(Box::new(created))),
-                    Err(error) if is_code(&error, 409) => record = api.get_opt(&name).await?,
+                    Ok(created) => return Ok(Claimed::Mine(created.into())),
+                    Err(error) if is_code(&error, 409) => record = api.get_opt(&name).await?.map(Claim::from),
                     Err(error) => return Err(error.into()),
                 },
             }
@@ -411,77 +475,67 @@ impl ClaimRecords {
         Err(ReconcileError::Stale)
     }
 
-    /// A record carried over from 0.2.0 gets the proof of its owner's first read.
-    async fn confirm(
-        &self,
-        api: &Api<AccessListClaim>,
-        me: &AccessListConfig,
-        mut record: AccessListClaim,
-        now: &str,
-    ) -> Result<AccessListClaim, Failure> {
-        if record.spec.proof.read_at.is_some() {
-            return Ok(record);
-        }
-        record.spec.proof = proof_of(me, Some(now));
-        replace(api, record).await
-    }
-
-    /// Keeps in `record` the values read before its owner's first write.
+    /// Keeps in `claim` the values read before its owner's first write.
     pub(super) async fn record_restore_point(
         &self,
         kube: &kube::Client,
-        mut record: AccessListClaim,
+        claim: Claim,
         values: RecordedValues,
-    ) -> Result<AccessListClaim, Failure> {
-        record.spec.restore_point = Some(values);
-        replace(&Api::all(kube.clone()), record).await
+    ) -> Result<Claim, Failure> {
+        patch(&Api::all(kube.clone()), &claim, json!({ "restorePoint": values })).await
     }
 
-    /// Releases `record`, unless it changed meanwhile.
-    pub(super) async fn release(&self, kube: &kube::Client, record: &AccessListClaim) -> Result<(), Failure> {
-        release(&Api::all(kube.clone()), record).await
+    /// Releases `claim`, unless its record changed meanwhile.
+    pub(super) async fn release(&self, kube: &kube::Client, claim: &Claim) -> Result<(), Failure> {
+        release(&Api::all(kube.clone()), claim).await
     }
 
-    /// Releases the records of `me` that its key never confirmed (carried over from
+    /// Releases the claims of `me` that its key never confirmed (carried over from
     /// 0.2.0), once that key is refused: a status alone never keeps a configuration.
     pub(super) async fn release_unconfirmed(&self, kube: &kube::Client, me: &AccessListConfig) -> Result<(), Failure> {
-        for record in self.owned_by(me) {
-            if record.spec.proof.read_at.is_none() {
-                self.release(kube, &record).await?;
+        for claim in self.owned_by(me) {
+            if !claim.confirmed {
+                self.release(kube, &claim).await?;
             }
         }
         Ok(())
     }
 }
 
-/// What the cache keeps of a record: neither its managed fields (a replace keeps the
-/// apiserver's) nor its labels, which are only the platform label (a map of one label
-/// costs more than the rest of the record) and which [`replace`] writes again.
-fn cached_form(record: &mut AccessListClaim) {
-    record.metadata.managed_fields = None;
-    record.metadata.labels = None;
+/// A record carried over from 0.2.0 gets the proof of its owner's first read.
+async fn confirm(api: &Api<AccessListClaim>, me: &AccessListConfig, claim: Claim, now: &str) -> Result<Claim, Failure> {
+    if claim.confirmed {
+        return Ok(claim);
+    }
+    let proof = proof_of(me, Some(now));
+    patch(api, &claim, json!({ "proof": proof })).await
 }
 
-/// Replaces `record` if it is still the version read, labelled as its platform's.
-async fn replace(api: &Api<AccessListClaim>, mut record: AccessListClaim) -> Result<AccessListClaim, Failure> {
-    let platform = platform_tag(&record.spec.platform);
-    record.labels_mut().insert(PLATFORM_LABEL.to_string(), platform);
-    match api.replace(&record.name_any(), &PostParams::default(), &record).await {
-        Ok(written) => Ok(written),
+/// Merges `spec` into the record of `claim` if it is still the version read.
+async fn patch(api: &Api<AccessListClaim>, claim: &Claim, spec: serde_json::Value) -> Result<Claim, Failure> {
+    let change = json!({
+        "metadata": { "resourceVersion": claim.resource_version },
+        "spec": spec,
+    });
+    match api
+        .patch(&claim.name, &PatchParams::default(), &Patch::Merge(&change))
+        .await
+    {
+        Ok(written) => Ok(written.into()),
         Err(error) if is_code(&error, 409) => Err(ReconcileError::Stale),
         Err(error) => Err(error.into()),
     }
 }
 
-async fn release(api: &Api<AccessListClaim>, record: &AccessListClaim) -> Result<(), Failure> {
+async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Failure> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
-            uid: record.uid(),
-            resource_version: record.resource_version(),
+            uid: None,
+            resource_version: claim.resource_version.clone(),
         }),
         ..DeleteParams::default()
     };
-    match api.delete(&record.name_any(), &params).await {
+    match api.delete(&claim.name, &params).await {
         Ok(_) => Ok(()),
         Err(error) if is_code(&error, 404) || is_code(&error, 409) => Ok(()),
         Err(error) => Err(error.into()),

@@ -5,7 +5,7 @@
 use kube::ResourceExt;
 
 pub use self::claims::ClaimRecords;
-use self::claims::Claimed;
+use self::claims::{Claim, Claimed};
 use self::secret_needs::SecretNeeds;
 use self::vocabulary::{AccessListError, AccessListReason, Failure};
 use self::zone_lists::{ListsFreshness, ZoneLists};
@@ -14,7 +14,7 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::vocabulary::{Reason, StatusName};
-use crate::crd::access_list_claim::{AccessListClaim, RecordedValues};
+use crate::crd::access_list_claim::RecordedValues;
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, RestorePoint,
 };
@@ -112,7 +112,7 @@ impl AccessListConfig {
     /// The list its spec names, and, when it manages, its claim on it: the record that
     /// says no other object writes it. Refused credentials claim nothing, and give up a
     /// claim their key never confirmed.
-    async fn observe(&self, cx: &Cx<'_, Self>) -> Result<(Observed, Option<AccessListClaim>), Failure> {
+    async fn observe(&self, cx: &Cx<'_, Self>) -> Result<(Observed, Option<Claim>), Failure> {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
@@ -140,7 +140,7 @@ impl AccessListConfig {
             )
             .await?
         {
-            Claimed::Mine(record) => Ok((observed, Some(*record))),
+            Claimed::Mine(claim) => Ok((observed, Some(claim))),
             Claimed::Theirs(owner) => Err(Failure::from(AccessListError::ConfigurationClaimed {
                 zone: self.spec.shield_zone_id,
                 configuration,
@@ -341,15 +341,16 @@ impl Reconciled for AccessListConfig {
             protect_own_secret(self, cx).await?;
         }
         for record in &records {
-            let values = record.spec.restore_point.filter(|_| wants_finalizer(self) && !paused);
+            let values = record.restore_point.filter(|_| wants_finalizer(self) && !paused);
+            let configuration = (record.shield_zone_id, record.configuration_id);
             if let Some(values) = values {
-                let restored = restore(cx, &record.spec, values).await;
+                let restored = restore(cx, configuration, values).await;
                 let deleted_at = self
                     .metadata
                     .deletion_timestamp
                     .as_ref()
                     .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond()));
-                match after_restore(&record.spec, values, restored, deleted_at, cx.now.time) {
+                match after_restore(configuration, values, restored, deleted_at, cx.now.time) {
                     AfterRestore::Done(event) => events.push(event),
                     AfterRestore::Retry(error) => return Err(error),
                 }
@@ -370,10 +371,10 @@ impl Reconciled for AccessListConfig {
 }
 
 /// The restore point a claim holds, as status shows it.
-fn restore_point_of(claim: &AccessListClaim) -> Option<RestorePoint> {
-    claim.spec.restore_point.map(|values| RestorePoint {
-        shield_zone_id: Some(claim.spec.shield_zone_id),
-        configuration_id: claim.spec.configuration_id,
+fn restore_point_of(claim: &Claim) -> Option<RestorePoint> {
+    claim.restore_point.map(|values| RestorePoint {
+        shield_zone_id: Some(claim.shield_zone_id),
+        configuration_id: claim.configuration_id,
         is_enabled: values.is_enabled,
         action: values.action,
     })

@@ -12,7 +12,7 @@ use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch}
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event};
 use crate::controller::framework::status::vocabulary::Reason;
-use crate::crd::access_list_claim::{AccessListClaimSpec, RecordedValues};
+use crate::crd::access_list_claim::RecordedValues;
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
@@ -38,13 +38,12 @@ pub(super) enum AfterRestore {
 /// - any other failure, or the deadline passed: release without restoring, with a
 ///   Warning Event (and an error-level log line, written by the caller).
 pub(super) fn after_restore(
-    record: &AccessListClaimSpec,
+    (zone, configuration): (i64, i64),
     values: RecordedValues,
     restored: Result<(), Failure>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
-    let (zone, configuration) = (record.shield_zone_id, record.configuration_id);
     let error = match restored {
         Ok(()) => {
             return AfterRestore::Done(Event::normal(
@@ -94,14 +93,13 @@ pub(super) fn after_restore(
     }
 }
 
-/// Writes back the values `record` holds, with the object's own credentials.
+/// Writes back `values` to `configuration` of `zone`, with the object's own credentials.
 pub(super) async fn restore(
     cx: &Cx<'_, AccessListConfig>,
-    record: &AccessListClaimSpec,
+    (zone, configuration): (i64, i64),
     values: RecordedValues,
 ) -> Result<(), Failure> {
     let client = cx.client().await?;
-    let (zone, configuration) = (record.shield_zone_id, record.configuration_id);
     let patch = AccessListConfigurationPatch {
         is_enabled: Some(values.is_enabled),
         action: Some(values.action),
@@ -164,21 +162,7 @@ mod tests {
     #[test]
     fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
         use crate::api::{ApiError, PlatformMessage};
-        let record = AccessListClaimSpec {
-            platform: "https://api.example.com".into(),
-            shield_zone_id: 1,
-            configuration_id: 9101,
-            owner: crate::crd::access_list_claim::ClaimOwner {
-                namespace: "team".into(),
-                name: "bad-actors".into(),
-                uid: "u1".into(),
-            },
-            proof: crate::crd::access_list_claim::ClaimProof {
-                secret: None,
-                read_at: None,
-            },
-            restore_point: None,
-        };
+        let record = (1, 9101);
         let values = RecordedValues {
             is_enabled: false,
             action: 2,
@@ -200,7 +184,7 @@ mod tests {
             })
         };
         let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
-        let verdict = |restored, now| match after_restore(&record, values, restored, Some(deleted), now) {
+        let verdict = |restored, now| match after_restore(record, values, restored, Some(deleted), now) {
             AfterRestore::Done(note) => format!(
                 "{}:{}:{}",
                 if note.warning { "warning" } else { "normal" },
@@ -233,7 +217,7 @@ mod tests {
         assert!(verdict(revoked(), late).starts_with("warning:RestoreFailed"));
 
         // The hold is told once when it begins and again when its cause changes.
-        let held = |restored| match after_restore(&record, values, restored, Some(deleted), soon) {
+        let held = |restored| match after_restore(record, values, restored, Some(deleted), soon) {
             AfterRestore::Retry(error) => error,
             AfterRestore::Done(note) => panic!("{}", note.message),
         };

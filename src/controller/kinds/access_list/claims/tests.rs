@@ -17,29 +17,66 @@ fn object(name: &str, namespace: &str, created: &str) -> AccessListConfig {
 }
 
 #[tokio::test]
-async fn a_cached_record_keeps_no_label_and_is_written_back_with_its_platform_label() {
+async fn a_restore_point_is_written_only_on_the_version_read() {
     let mut record = new_record(PLATFORM, &object("a", "team", "2026-11-20T10:00:00Z"), 9101, "now");
     record.metadata.resource_version = Some("7".into());
-    cached_form(&mut record);
-    assert_eq!(record.metadata.labels, None);
     let (sent, written) = std::sync::mpsc::channel();
     let kube = crate::controller::framework::mock_apiserver::client(move |request, body| {
-        let _ = sent.send((request.method.to_string(), body.clone()));
-        (200, body)
+        let _ = sent.send((request.method.to_string(), request.uri.path().to_string(), body.clone()));
+        (
+            409,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409}),
+        )
     });
     let values = RecordedValues {
         is_enabled: true,
         action: 1,
     };
-    ClaimRecords::default()
-        .record_restore_point(&kube, record, values)
-        .await
-        .expect("replaced");
-    let (method, body) = written.recv().expect("one request");
-    assert_eq!(method, "PUT");
-    assert_eq!(body["metadata"]["labels"][PLATFORM_LABEL], platform_tag(PLATFORM));
+    let changed_meanwhile = ClaimRecords::default()
+        .record_restore_point(&kube, Claim::from(record), values)
+        .await;
+    assert!(
+        matches!(changed_meanwhile, Err(ReconcileError::Stale)),
+        "{changed_meanwhile:?}"
+    );
+    let (method, path, body) = written.recv().expect("one request");
+    assert_eq!(
+        (method.as_str(), path.as_str()),
+        (
+            "PATCH",
+            "/apis/edgeplatform.io/v1alpha1/accesslistclaims/1-9101-137b9e5e4e"
+        )
+    );
     assert_eq!(body["metadata"]["resourceVersion"], "7");
-    assert_eq!(body["spec"]["restorePoint"]["isEnabled"], true);
+    assert_eq!(body["spec"], json!({"restorePoint": {"isEnabled": true, "action": 1}}));
+}
+
+#[test]
+fn the_cache_keeps_one_claim_per_configuration_and_a_relisting_replaces_it() {
+    let record = |name: &str, configuration: i64, version: &str| {
+        let mut record = new_record(
+            PLATFORM,
+            &object(name, "team", "2026-11-20T10:00:00Z"),
+            configuration,
+            "now",
+        );
+        record.metadata.resource_version = Some(version.into());
+        record
+    };
+    let mut index = Index::default();
+    index.follow(watcher::Event::Apply(record("a", 9101, "1")));
+    index.follow(watcher::Event::Apply(record("b", 9102, "2")));
+    index.follow(watcher::Event::Apply(record("a", 9101, "3")));
+    assert_eq!(index.current.len(), 2);
+    assert_eq!(index.current[&(1, 9101)].resource_version.as_deref(), Some("3"));
+    index.follow(watcher::Event::Delete(record("b", 9102, "2")));
+    assert!(!index.current.contains_key(&(1, 9102)));
+    index.follow(watcher::Event::Init);
+    index.follow(watcher::Event::InitApply(record("c", 9103, "4")));
+    assert_eq!(index.current.len(), 1, "the claims in use until the listing is done");
+    index.follow(watcher::Event::InitDone);
+    let listed: Vec<_> = index.current.values().map(|claim| claim.owner.name.as_str()).collect();
+    assert_eq!(listed, ["c"], "what was deleted while the watch was down is forgotten");
 }
 
 /// The object as 0.2.0 left it after writing `configuration`, Synced as `synced`.
@@ -70,25 +107,27 @@ fn written_by_0_2(mut object: AccessListConfig, configuration: i64, synced: bool
 #[test]
 fn a_record_is_mine_free_or_held_by_its_owner_uid_alone() {
     let me = object("me", "team", "2026-11-20T10:00:00Z");
-    let mine = new_record(PLATFORM, &me, 9101, "2026-11-20T10:00:05Z");
-    assert_eq!(mine.name_any(), "1-9101-137b9e5e4e");
+    let record = new_record(PLATFORM, &me, 9101, "2026-11-20T10:00:05Z");
+    assert_eq!(record.name_any(), "1-9101-137b9e5e4e");
     assert_ne!(
         claim_name("https://staging.example.com", 1, 9101),
-        mine.name_any(),
+        record.name_any(),
         "another platform's zone 1 is another zone"
     );
-    assert_eq!(claim_name(&format!("{PLATFORM}/"), 1, 9101), mine.name_any());
-    assert_eq!(mine.spec.proof.read_at.as_deref(), Some("2026-11-20T10:00:05Z"));
+    assert_eq!(claim_name(&format!("{PLATFORM}/"), 1, 9101), record.name_any());
+    assert_eq!(record.spec.proof.read_at.as_deref(), Some("2026-11-20T10:00:05Z"));
+    let mine = Claim::from(record);
+    assert!(mine.confirmed);
     assert_eq!(standing(None, "uid-me"), Standing::Free);
     assert_eq!(standing(Some(&mine), "uid-me"), Standing::Mine);
     assert_eq!(
         standing(Some(&mine), "uid-new"),
-        Standing::Held(&mine.spec.owner),
+        Standing::Held(&mine.owner),
         "a new object of the same name is another owner"
     );
-    assert_eq!(describe(&mine.spec.owner, "team"), "AccessListConfig \"me\"");
+    assert_eq!(describe(&mine.owner, "team"), "AccessListConfig \"me\"");
     assert_eq!(
-        describe(&mine.spec.owner, "other-team"),
+        describe(&mine.owner, "other-team"),
         "an AccessListConfig of another namespace"
     );
 }
