@@ -112,8 +112,19 @@ pub trait StatusConditions {
     fn set_observed_generation(&mut self, generation: Option<i64>);
 }
 
-macro_rules! status_conditions {
-    ($($status:ty),+) => {$(
+/// An object of a kind the operator reconciles, beside its spec: its status and the
+/// Secret holding its access key.
+pub trait EdgeObject {
+    type Status: StatusConditions + Clone + Default + PartialEq + Serialize + Send + Sync;
+
+    fn status(&self) -> Option<&Self::Status>;
+    fn status_mut(&mut self) -> Option<&mut Self::Status>;
+    /// The Secret holding the object's access key (the operator's default key when none).
+    fn secret_ref(&self) -> Option<&SecretKeyRef>;
+}
+
+macro_rules! edge_objects {
+    ($($kind:ty => $status:ty),+) => {$(
         impl StatusConditions for $status {
             fn conditions(&self) -> &[Condition] {
                 &self.conditions
@@ -127,13 +138,29 @@ macro_rules! status_conditions {
                 self.observed_generation = generation;
             }
         }
+
+        impl EdgeObject for $kind {
+            type Status = $status;
+
+            fn status(&self) -> Option<&$status> {
+                self.status.as_ref()
+            }
+
+            fn status_mut(&mut self) -> Option<&mut $status> {
+                self.status.as_mut()
+            }
+
+            fn secret_ref(&self) -> Option<&SecretKeyRef> {
+                self.spec.access_key_secret_ref.as_ref()
+            }
+        }
     )+};
 }
 
-status_conditions!(
-    access_list_config::AccessListConfigStatus,
-    container_app_watch::ContainerAppWatchStatus,
-    pull_zone_certificate::PullZoneCertificateStatus
+edge_objects!(
+    access_list_config::AccessListConfig => access_list_config::AccessListConfigStatus,
+    container_app_watch::ContainerAppWatch => container_app_watch::ContainerAppWatchStatus,
+    pull_zone_certificate::PullZoneCertificate => pull_zone_certificate::PullZoneCertificateStatus
 );
 
 /// Every CRD of the operator, in a stable order: the kinds users write, then the

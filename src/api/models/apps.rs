@@ -53,19 +53,6 @@ impl AppStatus {
                 .map_or("unknown", |(name, _)| name),
         }
     }
-
-    /// Capitalised name, used as a Kubernetes condition reason (`Active`, `Failing`...).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            AppStatus::Unknown => "Unknown",
-            AppStatus::Active => "Active",
-            AppStatus::Progressing => "Progressing",
-            AppStatus::Inactive => "Inactive",
-            AppStatus::Failing => "Failing",
-            AppStatus::Suspended => "Suspended",
-            AppStatus::Unrecognized(_) => "UnrecognizedStatus",
-        }
-    }
 }
 
 impl fmt::Display for AppStatus {
@@ -207,7 +194,6 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(app.status, AppStatus::Unrecognized("Hibernating".into()));
         assert_eq!(app.status.to_string(), "Hibernating");
-        assert_eq!(app.status.reason(), "UnrecognizedStatus");
         assert_eq!((app.auto_scaling.min, app.auto_scaling.max), (0, 3));
         assert!(app.container_templates[0].endpoints.is_empty());
     }

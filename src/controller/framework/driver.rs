@@ -17,16 +17,17 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType};
 
 use super::context::Context;
+use super::error::KindError;
 use super::error::ReconcileError;
-use super::kind::{
-    Cx, Event, Failure, KindContext, Now, Reconciled, Requeue, clear_stale_synced, failure_event, failure_message,
-    is_ready, shortened, with_conditions, with_kstatus_conditions,
-};
+use super::kind::{Cx, Event, Failure, KindContext, Now, Reconciled, Requeue, is_ready, shortened};
 use super::object::{is_paused, object_key};
-use super::status::conditions::NewCondition;
-use super::status::vocabulary::{ConditionType, Reason};
+use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
+use super::status::kstatus;
+use super::status::time::rfc3339;
+use super::status::vocabulary::{ConditionType, Reason, StatusName, is_terminal_name};
 use super::status::{StatusWrite, write_status};
-use crate::crd::StatusConditions;
+use crate::api::bounded_text;
+use crate::crd::{Condition, ConditionStatus, StatusConditions};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);
@@ -103,7 +104,7 @@ async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Resu
 /// The status after a failed reconcile: Synced=False with the error's reason, and
 /// Ready=False too unless the error is transient and the current generation was
 /// already Ready (a failed re-read of an applied object).
-fn failed<S: StatusConditions + Clone, E: super::error::KindError>(
+fn failed<S: StatusConditions + Clone, E: KindError>(
     previous: &S,
     generation: Option<i64>,
     error: &ReconcileError<E>,
@@ -156,6 +157,85 @@ async fn report<K: Reconciled>(
         publish(cx.ctx, object, event).await;
     }
     Ok(written)
+}
+
+/// `status` as the driver writes it: under the status contract of [`kstatus`].
+fn with_kstatus_conditions<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+    let mut next = status.clone();
+    next.set_conditions(kstatus::settle(
+        status.conditions(),
+        generation,
+        &now.rfc3339(),
+        is_terminal_name::<K::Reason>,
+    ));
+    next.set_observed_generation(generation);
+    next
+}
+
+/// `status` with `decided` merged into its conditions.
+fn with_conditions<S: StatusConditions + Clone>(
+    status: &S,
+    decided: &[NewCondition],
+    generation: Option<i64>,
+    now: &Now,
+) -> S {
+    let mut next = status.clone();
+    next.set_conditions(merge(status.conditions(), decided, generation, &now.rfc3339()));
+    next
+}
+
+/// A successful reconcile leaves no Synced=False behind: one left from a pause turns
+/// into `Resumed`, one left from a failure into `Reconciled`.
+fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generation: Option<i64>, now: &Now) -> S {
+    let Some(synced) = find(status.conditions(), ConditionType::Synced) else {
+        return status;
+    };
+    if synced.status == ConditionStatus::True {
+        return status;
+    }
+    let reason = if synced.reason == Reason::Paused.as_str() {
+        Reason::Resumed
+    } else {
+        Reason::Reconciled
+    };
+    with_conditions(
+        &status,
+        &[NewCondition::new(ConditionType::Synced, true, reason, "")],
+        generation,
+        now,
+    )
+}
+
+/// An error as a condition message, bounded; a rate limit says when the next attempt
+/// is due.
+fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now) -> String {
+    let message = match error.retry_after() {
+        Some(wait) => {
+            let at = chrono::Duration::from_std(wait)
+                .ok()
+                .and_then(|wait| now.time.checked_add_signed(wait))
+                .unwrap_or(now.time);
+            format!("{error}; next attempt at {}", rfc3339(at))
+        }
+        None => error.to_string(),
+    };
+    bounded_text(&message, MAX_CONDITION_MESSAGE_BYTES)
+}
+
+/// The Warning Event for a failure whose reason, or cause, the object did not already
+/// show.
+pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Event> {
+    let reason = error.reason();
+    let cause = error.cause_reason();
+    let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
+        c.status == ConditionStatus::False
+            && c.reason == reason
+            && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
+    });
+    (!shown).then(|| Event {
+        cause,
+        ..Event::warning(reason, error.to_string())
+    })
 }
 
 /// Publishes an Event; failures are logged, never fatal.

@@ -6,20 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 use super::context::Context;
 use super::error::{KindError, ReconcileError};
-use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
-use super::status::kstatus;
+use super::status::conditions::find;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{ConditionType, Reason, StatusName};
+use super::status::vocabulary::{ConditionType, KindReason, StatusName};
 use crate::api::{EdgeClient, bounded_text};
-use crate::crd::{Condition, ConditionStatus, SecretKeyRef, StatusConditions};
+use crate::crd::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -168,9 +167,41 @@ impl<'a, K: Reconciled> Cx<'a, K> {
         self.resource_version.as_deref()
     }
 
-    /// This reconcile wrote the object; `resource_version` is what the apiserver answered.
-    pub(crate) fn wrote(&mut self, resource_version: Option<String>) {
-        self.resource_version = resource_version;
+    /// Adds the kind's finalizer to `object` (`wanted`) or removes it, before a write
+    /// the platform keeps. The cache holds only our finalizer, so the list written is
+    /// the apiserver's, read now; the write is fenced on the resourceVersion of the copy
+    /// the decision was made on, so it never overwrites a finalizer list, or acts on a
+    /// spec, that changed meanwhile. The status written at the end is fenced on the
+    /// version this write made.
+    pub(crate) async fn keep_finalizer(&mut self, object: &K, wanted: bool) -> Result<(), Failure<K>> {
+        let Some(finalizer) = K::FINALIZER else {
+            return Ok(());
+        };
+        if object.finalizers().iter().any(|f| f == finalizer) == wanted {
+            return Ok(());
+        }
+        let name = object.name_any();
+        let current = self.api.get_metadata(&name).await?;
+        let mut finalizers: Vec<&str> = current
+            .finalizers()
+            .iter()
+            .map(String::as_str)
+            .filter(|f| *f != finalizer)
+            .collect();
+        if wanted {
+            finalizers.push(finalizer);
+        }
+        let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
+        let written = self
+            .api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
+            )
+            .await?;
+        self.resource_version = written.resource_version();
+        Ok(())
     }
 
     /// Fails with `NotLeader` unless this process may still write.
@@ -203,7 +234,8 @@ impl<'a, K: Reconciled> Cx<'a, K> {
 /// deletion and the finalizer, the status contract and its fenced write, Events,
 /// metrics, requeue); the kind owns one pass over a live object and its clean-up.
 pub(crate) trait Reconciled:
-    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    EdgeObject
+    + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + ResourceExt
     + Clone
     + DeserializeOwned
@@ -222,22 +254,13 @@ pub(crate) trait Reconciled:
 
     /// Its failures beside those of every kind.
     type Error: KindError;
+    /// Its reasons beside those of every kind
+    /// ([`Reason`](super::status::vocabulary::Reason) for none).
+    type Reason: KindReason;
     /// Its flags of `edge-operator run`.
     type Settings: clap::Args + clap::FromArgMatches + Send + Sync + 'static;
-    type Status: StatusConditions + Clone + Default + PartialEq + Serialize + Send + Sync;
     /// What the kind keeps between reconciles.
     type State: Default + Send + Sync + 'static;
-
-    fn status(&self) -> Option<&Self::Status>;
-    fn status_mut(&mut self) -> Option<&mut Self::Status>;
-    /// The Secret holding the object's access key (the operator's default key when none).
-    fn secret_ref(&self) -> Option<&SecretKeyRef>;
-
-    /// Whether one of its own reasons, as a condition carries it, waits for a person
-    /// (see [`Reason::is_terminal`]).
-    fn is_terminal_reason(_reason: &str) -> bool {
-        false
-    }
 
     /// Follows the kind's watch: what the state keeps of every object (an index, what
     /// a deleted object leaves).
@@ -268,93 +291,10 @@ pub(crate) fn is_ready(status: &impl StatusConditions, generation: Option<i64>) 
         .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
 }
 
-/// `status` as the driver writes it: under the status contract of [`kstatus`].
-pub(super) fn with_kstatus_conditions<K: Reconciled>(
-    status: &K::Status,
-    generation: Option<i64>,
-    now: &Now,
-) -> K::Status {
-    let mut next = status.clone();
-    next.set_conditions(kstatus::settle(
-        status.conditions(),
-        generation,
-        &now.rfc3339(),
-        |reason| Reason::is_terminal_name(reason) || K::is_terminal_reason(reason),
-    ));
-    next.set_observed_generation(generation);
-    next
-}
-
-/// `status` with `decided` merged into its conditions.
-pub(crate) fn with_conditions<S: StatusConditions + Clone>(
-    status: &S,
-    decided: &[NewCondition],
-    generation: Option<i64>,
-    now: &Now,
-) -> S {
-    let mut next = status.clone();
-    next.set_conditions(merge(status.conditions(), decided, generation, &now.rfc3339()));
-    next
-}
-
-/// A successful reconcile leaves no Synced=False behind: one left from a pause turns
-/// into `Resumed`, one left from a failure into `Reconciled`.
-pub(crate) fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generation: Option<i64>, now: &Now) -> S {
-    let Some(synced) = find(status.conditions(), ConditionType::Synced) else {
-        return status;
-    };
-    if synced.status == ConditionStatus::True {
-        return status;
-    }
-    let reason = if synced.reason == Reason::Paused.as_str() {
-        Reason::Resumed
-    } else {
-        Reason::Reconciled
-    };
-    with_conditions(
-        &status,
-        &[NewCondition::new(ConditionType::Synced, true, reason, "")],
-        generation,
-        now,
-    )
-}
-
-/// An error as a condition message, bounded; a rate limit says when the next attempt
-/// is due.
-pub(crate) fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now) -> String {
-    let message = match error.retry_after() {
-        Some(wait) => {
-            let at = chrono::Duration::from_std(wait)
-                .ok()
-                .and_then(|wait| now.time.checked_add_signed(wait))
-                .unwrap_or(now.time);
-            format!("{error}; next attempt at {}", rfc3339(at))
-        }
-        None => error.to_string(),
-    };
-    bounded_text(&message, MAX_CONDITION_MESSAGE_BYTES)
-}
-
 /// The longest Event note the apiserver accepts.
 const MAX_NOTE_BYTES: usize = 1024;
 
 /// An Event's `note` cut to [`MAX_NOTE_BYTES`] at a character boundary.
 pub(crate) fn shortened(note: &str) -> String {
     bounded_text(note, MAX_NOTE_BYTES)
-}
-
-/// The Warning Event for a failure whose reason, or cause, the object did not already
-/// show.
-pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Event> {
-    let reason = error.reason();
-    let cause = error.cause_reason();
-    let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
-        c.status == ConditionStatus::False
-            && c.reason == reason
-            && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
-    });
-    (!shown).then(|| Event {
-        cause,
-        ..Event::warning(reason, error.to_string())
-    })
 }

@@ -3,7 +3,12 @@ use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
 
 fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-    crate::controller::framework::status::kstatus::settle(conditions, generation, now, Reason::is_terminal_name)
+    crate::controller::framework::status::kstatus::settle(
+        conditions,
+        generation,
+        now,
+        crate::controller::framework::status::vocabulary::is_terminal_name::<Reason>,
+    )
 }
 
 fn sample(text: &str, series: &str) -> Option<f64> {

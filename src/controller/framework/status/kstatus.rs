@@ -82,7 +82,12 @@ mod tests {
     use super::*;
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        super::settle(conditions, generation, now, Reason::is_terminal_name)
+        super::settle(
+            conditions,
+            generation,
+            now,
+            crate::controller::framework::status::vocabulary::is_terminal_name::<Reason>,
+        )
     }
 
     fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {

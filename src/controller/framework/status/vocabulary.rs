@@ -118,11 +118,27 @@ impl Reason {
                 | Reason::TlsError
         )
     }
+}
 
-    /// [`Reason::is_terminal`] of a reason as a condition carries it.
-    pub(crate) fn is_terminal_name(name: &str) -> bool {
-        name.parse().is_ok_and(Reason::is_terminal)
+/// A kind's own reasons, beside [`Reason`]: one enum whose variant names are what is
+/// written.
+pub(crate) trait KindReason: Copy + Into<&'static str> + std::str::FromStr {
+    /// Whether an object not Ready for this reason waits for a person (see
+    /// [`Reason::is_terminal`]).
+    fn is_terminal(self) -> bool;
+}
+
+/// A kind with no reasons of its own.
+impl KindReason for Reason {
+    fn is_terminal(self) -> bool {
+        Reason::is_terminal(self)
     }
+}
+
+/// Whether a reason, as a condition carries it, waits for a person: a common reason,
+/// or one of the kind's reasons `R`. The one place a written reason is read back.
+pub(crate) fn is_terminal_name<R: KindReason>(name: &str) -> bool {
+    name.parse().is_ok_and(Reason::is_terminal) || name.parse().is_ok_and(R::is_terminal)
 }
 
 #[cfg(test)]
@@ -133,9 +149,9 @@ mod tests {
     fn common_reasons_that_wait_for_a_person_are_terminal() {
         assert!(Reason::Unauthorized.is_terminal());
         assert!(!Reason::ServerError.is_terminal());
-        assert!(Reason::is_terminal_name("CredentialsUnavailable"));
-        assert!(!Reason::is_terminal_name("RateLimited"));
-        assert!(!Reason::is_terminal_name("Drifted"), "not a common reason");
+        assert!(is_terminal_name::<Reason>("CredentialsUnavailable"));
+        assert!(!is_terminal_name::<Reason>("RateLimited"));
+        assert!(!is_terminal_name::<Reason>("Drifted"), "not a common reason");
     }
 
     #[test]

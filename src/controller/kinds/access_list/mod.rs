@@ -14,11 +14,11 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
 use crate::controller::framework::status::vocabulary::{Reason, StatusName};
+use crate::crd::ANNOTATION_PROMOTE;
 use crate::crd::access_list_claim::RecordedValues;
 use crate::crd::access_list_config::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, RestorePoint,
 };
-use crate::crd::{ANNOTATION_PROMOTE, SecretKeyRef};
 
 mod claims;
 #[cfg(test)]
@@ -37,7 +37,7 @@ pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFina
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
-use self::restore::{AfterRestore, after_restore, keep_finalizer, restore, wants_finalizer};
+use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
@@ -229,25 +229,9 @@ impl Reconciled for AccessListConfig {
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
     type Error = AccessListError;
+    type Reason = AccessListReason;
     type Settings = AccessListSettings;
-    type Status = AccessListConfigStatus;
     type State = State;
-
-    fn status(&self) -> Option<&AccessListConfigStatus> {
-        self.status.as_ref()
-    }
-
-    fn status_mut(&mut self) -> Option<&mut AccessListConfigStatus> {
-        self.status.as_mut()
-    }
-
-    fn secret_ref(&self) -> Option<&SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
-
-    fn is_terminal_reason(reason: &str) -> bool {
-        reason.parse().is_ok_and(AccessListReason::is_terminal)
-    }
 
     fn on_watch(state: &State, event: &kube::runtime::watcher::Event<Self>) {
         state.secret_triggers.send(state.secret_needs.follow(event));
@@ -280,7 +264,7 @@ impl Reconciled for AccessListConfig {
         }
         cx.ensure_leader()?;
         protect_own_secret(self, cx).await?;
-        keep_finalizer(self, cx).await?;
+        cx.keep_finalizer(self, wants_finalizer(self)).await?;
         let records_now = plan.patch.is_some() && recorded.is_none() && wants_finalizer(self);
         if let (Some(claim), Some(point), true) = (claim, plan.restore_point, records_now) {
             let values = RecordedValues {

@@ -4,9 +4,6 @@
 
 use std::time::Duration;
 
-use kube::ResourceExt;
-use kube::api::{Patch, PatchParams};
-
 use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
@@ -116,45 +113,10 @@ pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
     object.spec.deletion_policy == DeletionPolicy::Restore && object.spec.management_policy == ManagementPolicy::Manage
 }
 
-/// Adds the finalizer (with `Restore`) or removes it (otherwise). The cache holds only
-/// our finalizer, so the list written is the apiserver's, read now; the write carries
-/// the resourceVersion of the cached copy the decision was made on, so it never
-/// overwrites a finalizer list, or acts on a spec, that changed meanwhile.
-pub(super) async fn keep_finalizer(
-    object: &AccessListConfig,
-    cx: &mut Cx<'_, AccessListConfig>,
-) -> Result<(), Failure> {
-    let has = object.finalizers().iter().any(|f| f == FINALIZER);
-    let wants = wants_finalizer(object);
-    if has != wants {
-        let current = cx.api.get_metadata(&object.name_any()).await?;
-        let mut finalizers: Vec<String> = current
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        if wants {
-            finalizers.push(FINALIZER.to_string());
-        }
-        let metadata = serde_json::json!({ "finalizers": finalizers, "resourceVersion": object.resource_version() });
-        let written = cx
-            .api
-            .patch(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "metadata": metadata })),
-            )
-            .await?;
-        cx.wrote(written.resource_version());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::kind::failure_event;
+    use crate::controller::framework::driver::failure_event;
     use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
     use crate::controller::framework::status::vocabulary::StatusName;

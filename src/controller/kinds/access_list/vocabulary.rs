@@ -2,6 +2,7 @@
 //! its failures.
 
 use crate::controller::framework::error::{KindError, ReconcileError};
+use crate::controller::framework::status::vocabulary::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub enum AccessListReason {
@@ -37,9 +38,8 @@ pub enum AccessListReason {
     RolledBack,
 }
 
-impl AccessListReason {
-    /// Whether an object not Ready for this reason waits for a person.
-    pub(crate) fn is_terminal(self) -> bool {
+impl KindReason for AccessListReason {
+    fn is_terminal(self) -> bool {
         matches!(
             self,
             AccessListReason::RestoreHeld

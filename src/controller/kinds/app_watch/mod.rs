@@ -37,7 +37,6 @@ use crate::controller::framework::kind::{Cx, Failure, Now, Outcome, Reconciled, 
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
-use crate::crd::SecretKeyRef;
 use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
@@ -230,25 +229,9 @@ impl Reconciled for ContainerAppWatch {
     const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
     type Error = Infallible;
+    type Reason = AppReason;
     type Settings = AppWatchSettings;
-    type Status = ContainerAppWatchStatus;
     type State = State;
-
-    fn status(&self) -> Option<&ContainerAppWatchStatus> {
-        self.status.as_ref()
-    }
-
-    fn status_mut(&mut self) -> Option<&mut ContainerAppWatchStatus> {
-        self.status.as_mut()
-    }
-
-    fn secret_ref(&self) -> Option<&SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
-
-    fn is_terminal_reason(reason: &str) -> bool {
-        AppReason::is_terminal_name(reason)
-    }
 
     fn on_watch(state: &State, event: &watcher::Event<Self>) {
         if let watcher::Event::Delete(watch) = event {

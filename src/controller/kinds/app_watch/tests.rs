@@ -324,12 +324,7 @@ fn lateness_counts_from_this_process_polls_only() {
         observed_at: Some("2026-11-20T10:00:00Z".into()),
         conditions: merge(
             &[],
-            &[NewCondition::new(
-                AppCondition::AppReady,
-                true,
-                AppReason::App("Active"),
-                "",
-            )],
+            &[NewCondition::new(AppCondition::AppReady, true, AppReason::Active, "")],
             Some(1),
             "2026-11-20T10:00:00Z",
         ),

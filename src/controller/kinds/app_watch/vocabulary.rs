@@ -2,6 +2,7 @@
 //! and reasons.
 
 use crate::api::models::apps::AppStatus;
+use crate::controller::framework::status::vocabulary::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum AppCondition {
@@ -15,7 +16,7 @@ pub(crate) enum AppCondition {
     CdnLogsSynced,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum AppReason {
     Polled,
     PolledLate,
@@ -27,47 +28,39 @@ pub(crate) enum AppReason {
     AppActive,
     AppNotReady,
     SecurityEventsElevated,
-    /// An application's status, in the platform's own words (`Active`, `Failing`...).
-    App(&'static str),
+    // An application's status, in the platform's own words.
+    Unknown,
+    Active,
+    Progressing,
+    Inactive,
+    Failing,
+    Suspended,
+    /// A status the platform's documents do not list.
+    UnrecognizedStatus,
 }
 
 impl AppReason {
     pub(crate) fn of_app(status: &AppStatus) -> Self {
-        AppReason::App(status.reason())
-    }
-}
-
-impl From<AppReason> for &'static str {
-    fn from(reason: AppReason) -> Self {
-        match reason {
-            AppReason::Polled => "Polled",
-            AppReason::PolledLate => "PolledLate",
-            AppReason::Synced => "Synced",
-            AppReason::Quiet => "Quiet",
-            AppReason::Elevated => "Elevated",
-            AppReason::NoPullZone => "NoPullZone",
-            AppReason::Partial => "Partial",
-            AppReason::AppActive => "AppActive",
-            AppReason::AppNotReady => "AppNotReady",
-            AppReason::SecurityEventsElevated => "SecurityEventsElevated",
-            AppReason::App(status) => status,
+        match status {
+            AppStatus::Unknown => AppReason::Unknown,
+            AppStatus::Active => AppReason::Active,
+            AppStatus::Progressing => AppReason::Progressing,
+            AppStatus::Inactive => AppReason::Inactive,
+            AppStatus::Failing => AppReason::Failing,
+            AppStatus::Suspended => AppReason::Suspended,
+            AppStatus::Unrecognized(_) => AppReason::UnrecognizedStatus,
         }
     }
 }
 
 /// Reasons of a watch that wait for a person: no Pull Zone to summarise, and the
 /// application states a person ends (a crash loop, a stop, a suspension).
-const TERMINAL: [AppReason; 4] = [
-    AppReason::NoPullZone,
-    AppReason::App("Failing"),
-    AppReason::App("Inactive"),
-    AppReason::App("Suspended"),
-];
-
-impl AppReason {
-    /// Whether a reason, as a condition carries it, waits for a person.
-    pub(crate) fn is_terminal_name(name: &str) -> bool {
-        TERMINAL.iter().any(|reason| <&str>::from(*reason) == name)
+impl KindReason for AppReason {
+    fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            AppReason::NoPullZone | AppReason::Failing | AppReason::Inactive | AppReason::Suspended
+        )
     }
 }
 
@@ -75,21 +68,34 @@ impl AppReason {
 mod tests {
     use super::*;
 
+    use crate::controller::framework::status::vocabulary::{StatusName, is_terminal_name};
+
     #[test]
     fn application_states_a_person_ends_are_terminal() {
         for status in [AppStatus::Failing, AppStatus::Inactive, AppStatus::Suspended] {
             assert!(
-                AppReason::is_terminal_name(AppReason::of_app(&status).into()),
+                is_terminal_name::<AppReason>(AppReason::of_app(&status).as_str()),
                 "{status}"
             );
         }
         for status in [AppStatus::Active, AppStatus::Progressing, AppStatus::Unknown] {
             assert!(
-                !AppReason::is_terminal_name(AppReason::of_app(&status).into()),
+                !is_terminal_name::<AppReason>(AppReason::of_app(&status).as_str()),
                 "{status}"
             );
         }
-        assert!(AppReason::is_terminal_name("NoPullZone"));
-        assert!(!AppReason::is_terminal_name("Drifted"));
+        assert!(is_terminal_name::<AppReason>("NoPullZone"));
+        assert!(!is_terminal_name::<AppReason>("Drifted"));
+    }
+
+    #[test]
+    fn an_application_status_is_written_in_the_platform_s_words_capitalised() {
+        let statuses = [
+            AppStatus::Active,
+            AppStatus::Failing,
+            AppStatus::Unrecognized("Hibernating".into()),
+        ];
+        let written = statuses.map(|status| AppReason::of_app(&status).as_str());
+        assert_eq!(written, ["Active", "Failing", "UnrecognizedStatus"]);
     }
 }

@@ -18,10 +18,10 @@ use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Recon
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, SecretKeyRef};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -216,25 +216,9 @@ impl Reconciled for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
     type Error = Infallible;
+    type Reason = CertificateReason;
     type Settings = CertificateSettings;
-    type Status = PullZoneCertificateStatus;
     type State = ();
-
-    fn status(&self) -> Option<&PullZoneCertificateStatus> {
-        self.status.as_ref()
-    }
-
-    fn status_mut(&mut self) -> Option<&mut PullZoneCertificateStatus> {
-        self.status.as_mut()
-    }
-
-    fn secret_ref(&self) -> Option<&SecretKeyRef> {
-        self.spec.access_key_secret_ref.as_ref()
-    }
-
-    fn is_terminal_reason(reason: &str) -> bool {
-        reason == CertificateReason::HostnameNotFound.as_str()
-    }
 
     /// Decides whether to call now (the platform has no read of a certificate's
     /// state); calls; turns the answer into status, Events and the next attempt.

@@ -1,14 +1,20 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
 use crate::api::ApiError;
-use crate::controller::framework::status::vocabulary::{Reason, StatusName};
+use crate::controller::framework::status::vocabulary::{KindReason, Reason, StatusName};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum CertificateReason {
     Issued,
     VerificationFailed,
     /// Waits for a person: the hostname is on no Pull Zone.
     HostnameNotFound,
+}
+
+impl KindReason for CertificateReason {
+    fn is_terminal(self) -> bool {
+        self == CertificateReason::HostnameNotFound
+    }
 }
 
 /// [`Reason::of`], in this kind's words where it has its own.
