@@ -141,7 +141,7 @@ pub const NO_OBJECT: &str = "edgeplatform.io/initial-list-probe=none";
 /// version (`resourceVersion=0`) would come whole from the apiserver's cache, whatever
 /// the page size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum InitialList {
+pub(super) enum InitialList {
     /// One watch event per object (`sendInitialEvents`, the WatchList feature: on by
     /// default in Kubernetes 1.32 and from 1.34 on): what a tenant's object carries
     /// (up to the apiserver's 1.5 MiB) is held one object at a time.
@@ -154,7 +154,7 @@ enum InitialList {
 impl InitialList {
     /// Asks the apiserver with a watch that matches no object: streamed when it
     /// answers the bookmark that ends the initial events, paged on anything else.
-    async fn probe<K>(api: &Api<K>) -> Self
+    pub(super) async fn probe<K>(api: &Api<K>) -> Self
     where
         K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
@@ -179,7 +179,7 @@ impl InitialList {
         }
     }
 
-    fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
+    pub(super) fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
         let watch = match self {
             Self::Streamed => watcher::Config::default().streaming_lists(),
             Self::Paged => watcher::Config::default().page_size(LIST_PAGE_SIZE),

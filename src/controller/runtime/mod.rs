@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use kube::runtime::events::{Recorder, Reporter};
 
-use self::controllers::Controllers;
+use self::controllers::{Controllers, InitialList};
 use self::leadership::Leadership;
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
@@ -342,7 +342,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             async move {
                 let platform = ctx.access_keys.platform_url();
                 let labels = config.watch_label_selector.as_deref();
-                let carried = ClaimRecords::carry_over(kube_client, platform, &objects, labels).await;
+                let initial_list = InitialList::probe(&objects).await.watch_config(labels);
+                let carried = ClaimRecords::carry_over(kube_client, platform, &objects, &initial_list).await;
                 if carried > 0 {
                     tracing::info!(
                         carried,

@@ -50,8 +50,9 @@ const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
 /// How long reconciles wait for the first listing of the records.
 const READY_WAIT: Duration = Duration::from_secs(30);
 
-/// Objects read per page while carrying over: a page holds what tenants wrote on them
-/// (up to the apiserver's 1.5 MiB per object) until its owners are considered.
+/// Objects read per page while carrying over from an apiserver that does not stream
+/// them: a page holds what tenants wrote on them (up to the apiserver's 1.5 MiB per
+/// object) until its owners are considered.
 const PAGE: u32 = 25;
 
 /// The configuration's owner, as a reconcile learns it.
@@ -186,7 +187,7 @@ async fn try_carry_over(
     client: &kube::Client,
     platform: &str,
     objects: &Api<AccessListConfig>,
-    labels: Option<&str>,
+    initial_list: &watcher::Config,
 ) -> Result<usize, kube::Error> {
     let records: Api<AccessListClaim> = Api::all(client.clone());
     let of_platform = ListParams::default()
@@ -196,18 +197,13 @@ async fn try_carry_over(
         return Ok(0);
     }
     let mut owners = PreviousOwners::default();
-    let mut params = ListParams::default().limit(PAGE);
-    if let Some(labels) = labels {
-        params = params.labels(labels);
-    }
+    let mut listing = watcher(objects.clone(), initial_list.clone().page_size(PAGE)).boxed();
     loop {
-        let page = objects.list(&params).await?;
-        for object in &page.items {
-            owners.consider(platform, object);
-        }
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
+        match listing.next().await {
+            Some(Ok(watcher::Event::InitApply(object))) => owners.consider(platform, &object),
+            Some(Ok(watcher::Event::InitDone)) | None => break,
+            Some(Ok(_)) => {}
+            Some(Err(error)) => return Err(apiserver_error(error)),
         }
     }
     let mut created = 0;
@@ -219,6 +215,17 @@ async fn try_carry_over(
         }
     }
     Ok(created)
+}
+
+/// The apiserver's answer behind a failed listing.
+fn apiserver_error(error: watcher::Error) -> kube::Error {
+    match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => error,
+        watcher::Error::WatchError(status) => kube::Error::Api(status),
+        other => kube::Error::Service(Box::new(other)),
+    }
 }
 
 fn is_code(error: &kube::Error, code: u16) -> bool {
@@ -344,7 +351,9 @@ impl ClaimRecords {
     }
 
     /// At a start that finds no record of `platform` at all, records the owners release
-    /// 0.2.0 decided among `objects` (see [`PreviousOwners`]); how many. Tried again
+    /// 0.2.0 decided among `objects` (see [`PreviousOwners`]), read as the kind's watch
+    /// reads them (`initial_list`: one object at a time where the apiserver streams
+    /// them, else in pages of [`PAGE`]); how many. Tried again
     /// while the apiserver does not serve the records yet (a chart upgrade applies
     /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
     /// at once when the operator may not read or write them.
@@ -352,11 +361,12 @@ impl ClaimRecords {
         client: &kube::Client,
         platform: &str,
         objects: &Api<AccessListConfig>,
-        labels: Option<&str>,
+        initial_list: &watcher::Config,
     ) -> usize {
         let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
         loop {
-            let attempt = tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, labels)).await;
+            let attempt =
+                tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, initial_list)).await;
             match attempt {
                 Ok(Ok(count)) => return count,
                 Ok(Err(error))
