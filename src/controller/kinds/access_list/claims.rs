@@ -9,7 +9,7 @@
 //! The owner keeps the configuration until it is deleted (after its restore), or until
 //! a claimant finds its uid gone. Nothing of an object's status is read, except once:
 //! at a start that finds no record of its platform (the first after an upgrade),
-//! the owners 0.2.0 decided get theirs ([`PreviousOwners`]). Such a record is confirmed by
+//! the owners 0.2.0 decided get theirs ([`carry_over`]). Such a record is confirmed by
 //! its owner's first read, or released if its owner's key is refused.
 
 use std::collections::HashMap;
@@ -17,43 +17,26 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::FINALIZER;
 use super::vocabulary::Failure;
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::object::is_paused;
-use crate::controller::framework::status::conditions::find;
-use crate::controller::framework::status::vocabulary::ConditionType;
-use crate::crd::ConditionStatus;
 use crate::crd::access_list_claim::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,
 };
-use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
+use crate::crd::access_list_config::AccessListConfig;
 
 /// Attempts at settling a record in one reconcile: a create that lost a race, then the
 /// release of an owner found gone, then the create again.
 const ATTEMPTS: usize = 3;
 
-/// How long the carry-over of 0.2.0's owners may take at start.
-const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
-
-/// How soon a failed carry-over is tried again.
-const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
-
 /// How long reconciles wait for the first listing of the records.
 const READY_WAIT: Duration = Duration::from_secs(30);
-
-/// Objects read per page while carrying over from an apiserver that does not stream
-/// them: a page holds what tenants wrote on them (up to the apiserver's 1.5 MiB per
-/// object) until its owners are considered.
-const PAGE: u32 = 25;
 
 /// The configuration's owner, as a reconcile learns it.
 #[derive(Debug, Clone)]
@@ -123,108 +106,6 @@ fn proof_of(object: &AccessListConfig, read_at: Option<&str>) -> ClaimProof {
     ClaimProof {
         secret: object.spec.access_key_secret_ref.as_ref().map(|r| r.name.clone()),
         read_at: read_at.map(str::to_string),
-    }
-}
-
-/// The owners release 0.2.0 decided, read from their statuses a page of objects at a
-/// time: objects that manage and are not paused (nor deleted, unless their restore is
-/// pending), whose last reconcile succeeded on the configuration `status.atProvider`
-/// names. Of several on one configuration, the oldest. The values to restore are
-/// `status.restorePoint`'s when it names that configuration in the spec's zone. Holds
-/// one record per configuration, never the objects: what a tenant's objects carry does
-/// not stay in memory.
-#[derive(Default)]
-pub(super) struct PreviousOwners {
-    /// By (zone, configuration): the owner's age (creation, uid) and its record.
-    chosen: HashMap<(i64, i64), (OwnerAge, AccessListClaim)>,
-}
-
-type OwnerAge = (Option<Time>, Option<String>);
-
-impl PreviousOwners {
-    pub(super) fn consider(&mut self, platform: &str, object: &AccessListConfig) {
-        let deleting = object.metadata.deletion_timestamp.is_some();
-        let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
-        let Some(status) = &object.status else { return };
-        let synced = find(&status.conditions, ConditionType::Synced).is_some_and(|c| c.status == ConditionStatus::True);
-        let decided = object.spec.management_policy == ManagementPolicy::Manage
-            && !is_paused(object)
-            && (!deleting || restoring)
-            && synced;
-        let Some(written) = status.at_provider.as_ref().filter(|_| decided) else {
-            return;
-        };
-        let (zone, configuration) = (object.spec.shield_zone_id, written.configuration_id);
-        let age = (object.metadata.creation_timestamp.clone(), object.uid());
-        if self
-            .chosen
-            .get(&(zone, configuration))
-            .is_some_and(|(oldest, _)| *oldest <= age)
-        {
-            return;
-        }
-        let mut record = new_record(platform, object, configuration, "");
-        record.spec.proof = proof_of(object, None);
-        record.spec.restore_point = status
-            .restore_point
-            .filter(|p| p.configuration_id == configuration && p.shield_zone_id.is_none_or(|z| z == zone))
-            .map(|p| RecordedValues {
-                is_enabled: p.is_enabled,
-                action: p.action,
-            });
-        self.chosen.insert((zone, configuration), (age, record));
-    }
-
-    /// The records, their owners oldest first.
-    pub(super) fn records(self) -> Vec<AccessListClaim> {
-        let mut chosen: Vec<_> = self.chosen.into_values().collect();
-        chosen.sort_by(|(a, _), (b, _)| a.cmp(b));
-        chosen.into_iter().map(|(_, record)| record).collect()
-    }
-}
-
-async fn try_carry_over(
-    client: &kube::Client,
-    platform: &str,
-    objects: &Api<AccessListConfig>,
-    initial_list: &watcher::Config,
-) -> Result<usize, kube::Error> {
-    let records: Api<AccessListClaim> = Api::all(client.clone());
-    let of_platform = ListParams::default()
-        .labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)))
-        .limit(1);
-    if !records.list(&of_platform).await?.items.is_empty() {
-        return Ok(0);
-    }
-    let mut owners = PreviousOwners::default();
-    let mut listing = watcher(objects.clone(), initial_list.clone().page_size(PAGE)).boxed();
-    loop {
-        match listing.next().await {
-            Some(Ok(watcher::Event::InitApply(object))) => owners.consider(platform, &object),
-            Some(Ok(watcher::Event::InitDone)) | None => break,
-            Some(Ok(_)) => {}
-            Some(Err(error)) => return Err(apiserver_error(error)),
-        }
-    }
-    let mut created = 0;
-    for record in owners.records() {
-        match records.create(&PostParams::default(), &record).await {
-            Ok(_) => created += 1,
-            Err(error) if is_code(&error, 409) => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(created)
-}
-
-/// The apiserver's answer behind a failed listing.
-fn apiserver_error(error: watcher::Error) -> kube::Error {
-    match error {
-        watcher::Error::InitialListFailed(error)
-        | watcher::Error::WatchStartFailed(error)
-        | watcher::Error::WatchFailed(error) => error,
-        watcher::Error::WatchError(status) => kube::Error::Api(status),
-        other => kube::Error::Service(Box::new(other)),
     }
 }
 
@@ -347,45 +228,6 @@ impl ClaimRecords {
             .is_err()
         {
             tracing::warn!(within = ?READY_WAIT, "the AccessListClaims are not listed yet; claims are read from the apiserver");
-        }
-    }
-
-    /// At a start that finds no record of `platform` at all, records the owners release
-    /// 0.2.0 decided among `objects` (see [`PreviousOwners`]), read as the kind's watch
-    /// reads them (`initial_list`: one object at a time where the apiserver streams
-    /// them, else in pages of [`PAGE`]); how many. Tried again
-    /// while the apiserver does not serve the records yet (a chart upgrade applies
-    /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
-    /// at once when the operator may not read or write them.
-    pub async fn carry_over(
-        client: &kube::Client,
-        platform: &str,
-        objects: &Api<AccessListConfig>,
-        initial_list: &watcher::Config,
-    ) -> usize {
-        let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
-        loop {
-            let attempt =
-                tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, initial_list)).await;
-            match attempt {
-                Ok(Ok(count)) => return count,
-                Ok(Err(error))
-                    if !is_code(&error, 401)
-                        && !is_code(&error, 403)
-                        && tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline =>
-                {
-                    tracing::warn!(%error, "the owners of 0.2.0 are not recorded yet; trying again");
-                    tokio::time::sleep(CARRY_OVER_RETRY).await;
-                }
-                Ok(Err(error)) => {
-                    tracing::error!(%error, "the owners of 0.2.0 could not be recorded; claims go to the first claimant");
-                    return 0;
-                }
-                Err(_) => {
-                    tracing::error!(within = ?CARRY_OVER_WITHIN, "recording the owners of 0.2.0 took too long");
-                    return 0;
-                }
-            }
         }
     }
 
@@ -563,5 +405,6 @@ async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool,
     }
 }
 
+mod carry_over;
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,11 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::fixtures::spec;
+use super::carry_over::PreviousOwners;
 use super::*;
 use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::Reason;
-use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, RestorePoint};
+use crate::controller::framework::status::vocabulary::{ConditionType, Reason};
+use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint};
 
 const PLATFORM: &str = "https://api.example.com";
 
