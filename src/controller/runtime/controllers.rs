@@ -179,7 +179,7 @@ impl InitialList {
         }
     }
 
-    pub(super) fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
+    fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
         let watch = match self {
             Self::Streamed => watcher::Config::default().streaming_lists(),
             Self::Paged => watcher::Config::default().page_size(LIST_PAGE_SIZE),
@@ -206,9 +206,16 @@ pub(super) struct Controllers<'a> {
     pub label_selector: Option<&'a str>,
     pub health: &'a Arc<Health>,
     pub shutdown: &'a Shutdown,
+    /// How the apiserver hands over initial objects: one apiserver serves every kind.
+    pub initial_list: InitialList,
 }
 
 impl Controllers<'_> {
+    /// How each kind's watch lists its objects, at start and at every relist.
+    pub(super) fn watch_config(&self) -> watcher::Config {
+        self.initial_list.watch_config(self.label_selector)
+    }
+
     /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
     pub(super) async fn run<K: Reconciled>(
         &self,
@@ -221,9 +228,8 @@ impl Controllers<'_> {
         let (reader, writer) = kube::runtime::reflector::store();
         let failing = Arc::new(AtomicBool::new(false));
         let objects = api::<K>(self.client, self.namespace);
-        let initial_list = InitialList::probe(&objects).await;
-        tracing::info!(kind = K::KIND, ?initial_list, "watching");
-        let events = watcher::watcher(objects, initial_list.watch_config(self.label_selector))
+        tracing::info!(kind = K::KIND, initial_list = ?self.initial_list, "watching");
+        let events = watcher::watcher(objects, self.watch_config())
             .default_backoff()
             .modify(keep_what_is_read_of::<K>)
             .reflect(writer)

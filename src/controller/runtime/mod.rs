@@ -325,12 +325,18 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     health.ready.store(true, Ordering::Relaxed);
 
+    let initial_list = InitialList::probe(&self::controllers::api::<AccessListConfig>(
+        &kube_client,
+        &config.namespace,
+    ))
+    .await;
     let controllers = Controllers {
         client: &kube_client,
         namespace: &config.namespace,
         label_selector: config.watch_label_selector.as_deref(),
         health: &health,
         shutdown: &shutdown,
+        initial_list,
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
     let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
@@ -341,9 +347,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             let (controllers, kube_client, ctx, config) = (&controllers, &kube_client, &ctx, &config);
             async move {
                 let platform = ctx.access_keys.platform_url();
-                let labels = config.watch_label_selector.as_deref();
-                let initial_list = InitialList::probe(&objects).await.watch_config(labels);
-                let carried = ClaimRecords::carry_over(kube_client, platform, &objects, &initial_list).await;
+                let carried =
+                    ClaimRecords::carry_over(kube_client, platform, &objects, &controllers.watch_config()).await;
                 if carried > 0 {
                     tracing::info!(
                         carried,
