@@ -2,7 +2,7 @@
 # `make e2e-kind`: the Pod-level suites on kind, and the README's kind recipe as written.
 #   1. a Docker engine (hack/kind/docker.sh: started when none answers, stopped after)
 #   2. kind and its node image of the pinned Kubernetes version (hack/kind/build.sh)
-#   3. a release folder (hack/release.sh, dev binaries) and the previous release's image;
+#   3. the previous release's image and a release folder (hack/release.sh, dev binaries);
 #      a cluster from the node image; the folder's image archives loaded with `kind load
 #      image-archive`; the upgrade test (tests/upgrade), then the node suite (tests/node,
 #      which installs the folder's chart too); the cluster deleted
@@ -61,14 +61,16 @@ node_image="$(hack/kind/build.sh)"
 KIND_NODE_IMAGE="${node_image##*$'\n'}"
 export KIND_NODE_IMAGE
 took "node image"
-step "release folder (hack/release.sh --profile dev) and the previous release's operator"
+step "the previous release's operator and the release folder (hack/release.sh --profile dev)"
 # The suites test behaviour: the images hold the dev binaries `cargo test` built (the
 # README's `make images` below follows this too); `make release` builds release ones.
 # The node suite installs the chart of this folder, with its images.
 export EDGE_IMAGE_PROFILE="${EDGE_IMAGE_PROFILE:-dev}"
+# The previous release's operator first: it is built in the same target directory, and
+# the release folder's build then links this version's binaries back.
+previous="$(hack/image/build.sh previous)"
 release_dir="$(hack/release.sh --profile "$EDGE_IMAGE_PROFILE" --platforms linux/amd64 --out "$work/release" | tail -n1)"
 export EDGE_TEST_RELEASE_DIR="$release_dir"
-previous="$(hack/image/build.sh previous)"
 images=("$release_dir"/*.oci.tar "$previous")
 took "release folder"
 

@@ -12,6 +12,7 @@
 #   SHA256SUMS                        `sha256sum -c SHA256SUMS` in the folder checks all
 #
 #   hack/release.sh [--out DIR] [--platforms linux/amd64,linux/arm64] [--profile release|dev]
+#   hack/release.sh --tools   only installs the tool it needs (cargo-cyclonedx, crates.io)
 # linux/arm64 is cross-compiled with Debian's gcc-aarch64-linux-gnu and rustup's target.
 # `--profile dev` (the node suite's test of this script) builds from a tree that may be
 # dirty, with the dev binaries `cargo test` built; a release is `--profile release`.
@@ -28,12 +29,19 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 out="dist/$version"
 platforms="linux/amd64,linux/arm64"
 profile=release
+cyclonedx_root="$EDGE_CACHE_DIR/tools/cargo-cyclonedx-$CARGO_CYCLONEDX_VERSION"
+install_cyclonedx() {
+  [ -x "$cyclonedx_root/bin/cargo-cyclonedx" ] && return
+  log "installing cargo-cyclonedx $CARGO_CYCLONEDX_VERSION (crates.io)"
+  cargo install --quiet --locked "cargo-cyclonedx@$CARGO_CYCLONEDX_VERSION" --root "$cyclonedx_root" >&2
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --platforms) platforms="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
-    *) echo "usage: $0 [--out DIR] [--platforms linux/amd64,linux/arm64] [--profile release|dev]" >&2; exit 2 ;;
+    --tools) install_cyclonedx; exit 0 ;;
+    *) echo "usage: $0 [--out DIR] [--platforms linux/amd64,linux/arm64] [--profile release|dev] | --tools" >&2; exit 2 ;;
   esac
 done
 case "$profile" in
@@ -67,11 +75,7 @@ for image in "${images[@]}"; do
 done
 
 log "SBOMs"
-cyclonedx_root="$EDGE_CACHE_DIR/tools/cargo-cyclonedx-$CARGO_CYCLONEDX_VERSION"
-if [ ! -x "$cyclonedx_root/bin/cargo-cyclonedx" ]; then
-  log "installing cargo-cyclonedx $CARGO_CYCLONEDX_VERSION (crates.io)"
-  cargo install --quiet --locked "cargo-cyclonedx@$CARGO_CYCLONEDX_VERSION" --root "$cyclonedx_root" >&2
-fi
+install_cyclonedx
 # cargo-cyclonedx writes beside Cargo.toml; the file is moved out at once.
 crates_sbom="edge-operator.crates.cdx.json"
 work="$(mktemp -d)"

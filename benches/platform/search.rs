@@ -92,7 +92,10 @@ fn duckdb(python: &str, store: &EventStore, spec: &Value) -> Result<Value, Strin
         .and_then(|()| write_csv(store, &dir.join("events.csv")))
         .and_then(|()| std::fs::write(dir.join("queries.json"), spec.to_string()))
         .map_err(|e| format!("cannot write the events for DuckDB: {e}"))?;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/hack/bench/duckdb_search.py");
+    // Cargo's package root at run time: a benchmark binary reused from another checkout
+    // of the same sources (a shared target directory) runs this checkout's script.
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or(env!("CARGO_MANIFEST_DIR").into());
+    let script = format!("{root}/hack/bench/duckdb_search.py");
     let output = Command::new(python).arg(script).arg(&dir).output();
     let _ = std::fs::remove_dir_all(&dir);
     let output = output.map_err(|e| format!("cannot run {python}: {e}"))?;

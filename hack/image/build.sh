@@ -97,12 +97,13 @@ previous() {
     log "building the operator of the previous release ($commit, profile $profile)"
     mkdir -p "$work/source"
     git archive "$commit" | tar -x -C "$work/source"
-    # Built once per release: incremental caches and debug information would only take
-    # disk (gigabytes) and time.
+    # Built once per release, in this version's target directory: the dependencies both
+    # lock at one version are compiled once (the profile's settings match), so only the
+    # difference is built. Its binary takes this version's place in $profile_dir until the
+    # next `cargo build` links this version's back: build it before this version's images.
     (cd "$work/source" && CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false \
-      CARGO_TARGET_DIR="$EDGE_CACHE_DIR/target-previous" \
       cargo build --profile "$profile" --locked --bin edge-operator >&2)
-    rootfs_of "$work/previous" "$EDGE_CACHE_DIR/target-previous/$profile_dir" edge-operator
+    rootfs_of "$work/previous" "$CARGO_TARGET_DIR/$profile_dir" edge-operator
     python3 hack/image/oci.py --rootfs "$work/previous" --name "ghcr.io/edge-operator/edge-operator:$previous_version" \
       --entrypoint /usr/local/bin/edge-operator --cmd run --user 65532:65532 \
       --label "org.opencontainers.image.revision=$commit" --output "$archive.part" >&2

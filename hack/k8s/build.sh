@@ -208,8 +208,7 @@ fi
 if [ ! -x "$K8S_BIN_DIR/promtool" ] || [ "$(cat "$K8S_BIN_DIR/promtool.version" 2>/dev/null || true)" != "$PROMETHEUS_DEBIAN_VERSION" ]; then
   log "unpacking promtool from Debian's prometheus ${PROMETHEUS_DEBIAN_VERSION} ..."
   package_dir="$(mktemp -d)"
-  download() { (cd "$package_dir" && apt-get download -qq -o APT::Sandbox::User=root "prometheus=$PROMETHEUS_DEBIAN_VERSION"); }
-  download 2>/dev/null || { apt-get update -qq >/dev/null && download; }
+  "$here/../install-packages.sh" --download "$package_dir" "prometheus=$PROMETHEUS_DEBIAN_VERSION"
   dpkg-deb -x "$package_dir"/prometheus_*.deb "$package_dir/root"
   install -m 0755 "$package_dir/root/usr/bin/promtool" "$K8S_BIN_DIR/promtool"
   rm -rf "$package_dir"

@@ -24,7 +24,16 @@
 #   5. kind's default CNI manifest (kindnetd, whose source is not on the Go module proxy)
 #      is replaced by hack/kind/default-cni.yaml (a single-node CNI).
 # Prints the node image name.
+#
+#   hack/kind/build.sh              the node image
+#   hack/kind/build.sh --binaries   step 1 only, without root or Docker (`make test` runs
+#                                   it in the background while other steps run)
 set -euo pipefail
+case "${1:-}" in
+  --binaries) binaries_only=true ;;
+  "") binaries_only=false ;;
+  *) echo "usage: $0 [--binaries]" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/k8s/versions.sh
 source "$here/../k8s/versions.sh"
@@ -49,7 +58,39 @@ module_dir() {
   go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 
+# 1. The binaries.
+node_binaries() {
+  go_install "$bin" containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
+    "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
+  if [ ! -x "$bin/runc" ]; then
+    "$here/../install-packages.sh" libseccomp-dev
+    CGO_ENABLED=1 go_install "$bin" runc -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
+  fi
+  go_install "$bin" portmap \
+    "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
+    "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
+    "github.com/containernetworking/plugins/plugins/main/ptp@$CNI_PLUGINS_VERSION" \
+    "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_PLUGINS_VERSION"
+  if [ ! -x "$bin/crictl" ]; then
+    # cri-tools declares the path sigs.k8s.io/cri-tools, which the proxy does not serve:
+    # build it in its own module.
+    local source_dir
+    source_dir="$(module_dir "github.com/kubernetes-sigs/cri-tools@$CRICTL_VERSION")"
+    log "building crictl ..."
+    (cd "$source_dir" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin/crictl" ./cmd/crictl)
+  fi
+  go_install "$bin" local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
+  go_install "$bin" coredns "github.com/coredns/coredns@$COREDNS_VERSION"
+  k8s_bin="$("$here/../k8s/build.sh" --node | tail -n1)"
+}
+
 go_install "$KIND_DIR/bin" kind "sigs.k8s.io/kind@$KIND_VERSION"
+if $binaries_only; then
+  node_binaries
+  exit 0
+fi
 key="$(cat "$here/build.sh" "$here/default-cni.yaml" "$here/pause.c" "$here/../k8s/versions.sh" | sha256sum | cut -c1-16)"
 archive="$KIND_DIR/node-$K8S_VERSION-$key.tar"
 label=io.edge-operator.build
@@ -66,30 +107,7 @@ if [ -f "$archive" ]; then
   exit 0
 fi
 
-# 1. The binaries (kind itself is built above: the cache checks need none of the rest).
-go_install "$bin" containerd -tags "no_btrfs no_devmapper no_zfs no_aufs" \
-  "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
-  "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
-  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
-if [ ! -x "$bin/runc" ]; then
-  "$here/../install-packages.sh" libseccomp-dev
-  CGO_ENABLED=1 go_install "$bin" runc -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
-fi
-go_install "$bin" portmap \
-  "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
-  "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
-  "github.com/containernetworking/plugins/plugins/main/ptp@$CNI_PLUGINS_VERSION" \
-  "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_PLUGINS_VERSION"
-if [ ! -x "$bin/crictl" ]; then
-  # cri-tools declares the path sigs.k8s.io/cri-tools, which the proxy does not serve:
-  # build it in its own module.
-  source_dir="$(module_dir "github.com/kubernetes-sigs/cri-tools@$CRICTL_VERSION")"
-  log "building crictl ..."
-  (cd "$source_dir" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin/crictl" ./cmd/crictl)
-fi
-go_install "$bin" local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
-go_install "$bin" coredns "github.com/coredns/coredns@$COREDNS_VERSION"
-k8s_bin="$("$here/../k8s/build.sh" --node | tail -n1)"
+node_binaries
 kind_source="$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 
 work="$(mktemp -d)"

@@ -6,13 +6,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::cluster::repo_root;
 
 fn pages() -> Vec<PathBuf> {
-    let mut pages = vec![repo().join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+    let mut pages = vec![repo_root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("docs"))
         .expect("docs/")
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
@@ -25,7 +23,7 @@ fn pages() -> Vec<PathBuf> {
 fn docs_text() -> String {
     pages()
         .iter()
-        .filter(|page| page.parent() == Some(repo().join("docs").as_path()))
+        .filter(|page| page.parent() == Some(repo_root().join("docs").as_path()))
         .map(|page| std::fs::read_to_string(page).expect("page"))
         .collect::<Vec<_>>()
         .join("\n")
@@ -103,7 +101,7 @@ fn every_relative_link_and_anchor_of_the_docs_resolves() {
             } else {
                 page.parent().expect("folder").join(path)
             };
-            let name = page.strip_prefix(repo()).unwrap_or(&page).display().to_string();
+            let name = page.strip_prefix(repo_root()).unwrap_or(&page).display().to_string();
             if !file.exists() {
                 broken.push(format!("{name}: {target} (no such file)"));
             } else if let Some(anchor) = anchor
@@ -234,7 +232,7 @@ fn value_paths(value: &serde_yaml::Value, prefix: &str, paths: &mut Vec<String>)
 #[test]
 fn every_chart_value_is_documented() {
     let values: serde_yaml::Value = serde_yaml::from_str(
-        &std::fs::read_to_string(repo().join("charts/edge-operator/values.yaml")).expect("values.yaml"),
+        &std::fs::read_to_string(repo_root().join("charts/edge-operator/values.yaml")).expect("values.yaml"),
     )
     .expect("YAML");
     let mut paths = Vec::new();
@@ -254,7 +252,7 @@ fn every_chart_value_is_documented() {
 
 /// The words (`=> "StatusName"` arms) of `file`'s lines that mention `marker`.
 fn words_of(file: &str, marker: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(repo().join(file)).expect("source");
+    let text = std::fs::read_to_string(repo_root().join(file)).expect("source");
     text.lines()
         .filter(|line| line.contains(marker))
         .filter_map(|line| {
@@ -268,7 +266,7 @@ fn words_of(file: &str, marker: &str) -> Vec<String> {
 
 /// The unit variants of `enum name` in `file`: the words a vocabulary enum writes.
 fn variants_of(file: &str, name: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(repo().join(file)).expect("source");
+    let text = std::fs::read_to_string(repo_root().join(file)).expect("source");
     let body = text
         .split_once(&format!("enum {name} {{"))
         .and_then(|(_, rest)| rest.split_once("\n}"))
@@ -294,7 +292,7 @@ fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
     }
     reasons.extend(words_of("src/api/models/apps.rs", "AppStatus::"));
     assert!(reasons.len() > 40, "reasons read from the vocabularies: {reasons:?}");
-    let page = std::fs::read_to_string(repo().join("docs/troubleshooting.md")).expect("docs/troubleshooting.md");
+    let page = std::fs::read_to_string(repo_root().join("docs/troubleshooting.md")).expect("docs/troubleshooting.md");
     let missing: Vec<&String> = reasons
         .iter()
         .filter(|reason| !page.contains(&format!("`{reason}`")))

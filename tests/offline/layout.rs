@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 
 use edge_operator::crd::Kind;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::cluster::repo_root;
 
 /// The Rust files under `dir`, test modules in files of their own (`tests.rs`) left out.
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
@@ -36,7 +34,7 @@ fn kind_names() -> Vec<String> {
         .iter()
         .flat_map(|kind| [kind.name().to_lowercase(), kind.api_resource().plural])
         .collect();
-    for folder in std::fs::read_dir(repo().join("src/controller/kinds"))
+    for folder in std::fs::read_dir(repo_root().join("src/controller/kinds"))
         .expect("kinds/")
         .flatten()
     {
@@ -58,7 +56,7 @@ fn the_framework_names_no_kind() {
         "{names:?}"
     );
     let mut files = Vec::new();
-    rust_files(&repo().join("src/controller/framework"), &mut files);
+    rust_files(&repo_root().join("src/controller/framework"), &mut files);
     assert!(files.len() > 10, "{files:?}");
     let mut found = Vec::new();
     for file in &files {
@@ -88,7 +86,7 @@ fn a_kind_name_outside_tests_is_found() {
 
 /// A module's path (`api::client`) from its file under `src/`.
 fn module_of(file: &Path) -> Vec<String> {
-    let relative = file.strip_prefix(repo().join("src")).expect("a file under src/");
+    let relative = file.strip_prefix(repo_root().join("src")).expect("a file under src/");
     let mut path: Vec<String> = relative
         .with_extension("")
         .iter()
@@ -138,10 +136,10 @@ fn used_paths(module: &[String], declaration: &str) -> Vec<Vec<String>> {
 #[test]
 fn no_two_sibling_modules_import_each_other() {
     let mut files = Vec::new();
-    rust_files(&repo().join("src"), &mut files);
+    rust_files(&repo_root().join("src"), &mut files);
     let modules: BTreeMap<Vec<String>, PathBuf> = files
         .iter()
-        .filter(|file| !file.starts_with(repo().join("src/bin")))
+        .filter(|file| !file.starts_with(repo_root().join("src/bin")))
         .map(|file| (module_of(file), file.clone()))
         .collect();
     let module_holding = |path: &[String]| {

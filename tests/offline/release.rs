@@ -1,13 +1,9 @@
 //! One version everywhere a user reads one: Cargo's, the chart's version and
 //! appVersion, the image tags and archive names the docs give, and a CHANGELOG entry.
 
-use std::path::PathBuf;
+use crate::support::cluster::repo_root;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Every version that follows one of `prefixes` in `text` (e.g. `edge-sim:0.2.0`).
 fn versions_after<'a>(text: &'a str, prefixes: &[&str]) -> Vec<&'a str> {
@@ -30,15 +26,15 @@ fn versions_after<'a>(text: &'a str, prefixes: &[&str]) -> Vec<&'a str> {
 #[test]
 fn the_chart_and_every_image_tag_the_docs_give_carry_cargos_version() {
     let chart: serde_yaml::Value = serde_yaml::from_str(
-        &std::fs::read_to_string(repo().join("charts/edge-operator/Chart.yaml")).expect("Chart.yaml"),
+        &std::fs::read_to_string(repo_root().join("charts/edge-operator/Chart.yaml")).expect("Chart.yaml"),
     )
     .expect("YAML");
     assert_eq!(chart["version"].as_str(), Some(VERSION), "Chart.yaml version");
     assert_eq!(chart["appVersion"].as_str(), Some(VERSION), "Chart.yaml appVersion");
 
-    let mut files = vec![repo().join("README.md"), repo().join("Dockerfile")];
+    let mut files = vec![repo_root().join("README.md"), repo_root().join("Dockerfile")];
     files.extend(
-        std::fs::read_dir(repo().join("docs"))
+        std::fs::read_dir(repo_root().join("docs"))
             .expect("docs/")
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|path| path.extension().is_some_and(|ext| ext == "md") && !path.ends_with("benchmark.md")),
@@ -62,7 +58,7 @@ fn the_chart_and_every_image_tag_the_docs_give_carry_cargos_version() {
 
 #[test]
 fn the_changelog_has_an_entry_for_this_version() {
-    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).expect("CHANGELOG.md");
+    let changelog = std::fs::read_to_string(repo_root().join("CHANGELOG.md")).expect("CHANGELOG.md");
     assert!(
         changelog
             .lines()
