@@ -22,15 +22,20 @@ declare -A background_pids=() background_commands=()
 cluster_up=false
 cleanup() {
   if $cluster_up; then hack/cluster.sh down >/dev/null 2>&1 || true; fi
-  # Each background job leads a process group of its own (setsid): stop the whole group.
+  # Each background job leads a process group of its own: stop the whole group.
   for pid in "${background_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   rm -rf "$logs"
 }
 trap cleanup EXIT
-# background NAME NICENESS COMMAND...: starts COMMAND at that CPU priority, its output in a log.
+# background NAME NICENESS COMMAND...: starts COMMAND at that CPU priority, its output in
+# a log, in a process group of its own (job control) but in this session: the kernel
+# weighs niceness only within a session (autogroups), and gives a new session an equal
+# share of the CPU whatever its niceness.
 background() {
   local name="$1" niceness="$2"; shift 2
-  setsid nice -n "$niceness" "$@" >"$logs/$name.log" 2>&1 &
+  set -m
+  nice -n "$niceness" "$@" >"$logs/$name.log" 2>&1 &
+  set +m
   background_pids[$name]=$!
   background_commands[$name]="$*"
 }
