@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::Failure;
+use super::CommandError;
 use crate::api::EdgeClient;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch, ListSelector};
 
@@ -57,14 +57,16 @@ pub(crate) fn difference(
     }
 }
 
-pub(crate) async fn set(client: &EdgeClient, request: &SetRequest) -> Result<Change, Failure> {
+pub(crate) async fn set(client: &EdgeClient, request: &SetRequest) -> Result<Change, CommandError> {
     if request.enabled.is_none() && request.action.is_none() {
-        return Err(Failure::Usage("nothing to set: pass --enabled and/or --action".into()));
+        return Err(CommandError::Usage(
+            "nothing to set: pass --enabled and/or --action".into(),
+        ));
     }
     let lists = client.access_lists(request.zone).await?;
     let (item, _) = lists
         .find(&request.selector)
-        .map_err(|e| Failure::Refused(format!("Shield Zone {}: {e}", request.zone)))?;
+        .map_err(|e| CommandError::Refused(format!("Shield Zone {}: {e}", request.zone)))?;
     let before = Configuration {
         is_enabled: item.is_enabled,
         action: item.action,

@@ -12,17 +12,20 @@ use super::args::{
     PlanArgs, RolloutCommand, SearchArgs, SetArgs, ZoneListCommand,
 };
 use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
-use super::{Failure, certificates, doctor, logs, plan, render, rollout, show, since};
+use super::{CommandError, certificates, doctor, logs, plan, render, rollout, show, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, SecretValue};
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
 /// with `credentials`; a missing API URL is reported before missing credentials.
-fn connect(connection: &Connection, credentials: Result<Option<Credentials>, Failure>) -> Result<EdgeClient, Failure> {
+fn connect(
+    connection: &Connection,
+    credentials: Result<Option<Credentials>, CommandError>,
+) -> Result<EdgeClient, CommandError> {
     let api_url = connection
         .api_url
         .clone()
-        .ok_or_else(|| Failure::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
+        .ok_or_else(|| CommandError::usage("the API URL is missing: pass --api-url or set EDGE_API_URL"))?;
     let credentials = credentials?;
     let logging_url = connection.logging_url.clone().unwrap_or_else(|| api_url.clone());
     let mut config = ClientConfig::without_credentials(api_url, logging_url);
@@ -32,7 +35,7 @@ fn connect(connection: &Connection, credentials: Result<Option<Credentials>, Fai
     connection
         .transport
         .apply(&mut config.transport)
-        .map_err(Failure::usage)?;
+        .map_err(CommandError::usage)?;
     Ok(EdgeClient::new(config)?)
 }
 
@@ -43,22 +46,22 @@ fn secret_input(
     flag: &str,
     file: Option<&std::path::Path>,
     env: &str,
-) -> Result<Option<String>, Failure> {
+) -> Result<Option<String>, CommandError> {
     if argument.is_some() {
-        return Err(Failure::usage(format!(
+        return Err(CommandError::usage(format!(
             "--{flag} is refused: a secret on the command line shows in process lists; set {env} or pass --{flag}-file"
         )));
     }
     match file {
         Some(path) => std::fs::read_to_string(path)
             .map(|text| Some(text.trim().to_string()))
-            .map_err(|e| Failure::usage(format!("--{flag}-file {}: {e}", path.display()))),
+            .map_err(|e| CommandError::usage(format!("--{flag}-file {}: {e}", path.display()))),
         None => Ok(std::env::var(env).ok().filter(|value| !value.is_empty())),
     }
 }
 
 impl Connection {
-    fn access_key(&self) -> Result<Option<String>, Failure> {
+    fn access_key(&self) -> Result<Option<String>, CommandError> {
         secret_input(
             self.access_key.as_ref(),
             "access-key",
@@ -67,7 +70,7 @@ impl Connection {
         )
     }
 
-    fn bearer_token(&self) -> Result<Option<String>, Failure> {
+    fn bearer_token(&self) -> Result<Option<String>, CommandError> {
         secret_input(
             self.bearer_token.as_ref(),
             "bearer-token",
@@ -79,7 +82,7 @@ impl Connection {
 
 /// A client for `edgectl plan`: the access key is optional (Secrets may come from
 /// `--secrets-from`).
-fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
+fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), CommandError> {
     // Refuses a token given as an argument, though `plan` has no use for one.
     connection.bearer_token()?;
     let key = connection
@@ -89,7 +92,7 @@ fn plan_client(connection: &Connection) -> Result<(EdgeClient, bool), Failure> {
     Ok((connect(connection, Ok(key))?, has_key))
 }
 
-async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, Failure> {
+async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> Result<u8, CommandError> {
     let manifests = plan::load(&args.filenames, || std::io::read_to_string(std::io::stdin()))?;
     let problems: Vec<plan::Problem> = manifests.iter().flat_map(plan::validate).collect();
     if !problems.is_empty() {
@@ -101,7 +104,7 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
     let secrets = match &args.secrets_from {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::usage(format!("--secrets-from {}: {e}", path.display())))?;
+                .map_err(|e| CommandError::usage(format!("--secrets-from {}: {e}", path.display())))?;
             plan::secrets_from(&text, &args.namespace)?
         }
         None => Default::default(),
@@ -118,27 +121,27 @@ async fn run_plan(args: &PlanArgs, connection: &Connection, output: Output) -> R
 }
 
 /// The logging API takes a bearer token where given; everything else the access key.
-fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, Failure> {
+fn client(connection: &Connection, logging: bool) -> Result<EdgeClient, CommandError> {
     let bearer = connection.bearer_token()?.filter(|_| logging);
     let credentials = match (bearer, connection.access_key()?) {
         (Some(token), _) => Ok(Credentials::Bearer(SecretValue::new(token))),
         (None, Some(key)) => Ok(Credentials::AccessKey(SecretValue::new(key))),
-        (None, None) if logging => Err(Failure::usage(
+        (None, None) if logging => Err(CommandError::usage(
             "credentials are missing: set EDGE_ACCESS_KEY or EDGE_BEARER_TOKEN (or pass --access-key-file or \
              --bearer-token-file)",
         )),
-        (None, None) => Err(Failure::usage(
+        (None, None) => Err(CommandError::usage(
             "the access key is missing: set EDGE_ACCESS_KEY or pass --access-key-file",
         )),
     };
     connect(connection, credentials.map(Some))
 }
 
-fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> {
+fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, CommandError> {
     let (from, to) = match (&args.from, &args.to) {
         (Some(from), Some(to)) => (
-            parse_time(from).map_err(Failure::usage)?,
-            parse_time(to).map_err(Failure::usage)?,
+            parse_time(from).map_err(CommandError::usage)?,
+            parse_time(to).map_err(CommandError::usage)?,
         ),
         _ => {
             let now = Utc::now();
@@ -153,10 +156,10 @@ fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> 
         request = request.query(query.clone());
     }
     for spec in &args.filters {
-        request = request.filter(parse_filter(spec).map_err(Failure::usage)?);
+        request = request.filter(parse_filter(spec).map_err(CommandError::usage)?);
     }
     if let Some(group_by) = &args.group_by {
-        request = request.group_by(parse_dimensions(group_by).map_err(Failure::usage)?);
+        request = request.group_by(parse_dimensions(group_by).map_err(CommandError::usage)?);
     }
     if let Some(buckets) = args.buckets {
         request = request.buckets(buckets);
@@ -164,11 +167,11 @@ fn search_request(args: &SearchArgs) -> Result<EventLogsSearchRequest, Failure> 
     Ok(request)
 }
 
-fn set_request(args: &SetArgs) -> Result<SetRequest, Failure> {
+fn set_request(args: &SetArgs) -> Result<SetRequest, CommandError> {
     let selector = match (&args.configuration, &args.name) {
         (Some(id), _) => ListSelector::Configuration(*id),
         (None, Some(name)) => ListSelector::Name(name.clone()),
-        (None, None) => return Err(Failure::usage("pass --configuration or --name")),
+        (None, None) => return Err(CommandError::usage("pass --configuration or --name")),
     };
     Ok(SetRequest {
         zone: args.zone,
@@ -179,13 +182,13 @@ fn set_request(args: &SetArgs) -> Result<SetRequest, Failure> {
             .as_deref()
             .map(parse_action)
             .transpose()
-            .map_err(Failure::usage)?,
+            .map_err(CommandError::usage)?,
         dry_run: args.dry_run,
     })
 }
 
 /// Runs a parsed command line; the exit code on success.
-pub async fn run(cli: Cli) -> Result<u8, Failure> {
+pub async fn run(cli: Cli) -> Result<u8, CommandError> {
     let platform = || client(&cli.connection, false);
     let output = cli.output;
     match &cli.command {
@@ -214,7 +217,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 show(output, &outcome, render::certificate);
             }
             if !outcome.issued {
-                return Err(Failure::Refused(render::certificate(&outcome).trim_end().to_string()));
+                return Err(CommandError::Refused(
+                    render::certificate(&outcome).trim_end().to_string(),
+                ));
             }
         }
         Command::App(AppCommand::Get { id }) => {
@@ -240,7 +245,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             let lists = platform()?.access_lists(*zone).await?;
             let objects = plan::export_access_lists(*zone, &lists, *manage, namespace.as_deref());
             let yaml = plan::to_yaml_stream(*zone, &objects)
-                .map_err(|e| Failure::Refused(format!("cannot write YAML: {e}")))?;
+                .map_err(|e| CommandError::Refused(format!("cannot write YAML: {e}")))?;
             print!("{yaml}");
         }
         Command::Completion { shell } => {

@@ -7,7 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::args::{LogsArgs, Output};
 use super::parse::parse_day;
-use super::{Failure, render, show, since};
+use super::{CommandError, render, show, since};
 use crate::api::models::logging::{LogEntry, SortOrder, StatusMatch, parse_cache_status};
 use crate::api::{EdgeClient, LogQuery};
 
@@ -59,14 +59,14 @@ fn print_entries(entries: &[LogEntry], output: Output, with_header: bool) {
     }
 }
 
-async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Output) -> Result<(), Failure> {
-    let day = parse_day(day).map_err(Failure::usage)?;
+async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Output) -> Result<(), CommandError> {
+    let day = parse_day(day).map_err(CommandError::usage)?;
     let filter = DayFilter::new(
         &split_list(&args.status),
         &split_list(&args.cache_status),
         args.search.as_deref(),
     )
-    .map_err(Failure::usage)?;
+    .map_err(CommandError::usage)?;
     let entries: Vec<LogEntry> = client
         .log_file(args.pull_zone, day)
         .await?
@@ -80,7 +80,7 @@ async fn day_file(client: &EdgeClient, args: &LogsArgs, day: &str, output: Outpu
 
 /// `edgectl logs`: the newest entries, a v1 day file, or (`--follow`) new entries as
 /// they come, until interrupted.
-pub(crate) async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), Failure> {
+pub(crate) async fn logs(client: &EdgeClient, args: &LogsArgs, output: Output) -> Result<(), CommandError> {
     if let Some(day) = &args.day {
         return day_file(client, args, day, output).await;
     }

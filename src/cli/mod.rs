@@ -21,7 +21,7 @@ use crate::api::ApiError;
 
 /// Why a command failed; each exits 1.
 #[derive(Debug)]
-pub enum Failure {
+pub enum CommandError {
     /// Bad input, found before any call where possible.
     Usage(String),
     /// A platform call failed.
@@ -30,27 +30,27 @@ pub enum Failure {
     Refused(String),
 }
 
-impl std::fmt::Display for Failure {
+impl std::fmt::Display for CommandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Usage(message) | Failure::Refused(message) => f.write_str(message),
-            Failure::Api(error) => write!(f, "{error}"),
+            CommandError::Usage(message) | CommandError::Refused(message) => f.write_str(message),
+            CommandError::Api(error) => write!(f, "{error}"),
         }
     }
 }
 
-impl From<ApiError> for Failure {
+impl From<ApiError> for CommandError {
     fn from(error: ApiError) -> Self {
         match error {
-            ApiError::InvalidInput(message) => Failure::Usage(message),
-            other => Failure::Api(other),
+            ApiError::InvalidInput(message) => CommandError::Usage(message),
+            other => CommandError::Api(other),
         }
     }
 }
 
-impl Failure {
+impl CommandError {
     pub fn usage(message: impl Into<String>) -> Self {
-        Failure::Usage(message.into())
+        CommandError::Usage(message.into())
     }
 }
 
@@ -74,11 +74,11 @@ pub fn show<T: serde::Serialize>(output: args::Output, answer: &T, render: impl 
 
 /// The time `--since` (`duration`) before `now`; a usage error when that is before
 /// any time the calendar holds.
-pub fn since(now: DateTime<Utc>, duration: Duration) -> Result<DateTime<Utc>, Failure> {
+pub fn since(now: DateTime<Utc>, duration: Duration) -> Result<DateTime<Utc>, CommandError> {
     chrono::Duration::from_std(duration)
         .ok()
         .and_then(|duration| now.checked_sub_signed(duration))
-        .ok_or_else(|| Failure::usage("--since is too long"))
+        .ok_or_else(|| CommandError::usage("--since is too long"))
 }
 
 #[cfg(test)]
@@ -91,7 +91,7 @@ mod tests {
         let hour = Duration::from_secs(3600);
         assert_eq!(since(now, hour).ok(), Some(now - chrono::Duration::hours(1)));
         let ages = Duration::from_secs(300_000 * 365 * 24 * 3600);
-        assert!(matches!(since(now, ages), Err(Failure::Usage(m)) if m == "--since is too long"));
-        assert!(matches!(since(now, Duration::MAX), Err(Failure::Usage(_))));
+        assert!(matches!(since(now, ages), Err(CommandError::Usage(m)) if m == "--since is too long"));
+        assert!(matches!(since(now, Duration::MAX), Err(CommandError::Usage(_))));
     }
 }

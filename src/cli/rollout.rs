@@ -6,7 +6,7 @@ use kube::{Api, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
 
-use super::Failure;
+use super::CommandError;
 use super::args::RolloutArgs;
 use super::render::sparkline;
 use crate::crd::ANNOTATION_PROMOTE;
@@ -23,47 +23,47 @@ pub(crate) struct RolloutView {
     pub ready: Option<String>,
 }
 
-async fn objects(args: &RolloutArgs) -> Result<Api<AccessListConfig>, Failure> {
+async fn objects(args: &RolloutArgs) -> Result<Api<AccessListConfig>, CommandError> {
     let client = kube::Client::try_default()
         .await
-        .map_err(|e| Failure::Refused(format!("cannot reach the cluster of the kubeconfig: {e}")))?;
+        .map_err(|e| CommandError::Refused(format!("cannot reach the cluster of the kubeconfig: {e}")))?;
     Ok(match &args.namespace {
         Some(namespace) => Api::namespaced(client, namespace),
         None => Api::default_namespaced(client),
     })
 }
 
-fn refused(args: &RolloutArgs, what: &str, error: kube::Error) -> Failure {
-    Failure::Refused(format!("cannot {what} AccessListConfig {}: {error}", args.name))
+fn refused(args: &RolloutArgs, what: &str, error: kube::Error) -> CommandError {
+    CommandError::Refused(format!("cannot {what} AccessListConfig {}: {error}", args.name))
 }
 
 /// The object's rollout, as its spec asks and its status says.
-pub(crate) async fn status(args: &RolloutArgs) -> Result<RolloutView, Failure> {
+pub(crate) async fn status(args: &RolloutArgs) -> Result<RolloutView, CommandError> {
     read(&objects(args).await?, args).await
 }
 
-async fn read(api: &Api<AccessListConfig>, args: &RolloutArgs) -> Result<RolloutView, Failure> {
+async fn read(api: &Api<AccessListConfig>, args: &RolloutArgs) -> Result<RolloutView, CommandError> {
     let object = api
         .get_opt(&args.name)
         .await
         .map_err(|e| refused(args, "read", e))?
-        .ok_or_else(|| Failure::Refused(format!("no AccessListConfig {} in this namespace", args.name)))?;
+        .ok_or_else(|| CommandError::Refused(format!("no AccessListConfig {} in this namespace", args.name)))?;
     view(object)
 }
 
-fn view(object: AccessListConfig) -> Result<RolloutView, Failure> {
+fn view(object: AccessListConfig) -> Result<RolloutView, CommandError> {
     let name = object.name_any();
     let rollout = object
         .spec
         .rollout
         .clone()
-        .ok_or_else(|| Failure::Refused(format!("{name} has no spec.rollout")))?;
+        .ok_or_else(|| CommandError::Refused(format!("{name} has no spec.rollout")))?;
     let status = object.status.as_ref();
     let ready = status
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
         .map(|c| format!("{:?} {}: {}", c.status, c.reason, c.message));
     let status = status.and_then(|s| s.rollout.clone()).ok_or_else(|| {
-        Failure::Refused(format!(
+        CommandError::Refused(format!(
             "{name} has no rollout in status yet: the operator has not reconciled it"
         ))
     })?;
@@ -78,20 +78,19 @@ fn view(object: AccessListConfig) -> Result<RolloutView, Failure> {
 
 /// Approves the evidence shown: the annotation with its digest. Refused unless the
 /// rollout is Manual and shows evidence.
-pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, Failure> {
+pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> {
     let api = objects(args).await?;
     let shown = read(&api, args).await?;
     if shown.rollout.promotion != Promotion::Manual {
-        return Err(Failure::Refused(format!(
+        return Err(CommandError::Refused(format!(
             "{} is promoted automatically (spec.rollout.promotion Automatic): nothing to approve",
             shown.name
         )));
     }
-    let evidence = shown
-        .status
-        .evidence
-        .as_ref()
-        .ok_or_else(|| Failure::Refused(format!("{} shows no evidence yet: nothing to approve", shown.name)))?;
+    let evidence =
+        shown.status.evidence.as_ref().ok_or_else(|| {
+            CommandError::Refused(format!("{} shows no evidence yet: nothing to approve", shown.name))
+        })?;
     let patch = json!({"metadata": {"annotations": {ANNOTATION_PROMOTE: evidence.digest}}});
     api.patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -269,11 +268,11 @@ mod tests {
 
     #[test]
     fn an_object_without_a_rollout_or_not_reconciled_yet_is_refused_saying_so() {
-        let Err(Failure::Refused(message)) = view(object(None, None)) else {
+        let Err(CommandError::Refused(message)) = view(object(None, None)) else {
             panic!("accepted an object without spec.rollout");
         };
         assert_eq!(message, "staged has no spec.rollout");
-        let Err(Failure::Refused(message)) = view(object(Some(rollout()), None)) else {
+        let Err(CommandError::Refused(message)) = view(object(Some(rollout()), None)) else {
             panic!("accepted an object without a rollout in status");
         };
         assert!(message.contains("not reconciled"), "{message}");

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::contract::{BodyValidator, openapi_to_json_schema};
-use crate::cli::Failure;
+use crate::cli::CommandError;
 use crate::crd::Kind;
 
 /// One YAML or JSON document of the input, with where it came from.
@@ -39,21 +39,21 @@ impl Manifest {
 pub(crate) fn load(
     paths: &[String],
     stdin: impl FnOnce() -> std::io::Result<String>,
-) -> Result<Vec<Manifest>, Failure> {
+) -> Result<Vec<Manifest>, CommandError> {
     let mut stdin = Some(stdin);
     let mut manifests = Vec::new();
     for path in paths {
         if path == "-" {
             let read = stdin
                 .take()
-                .ok_or_else(|| Failure::Usage("`-` may be given once".into()))?;
-            let text = read().map_err(|e| Failure::Usage(format!("reading standard input: {e}")))?;
+                .ok_or_else(|| CommandError::Usage("`-` may be given once".into()))?;
+            let text = read().map_err(|e| CommandError::Usage(format!("reading standard input: {e}")))?;
             manifests.extend(documents("-", &text)?);
             continue;
         }
         for file in files(Path::new(path))? {
             let text = std::fs::read_to_string(&file)
-                .map_err(|e| Failure::Usage(format!("reading {}: {e}", file.display())))?;
+                .map_err(|e| CommandError::Usage(format!("reading {}: {e}", file.display())))?;
             manifests.extend(documents(&file.display().to_string(), &text)?);
         }
     }
@@ -63,13 +63,13 @@ pub(crate) fn load(
         .collect())
 }
 
-fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let metadata = std::fs::metadata(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+fn files(path: &Path) -> Result<Vec<PathBuf>, CommandError> {
+    let metadata = std::fs::metadata(path).map_err(|e| CommandError::Usage(format!("{}: {e}", path.display())))?;
     if !metadata.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?
+        .map_err(|e| CommandError::Usage(format!("{}: {e}", path.display())))?
         .flatten()
         .map(|e| e.path())
         .collect();
@@ -89,11 +89,11 @@ fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
     Ok(found)
 }
 
-pub(super) fn documents(source: &str, text: &str) -> Result<Vec<Manifest>, Failure> {
+pub(super) fn documents(source: &str, text: &str) -> Result<Vec<Manifest>, CommandError> {
     let mut manifests = Vec::new();
     for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = <Value as serde::Deserialize>::deserialize(document)
-            .map_err(|e| Failure::Usage(format!("{source}#{}: not YAML: {e}", i + 1)))?;
+            .map_err(|e| CommandError::Usage(format!("{source}#{}: not YAML: {e}", i + 1)))?;
         if value.is_null() {
             continue;
         }

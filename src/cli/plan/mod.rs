@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::cli::Failure;
+use crate::cli::CommandError;
 use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
 use crate::crd::access_list_config::{
     AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
@@ -87,18 +87,18 @@ impl Clients {
 }
 
 /// Reads Secrets (`data` base64 or `stringData`) from a YAML stream.
-pub(crate) fn secrets_from(text: &str, default_namespace: &str) -> Result<SecretData, Failure> {
+pub(crate) fn secrets_from(text: &str, default_namespace: &str) -> Result<SecretData, CommandError> {
     let mut secrets = HashMap::new();
     for manifest in documents("--secrets-from", text)? {
         if manifest.kind() != "Secret" {
             continue;
         }
         let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(manifest.value.clone())
-            .map_err(|e| Failure::Usage(format!("{}: not a Secret: {e}", manifest.source)))?;
+            .map_err(|e| CommandError::Usage(format!("{}: not a Secret: {e}", manifest.source)))?;
         let mut data = BTreeMap::new();
         for (key, value) in secret.data.into_iter().flatten() {
             let text = String::from_utf8(value.0)
-                .map_err(|_| Failure::Usage(format!("{}: data.{key} is not UTF-8", manifest.source)))?;
+                .map_err(|_| CommandError::Usage(format!("{}: data.{key} is not UTF-8", manifest.source)))?;
             data.insert(key, text);
         }
         data.extend(secret.string_data.into_iter().flatten());

@@ -9,11 +9,11 @@ use crate::api::RetryPolicy;
 
 /// Consecutive failures per object, for the error backoff.
 #[derive(Default)]
-pub(crate) struct Failures {
+pub(crate) struct FailureCounts {
     counts: Mutex<HashMap<String, u32>>,
 }
 
-impl Failures {
+impl FailureCounts {
     /// Counts one more failure of `key` and returns how many in a row it has had.
     pub(crate) fn failed(&self, key: String) -> u32 {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
@@ -46,7 +46,7 @@ mod tests {
 
     #[test]
     fn failures_back_off_exponentially_and_are_forgotten() {
-        let failures = Failures::default();
+        let failures = FailureCounts::default();
         assert_eq!(failures.failed("a".into()), 1);
         assert_eq!(failures.failed("a".into()), 2);
         failures.forget("a");

@@ -2,8 +2,8 @@
 //! deletion and finalizers, pause and resume, the credentials policy, the status write
 //! (with the kstatus conditions, fenced, only when it changed), condition metrics,
 //! Events and the requeue.
-//! Each kind supplies its pass over a live object ([`Reconciled::reconcile`]) and its
-//! clean-up ([`Reconciled::cleanup`]).
+//! Each kind supplies its pass over a live object ([`Reconcilable::reconcile`]) and its
+//! clean-up ([`Reconcilable::cleanup`]).
 //!
 //! Time and randomness come in as [`Now`], so every decision is a function of its
 //! inputs.
@@ -16,11 +16,11 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType};
 
-use super::context::Context;
 use super::error::KindError;
 use super::error::ReconcileError;
-use super::kind::{Cx, Event, Failure, KindContext, Now, Reconciled, Requeue, is_ready, shortened};
+use super::kind::{Context, Event, Failure, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened};
 use super::object::{is_paused, object_key};
+use super::shared::Shared;
 use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
@@ -37,18 +37,21 @@ const MIN_REQUEUE: Duration = Duration::from_secs(1);
 pub(crate) const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The controller's entry point for every kind.
-pub(crate) async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindContext<K>>) -> Result<Action, Failure<K>> {
-    let ctx = &kind.shared;
+pub(crate) async fn reconcile<K: Reconcilable>(
+    object: Arc<K>,
+    reconciler: Arc<Reconciler<K>>,
+) -> Result<Action, Failure<K>> {
+    let shared = &reconciler.shared;
     let started = std::time::Instant::now();
-    let run = run(object.as_ref(), &kind, Now::current());
+    let run = run(object.as_ref(), &reconciler, Now::current());
     let result = match tokio::time::timeout(RECONCILE_TIMEOUT, run).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::TimedOut(RECONCILE_TIMEOUT)),
     };
     if result.is_ok() {
-        ctx.failures.forget(&object_key(object.as_ref()));
+        shared.failures.forget(&object_key(object.as_ref()));
     }
-    ctx.metrics.reconciled(
+    shared.metrics.reconciled(
         K::KIND,
         started.elapsed(),
         result.as_ref().err().map(ReconcileError::reason),
@@ -56,11 +59,11 @@ pub(crate) async fn reconcile<K: Reconciled>(object: Arc<K>, kind: Arc<KindConte
     result
 }
 
-async fn run<K: Reconciled>(object: &K, kind: &KindContext<K>, now: Now) -> Result<Action, Failure<K>> {
-    let mut cx = Cx::new(kind, object, now);
+async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) -> Result<Action, Failure<K>> {
+    let mut cx = Context::new(reconciler, object, now);
     cx.ensure_leader()?;
     if object.meta().deletion_timestamp.is_some() {
-        return delete(object, kind, cx.now).await;
+        return delete(object, reconciler, cx.now).await;
     }
     let generation = object.meta().generation;
     if is_paused(object) {
@@ -125,9 +128,13 @@ fn failed<S: StatusConditions + Clone, E: KindError>(
 
 /// Reports a failed pass: status and a Warning Event for a new reason; credentials the
 /// platform rejected are read again at the next pass.
-async fn report_failure<K: Reconciled>(object: &K, cx: &Cx<'_, K>, error: &Failure<K>) -> Result<(), Failure<K>> {
+async fn report_failure<K: Reconcilable>(
+    object: &K,
+    cx: &Context<'_, K>,
+    error: &Failure<K>,
+) -> Result<(), Failure<K>> {
     if error.common_reason() == Some(Reason::Unauthorized) {
-        cx.ctx.access_keys.rejected(&cx.namespace, object.secret_ref());
+        cx.shared.access_keys.rejected(&cx.namespace, object.secret_ref());
     }
     let status = failed(&cx.previous, object.meta().generation, error, &cx.now);
     let events: Vec<Event> = failure_event(cx.previous.conditions(), error).into_iter().collect();
@@ -136,9 +143,9 @@ async fn report_failure<K: Reconciled>(object: &K, cx: &Cx<'_, K>, error: &Failu
 
 /// Writes the status, with the kstatus conditions, if it changed; publishes the condition metrics and the
 /// Events.
-async fn report<K: Reconciled>(
+async fn report<K: Reconcilable>(
     object: &K,
-    cx: &Cx<'_, K>,
+    cx: &Context<'_, K>,
     status: &K::Status,
     events: &[Event],
 ) -> Result<StatusWrite, Failure<K>> {
@@ -147,20 +154,24 @@ async fn report<K: Reconciled>(
     match written {
         // NewCondition from a stale copy: the next reconcile decides again, from the new one.
         StatusWrite::Stale => return Ok(written),
-        StatusWrite::Written(_) => cx.ctx.metrics.status_written(K::KIND),
+        StatusWrite::Written(_) => cx.shared.metrics.status_written(K::KIND),
         StatusWrite::Unchanged => {}
     }
-    cx.ctx
-        .metrics
-        .set_conditions(K::KIND, &cx.namespace, &object.name_any(), status.conditions());
+    cx.shared.metrics.set_conditions::<K::Reason>(
+        K::KIND,
+        &cx.namespace,
+        &object.name_any(),
+        status.conditions(),
+        K::OWN_CONDITION_TYPES,
+    );
     for event in events {
-        publish(cx.ctx, object, event).await;
+        publish(cx.shared, object, event).await;
     }
     Ok(written)
 }
 
 /// `status` as the driver writes it: under the status contract of [`kstatus`].
-fn with_kstatus_conditions<K: Reconciled>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
+fn with_kstatus_conditions<K: Reconcilable>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let mut next = status.clone();
     next.set_conditions(kstatus::settle(
         status.conditions(),
@@ -239,7 +250,7 @@ pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &Reconc
 }
 
 /// Publishes an Event; failures are logged, never fatal.
-pub(crate) async fn publish<K: Reconciled>(ctx: &Context, object: &K, event: &Event) {
+pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event: &Event) {
     let published = KubeEvent {
         type_: if event.warning {
             EventType::Warning
@@ -251,8 +262,8 @@ pub(crate) async fn publish<K: Reconciled>(ctx: &Context, object: &K, event: &Ev
         action: event.action(),
         secondary: None,
     };
-    match ctx.recorder.publish(&published, &object.object_ref(&())).await {
-        Ok(()) => ctx.metrics.event_published(K::KIND, event.reason, event.warning),
+    match shared.recorder.publish(&published, &object.object_ref(&())).await {
+        Ok(()) => shared.metrics.event_published(K::KIND, event.reason, event.warning),
         Err(error) => tracing::warn!(%error, reason = event.reason, "cannot publish Event"),
     }
 }
@@ -261,25 +272,25 @@ pub(crate) async fn publish<K: Reconciled>(ctx: &Context, object: &K, event: &Ev
 /// object as the apiserver holds it now: the cached copy may predate an earlier pass's
 /// release, and cleaning up from it would write the platform again for an object that
 /// is gone.
-async fn delete<K: Reconciled>(cached: &K, kind: &KindContext<K>, now: Now) -> Result<Action, Failure<K>> {
+async fn delete<K: Reconcilable>(cached: &K, reconciler: &Reconciler<K>, now: Now) -> Result<Action, Failure<K>> {
     let name = cached.name_any();
     let namespace = cached.namespace().unwrap_or_default();
-    kind.shared.metrics.forget(K::KIND, &namespace, &name);
-    kind.shared.failures.forget(&object_key(cached));
+    reconciler.shared.metrics.forget(K::KIND, &namespace, &name);
+    reconciler.shared.failures.forget(&object_key(cached));
     let Some(finalizer) = K::FINALIZER else {
         return Ok(Action::await_change());
     };
     if !cached.finalizers().iter().any(|f| f == finalizer) {
         return Ok(Action::await_change());
     }
-    let api: Api<K> = Api::namespaced(kind.shared.kube.clone(), &namespace);
+    let api: Api<K> = Api::namespaced(reconciler.shared.kube.clone(), &namespace);
     let Some(object) = api.get_opt(&name).await? else {
         return Ok(Action::await_change());
     };
     let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(Action::await_change());
     };
-    let cx = Cx::new(kind, &object, now);
+    let cx = Context::new(reconciler, &object, now);
     let events = match object.cleanup(&cx, is_paused(&object)).await {
         Ok(events) => events,
         Err(error) => {
@@ -290,14 +301,14 @@ async fn delete<K: Reconciled>(cached: &K, kind: &KindContext<K>, now: Now) -> R
         }
     };
     for event in &events {
-        publish(cx.ctx, &object, event).await;
+        publish(cx.shared, &object, event).await;
     }
     remove_finalizer(&cx.api, &name, index, finalizer).await
 }
 
 /// Removes exactly our finalizer: the JSON patch tests that the entry at `index` is
 /// still ours, so another controller's finalizer is never dropped.
-async fn remove_finalizer<K: Reconciled>(
+async fn remove_finalizer<K: Reconcilable>(
     api: &Api<K>,
     name: &str,
     index: usize,

@@ -1,5 +1,5 @@
-//! What a kind implements ([`Reconciled`]: one reconcile of a live object, its clean-up,
-//! its state) and what a reconcile sees ([`Cx`], [`Now`]); the status helpers every
+//! What a kind implements ([`Reconcilable`]: one reconcile of a live object, its clean-up,
+//! its state) and what a reconcile sees ([`Context`], [`Now`]); the status helpers every
 //! kind's outcome shares (Ready, failures, Events).
 
 use std::sync::Arc;
@@ -12,8 +12,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::context::Context;
 use super::error::{KindError, ReconcileError};
+use super::shared::Shared;
 use super::status::conditions::find;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{ConditionType, KindReason, StatusName};
@@ -106,16 +106,17 @@ pub(crate) struct Outcome<S> {
     pub requeue: Requeue,
 }
 
-/// What the reconciles of one kind share: the operator's context, the kind's settings
-/// and its own state (indexes and reads kept between reconciles).
-pub(crate) struct KindContext<K: Reconciled> {
-    pub shared: Arc<Context>,
+/// The reconciler of one kind: what its reconciles share (the operator's [`Shared`]
+/// parts, the kind's settings and its own state: indexes and reads kept between
+/// reconciles).
+pub(crate) struct Reconciler<K: Reconcilable> {
+    pub shared: Arc<Shared>,
     pub settings: K::Settings,
     pub state: K::State,
 }
 
-impl<K: Reconciled> KindContext<K> {
-    pub(crate) fn new(shared: Arc<Context>, settings: K::Settings) -> Self {
+impl<K: Reconcilable> Reconciler<K> {
+    pub(crate) fn new(shared: Arc<Shared>, settings: K::Settings) -> Self {
         Self {
             shared,
             settings,
@@ -125,12 +126,13 @@ impl<K: Reconciled> KindContext<K> {
 }
 
 /// A failed reconcile of kind `K`.
-pub(crate) type Failure<K> = ReconcileError<<K as Reconciled>::Error>;
+pub(crate) type Failure<K> = ReconcileError<<K as Reconcilable>::Error>;
 
-/// What one reconcile of an object sees: the operator's context, the kind's settings
-/// and state, the object's API, the time, and the status the object showed.
-pub(crate) struct Cx<'a, K: Reconciled> {
-    pub ctx: &'a Context,
+/// What one reconcile of an object sees, the one context a kind is passed: the
+/// operator's [`Shared`] parts, the kind's settings and state, the object's API, the
+/// time, and the status the object showed.
+pub(crate) struct Context<'a, K: Reconcilable> {
+    pub shared: &'a Shared,
     pub settings: &'a K::Settings,
     pub state: &'a K::State,
     pub api: Api<K>,
@@ -145,15 +147,15 @@ pub(crate) struct Cx<'a, K: Reconciled> {
     client: OnceCell<EdgeClient>,
 }
 
-impl<'a, K: Reconciled> Cx<'a, K> {
-    pub(crate) fn new(kind: &'a KindContext<K>, object: &'a K, now: Now) -> Self {
+impl<'a, K: Reconcilable> Context<'a, K> {
+    pub(crate) fn new(reconciler: &'a Reconciler<K>, object: &'a K, now: Now) -> Self {
         let namespace = object.namespace().unwrap_or_default();
-        let ctx = kind.shared.as_ref();
+        let shared = reconciler.shared.as_ref();
         Self {
-            ctx,
-            settings: &kind.settings,
-            state: &kind.state,
-            api: Api::namespaced(ctx.kube.clone(), &namespace),
+            shared,
+            settings: &reconciler.settings,
+            state: &reconciler.state,
+            api: Api::namespaced(shared.kube.clone(), &namespace),
             namespace,
             now,
             previous: object.status().cloned().unwrap_or_default(),
@@ -206,7 +208,7 @@ impl<'a, K: Reconciled> Cx<'a, K> {
 
     /// Fails with `NotLeader` unless this process may still write.
     pub(crate) fn ensure_leader(&self) -> Result<(), Failure<K>> {
-        if self.ctx.leader.may_act() {
+        if self.shared.leader.may_act() {
             Ok(())
         } else {
             Err(ReconcileError::NotLeader)
@@ -219,7 +221,7 @@ impl<'a, K: Reconciled> Cx<'a, K> {
         self.client
             .get_or_try_init(|| async {
                 let client = self
-                    .ctx
+                    .shared
                     .access_keys
                     .client_for(&self.namespace, self.secret_ref)
                     .await?;
@@ -233,7 +235,7 @@ impl<'a, K: Reconciled> Cx<'a, K> {
 /// A kind the driver reconciles. The driver owns the envelope (leadership, pause,
 /// deletion and the finalizer, the status contract and its fenced write, Events,
 /// metrics, requeue); the kind owns one pass over a live object and its clean-up.
-pub(crate) trait Reconciled:
+pub(crate) trait Reconcilable:
     EdgeObject
     + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + ResourceExt
@@ -269,7 +271,7 @@ pub(crate) trait Reconciled:
     /// One pass over a live, unpaused object: read, decide (pure), write, report (pure).
     fn reconcile(
         &self,
-        cx: &mut Cx<'_, Self>,
+        cx: &mut Context<'_, Self>,
     ) -> impl Future<Output = Result<Outcome<Self::Status>, Failure<Self>>> + Send;
 
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted;
@@ -278,7 +280,7 @@ pub(crate) trait Reconciled:
     /// (a deletion must never stay stuck).
     fn cleanup(
         &self,
-        _cx: &Cx<'_, Self>,
+        _cx: &Context<'_, Self>,
         _paused: bool,
     ) -> impl Future<Output = Result<Vec<Event>, Failure<Self>>> + Send {
         async { Ok(Vec::new()) }

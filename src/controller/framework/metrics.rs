@@ -15,7 +15,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::process_metrics::ProcessCollector;
-use super::status::vocabulary::is_written;
+use super::status::vocabulary::{KindReason, vocabulary_words};
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
@@ -91,13 +91,12 @@ struct ObjectsLabels {
     state: ConditionState,
 }
 
-/// One condition of an object as published; its texts are interned, as few distinct
-/// types and reasons serve every object.
+/// One condition of an object as published: words of the vocabulary.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Published {
-    condition: Arc<str>,
+    condition: &'static str,
     status: &'static str,
-    reason: Arc<str>,
+    reason: &'static str,
 }
 
 impl Published {
@@ -111,11 +110,10 @@ impl Published {
 }
 
 /// What was published of each object: (kind, `namespace/name`) → its conditions.
-/// Texts and whole condition sets are interned: most objects share a few sets.
+/// Whole condition sets are interned: most objects share a few sets.
 #[derive(Default)]
 struct PublishedObjects {
     objects: HashMap<(&'static str, Box<str>), Arc<[Published]>>,
-    texts: HashSet<Arc<str>>,
     sets: HashSet<Arc<[Published]>>,
 }
 
@@ -327,22 +325,33 @@ impl Metrics {
 
     /// Publishes an object's conditions, replacing what was published for it before:
     /// a condition it no longer has (a Stalled that cleared) is no longer counted, and
-    /// one whose type or reason this process never writes is not counted at all.
-    pub(crate) fn set_conditions(&self, kind: &'static str, namespace: &str, name: &str, conditions: &[Condition]) {
-        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+    /// one whose type or reason is not a word of the vocabulary (the common ones, the
+    /// kind's reasons `R` and `own_types`) is not counted at all.
+    pub(crate) fn set_conditions<R: KindReason>(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        conditions: &[Condition],
+        own_types: &[&'static str],
+    ) {
         let now: Vec<Published> = conditions
             .iter()
-            .filter(|c| is_written(&c.type_) && is_written(&c.reason))
-            .map(|c| Published {
-                condition: interned(&mut published.texts, c.type_.as_str()),
-                status: match c.status {
+            .filter_map(|c| {
+                let (condition, reason) = vocabulary_words::<R>(c, own_types)?;
+                let status = match c.status {
                     ConditionStatus::True => "True",
                     ConditionStatus::False => "False",
                     ConditionStatus::Unknown => "Unknown",
-                },
-                reason: interned(&mut published.texts, c.reason.as_str()),
+                };
+                Some(Published {
+                    condition,
+                    status,
+                    reason,
+                })
             })
             .collect();
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         let key = (kind, format!("{namespace}/{name}").into_boxed_str());
         let before = published.objects.get(&key).cloned().unwrap_or_else(|| Arc::new([]));
         if *before == *now {

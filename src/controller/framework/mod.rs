@@ -1,11 +1,10 @@
 //! What every kind's reconcile shares: the pipeline a kind implements, the driver that
 //! runs it and writes its outcome, the errors (`error`), the status (`status`: its
 //! conditions, the kstatus contract, time formats, writing it), what is read of any
-//! object (`object`), and the context parts (`credentials`, `backoff`, `leader`,
-//! `metrics`, `shared_reads`).
+//! object (`object`), and what the reconcilers of every kind share (`shared`, with its
+//! parts: `credentials`, `backoff`, `leader`, `metrics`, `shared_reads`).
 
 pub(crate) mod backoff;
-pub(crate) mod context;
 pub(crate) mod credentials;
 pub(crate) mod driver;
 pub(crate) mod error;
@@ -16,5 +15,6 @@ pub(crate) mod metrics;
 pub(crate) mod mock_apiserver;
 pub(crate) mod object;
 mod process_metrics;
+pub(crate) mod shared;
 pub(crate) mod shared_reads;
 pub mod status;

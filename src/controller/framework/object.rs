@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use super::kind::Reconciled;
+use super::kind::Reconcilable;
 use super::status::conditions::own_conditions;
 use super::status::time::parse_go_duration;
 use crate::crd::{
@@ -60,7 +60,7 @@ const CACHED_STATUS_BYTES: usize = DECIDED_STATUS_BYTES + (16 << 10);
 /// writes ([`own_conditions`]). A status larger than the operator writes was not
 /// written by it: the cache keeps none of it, so the object's next reconcile writes
 /// the operator's own. Every other member of a status is read by the kind's decisions.
-pub(crate) fn keep_what_is_read_of<K: Reconciled>(object: &mut K) {
+pub(crate) fn keep_what_is_read_of<K: Reconcilable>(object: &mut K) {
     keep_what_is_read(object.meta_mut(), K::FINALIZER);
     if let Some(status) = object.status_mut() {
         let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);

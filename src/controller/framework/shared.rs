@@ -1,13 +1,13 @@
 //! What the reconcilers of every kind share, each part in its own module: credentials,
 //! failure counts, metrics, Events and leadership. What one kind keeps is its
-//! `Reconciled::State`; its flags are its `Reconciled::Settings`.
+//! `Reconcilable::State`; its flags are its `Reconcilable::Settings`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::events::Recorder;
 
-use super::backoff::Failures;
+use super::backoff::FailureCounts;
 use super::credentials::AccessKeys;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
@@ -21,10 +21,10 @@ pub(crate) fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Dur
     Ok(duration)
 }
 
-pub(crate) struct Context {
+pub(crate) struct Shared {
     pub kube: kube::Client,
     pub access_keys: AccessKeys,
-    pub failures: Failures,
+    pub failures: FailureCounts,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     /// Whether this process may act; also asked by the platform client before each write.

@@ -29,7 +29,7 @@ fn access_list(extra_metadata: Value, status: Value) -> Value {
 async fn access_list_claims_then_records_the_restore_point_in_its_claim_before_its_one_write() {
     let value = access_list(json!({}), Value::Null);
     let h = harness(Some(&value), document()).await;
-    let action = reconcile(object::<AccessListConfig>(&value), h.ctx()).await;
+    let action = reconcile(object::<AccessListConfig>(&value), h.reconciler()).await;
     assert!(action.is_ok(), "{action:?}");
     let object_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors";
     let status_path = format!("{object_path}/status");
@@ -91,7 +91,11 @@ async fn access_list_claims_then_records_the_restore_point_in_its_claim_before_i
 async fn a_converged_access_list_is_neither_written_nor_patched() {
     let first = access_list(json!({}), Value::Null);
     let h = harness(Some(&first), document()).await;
-    assert!(reconcile(object::<AccessListConfig>(&first), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<AccessListConfig>(&first), h.reconciler())
+            .await
+            .is_ok()
+    );
     let written = h
         .bodies
         .lock()
@@ -103,7 +107,11 @@ async fn a_converged_access_list_is_neither_written_nor_patched() {
         .expect("status");
     let converged = access_list(json!({"finalizers": ["edgeplatform.io/restore-access-list"]}), written);
     let before = h.log.calls().len();
-    assert!(reconcile(object::<AccessListConfig>(&converged), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<AccessListConfig>(&converged), h.reconciler())
+            .await
+            .is_ok()
+    );
     let after: Vec<String> = h.log.calls()[before..].to_vec();
     assert!(
         after
@@ -133,7 +141,11 @@ async fn deleting_restores_what_its_claim_recorded_then_removes_exactly_our_fina
                      "restorePoint": {"isEnabled": false, "action": 2}},
         }),
     );
-    assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<AccessListConfig>(&value), h.reconciler())
+            .await
+            .is_ok()
+    );
     let read = h
         .log
         .position("kube GET /apis/edgeplatform.io/v1alpha1/namespaces/team/accesslistconfigs/bad-actors");
@@ -189,7 +201,11 @@ async fn a_cached_copy_of_an_object_already_released_restores_nothing() {
         json!({"deletionTimestamp": "2026-11-20T12:00:00Z", "finalizers": ["edgeplatform.io/restore-access-list"]});
     let cached = access_list(metadata, status);
     let h = harness(None, document()).await;
-    assert!(reconcile(object::<AccessListConfig>(&cached), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<AccessListConfig>(&cached), h.reconciler())
+            .await
+            .is_ok()
+    );
     assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
     assert_eq!(h.log.count("kube PATCH"), 0, "{:?}", h.log.calls());
 }
@@ -198,7 +214,11 @@ async fn a_cached_copy_of_an_object_already_released_restores_nothing() {
 async fn paused_objects_get_one_status_write_and_no_platform_call() {
     let value = access_list(json!({"annotations": {"edgeplatform.io/paused": "true"}}), Value::Null);
     let h = harness(Some(&value), document()).await;
-    assert!(reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<AccessListConfig>(&value), h.reconciler())
+            .await
+            .is_ok()
+    );
     assert_eq!(h.log.count("platform"), 0, "{:?}", h.log.calls());
     assert_eq!(h.log.count("kube PATCH"), 1);
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -239,7 +259,11 @@ fn certificate(hostname: &str, secret: Option<&str>) -> Value {
 async fn a_certificate_is_completed_then_reported_once_with_an_event() {
     let value = certificate("shop.example.com", None);
     let h = harness(Some(&value), document()).await;
-    assert!(reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<PullZoneCertificate>(&value), h.reconciler())
+            .await
+            .is_ok()
+    );
     let calls = h.log.calls();
     let kinds: Vec<&str> = calls
         .iter()
@@ -262,9 +286,15 @@ async fn a_missing_secret_is_one_outcome_for_every_kind() {
         let h = harness(Some(&value), document()).await;
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let failed = match kind.as_str() {
-            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.ctx()).await.is_err(),
-            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.ctx()).await.is_err(),
-            _ => reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await.is_err(),
+            "AccessListConfig" => reconcile(object::<AccessListConfig>(&value), h.reconciler())
+                .await
+                .is_err(),
+            "PullZoneCertificate" => reconcile(object::<PullZoneCertificate>(&value), h.reconciler())
+                .await
+                .is_err(),
+            _ => reconcile(object::<ContainerAppWatch>(&value), h.reconciler())
+                .await
+                .is_err(),
         };
         assert!(failed, "{kind}");
         assert_eq!(h.log.count("platform"), 0, "{kind}");
@@ -313,7 +343,11 @@ async fn an_app_watch_reads_then_writes_status_once() {
         "spec": {"appId": "app-shop", "shieldZoneId": 1001, "rateLimits": {"enabled": true}},
     });
     let h = harness(Some(&value), document()).await;
-    assert!(reconcile(object::<ContainerAppWatch>(&value), h.ctx()).await.is_ok());
+    assert!(
+        reconcile(object::<ContainerAppWatch>(&value), h.reconciler())
+            .await
+            .is_ok()
+    );
     let calls = h.log.calls();
     assert_eq!(
         calls

@@ -18,7 +18,7 @@ use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
-use crate::controller::framework::kind::{Failure, KindContext, Reconciled};
+use crate::controller::framework::kind::{Failure, Reconcilable, Reconciler};
 use crate::controller::framework::object::{keep_what_is_read_of, object_key};
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
@@ -34,7 +34,7 @@ where
 /// Logs what the controller reports: a failing watch (RBAC forbidden, CRD missing) at
 /// error level, and counted so that /readyz fails until the watch answers again or a
 /// reconcile succeeds.
-fn report_controller_event<K: Reconciled>(
+fn report_controller_event<K: Reconcilable>(
     result: Result<(ObjectRef<K>, Action), controller::Error<Failure<K>, watcher::Error>>,
     health: &Health,
     failing: &AtomicBool,
@@ -51,18 +51,19 @@ fn report_controller_event<K: Reconciled>(
 
 /// Forgets the metrics and failure counts of a deleted object (objects without a
 /// finalizer are never reconciled once deleted).
-fn forget_deleted<K: Reconciled>(kind: &KindContext<K>, event: &Result<watcher::Event<K>, watcher::Error>) {
+fn forget_deleted<K: Reconcilable>(reconciler: &Reconciler<K>, event: &Result<watcher::Event<K>, watcher::Error>) {
     if let Ok(watcher::Event::Delete(object)) = event {
-        let ctx = &kind.shared;
-        ctx.metrics
+        let shared = &reconciler.shared;
+        shared
+            .metrics
             .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
-        ctx.failures.forget(&object_key(object));
+        shared.failures.forget(&object_key(object));
     }
 }
 
 /// Objects of a kind whose credentials come from `secret` (only its metadata is
 /// watched: Secret data is never cached).
-fn referencing<K: Reconciled>(store: &Store<K>, secret: &SecretMeta) -> Vec<ObjectRef<K>> {
+fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<ObjectRef<K>> {
     store
         .state()
         .iter()
@@ -75,8 +76,8 @@ fn referencing<K: Reconciled>(store: &Store<K>, secret: &SecretMeta) -> Vec<Obje
         .collect()
 }
 
-fn error_policy<K: Reconciled>(object: Arc<K>, error: &Failure<K>, kind: Arc<KindContext<K>>) -> Action {
-    let failures = kind.shared.failures.failed(object_key(object.as_ref()));
+fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler: Arc<Reconciler<K>>) -> Action {
+    let failures = reconciler.shared.failures.failed(object_key(object.as_ref()));
     let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
         .max(error.retry_after().unwrap_or_default());
     tracing::warn!(
@@ -217,9 +218,9 @@ impl Controllers<'_> {
     }
 
     /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
-    pub(super) async fn run<K: Reconciled>(
+    pub(super) async fn run<K: Reconcilable>(
         &self,
-        kind: Arc<KindContext<K>>,
+        reconciler: Arc<Reconciler<K>>,
         secret_changes: SecretChanges,
         concurrency: u16,
     ) {
@@ -234,15 +235,15 @@ impl Controllers<'_> {
             .modify(keep_what_is_read_of::<K>)
             .reflect(writer)
             .inspect({
-                let (kind, health, failing) = (kind.clone(), self.health.clone(), failing.clone());
+                let (reconciler, health, failing) = (reconciler.clone(), self.health.clone(), failing.clone());
                 move |event| {
                     // A watch that answers again is healthy, whether or not an object of
                     // this kind exists to reconcile.
                     if let Ok(event) = event {
                         health.watch_recovered(&failing);
-                        K::on_watch(&kind.state, event);
+                        K::on_watch(&reconciler.state, event);
                     }
-                    forget_deleted(&kind, event);
+                    forget_deleted(&reconciler, event);
                 }
             });
         let stream = once_stored(events, reader.clone()).applied_objects().predicate_filter(
@@ -257,7 +258,7 @@ impl Controllers<'_> {
             .watches_shared_stream(secret_changes, move |secret| referencing(&store, &secret))
             .with_config(controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(self.shutdown.clone().requested())
-            .run(driver::reconcile::<K>, error_policy, kind)
+            .run(driver::reconcile::<K>, error_policy, reconciler)
             .for_each(|result| {
                 let health = self.health.clone();
                 let failing = failing.clone();

@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 
 use super::shutdown::{self, Shutdown};
 use super::{LeaderElection, RunError};
-use crate::controller::framework::context::Context;
 use crate::controller::framework::leader::{self, Standing};
+use crate::controller::framework::shared::Shared;
 
 type ManagerTask = JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>;
 
@@ -29,7 +29,7 @@ impl Leadership {
     pub(super) async fn acquire(
         client: &kube::Client,
         election: &LeaderElection,
-        ctx: &Arc<Context>,
+        shared: &Arc<Shared>,
         shutdown: &Shutdown,
     ) -> Result<Option<Self>, RunError> {
         let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &election.lease_name)
@@ -61,8 +61,8 @@ impl Leadership {
             return Err(RunError::LostLease);
         }
         tracing::info!(identity = %election.identity, "acquired the leader lease");
-        ctx.leader.confirm();
-        let watchdog = tokio::spawn(watch_lease(client.clone(), election.clone(), ctx.clone()));
+        shared.leader.confirm();
+        let watchdog = tokio::spawn(watch_lease(client.clone(), election.clone(), shared.clone()));
         Ok(Some(Self {
             is_leader,
             manager,
@@ -96,7 +96,7 @@ impl Leadership {
 
 /// Confirms leadership while the Lease shows this process as its holder with a recent
 /// renewal; revokes it otherwise. Returns when another process holds the Lease.
-async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Context>) {
+async fn watch_lease(client: kube::Client, election: LeaderElection, shared: Arc<Shared>) {
     let leases: Api<Lease> = Api::namespaced(client, &election.lease_namespace);
     let every = leader::check_every(election.lease_duration);
     let mut wait = every;
@@ -113,13 +113,13 @@ async fn watch_lease(client: kube::Client, election: LeaderElection, ctx: Arc<Co
         let spec = lease.spec.unwrap_or_default();
         let standing = leader::standing(&spec, &election.identity, election.lease_duration, chrono::Utc::now());
         match &standing {
-            Standing::Held { remaining } => ctx.leader.confirm_for(*remaining),
+            Standing::Held { remaining } => shared.leader.confirm_for(*remaining),
             Standing::Lapsed { renewed } => {
-                ctx.leader.revoke();
+                shared.leader.revoke();
                 tracing::warn!(?renewed, "the leader Lease is not being renewed; acting has stopped");
             }
             Standing::Lost { holder } => {
-                ctx.leader.revoke();
+                shared.leader.revoke();
                 tracing::error!(?holder, "another operator holds the leader Lease; stopping");
                 return;
             }

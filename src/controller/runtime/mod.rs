@@ -25,12 +25,12 @@ use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
-use crate::controller::framework::backoff::Failures;
-use crate::controller::framework::context::{Context, duration_of_at_least};
+use crate::controller::framework::backoff::FailureCounts;
 use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet};
-use crate::controller::framework::kind::KindContext;
+use crate::controller::framework::kind::Reconciler;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
+use crate::controller::framework::shared::{Shared, duration_of_at_least};
 use crate::controller::framework::status::MANAGER;
 use crate::controller::kinds::access_list::{AccessListSettings, ClaimRecords, SecretFinalizer};
 use crate::controller::kinds::app_watch::AppWatchSettings;
@@ -293,19 +293,19 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         instance: config.election().map(|l| l.identity.clone()),
     };
     let (secret_watch, secret_index) = SecretWatch::new();
-    let ctx = Arc::new(Context {
+    let shared = Arc::new(Shared {
         kube: kube_client.clone(),
         access_keys: AccessKeys::new(kube_client.clone(), platform, default_key, secret_index)
             .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
             .with_secret_namespaces(secret_namespaces.clone()),
-        failures: Failures::default(),
+        failures: FailureCounts::default(),
         metrics: metrics.clone(),
         recorder: Recorder::new(kube_client.clone(), reporter),
         leader,
     });
     let health = Arc::new(Health {
         metrics,
-        leader: ctx.leader.clone(),
+        leader: shared.leader.clone(),
         ready: AtomicBool::new(false),
         failing_watches: Default::default(),
         failing_since: Default::default(),
@@ -316,7 +316,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     let mut leadership = match config.election() {
         Some(election) => {
             health.ready.store(true, Ordering::Relaxed);
-            match Leadership::acquire(&kube_client, election, &ctx, &shutdown).await? {
+            match Leadership::acquire(&kube_client, election, &shared, &shutdown).await? {
                 Some(leadership) => Some(leadership),
                 None => return Ok(()),
             }
@@ -339,14 +339,17 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         initial_list,
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
-    let access_lists = Arc::new(KindContext::<AccessListConfig>::new(ctx.clone(), access_list_settings));
+    let access_lists = Arc::new(Reconciler::<AccessListConfig>::new(
+        shared.clone(),
+        access_list_settings,
+    ));
     let kinds = Kind::ALL.map(|kind| match kind {
         Kind::AccessListConfig => {
             let (access_lists, secret_changes) = (access_lists.clone(), secret_watch.subscribe());
             let objects = self::controllers::api::<AccessListConfig>(&kube_client, &config.namespace);
-            let (controllers, kube_client, ctx, config) = (&controllers, &kube_client, &ctx, &config);
+            let (controllers, kube_client, shared, config) = (&controllers, &kube_client, &shared, &config);
             async move {
-                let platform = ctx.access_keys.platform_url();
+                let platform = shared.access_keys.platform_url();
                 let carried =
                     ClaimRecords::carry_over(kube_client, platform, &objects, &controllers.watch_config()).await;
                 if carried > 0 {
@@ -362,8 +365,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         }
         Kind::PullZoneCertificate => controllers
             .run(
-                Arc::new(KindContext::<PullZoneCertificate>::new(
-                    ctx.clone(),
+                Arc::new(Reconciler::<PullZoneCertificate>::new(
+                    shared.clone(),
                     config.certificates.clone(),
                 )),
                 secret_watch.subscribe(),
@@ -372,8 +375,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
             .boxed(),
         Kind::ContainerAppWatch => controllers
             .run(
-                Arc::new(KindContext::<ContainerAppWatch>::new(
-                    ctx.clone(),
+                Arc::new(Reconciler::<ContainerAppWatch>::new(
+                    shared.clone(),
                     config.app_watches.clone(),
                 )),
                 secret_watch.subscribe(),
@@ -389,14 +392,14 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
                 kube_client.clone(),
                 secret_namespaces,
                 secret_finalizer,
-                ctx.clone(),
+                shared.clone(),
                 health.clone(),
                 shutdown.clone().requested()
             ),
             protection,
             claims.state.claims.follow(
                 kube_client.clone(),
-                ctx.access_keys.platform_url(),
+                shared.access_keys.platform_url(),
                 shutdown.clone().requested()
             ),
             futures::future::join_all(kinds),

@@ -15,7 +15,7 @@ use kube::runtime::reflector::Store;
 use super::controllers::Controllers;
 use super::secret_watch::{SecretChanges, SecretMeta};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Failure, KindContext};
+use crate::controller::framework::kind::{Failure, Reconciler};
 use crate::controller::kinds::access_list::{ProtectionChange, change_protection};
 use crate::crd::AccessListConfig;
 
@@ -35,7 +35,7 @@ impl Controllers<'_> {
     /// taken, so the shared watch never waits for this subscriber.
     pub(super) async fn protect_secrets(
         &self,
-        access_lists: Arc<KindContext<AccessListConfig>>,
+        access_lists: Arc<Reconciler<AccessListConfig>>,
         secret_changes: SecretChanges,
         secrets: Store<SecretMeta>,
     ) {
@@ -61,26 +61,26 @@ impl Controllers<'_> {
 /// Nothing is removed before every AccessListConfig has been listed once.
 async fn reconcile(
     secret: Arc<PartialObjectMeta<Secret>>,
-    kind: Arc<KindContext<AccessListConfig>>,
+    reconciler: Arc<Reconciler<AccessListConfig>>,
 ) -> Result<Action, Failure<AccessListConfig>> {
-    let ctx = &kind.shared;
-    if !ctx.leader.may_act() {
+    let shared = &reconciler.shared;
+    if !shared.leader.may_act() {
         return Err(ReconcileError::NotLeader);
     }
-    let needs = &kind.state.secret_needs;
+    let needs = &reconciler.state.secret_needs;
     if !needs.listed().await {
         return Ok(Action::requeue(RETRY));
     }
     let key = (secret.namespace().unwrap_or_default(), secret.name_any());
     let needed = needs.needs_secret(&key);
-    let finalizer = &kind.settings.secret_finalizer;
+    let finalizer = &reconciler.settings.secret_finalizer;
     let protected = secret.finalizers().iter().any(|f| f == finalizer.as_str());
     if let Some(change) = ProtectionChange::of(needed, protected) {
-        change_protection(&ctx.kube, &key, change, finalizer).await?;
+        change_protection(&shared.kube, &key, change, finalizer).await?;
         tracing::info!(namespace = %key.0, secret = %key.1, ?change, "Secret in-use protection");
     }
     Ok(if needed || protected {
-        Action::requeue(kind.settings.resync)
+        Action::requeue(reconciler.settings.resync)
     } else {
         Action::await_change()
     })
@@ -90,7 +90,7 @@ async fn reconcile(
 fn error_policy(
     secret: Arc<PartialObjectMeta<Secret>>,
     error: &Failure<AccessListConfig>,
-    _kind: Arc<KindContext<AccessListConfig>>,
+    _kind: Arc<Reconciler<AccessListConfig>>,
 ) -> Action {
     tracing::warn!(namespace = ?secret.namespace(), secret = %secret.name_any(), %error, "Secret protection failed");
     Action::requeue(RETRY)

@@ -14,9 +14,9 @@ use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::server::Health;
-use crate::controller::framework::context::Context;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
+use crate::controller::framework::shared::Shared;
 use crate::controller::kinds::access_list::SecretFinalizer;
 
 pub(super) type SecretMeta = PartialObjectMeta<Secret>;
@@ -58,7 +58,7 @@ impl SecretWatch {
         client: kube::Client,
         namespaces: NamespaceSet,
         finalizer: SecretFinalizer,
-        ctx: Arc<Context>,
+        shared: Arc<Shared>,
         health: Arc<Health>,
         stop: impl Future<Output = ()> + Send,
     ) {
@@ -86,7 +86,7 @@ impl SecretWatch {
                 match event {
                     Ok(event) => {
                         health.watch_recovered(&failing);
-                        ctx.access_keys.follow_secrets(&event);
+                        shared.access_keys.follow_secrets(&event);
                     }
                     Err(error) => {
                         health.watch_failed(&failing);

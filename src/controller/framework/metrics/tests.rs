@@ -84,14 +84,14 @@ fn condition_gauges_follow_the_current_reason_only() {
         None,
         "t",
     );
-    metrics.set_conditions("Widget", "ns", "cert", &ready);
+    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &ready, &[]);
     let issued = merge(
         &ready,
         &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
         None,
         "t2",
     );
-    metrics.set_conditions("Widget", "ns", "cert", &issued);
+    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &issued, &[]);
     metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
     metrics.reconciled("Widget", Duration::from_millis(3), Some(Reason::ServerError.as_str()));
     let text = metrics.encode();
@@ -124,7 +124,7 @@ fn a_condition_that_went_away_is_no_longer_exposed() {
         Some(1),
         "t",
     );
-    metrics.set_conditions("Widget", "ns", "cert", &stalled);
+    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &stalled, &[]);
     assert!(metrics.encode().contains(r#"condition="Stalled""#));
     let issued = settle(
         &merge(
@@ -136,7 +136,7 @@ fn a_condition_that_went_away_is_no_longer_exposed() {
         Some(1),
         "t2",
     );
-    metrics.set_conditions("Widget", "ns", "cert", &issued);
+    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &issued, &[]);
     let text = metrics.encode();
     assert!(!text.contains(r#"condition="Stalled""#), "{text}");
     assert!(text.contains(r#"reason="Reconciled""#), "{text}");
@@ -154,9 +154,9 @@ fn ready(status: bool, reason: Reason) -> Vec<Condition> {
 #[test]
 fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     let metrics = Metrics::default();
-    metrics.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
-    metrics.set_conditions("Widget", "ns", "b", &ready(true, Reason::Reconciled));
-    metrics.set_conditions("Widget", "ns", "c", &ready(false, Reason::Unauthorized));
+    metrics.set_conditions::<Reason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<Reason>("Widget", "ns", "b", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(false, Reason::Unauthorized), &[]);
     let ready_true = r#"edge_operator_objects{kind="Widget",condition="Ready",status="True",reason="Reconciled"}"#;
     let ready_false = r#"edge_operator_objects{kind="Widget",condition="Ready",status="False",reason="Unauthorized"}"#;
     let text = metrics.encode();
@@ -169,8 +169,8 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
         !text.contains("edge_operator_condition"),
         "no series per object by default: {text}"
     );
-    metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
-    metrics.set_conditions("Widget", "ns", "c", &ready(true, Reason::Reconciled));
+    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
     metrics.forget("Widget", "ns", "a");
     let text = metrics.encode();
     assert_eq!(
@@ -187,14 +187,14 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     );
 
     let per_object = Metrics::new(true);
-    per_object.set_conditions("Widget", "ns", "a", &ready(true, Reason::Reconciled));
+    per_object.set_conditions::<Reason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
     let text = per_object.encode();
     assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
     assert_eq!(sample(&text, ready_true), Some(1.0));
 }
 
 #[test]
-fn conditions_this_process_never_writes_are_not_counted() {
+fn conditions_outside_the_vocabulary_are_not_counted() {
     let metrics = Metrics::new(true);
     let mut conditions = ready(true, Reason::Reconciled);
     conditions.push(Condition {
@@ -206,7 +206,7 @@ fn conditions_this_process_never_writes_are_not_counted() {
         reason: "ForgedReason-d41d8cd9".into(),
         ..conditions[0].clone()
     });
-    metrics.set_conditions("Widget", "ns", "a", &conditions);
+    metrics.set_conditions::<Reason>("Widget", "ns", "a", &conditions, &[]);
     let text = metrics.encode();
     assert!(!text.contains("d41d8cd9"), "{text}");
     assert!(text.contains(r#"condition="Ready""#), "{text}");

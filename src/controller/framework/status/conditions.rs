@@ -3,7 +3,7 @@
 
 use strum::VariantNames;
 
-use super::vocabulary::{ConditionType, StatusName, note_written};
+use super::vocabulary::{ConditionType, StatusName};
 use crate::crd::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps.
@@ -55,8 +55,6 @@ impl NewCondition {
         reason: impl StatusName,
         message: impl Into<String>,
     ) -> Self {
-        note_written(type_.as_str());
-        note_written(reason.as_str());
         Self {
             type_: type_.as_str(),
             status: if status {

@@ -14,7 +14,7 @@
 //! Failed when Stalled, InProgress otherwise.
 
 use super::conditions::{NewCondition, find, merge};
-use super::vocabulary::{ConditionType, Reason, StatusName, note_written};
+use super::vocabulary::{ConditionType, Reason, StatusName};
 use crate::crd::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`, whose
@@ -52,7 +52,6 @@ pub(crate) fn settle(
         .map_or_else(|| now.to_string(), |c| c.last_transition_time.clone());
     settled.retain(|c| c.type_ != ConditionType::Reconciling.as_str() && c.type_ != ConditionType::Stalled.as_str());
     if let Some(type_) = derived {
-        note_written(type_.as_str());
         settled.push(Condition {
             type_: type_.as_str().to_string(),
             status: ConditionStatus::True,

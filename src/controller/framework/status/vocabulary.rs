@@ -3,6 +3,7 @@
 //! ([`ConditionType`], [`Reason`]); each kind has its own enums beside them.
 
 use crate::api::ApiError;
+use crate::crd::Condition;
 
 /// A name written in status, a condition type or a reason: a variant of one of the
 /// vocabulary enums, each of which derives its `&'static str` (the variant's name).
@@ -14,28 +15,8 @@ pub(crate) trait StatusName: Copy + Into<&'static str> {
 
 impl<T: Copy + Into<&'static str>> StatusName for T {}
 
-/// The words this process has written into conditions. Only these become metric label
-/// values: whatever else a status holds (anyone granted the status subresource may
-/// write any text there) is not counted.
-static WRITTEN: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
-    std::sync::Mutex::new(std::collections::BTreeSet::new());
-
-fn written() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<&'static str>> {
-    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Records a word this process writes into a condition.
-pub(crate) fn note_written(word: &'static str) {
-    written().insert(word);
-}
-
-/// Whether this process has written `word` into a condition.
-pub(crate) fn is_written(word: &str) -> bool {
-    written().contains(word)
-}
-
 /// The condition types of every kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]
 pub(crate) enum ConditionType {
     /// The object's goal is reached for its current generation.
     Ready,
@@ -135,10 +116,27 @@ impl KindReason for Reason {
     }
 }
 
+// A condition as written is read back here only: into the words of the vocabulary.
+
 /// Whether a reason, as a condition carries it, waits for a person: a common reason,
-/// or one of the kind's reasons `R`. The one place a written reason is read back.
+/// or one of the kind's reasons `R`.
 pub(crate) fn is_terminal_name<R: KindReason>(name: &str) -> bool {
     name.parse().is_ok_and(Reason::is_terminal) || name.parse().is_ok_and(R::is_terminal)
+}
+
+/// A condition's type and reason as the vocabulary names them: a type of
+/// [`ConditionType`] or of the kind's `own_types`, a reason of [`Reason`] or of the
+/// kind's `R`. `None` for any other text: anyone granted the status subresource may
+/// write a condition, and only these words become metric labels.
+pub(crate) fn vocabulary_words<R: KindReason>(
+    condition: &Condition,
+    own_types: &[&'static str],
+) -> Option<(&'static str, &'static str)> {
+    let type_ = (condition.type_.parse::<ConditionType>().ok().map(<&'static str>::from))
+        .or_else(|| own_types.iter().copied().find(|own| *own == condition.type_))?;
+    let reason = (condition.reason.parse::<Reason>().ok().map(<&'static str>::from))
+        .or_else(|| condition.reason.parse::<R>().ok().map(Into::into))?;
+    Some((type_, reason))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::EdgeClient;
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Cx, Event, Outcome, Reconciled, Requeue};
+use crate::controller::framework::kind::{Context, Event, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::vocabulary::{Reason, StatusName};
 use crate::crd::ANNOTATION_PROMOTE;
 use crate::crd::access_list_claim::RecordedValues;
@@ -66,7 +66,7 @@ pub struct State {
 impl AccessListConfig {
     async fn observe_list(
         &self,
-        cx: &Cx<'_, Self>,
+        cx: &Context<'_, Self>,
         client: &EdgeClient,
         freshness: ListsFreshness,
     ) -> Result<Observed, Failure> {
@@ -85,7 +85,7 @@ impl AccessListConfig {
 
     /// The list its spec names, read with its own credentials: recent enough to apply a
     /// spec, since the zone's resync instant once converged, read anew for a rollout.
-    async fn read_own_list(&self, cx: &Cx<'_, Self>) -> Result<Observed, Failure> {
+    async fn read_own_list(&self, cx: &Context<'_, Self>) -> Result<Observed, Failure> {
         let client = cx.client().await?;
         let zone = self.spec.shield_zone_id;
         let converged = self
@@ -112,12 +112,12 @@ impl AccessListConfig {
     /// The list its spec names, and, when it manages, its claim on it: the record that
     /// says no other object writes it. Refused credentials claim nothing, and give up a
     /// claim their key never confirmed.
-    async fn observe(&self, cx: &Cx<'_, Self>) -> Result<(Observed, Option<Claim>), Failure> {
+    async fn observe(&self, cx: &Context<'_, Self>) -> Result<(Observed, Option<Claim>), Failure> {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
                 if cannot_see_its_list(&error)
-                    && let Err(release) = cx.state.claims.release_unconfirmed(&cx.ctx.kube, self).await
+                    && let Err(release) = cx.state.claims.release_unconfirmed(&cx.shared.kube, self).await
                 {
                     tracing::warn!(name = %self.name_any(), %release, "a claim carried over is not released yet");
                 }
@@ -132,8 +132,8 @@ impl AccessListConfig {
             .state
             .claims
             .claim(
-                &cx.ctx.kube,
-                cx.ctx.access_keys.platform_url(),
+                &cx.shared.kube,
+                cx.shared.access_keys.platform_url(),
                 self,
                 configuration,
                 &cx.now.rfc3339(),
@@ -152,7 +152,11 @@ impl AccessListConfig {
     /// The step of spec.rollout at this reconcile, at the platform's time, with the
     /// security events it reads (with the object's own credentials); `None` without a
     /// rollout.
-    async fn rollout_step(&self, cx: &Cx<'_, Self>, observed: &Observed) -> Result<Option<rollout::Step>, Failure> {
+    async fn rollout_step(
+        &self,
+        cx: &Context<'_, Self>,
+        observed: &Observed,
+    ) -> Result<Option<rollout::Step>, Failure> {
         let Some(spec) = &self.spec.rollout else {
             return Ok(None);
         };
@@ -183,7 +187,7 @@ impl AccessListConfig {
     /// PATCHes the list; answers it as written.
     async fn write(
         &self,
-        cx: &Cx<'_, Self>,
+        cx: &Context<'_, Self>,
         patch: &AccessListConfigurationPatch,
         list: &AccessListItem,
     ) -> Result<AccessListItem, Failure> {
@@ -224,7 +228,7 @@ fn cannot_see_its_list(error: &Failure) -> bool {
     }
 }
 
-impl Reconciled for AccessListConfig {
+impl Reconcilable for AccessListConfig {
     const KIND: &'static str = "AccessListConfig";
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
@@ -241,7 +245,7 @@ impl Reconciled for AccessListConfig {
     /// Secret a restore needs, keeps the finalizer and records the restore point in the
     /// claim; then PATCHes and reports the list as written (status mirrors the claim's
     /// restore point), with a drift Event, until the zone's next resync.
-    async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<AccessListConfigStatus>, Failure> {
+    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<AccessListConfigStatus>, Failure> {
         let (observed, claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
         let step = self.rollout_step(cx, &observed).await?;
@@ -273,7 +277,7 @@ impl Reconciled for AccessListConfig {
             };
             cx.state
                 .claims
-                .record_restore_point(&cx.ctx.kube, claim, values)
+                .record_restore_point(&cx.shared.kube, claim, values)
                 .await?;
         } else {
             // Status mirrors the claim: an object that does not restore shows none.
@@ -291,7 +295,7 @@ impl Reconciled for AccessListConfig {
         let status = match step {
             Some(step) => {
                 if let Some((reason, matches)) = step.decided_on {
-                    cx.ctx.metrics.decided_on(Self::KIND, reason.as_str(), matches);
+                    cx.shared.metrics.decided_on(Self::KIND, reason.as_str(), matches);
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
@@ -312,9 +316,9 @@ impl Reconciled for AccessListConfig {
     /// `deletionPolicy` switched to Orphan restores nothing). Its claims are released
     /// once done; see [`after_restore`] for when the object is released without a
     /// restore, each such release also logged at error level, the durable record.
-    async fn cleanup(&self, cx: &Cx<'_, Self>, paused: bool) -> Result<Vec<Event>, Failure> {
-        let platform = cx.ctx.access_keys.platform_url();
-        let records = cx.state.claims.records_of(&cx.ctx.kube, platform, self).await?;
+    async fn cleanup(&self, cx: &Context<'_, Self>, paused: bool) -> Result<Vec<Event>, Failure> {
+        let platform = cx.shared.access_keys.platform_url();
+        let records = cx.state.claims.records_of(&cx.shared.kube, platform, self).await?;
         let mut events = Vec::new();
         if paused {
             events.push(Event::warning(
@@ -339,7 +343,7 @@ impl Reconciled for AccessListConfig {
                     AfterRestore::Retry(error) => return Err(error),
                 }
             }
-            cx.state.claims.release(&cx.ctx.kube, record).await?;
+            cx.state.claims.release(&cx.shared.kube, record).await?;
         }
         let unrestored = AccessListReason::RestoreFailed.as_str();
         for event in events.iter().filter(|event| event.reason == unrestored) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::vocabulary::{AccessListError, AccessListReason, Failure};
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Cx, Event};
+use crate::controller::framework::kind::{Context, Event};
 use crate::controller::framework::status::vocabulary::Reason;
 use crate::crd::access_list_claim::RecordedValues;
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy};
@@ -92,7 +92,7 @@ pub(super) fn after_restore(
 
 /// Writes back `values` to `configuration` of `zone`, with the object's own credentials.
 pub(super) async fn restore(
-    cx: &Cx<'_, AccessListConfig>,
+    cx: &Context<'_, AccessListConfig>,
     (zone, configuration): (i64, i64),
     values: RecordedValues,
 ) -> Result<(), Failure> {

@@ -22,7 +22,7 @@ use super::restore::wants_finalizer;
 use super::secret_needs::SecretKey;
 use super::vocabulary::Failure;
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::Cx;
+use crate::controller::framework::kind::Context;
 use crate::controller::framework::object::is_paused;
 use crate::crd::access_list_config::AccessListConfig;
 
@@ -94,14 +94,14 @@ pub(crate) async fn change_protection(
 /// restore. Removal is the Secret's own reconcile's to decide.
 pub(super) async fn protect_own_secret(
     object: &AccessListConfig,
-    cx: &Cx<'_, AccessListConfig>,
+    cx: &Context<'_, AccessListConfig>,
 ) -> Result<(), Failure> {
     let Some(secret) = protected_secret(object).filter(|_| cx.settings.protect_secrets) else {
         return Ok(());
     };
     let finalizer = &cx.settings.secret_finalizer;
     let protected = cx
-        .ctx
+        .shared
         .access_keys
         .secrets
         .get(&cx.namespace, secret)
@@ -110,7 +110,7 @@ pub(super) async fn protect_own_secret(
         return Ok(());
     }
     change_protection(
-        &cx.ctx.kube,
+        &cx.shared.kube,
         &(cx.namespace.clone(), secret.to_string()),
         ProtectionChange::Add,
         finalizer,

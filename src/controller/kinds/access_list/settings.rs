@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::controller::framework::context::duration_of_at_least;
 use crate::controller::framework::object::poll_interval;
+use crate::controller::framework::shared::duration_of_at_least;
 use crate::crd::AccessListConfig;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]

@@ -33,7 +33,7 @@ use crate::api::models::shield::{
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::kind::{Cx, Failure, Now, Outcome, Reconciled, Requeue};
+use crate::controller::framework::kind::{Context, Failure, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
@@ -178,7 +178,7 @@ pub struct State {
 
 impl ContainerAppWatch {
     /// One poll's reads, each failing on its own.
-    async fn read(&self, cx: &Cx<'_, Self>, client: &EdgeClient) -> Reads {
+    async fn read(&self, cx: &Context<'_, Self>, client: &EdgeClient) -> Reads {
         let spec = &self.spec;
         let app = client.get_app(&spec.app_id).await;
         let zone = spec.shield_zone_id;
@@ -224,7 +224,7 @@ impl ContainerAppWatch {
 }
 
 /// A watch never writes to the platform.
-impl Reconciled for ContainerAppWatch {
+impl Reconcilable for ContainerAppWatch {
     const KIND: &'static str = "ContainerAppWatch";
     const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
@@ -241,7 +241,7 @@ impl Reconciled for ContainerAppWatch {
 
     /// Polls when due: reads, records when the next poll is due, summarises the reads
     /// (pure) into status and Events on transitions, and comes back at the next poll.
-    async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<ContainerAppWatchStatus>, Failure<Self>> {
+    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<ContainerAppWatchStatus>, Failure<Self>> {
         let key = object_key(self);
         let last = cx.state.polls.last(&key);
         let late = match poll_decision(self, last, &cx.now) {
@@ -255,7 +255,7 @@ impl Reconciled for ContainerAppWatch {
             PollDecision::Poll { late } => late,
         };
         let client = cx.client().await?;
-        cx.ctx.metrics.polled(Self::KIND, late);
+        cx.shared.metrics.polled(Self::KIND, late);
         let reads = self.read(cx, &client).await;
         let generation = self.metadata.generation;
         let failed_before = last

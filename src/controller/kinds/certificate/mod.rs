@@ -14,7 +14,7 @@ use kube::ResourceExt;
 
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::kind::{Cx, Event, Failure, Now, Outcome, Reconciled, Requeue};
+use crate::controller::framework::kind::{Context, Event, Failure, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
@@ -212,7 +212,7 @@ fn requeue_without_call(decision: &Decision, now: &Now) -> Requeue {
     }
 }
 
-impl Reconciled for PullZoneCertificate {
+impl Reconcilable for PullZoneCertificate {
     const KIND: &'static str = "PullZoneCertificate";
 
     type Error = Infallible;
@@ -222,7 +222,7 @@ impl Reconciled for PullZoneCertificate {
 
     /// Decides whether to call now (the platform has no read of a certificate's
     /// state); calls; turns the answer into status, Events and the next attempt.
-    async fn reconcile(&self, cx: &mut Cx<'_, Self>) -> Result<Outcome<PullZoneCertificateStatus>, Failure<Self>> {
+    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<PullZoneCertificateStatus>, Failure<Self>> {
         let requested = self
             .annotations()
             .get(ANNOTATION_RECONCILE_REQUESTED_AT)

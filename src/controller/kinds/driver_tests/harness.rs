@@ -10,11 +10,11 @@ use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
 use crate::api::{ClientConfig, Credentials, EdgeClient, Hooks, Operation, RequestObserver, SecretValue};
-use crate::controller::framework::backoff::Failures;
-use crate::controller::framework::context::Context;
+use crate::controller::framework::backoff::FailureCounts;
 use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
-use crate::controller::framework::kind::{KindContext, Reconciled};
+use crate::controller::framework::kind::{Reconcilable, Reconciler};
 use crate::controller::framework::metrics::Metrics;
+use crate::controller::framework::shared::Shared;
 use crate::sim::{RunningSim, SimDocument};
 
 const ACCESS_KEY: &str = "driver-test-key";
@@ -150,26 +150,27 @@ pub(super) struct Harness {
     pub(super) log: CallLog,
     pub(super) bodies: Bodies,
     pub(super) claims: Claims,
-    shared: Arc<Context>,
-    kinds: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
+    shared: Arc<Shared>,
+    reconcilers: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
     pub(super) sim: RunningSim,
     _default_key: tempfile::NamedTempFile,
 }
 
 impl Harness {
-    /// The context of kind `K`, one for the harness's life. Its watch has listed (the
+    /// The reconciler of kind `K`, one for the harness's life. Its watch has listed (the
     /// mock apiserver's list holds just the object under test, which claims nothing
     /// another holds).
-    pub(super) fn ctx<K: Reconciled>(&self) -> Arc<KindContext<K>> {
-        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
-        let kind = kinds.entry(K::KIND).or_insert_with(|| {
-            let kind = KindContext::<K>::new(self.shared.clone(), defaults());
-            K::on_watch(&kind.state, &kube::runtime::watcher::Event::InitDone);
-            Arc::new(kind)
+    pub(super) fn reconciler<K: Reconcilable>(&self) -> Arc<Reconciler<K>> {
+        let mut reconcilers = self.reconcilers.lock().unwrap_or_else(|e| e.into_inner());
+        let reconciler = reconcilers.entry(K::KIND).or_insert_with(|| {
+            let reconciler = Reconciler::<K>::new(self.shared.clone(), defaults());
+            K::on_watch(&reconciler.state, &kube::runtime::watcher::Event::InitDone);
+            Arc::new(reconciler)
         });
-        kind.clone()
-            .downcast::<KindContext<K>>()
-            .unwrap_or_else(|_| panic!("one context per kind"))
+        reconciler
+            .clone()
+            .downcast::<Reconciler<K>>()
+            .unwrap_or_else(|_| panic!("one reconciler per kind"))
     }
 }
 
@@ -203,7 +204,7 @@ pub(super) async fn harness(held: Option<&Value>, document: SimDocument) -> Harn
     .unwrap_or_else(|e| panic!("{e}"));
     let default_key = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("key file: {e}"));
     std::fs::write(default_key.path(), ACCESS_KEY).unwrap_or_else(|e| panic!("key file: {e}"));
-    let ctx = Context {
+    let shared = Shared {
         kube: kube.clone(),
         access_keys: AccessKeys::new(
             kube.clone(),
@@ -213,7 +214,7 @@ pub(super) async fn harness(held: Option<&Value>, document: SimDocument) -> Harn
         )
         .with_default_key_namespaces(NamespaceSet::All)
         .with_secret_namespaces(NamespaceSet::All),
-        failures: Failures::default(),
+        failures: FailureCounts::default(),
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
         leader: Arc::new(crate::controller::framework::leader::LeaderGate::sole()),
@@ -222,8 +223,8 @@ pub(super) async fn harness(held: Option<&Value>, document: SimDocument) -> Harn
         log,
         bodies,
         claims,
-        shared: Arc::new(ctx),
-        kinds: Mutex::default(),
+        shared: Arc::new(shared),
+        reconcilers: Mutex::default(),
         sim,
         _default_key: default_key,
     }
