@@ -5,9 +5,10 @@
 # kind recipe on kind, with a Docker engine it starts and stops, as root).
 #
 # The Go builds (the tools the tests run, the kind node's binaries) and cargo-cyclonedx
-# run in the background from the start, at the lowest CPU priority: they take the cores
-# the Rust builds leave idle and the time the suites wait. A step that needs one waits
-# for it; its log is printed then (or its end, when it failed).
+# run in the background from the start, at a low CPU priority (nice 10 for the tools the
+# tests need first, 19 for the rest): they take the cores the Rust builds leave idle and
+# the time the suites wait. A step that needs one waits for it; its log is printed then
+# (or its end, when it failed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=hack/k8s/versions.sh

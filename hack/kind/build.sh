@@ -26,7 +26,7 @@
 # Prints the node image name.
 #
 #   hack/kind/build.sh              the node image
-#   hack/kind/build.sh --binaries   step 1 only, without root or Docker (`make test` runs
+#   hack/kind/build.sh --binaries   step 1 only, with no Docker engine (`make test` runs
 #                                   it in the background while other steps run)
 set -euo pipefail
 case "${1:-}" in
