@@ -9,10 +9,13 @@ set -euo pipefail
 exec 9>"${TMPDIR:-/tmp}/edge-operator-apt.lock"
 flock -w 900 9 || { echo "[packages] another install held the lock for 15 minutes" >&2; exit 1; }
 
+# Runs an apt command; when it fails, refreshes the package lists once and runs it again.
+with_fresh_lists() { "$@" 2>/dev/null || { apt-get update -qq >/dev/null && "$@"; }; }
+
 if [ "${1:-}" = --download ]; then
   dir="$2"; shift 2
-  download() { (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$@"); }
-  download "$@" 2>/dev/null || { apt-get update -qq >/dev/null && download "$@"; }
+  cd "$dir"
+  with_fresh_lists apt-get download -qq -o APT::Sandbox::User=root "$@"
   exit 0
 fi
 
@@ -22,5 +25,4 @@ for package in "$@"; do
 done
 [ "${#missing[@]}" = 0 ] && exit 0
 printf '[packages] installing %s (Debian)\n' "${missing[*]}" >&2
-install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
-install 2>/dev/null || { apt-get update -qq >/dev/null && install; }
+DEBIAN_FRONTEND=noninteractive with_fresh_lists apt-get install -y -qq "${missing[@]}" >/dev/null
