@@ -262,7 +262,7 @@ impl EdgeClient {
             let delay = policy.backoff(retry).max(asked);
             tracing::debug!(
                 operation = operation.as_str(),
-                reason = error.reason(),
+                reason = %error.reason(),
                 ?delay,
                 "retrying"
             );

@@ -1,6 +1,6 @@
 //! One error type for every failure of a platform call. Each variant says whether it
-//! is worth retrying; [`ApiError::reason`] is the stable CamelCase name the operator
-//! uses as condition reason and metric label.
+//! is worth retrying; [`ApiError::reason`] names its kind ([`ApiFailure`]), which the
+//! operator writes as condition reason and metric label.
 
 use std::time::Duration;
 
@@ -216,24 +216,49 @@ impl ApiError {
         }
     }
 
-    /// Stable CamelCase name: a Kubernetes condition reason and a metric label.
-    pub fn reason(&self) -> &'static str {
+    /// What kind of failure this is: the one map from an error to its reason.
+    pub fn reason(&self) -> ApiFailure {
         match self {
-            ApiError::Unauthorized(_) => "Unauthorized",
-            ApiError::Forbidden(_) => "Forbidden",
-            ApiError::NotFound(_) => "NotFound",
-            ApiError::Validation { .. } => "Rejected",
-            ApiError::RateLimited { .. } => "RateLimited",
-            ApiError::Server { .. } => "ServerError",
-            ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => "UnexpectedStatus",
-            ApiError::Timeout => "Timeout",
-            ApiError::Transport(_) => "TransportError",
-            ApiError::Tls { .. } => "TlsError",
-            ApiError::Decode(_) => "DecodeError",
-            ApiError::InvalidInput(_) => "InvalidInput",
-            ApiError::WriteWithheld => "WriteWithheld",
+            ApiError::Unauthorized(_) => ApiFailure::Unauthorized,
+            ApiError::Forbidden(_) => ApiFailure::Forbidden,
+            ApiError::NotFound(_) => ApiFailure::NotFound,
+            ApiError::Validation { .. } => ApiFailure::Rejected,
+            ApiError::RateLimited { .. } => ApiFailure::RateLimited,
+            ApiError::Server { .. } => ApiFailure::ServerError,
+            ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => ApiFailure::UnexpectedStatus,
+            ApiError::Timeout => ApiFailure::Timeout,
+            ApiError::Transport(_) => ApiFailure::TransportError,
+            ApiError::Tls { .. } => ApiFailure::TlsError,
+            ApiError::Decode(_) => ApiFailure::DecodeError,
+            ApiError::InvalidInput(_) => ApiFailure::InvalidInput,
+            ApiError::WriteWithheld => ApiFailure::WriteWithheld,
         }
     }
+}
+
+/// The kinds of failure of a platform call, each named by a stable CamelCase word: a
+/// Kubernetes condition reason, an Event reason and a metric label.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::Display, strum::AsRefStr,
+)]
+pub enum ApiFailure {
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    /// The platform refused the request's content (400, 415, 422).
+    Rejected,
+    RateLimited,
+    ServerError,
+    /// An answer the client does not expect (a redirect, an unlisted status).
+    UnexpectedStatus,
+    Timeout,
+    TransportError,
+    /// The platform's TLS identity is not trusted, or not valid for its host.
+    TlsError,
+    DecodeError,
+    InvalidInput,
+    /// The client held a write back: this process may no longer act.
+    WriteWithheld,
 }
 
 #[cfg(test)]
@@ -297,12 +322,12 @@ mod tests {
     #[test]
     fn statuses_classify_with_retryability() {
         let classify = |status| ApiError::from_response(status, Some(Duration::from_secs(3)), b"{}");
-        assert_eq!(classify(401).reason(), "Unauthorized");
-        assert_eq!(classify(403).reason(), "Forbidden");
-        assert_eq!(classify(404).reason(), "NotFound");
-        assert_eq!(classify(400).reason(), "Rejected");
-        assert_eq!(classify(415).reason(), "Rejected");
-        assert_eq!(classify(503).reason(), "ServerError");
+        assert_eq!(classify(401).reason(), ApiFailure::Unauthorized);
+        assert_eq!(classify(403).reason(), ApiFailure::Forbidden);
+        assert_eq!(classify(404).reason(), ApiFailure::NotFound);
+        assert_eq!(classify(400).reason(), ApiFailure::Rejected);
+        assert_eq!(classify(415).reason(), ApiFailure::Rejected);
+        assert_eq!(classify(503).reason(), ApiFailure::ServerError);
         assert!(classify(429).is_retryable() && classify(500).is_retryable());
         assert!(!classify(400).is_retryable() && !classify(401).is_retryable() && !classify(404).is_retryable());
         assert_eq!(classify(429).retry_after(), Some(Duration::from_secs(3)));

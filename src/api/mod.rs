@@ -19,7 +19,7 @@ pub(crate) mod transport;
 
 pub use client::{EdgeClient, Hooks, RequestObserver, WriteGate, status_class};
 pub use config::{AnswerCheck, ClientConfig, Credentials, PlainHttp, RetryPolicy, SecretFile, SecretValue, USER_AGENT};
-pub use error::{ApiError, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
+pub use error::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, PlatformMessage, bounded_text};
 pub use logging::LogQuery;
 pub use operation::Operation;
 pub use transport::{HttpsProxy, Transport, TransportFlags, TrustedRoots};

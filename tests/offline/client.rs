@@ -11,8 +11,8 @@ use edge_operator::api::models::shield::{
     AccessListConfigurationPatch, Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp,
 };
 use edge_operator::api::{
-    ApiError, ClientConfig, Credentials, EdgeClient, Hooks, LogQuery, Operation, RequestObserver, RetryPolicy,
-    SecretValue, WriteGate,
+    ApiError, ApiFailure, ClientConfig, Credentials, EdgeClient, Hooks, LogQuery, Operation, RequestObserver,
+    RetryPolicy, SecretValue, WriteGate,
 };
 use futures::TryStreamExt;
 use serde_json::{Value, json};
@@ -239,7 +239,7 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
         client
             .rate_limits_page(1001, 0, 10)
             .await
-            .is_err_and(|e| e.reason() == "InvalidInput")
+            .is_err_and(|e| e.reason() == ApiFailure::InvalidInput)
     );
 
     let error = client
@@ -271,7 +271,7 @@ async fn every_error_body_shape_is_classified_with_the_platforms_words() {
     config.credentials = Some(Credentials::AccessKey(SecretValue::new("wrong-key")));
     let wrong = EdgeClient::new(config).expect("config");
     let error = wrong.get_app("app-shop").await.expect_err("unauthorized");
-    assert_eq!(error.reason(), "Unauthorized");
+    assert_eq!(error.reason(), ApiFailure::Unauthorized);
     assert!(!error.is_retryable());
 }
 
@@ -404,7 +404,7 @@ async fn retryable_failures_back_off_and_honour_retry_after() {
     )
     .await;
     let error = client.get_app("app-shop").await.expect_err("retries are bounded");
-    assert_eq!(error.reason(), "ServerError");
+    assert_eq!(error.reason(), ApiFailure::ServerError);
     admin(&base, "DELETE", "/_sim/faults", json!(null)).await;
 
     admin(
@@ -436,7 +436,7 @@ async fn retryable_failures_back_off_and_honour_retry_after() {
 
     admin(&base, "DELETE", "/_sim/requests", json!(null)).await;
     let error = client.get_app("nope").await.expect_err("404");
-    assert_eq!(error.reason(), "NotFound");
+    assert_eq!(error.reason(), ApiFailure::NotFound);
     assert_eq!(journal(&base).await.len(), 1, "non-retryable errors are not retried");
 }
 
@@ -499,7 +499,7 @@ async fn the_access_key_never_appears_in_debug_output_or_errors() {
         assert!(text.contains("redacted"), "{text}");
     }
     let error = client.get_app("app").await.expect_err("nothing listens on port 9");
-    assert_eq!(error.reason(), "TransportError");
+    assert_eq!(error.reason(), ApiFailure::TransportError);
     for text in [error.to_string(), format!("{error:?}")] {
         assert!(!text.contains(secret), "{text}");
     }

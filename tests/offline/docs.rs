@@ -264,7 +264,8 @@ fn words_of(file: &str, marker: &str) -> Vec<String> {
         .collect()
 }
 
-/// The unit variants of `enum name` in `file`: the words a vocabulary enum writes.
+/// The words the unit variants of `enum name` in `file` write: each variant's name, or
+/// the word its `#[strum(serialize = "…")]` gives.
 fn variants_of(file: &str, name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(repo_root().join(file)).expect("source");
     let body = text
@@ -272,17 +273,25 @@ fn variants_of(file: &str, name: &str) -> Vec<String> {
         .and_then(|(_, rest)| rest.split_once("\n}"))
         .map(|(body, _)| body)
         .unwrap_or_else(|| panic!("no enum {name} in {file}"));
-    body.lines()
-        .map(str::trim)
-        .filter_map(|line| line.strip_suffix(','))
-        .filter(|variant| variant.chars().all(char::is_alphanumeric))
-        .map(str::to_string)
-        .collect()
+    let mut serialized = None;
+    let mut words = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if let Some(word) = line.strip_prefix("#[strum(serialize = \"") {
+            serialized = word.split_once('"').map(|(word, _)| word.to_string());
+        } else if let Some(variant) = line.strip_suffix(',')
+            && variant.chars().all(char::is_alphanumeric)
+        {
+            words.push(serialized.take().unwrap_or_else(|| variant.to_string()));
+        }
+    }
+    words
 }
 
 #[test]
 fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
     let mut reasons = variants_of("src/controller/framework/status/vocabulary.rs", "Reason");
+    // A withheld write is reported as NotLeader; it is never written itself.
+    reasons.extend(variants_of("src/api/error.rs", "ApiFailure").into_iter().filter(|r| r != "WriteWithheld"));
     for (kind, name) in [
         ("access_list", "AccessListReason"),
         ("app_watch", "AppReason"),

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
 use crate::cli::CommandError;
+use crate::controller::kinds::access_list::vocabulary::AccessListReason;
 use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
 use crate::crd::access_list_config::{
     AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
@@ -190,7 +191,7 @@ pub(crate) fn access_list_verdict(spec: &AccessListConfigSpec, lists: &AccessLis
         Ok(found) => found,
         Err(error) => {
             return Verdict::Error {
-                detail: format!("{}: {error}", error.reason()),
+                detail: format!("{}: {error}", error.reason::<AccessListReason>()),
             };
         }
     };

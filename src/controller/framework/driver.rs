@@ -16,17 +16,16 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType};
 
-use super::error::KindError;
 use super::error::ReconcileError;
-use super::kind::{Context, Event, Failure, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened};
+use super::kind::{Context, Failure, Notice, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened};
 use super::object::{is_paused, object_key};
 use super::shared::Shared;
 use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
 use super::status::kstatus;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{ConditionType, Reason, StatusName, is_terminal_name};
+use super::status::vocabulary::{AnyReason, ConditionType, KindReason, Reason};
 use super::status::{StatusWrite, write_status};
-use crate::api::bounded_text;
+use crate::api::{ApiError, bounded_text};
 use crate::crd::{Condition, ConditionStatus, StatusConditions};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
@@ -54,7 +53,7 @@ pub(crate) async fn reconcile<K: Reconcilable>(
     shared.metrics.reconciled(
         K::KIND,
         started.elapsed(),
-        result.as_ref().err().map(ReconcileError::reason),
+        result.as_ref().err().map(ReconcileError::reason::<K::Reason>),
     );
     result
 }
@@ -67,7 +66,8 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
     }
     let generation = object.meta().generation;
     if is_paused(object) {
-        let paused = |type_| NewCondition::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
+        let paused =
+            |type_| NewCondition::<K::Reason>::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
         let mut decided = vec![paused(ConditionType::Synced)];
         if !is_ready(&cx.previous, generation) {
             decided.push(paused(ConditionType::Ready));
@@ -80,7 +80,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
     }
     match object.reconcile(&mut cx).await {
         Ok(outcome) => {
-            let status = clear_stale_synced(outcome.status, generation, &cx.now);
+            let status = clear_stale_synced::<_, K::Reason>(outcome.status, generation, &cx.now);
             if report(object, &cx, &status, &outcome.events).await? == StatusWrite::Stale {
                 return Ok(Action::requeue(MIN_REQUEUE));
             }
@@ -107,21 +107,12 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
 /// The status after a failed reconcile: Synced=False with the error's reason, and
 /// Ready=False too unless the error is transient and the current generation was
 /// already Ready (a failed re-read of an applied object).
-fn failed<S: StatusConditions + Clone, E: KindError>(
-    previous: &S,
-    generation: Option<i64>,
-    error: &ReconcileError<E>,
-    now: &Now,
-) -> S {
+fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error: &Failure<K>, now: &Now) -> K::Status {
     let message = failure_message(error, now);
-    let mut decided = vec![NewCondition::new(
-        ConditionType::Synced,
-        false,
-        error.reason(),
-        message.clone(),
-    )];
-    if !error.is_transient() || !is_ready(previous, generation) {
-        decided.push(NewCondition::new(ConditionType::Ready, false, error.reason(), message));
+    let reason = error.reason::<K::Reason>();
+    let mut decided = vec![NewCondition::new(ConditionType::Synced, false, reason, message.clone())];
+    if reason.is_terminal() || !is_ready(previous, generation) {
+        decided.push(NewCondition::new(ConditionType::Ready, false, reason, message));
     }
     with_conditions(previous, &decided, generation, now)
 }
@@ -133,11 +124,13 @@ async fn report_failure<K: Reconcilable>(
     cx: &Context<'_, K>,
     error: &Failure<K>,
 ) -> Result<(), Failure<K>> {
-    if error.common_reason() == Some(Reason::Unauthorized) {
+    if matches!(error, ReconcileError::Platform(ApiError::Unauthorized(_))) {
         cx.shared.access_keys.rejected(&cx.namespace, object.secret_ref());
     }
-    let status = failed(&cx.previous, object.meta().generation, error, &cx.now);
-    let events: Vec<Event> = failure_event(cx.previous.conditions(), error).into_iter().collect();
+    let status = failed::<K>(&cx.previous, object.meta().generation, error, &cx.now);
+    let events: Vec<Notice<K::Reason>> = failure_event::<K>(cx.previous.conditions(), error)
+        .into_iter()
+        .collect();
     report(object, cx, &status, &events).await.map(drop)
 }
 
@@ -147,7 +140,7 @@ async fn report<K: Reconcilable>(
     object: &K,
     cx: &Context<'_, K>,
     status: &K::Status,
-    events: &[Event],
+    events: &[Notice<K::Reason>],
 ) -> Result<StatusWrite, Failure<K>> {
     let status = with_kstatus_conditions::<K>(status, object.meta().generation, &cx.now);
     let written = write_status(&cx.api, object, cx.resource_version(), object.status(), &status).await?;
@@ -173,20 +166,19 @@ async fn report<K: Reconcilable>(
 /// `status` as the driver writes it: under the status contract of [`kstatus`].
 fn with_kstatus_conditions<K: Reconcilable>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let mut next = status.clone();
-    next.set_conditions(kstatus::settle(
+    next.set_conditions(kstatus::settle::<K::Reason>(
         status.conditions(),
         generation,
         &now.rfc3339(),
-        is_terminal_name::<K::Reason>,
     ));
     next.set_observed_generation(generation);
     next
 }
 
 /// `status` with `decided` merged into its conditions.
-fn with_conditions<S: StatusConditions + Clone>(
+fn with_conditions<S: StatusConditions + Clone, R: KindReason>(
     status: &S,
-    decided: &[NewCondition],
+    decided: &[NewCondition<R>],
     generation: Option<i64>,
     now: &Now,
 ) -> S {
@@ -197,21 +189,21 @@ fn with_conditions<S: StatusConditions + Clone>(
 
 /// A successful reconcile leaves no Synced=False behind: one left from a pause turns
 /// into `Resumed`, one left from a failure into `Reconciled`.
-fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generation: Option<i64>, now: &Now) -> S {
+fn clear_stale_synced<S: StatusConditions + Clone, R: KindReason>(status: S, generation: Option<i64>, now: &Now) -> S {
     let Some(synced) = find(status.conditions(), ConditionType::Synced) else {
         return status;
     };
     if synced.status == ConditionStatus::True {
         return status;
     }
-    let reason = if synced.reason == Reason::Paused.as_str() {
+    let reason = if AnyReason::<R>::parse(&synced.reason) == Some(Reason::Paused.into()) {
         Reason::Resumed
     } else {
         Reason::Reconciled
     };
     with_conditions(
         &status,
-        &[NewCondition::new(ConditionType::Synced, true, reason, "")],
+        &[NewCondition::<R>::new(ConditionType::Synced, true, reason, "")],
         generation,
         now,
     )
@@ -219,7 +211,7 @@ fn clear_stale_synced<S: StatusConditions + Clone>(status: S, generation: Option
 
 /// An error as a condition message, bounded; a rate limit says when the next attempt
 /// is due.
-fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now) -> String {
+fn failure_message<E: std::error::Error>(error: &ReconcileError<E>, now: &Now) -> String {
     let message = match error.retry_after() {
         Some(wait) => {
             let at = chrono::Duration::from_std(wait)
@@ -235,36 +227,36 @@ fn failure_message<E: KindError>(error: &ReconcileError<E>, now: &Now) -> String
 
 /// The Warning Event for a failure whose reason, or cause, the object did not already
 /// show.
-pub(crate) fn failure_event<E: KindError>(previous: &[Condition], error: &ReconcileError<E>) -> Option<Event> {
+pub(crate) fn failure_event<K: Reconcilable>(previous: &[Condition], error: &Failure<K>) -> Option<Notice<K::Reason>> {
     let reason = error.reason();
     let cause = error.cause_reason();
     let shown = find(previous, ConditionType::Synced).is_some_and(|c| {
         c.status == ConditionStatus::False
-            && c.reason == reason
+            && c.reason == reason.as_str()
             && cause.is_none_or(|cause| c.message.starts_with(&format!("{cause} ")))
     });
-    (!shown).then(|| Event {
+    (!shown).then(|| Notice {
         cause,
-        ..Event::warning(reason, error.to_string())
+        ..Notice::warning(reason, error.to_string())
     })
 }
 
 /// Publishes an Event; failures are logged, never fatal.
-pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event: &Event) {
+pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event: &Notice<K::Reason>) {
     let published = KubeEvent {
         type_: if event.warning {
             EventType::Warning
         } else {
             EventType::Normal
         },
-        reason: event.reason.to_string(),
+        reason: event.reason.as_str().to_string(),
         note: Some(shortened(&event.message)),
         action: event.action(),
         secondary: None,
     };
     match shared.recorder.publish(&published, &object.object_ref(&())).await {
         Ok(()) => shared.metrics.event_published(K::KIND, event.reason, event.warning),
-        Err(error) => tracing::warn!(%error, reason = event.reason, "cannot publish Event"),
+        Err(error) => tracing::warn!(%error, reason = %event.reason, "cannot publish Event"),
     }
 }
 

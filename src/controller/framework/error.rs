@@ -1,34 +1,9 @@
 //! Reconcile failures: those any kind can have, and a kind's own (`E`). Each
-//! variant's [`ReconcileError::reason`] is the condition reason, Event reason and
+//! failure's [`ReconcileError::reason`] is the condition reason, Event reason and
 //! metric label.
 
-use super::status::vocabulary::{Reason, StatusName};
-use crate::api::ApiError;
-
-/// The failures a kind has of its own (an enum; `Infallible` for none), each naming
-/// its reason.
-pub trait KindError: std::error::Error + Send + Sync + 'static {
-    /// Its condition reason, Event reason and metric label.
-    fn reason(&self) -> &'static str;
-
-    /// Whether it waits for a person (see [`Reason::is_terminal`]).
-    fn is_terminal(&self) -> bool;
-
-    /// The reason of the failure behind this one, which its message begins with.
-    fn cause_reason(&self) -> Option<&'static str> {
-        None
-    }
-}
-
-impl KindError for std::convert::Infallible {
-    fn reason(&self) -> &'static str {
-        match *self {}
-    }
-
-    fn is_terminal(&self) -> bool {
-        match *self {}
-    }
-}
+use super::status::vocabulary::{AnyReason, KindReason, Reason};
+use crate::api::{ApiError, ApiFailure};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError<E> {
@@ -72,27 +47,6 @@ impl<E> From<ApiError> for ReconcileError<E> {
 }
 
 impl<E> ReconcileError<E> {
-    /// The reason of a failure any kind can have, or the kind's own failure.
-    fn common_or_kind(&self) -> Result<Reason, &E> {
-        Ok(match self {
-            ReconcileError::Kind(error) => return Err(error),
-            ReconcileError::Platform(error) => Reason::of(error),
-            ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError,
-            ReconcileError::Credentials { .. }
-            | ReconcileError::NoCredentials
-            | ReconcileError::DefaultKeyUnreadable(_)
-            | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable,
-            ReconcileError::Encoding(_) => Reason::EncodingError,
-            ReconcileError::TimedOut(_) => Reason::Timeout,
-            ReconcileError::NotLeader => Reason::NotLeader,
-        })
-    }
-
-    /// The reason of a failure any kind can have; `None` for a kind's own.
-    pub fn common_reason(&self) -> Option<Reason> {
-        self.common_or_kind().ok()
-    }
-
     /// When the platform asked to be left alone, for how long.
     pub fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
@@ -102,29 +56,43 @@ impl<E> ReconcileError<E> {
     }
 }
 
-impl<E: KindError> ReconcileError<E> {
-    /// The condition reason, Event reason and metric label.
-    pub fn reason(&self) -> &'static str {
-        match self.common_or_kind() {
-            Ok(reason) => reason.as_str(),
-            Err(error) => error.reason(),
+impl<E: std::error::Error + 'static> ReconcileError<E> {
+    /// The condition reason, Event reason and metric label, in the words of a kind
+    /// whose own reasons are `R`.
+    pub(crate) fn reason<R>(&self) -> AnyReason<R>
+    where
+        R: KindReason + for<'e> From<&'e E>,
+    {
+        match self {
+            ReconcileError::Kind(error) => AnyReason::Own(R::from(error)),
+            ReconcileError::Platform(error) => error.reason().into(),
+            ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError.into(),
+            ReconcileError::Credentials { .. }
+            | ReconcileError::NoCredentials
+            | ReconcileError::DefaultKeyUnreadable(_)
+            | ReconcileError::DefaultKeyNotAllowed(_) => Reason::CredentialsUnavailable.into(),
+            ReconcileError::Encoding(_) => Reason::EncodingError.into(),
+            ReconcileError::TimedOut(_) => ApiFailure::Timeout.into(),
+            ReconcileError::NotLeader => Reason::NotLeader.into(),
         }
     }
 
-    /// The reason of the failure behind this one, which its message begins with.
-    pub fn cause_reason(&self) -> Option<&'static str> {
-        match self {
-            ReconcileError::Kind(error) => error.cause_reason(),
-            _ => None,
-        }
+    /// The reason of the failure behind this one, which its message begins with: a
+    /// kind's error keeps it as its `source`, a `Box<ReconcileError<E>>`.
+    pub(crate) fn cause_reason<R>(&self) -> Option<AnyReason<R>>
+    where
+        R: KindReason + for<'e> From<&'e E>,
+    {
+        let cause = std::error::Error::source(self)?.downcast_ref::<Box<ReconcileError<E>>>()?;
+        Some(cause.reason())
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
     /// configuration must change first).
-    pub fn is_transient(&self) -> bool {
-        match self.common_or_kind() {
-            Ok(reason) => !reason.is_terminal(),
-            Err(error) => !error.is_terminal(),
-        }
+    pub(crate) fn is_transient<R>(&self) -> bool
+    where
+        R: KindReason + for<'e> From<&'e E>,
+    {
+        !self.reason::<R>().is_terminal()
     }
 }

@@ -1,6 +1,6 @@
 //! What a kind implements ([`Reconcilable`]: one reconcile of a live object, its clean-up,
 //! its state) and what a reconcile sees ([`Context`], [`Now`]); the status helpers every
-//! kind's outcome shares (Ready, failures, Events).
+//! kind's outcome shares (Ready, failures, the Events it publishes: [`Notice`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +12,11 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::error::{KindError, ReconcileError};
+use super::error::ReconcileError;
 use super::shared::Shared;
 use super::status::conditions::find;
 use super::status::time::rfc3339;
-use super::status::vocabulary::{ConditionType, KindReason, StatusName};
+use super::status::vocabulary::{AnyReason, ConditionType, KindReason};
 use crate::api::{EdgeClient, bounded_text};
 use crate::crd::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
 
@@ -48,30 +48,30 @@ impl Now {
     }
 }
 
-/// An Event to publish about the object.
+/// A Kubernetes Event the driver publishes about the object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Event {
+pub(crate) struct Notice<R> {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: AnyReason<R>,
     pub message: String,
     /// The failure behind `reason`, when there is one.
-    pub cause: Option<&'static str>,
+    pub cause: Option<AnyReason<R>>,
 }
 
-impl Event {
-    pub(crate) fn normal(reason: impl StatusName, message: impl Into<String>) -> Self {
+impl<R: KindReason> Notice<R> {
+    pub(crate) fn normal(reason: impl Into<AnyReason<R>>, message: impl Into<String>) -> Self {
         Self {
             warning: false,
-            reason: reason.as_str(),
+            reason: reason.into(),
             message: message.into(),
             cause: None,
         }
     }
 
-    pub(crate) fn warning(reason: impl StatusName, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: impl Into<AnyReason<R>>, message: impl Into<String>) -> Self {
         Self {
             warning: true,
-            reason: reason.as_str(),
+            reason: reason.into(),
             message: message.into(),
             cause: None,
         }
@@ -100,9 +100,9 @@ pub(crate) enum Requeue {
 
 /// What a reconcile reports.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Outcome<S> {
+pub(crate) struct Outcome<S, R> {
     pub status: S,
-    pub events: Vec<Event>,
+    pub events: Vec<Notice<R>>,
     pub requeue: Requeue,
 }
 
@@ -255,10 +255,9 @@ pub(crate) trait Reconcilable:
     const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
     /// Its failures beside those of every kind.
-    type Error: KindError;
-    /// Its reasons beside those of every kind
-    /// ([`Reason`](super::status::vocabulary::Reason) for none).
-    type Reason: KindReason;
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// Its reasons beside those of every kind, one for each of its failures.
+    type Reason: KindReason + for<'e> From<&'e Self::Error> + Send + Sync + 'static;
     /// Its flags of `edge-operator run`.
     type Settings: clap::Args + clap::FromArgMatches + Send + Sync + 'static;
     /// What the kind keeps between reconciles.
@@ -272,7 +271,7 @@ pub(crate) trait Reconcilable:
     fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> impl Future<Output = Result<Outcome<Self::Status>, Failure<Self>>> + Send;
+    ) -> impl Future<Output = Result<Outcome<Self::Status, Self::Reason>, Failure<Self>>> + Send;
 
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted;
     /// `paused`: deleted while paused, when the platform is left as it is. An error
@@ -282,7 +281,7 @@ pub(crate) trait Reconcilable:
         &self,
         _cx: &Context<'_, Self>,
         _paused: bool,
-    ) -> impl Future<Output = Result<Vec<Event>, Failure<Self>>> + Send {
+    ) -> impl Future<Output = Result<Vec<Notice<Self::Reason>>, Failure<Self>>> + Send {
         async { Ok(Vec::new()) }
     }
 }

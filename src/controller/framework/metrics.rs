@@ -15,7 +15,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::process_metrics::ProcessCollector;
-use super::status::vocabulary::{KindReason, vocabulary_words};
+use super::status::vocabulary::{AnyReason, KindReason, vocabulary_words};
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
 use crate::crd::{Condition, ConditionStatus};
@@ -277,7 +277,7 @@ impl Metrics {
 }
 
 impl Metrics {
-    pub(crate) fn reconciled(&self, kind: &str, elapsed: Duration, error_reason: Option<&'static str>) {
+    pub(crate) fn reconciled<R: KindReason>(&self, kind: &str, elapsed: Duration, error_reason: Option<AnyReason<R>>) {
         let result = if error_reason.is_some() { "error" } else { "success" };
         self.reconciles
             .get_or_create(&ReconcileLabels {
@@ -290,6 +290,7 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
             let kind = kind.to_string();
+            let reason = reason.as_str();
             self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
         }
     }
@@ -300,13 +301,15 @@ impl Metrics {
             .inc();
     }
 
-    pub(crate) fn event_published(&self, kind: &'static str, reason: &'static str, warning: bool) {
+    pub(crate) fn event_published<R: KindReason>(&self, kind: &'static str, reason: AnyReason<R>, warning: bool) {
         let r#type = if warning { "Warning" } else { "Normal" };
+        let reason = reason.as_str();
         self.events.get_or_create(&EventLabels { kind, reason, r#type }).inc();
     }
 
     /// The count a decision of `kind`, announced with `reason`, was taken on.
-    pub(crate) fn decided_on(&self, kind: &'static str, reason: &'static str, count: i64) {
+    pub(crate) fn decided_on<R: KindReason>(&self, kind: &'static str, reason: AnyReason<R>, count: i64) {
+        let reason = reason.as_str();
         self.decided_on
             .get_or_create(&DecisionLabels { kind, reason })
             .observe(count as f64);
@@ -347,7 +350,7 @@ impl Metrics {
                 Some(Published {
                     condition,
                     status,
-                    reason,
+                    reason: reason.as_str(),
                 })
             })
             .collect();

@@ -78,13 +78,14 @@ fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<Ob
 
 fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler: Arc<Reconciler<K>>) -> Action {
     let failures = reconciler.shared.failures.failed(object_key(object.as_ref()));
-    let delay = failure_delay(failures, error.is_transient(), rand::random::<f64>())
+    let reason = error.reason::<K::Reason>();
+    let delay = failure_delay(failures, !reason.is_terminal(), rand::random::<f64>())
         .max(error.retry_after().unwrap_or_default());
     tracing::warn!(
         kind = K::KIND,
         namespace = object.namespace().as_deref().unwrap_or_default(),
         name = %object.name_any(),
-        reason = error.reason(),
+        %reason,
         %error,
         ?delay,
         "reconcile failed"

@@ -1,14 +1,10 @@
 use super::*;
+use crate::api::ApiFailure;
 use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+use crate::controller::framework::status::vocabulary::{ConditionType, NoOwnReason, Reason};
 
 fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-    crate::controller::framework::status::kstatus::settle(
-        conditions,
-        generation,
-        now,
-        crate::controller::framework::status::vocabulary::is_terminal_name::<Reason>,
-    )
+    crate::controller::framework::status::kstatus::settle::<NoOwnReason>(conditions, generation, now)
 }
 
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -47,8 +43,12 @@ fn the_standard_process_metrics_build_and_leadership_are_exposed() {
 #[test]
 fn reconciles_count_by_result_and_requests_by_latency_and_quota_wait() {
     let metrics = Metrics::default();
-    metrics.reconciled("Widget", Duration::from_millis(2), None);
-    metrics.reconciled("Widget", Duration::from_millis(2), Some(Reason::RateLimited.as_str()));
+    metrics.reconciled::<NoOwnReason>("Widget", Duration::from_millis(2), None);
+    metrics.reconciled(
+        "Widget",
+        Duration::from_millis(2),
+        Some(AnyReason::<NoOwnReason>::from(ApiFailure::RateLimited)),
+    );
     metrics.record(Operation::UpdateAccessList, "2xx", Duration::from_millis(30));
     metrics.quota_wait(Lane::Poll, true);
     metrics.quota_wait(Lane::Poll, true);
@@ -80,20 +80,34 @@ fn condition_gauges_follow_the_current_reason_only() {
     let metrics = Metrics::new(true);
     let ready = merge(
         &[],
-        &[NewCondition::new(ConditionType::Ready, false, Reason::Rejected, "")],
+        &[NewCondition::<NoOwnReason>::new(
+            ConditionType::Ready,
+            false,
+            ApiFailure::Rejected,
+            "",
+        )],
         None,
         "t",
     );
-    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &ready, &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &ready, &[]);
     let issued = merge(
         &ready,
-        &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+        &[NewCondition::<NoOwnReason>::new(
+            ConditionType::Ready,
+            true,
+            Reason::Reconciled,
+            "",
+        )],
         None,
         "t2",
     );
-    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &issued, &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &issued, &[]);
     metrics.record(Operation::CompleteCertificate, "2xx", Duration::ZERO);
-    metrics.reconciled("Widget", Duration::from_millis(3), Some(Reason::ServerError.as_str()));
+    metrics.reconciled(
+        "Widget",
+        Duration::from_millis(3),
+        Some(AnyReason::<NoOwnReason>::from(ApiFailure::ServerError)),
+    );
     let text = metrics.encode();
     assert!(text.contains(r#"reason="Reconciled""#), "{text}");
     assert!(!text.contains(r#"reason="Rejected""#), "{text}");
@@ -117,35 +131,50 @@ fn a_condition_that_went_away_is_no_longer_exposed() {
     let stalled = settle(
         &merge(
             &[],
-            &[NewCondition::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
+            &[NewCondition::<NoOwnReason>::new(
+                ConditionType::Ready,
+                false,
+                ApiFailure::Unauthorized,
+                "",
+            )],
             Some(1),
             "t",
         ),
         Some(1),
         "t",
     );
-    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &stalled, &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &stalled, &[]);
     assert!(metrics.encode().contains(r#"condition="Stalled""#));
     let issued = settle(
         &merge(
             &stalled,
-            &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+            &[NewCondition::<NoOwnReason>::new(
+                ConditionType::Ready,
+                true,
+                Reason::Reconciled,
+                "",
+            )],
             Some(1),
             "t2",
         ),
         Some(1),
         "t2",
     );
-    metrics.set_conditions::<Reason>("Widget", "ns", "cert", &issued, &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &issued, &[]);
     let text = metrics.encode();
     assert!(!text.contains(r#"condition="Stalled""#), "{text}");
     assert!(text.contains(r#"reason="Reconciled""#), "{text}");
 }
 
-fn ready(status: bool, reason: Reason) -> Vec<Condition> {
+fn ready(status: bool, reason: impl Into<AnyReason<NoOwnReason>>) -> Vec<Condition> {
     merge(
         &[],
-        &[NewCondition::new(ConditionType::Ready, status, reason, "")],
+        &[NewCondition::<NoOwnReason>::new(
+            ConditionType::Ready,
+            status,
+            reason,
+            "",
+        )],
         Some(1),
         "t",
     )
@@ -154,9 +183,9 @@ fn ready(status: bool, reason: Reason) -> Vec<Condition> {
 #[test]
 fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     let metrics = Metrics::default();
-    metrics.set_conditions::<Reason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<Reason>("Widget", "ns", "b", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(false, Reason::Unauthorized), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "b", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(false, ApiFailure::Unauthorized), &[]);
     let ready_true = r#"edge_operator_objects{kind="Widget",condition="Ready",status="True",reason="Reconciled"}"#;
     let ready_false = r#"edge_operator_objects{kind="Widget",condition="Ready",status="False",reason="Unauthorized"}"#;
     let text = metrics.encode();
@@ -169,8 +198,8 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
         !text.contains("edge_operator_condition"),
         "no series per object by default: {text}"
     );
-    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<Reason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
     metrics.forget("Widget", "ns", "a");
     let text = metrics.encode();
     assert_eq!(
@@ -187,7 +216,7 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     );
 
     let per_object = Metrics::new(true);
-    per_object.set_conditions::<Reason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
+    per_object.set_conditions::<NoOwnReason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
     let text = per_object.encode();
     assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
     assert_eq!(sample(&text, ready_true), Some(1.0));
@@ -206,7 +235,7 @@ fn conditions_outside_the_vocabulary_are_not_counted() {
         reason: "ForgedReason-d41d8cd9".into(),
         ..conditions[0].clone()
     });
-    metrics.set_conditions::<Reason>("Widget", "ns", "a", &conditions, &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "a", &conditions, &[]);
     let text = metrics.encode();
     assert!(!text.contains("d41d8cd9"), "{text}");
     assert!(text.contains(r#"condition="Ready""#), "{text}");

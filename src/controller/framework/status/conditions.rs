@@ -3,15 +3,16 @@
 
 use strum::VariantNames;
 
-use super::vocabulary::{ConditionType, StatusName};
+use super::vocabulary::{AnyReason, ConditionType, KindReason};
 use crate::crd::{Condition, ConditionStatus};
 
-/// A condition as a reconciler decides it, before timestamps.
+/// A condition as a reconciler decides it, before timestamps, for a kind whose own
+/// reasons are `R`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NewCondition {
+pub(crate) struct NewCondition<R> {
     pub type_: &'static str,
     pub status: ConditionStatus,
-    pub reason: &'static str,
+    pub reason: AnyReason<R>,
     pub message: String,
 }
 
@@ -48,21 +49,21 @@ pub(crate) fn own_conditions(conditions: &[Condition], own_types: &[&str]) -> Ve
     kept
 }
 
-impl NewCondition {
+impl<R: KindReason> NewCondition<R> {
     pub(crate) fn new(
-        type_: impl StatusName,
+        type_: impl Into<&'static str>,
         status: bool,
-        reason: impl StatusName,
+        reason: impl Into<AnyReason<R>>,
         message: impl Into<String>,
     ) -> Self {
         Self {
-            type_: type_.as_str(),
+            type_: type_.into(),
             status: if status {
                 ConditionStatus::True
             } else {
                 ConditionStatus::False
             },
-            reason: reason.as_str(),
+            reason: reason.into(),
             message: crate::api::bounded_text(&message.into(), MAX_CONDITION_MESSAGE_BYTES),
         }
     }
@@ -70,9 +71,9 @@ impl NewCondition {
 
 /// Merges decided conditions into `current`: a condition whose status did not change
 /// keeps its lastTransitionTime; others get `now`. Types not decided are kept.
-pub(crate) fn merge(
+pub(crate) fn merge<R: KindReason>(
     current: &[Condition],
-    decided: &[NewCondition],
+    decided: &[NewCondition<R>],
     generation: Option<i64>,
     now: &str,
 ) -> Vec<Condition> {
@@ -90,7 +91,7 @@ pub(crate) fn merge(
         merged.push(Condition {
             type_: d.type_.to_string(),
             status: d.status,
-            reason: d.reason.to_string(),
+            reason: d.reason.as_str().to_string(),
             message: d.message.clone(),
             last_transition_time,
             observed_generation: generation,
@@ -101,33 +102,47 @@ pub(crate) fn merge(
 }
 
 /// The condition of a type, if present.
-pub(crate) fn find(conditions: &[Condition], type_: impl StatusName) -> Option<&Condition> {
-    conditions.iter().find(|c| c.type_ == type_.as_str())
+pub(crate) fn find(conditions: &[Condition], type_: impl Into<&'static str>) -> Option<&Condition> {
+    let type_: &str = type_.into();
+    conditions.iter().find(|c| c.type_ == type_)
 }
 
 /// Whether a condition of `type_` is True.
 #[cfg(test)]
-pub(crate) fn is_true(conditions: &[Condition], type_: impl StatusName) -> bool {
+pub(crate) fn is_true(conditions: &[Condition], type_: impl Into<&'static str>) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+    use crate::api::ApiFailure;
+    use crate::controller::framework::status::vocabulary::{NoOwnReason, Reason};
 
     #[test]
     fn unchanged_status_keeps_its_transition_time() {
-        let ready = |status, reason, message: &str| NewCondition::new(ConditionType::Ready, status, reason, message);
-        let first = merge(&[], &[ready(true, Reason::Reconciled, "ok")], Some(1), "t1");
-        let same = merge(&first, &[ready(true, Reason::Reconciled, "still ok")], Some(2), "t2");
+        let ready = |status, reason: AnyReason<NoOwnReason>, message: &str| {
+            NewCondition::new(ConditionType::Ready, status, reason, message)
+        };
+        let first = merge(&[], &[ready(true, Reason::Reconciled.into(), "ok")], Some(1), "t1");
+        let same = merge(
+            &first,
+            &[ready(true, Reason::Reconciled.into(), "still ok")],
+            Some(2),
+            "t2",
+        );
         assert_eq!(same[0].last_transition_time, "t1");
         assert_eq!(same[0].message, "still ok");
         assert_eq!(same[0].observed_generation, Some(2));
-        let flipped = merge(&same, &[ready(false, Reason::Unauthorized, "x")], Some(2), "t3");
+        let flipped = merge(
+            &same,
+            &[ready(false, ApiFailure::Unauthorized.into(), "x")],
+            Some(2),
+            "t3",
+        );
         assert_eq!(flipped[0].last_transition_time, "t3");
         assert!(!is_true(&flipped, ConditionType::Ready));
-        assert_eq!(flipped[0].reason, Reason::Unauthorized.as_str());
+        assert_eq!(flipped[0].reason, "Unauthorized");
     }
 
     #[test]
@@ -135,9 +150,9 @@ mod tests {
         let written = merge(
             &[],
             &[
-                NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "ok"),
-                NewCondition::new(ConditionType::Synced, true, Reason::Reconciled, "m".repeat(2048)),
-                NewCondition::new(ConditionType::Stalled, false, Reason::Reconciled, ""),
+                NewCondition::<NoOwnReason>::new(ConditionType::Ready, true, Reason::Reconciled, "ok"),
+                NewCondition::<NoOwnReason>::new(ConditionType::Synced, true, Reason::Reconciled, "m".repeat(2048)),
+                NewCondition::<NoOwnReason>::new(ConditionType::Stalled, false, Reason::Reconciled, ""),
             ],
             Some(3),
             "2026-11-28T00:00:00Z",
@@ -174,8 +189,8 @@ mod tests {
         let both = merge(
             &[],
             &[
-                NewCondition::new(ConditionType::Synced, true, Reason::Resumed, ""),
-                NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, ""),
+                NewCondition::<NoOwnReason>::new(ConditionType::Synced, true, Reason::Resumed, ""),
+                NewCondition::<NoOwnReason>::new(ConditionType::Ready, true, Reason::Reconciled, ""),
             ],
             None,
             "t",
@@ -186,7 +201,12 @@ mod tests {
         );
         let one = merge(
             &both,
-            &[NewCondition::new(ConditionType::Ready, false, Reason::Unauthorized, "")],
+            &[NewCondition::<NoOwnReason>::new(
+                ConditionType::Ready,
+                false,
+                ApiFailure::Unauthorized,
+                "",
+            )],
             None,
             "t2",
         );

@@ -6,7 +6,7 @@
 //!   older generation turns False with reason `Progressing` until the kind decides it
 //!   again;
 //! - while `Ready` is not True, `Stalled=True` when its reason waits for a person
-//!   (`is_terminal`: [`super::vocabulary::Reason::is_terminal`] and the kind's own),
+//!   ([`super::vocabulary::AnyReason::is_terminal`]),
 //!   else `Reconciling=True`; each carries Ready's reason and message, and is absent
 //!   otherwise.
 //!
@@ -14,22 +14,17 @@
 //! Failed when Stalled, InProgress otherwise.
 
 use super::conditions::{NewCondition, find, merge};
-use super::vocabulary::{ConditionType, Reason, StatusName};
+use super::vocabulary::{AnyReason, ConditionType, KindReason, Reason};
 use crate::crd::{Condition, ConditionStatus};
 
-/// `conditions` under the contract, for an object of `generation` at `now`, whose
-/// kind's reasons that wait for a person are those `is_terminal` names.
-pub(crate) fn settle(
-    conditions: &[Condition],
-    generation: Option<i64>,
-    now: &str,
-    is_terminal: fn(&str) -> bool,
-) -> Vec<Condition> {
+/// `conditions` under the contract, for an object of `generation` at `now`, of a kind
+/// whose own reasons are `R`.
+pub(crate) fn settle<R: KindReason>(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
     let current = find(conditions, ConditionType::Ready).is_some_and(|r| r.observed_generation == generation);
     let mut settled = if current {
         conditions.to_vec()
     } else {
-        let pending = NewCondition::new(
+        let pending = NewCondition::<R>::new(
             ConditionType::Ready,
             false,
             Reason::Progressing,
@@ -42,7 +37,7 @@ pub(crate) fn settle(
     };
     let derived = match ready.status {
         ConditionStatus::True => None,
-        _ if is_terminal(&ready.reason) => Some(ConditionType::Stalled),
+        _ if AnyReason::<R>::parse(&ready.reason).is_some_and(AnyReason::is_terminal) => Some(ConditionType::Stalled),
         _ => Some(ConditionType::Reconciling),
     };
     // A derived condition that was already True keeps its transition time.
@@ -50,10 +45,11 @@ pub(crate) fn settle(
         .and_then(|type_| find(&settled, type_))
         .filter(|c| c.status == ConditionStatus::True)
         .map_or_else(|| now.to_string(), |c| c.last_transition_time.clone());
-    settled.retain(|c| c.type_ != ConditionType::Reconciling.as_str() && c.type_ != ConditionType::Stalled.as_str());
+    let abnormal: [&str; 2] = [ConditionType::Reconciling.into(), ConditionType::Stalled.into()];
+    settled.retain(|c| !abnormal.contains(&c.type_.as_str()));
     if let Some(type_) = derived {
         settled.push(Condition {
-            type_: type_.as_str().to_string(),
+            type_: <&str>::from(type_).to_string(),
             status: ConditionStatus::True,
             last_transition_time: since,
             observed_generation: generation,
@@ -79,20 +75,22 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ApiFailure;
+    use crate::controller::framework::status::vocabulary::NoOwnReason;
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        super::settle(
-            conditions,
-            generation,
-            now,
-            crate::controller::framework::status::vocabulary::is_terminal_name::<Reason>,
-        )
+        super::settle::<NoOwnReason>(conditions, generation, now)
     }
 
-    fn ready(status: bool, reason: Reason, generation: i64) -> Vec<Condition> {
+    fn ready(status: bool, reason: impl Into<AnyReason<NoOwnReason>>, generation: i64) -> Vec<Condition> {
         merge(
             &[],
-            &[NewCondition::new(ConditionType::Ready, status, reason, "why")],
+            &[NewCondition::<NoOwnReason>::new(
+                ConditionType::Ready,
+                status,
+                reason,
+                "why",
+            )],
             Some(generation),
             "t0",
         )
@@ -116,10 +114,10 @@ mod tests {
         let mut conditions = ready(true, Reason::Reconciled, 1);
         conditions = merge(
             &conditions,
-            &[NewCondition::new(
+            &[NewCondition::<NoOwnReason>::new(
                 ConditionType::Synced,
                 false,
-                Reason::ServerError,
+                ApiFailure::ServerError,
                 "503",
             )],
             Some(2),
@@ -166,7 +164,12 @@ mod tests {
         let recovered = settle(
             &merge(
                 &stalled,
-                &[NewCondition::new(ConditionType::Ready, true, Reason::Reconciled, "")],
+                &[NewCondition::<NoOwnReason>::new(
+                    ConditionType::Ready,
+                    true,
+                    Reason::Reconciled,
+                    "",
+                )],
                 Some(1),
                 "t3",
             ),
@@ -178,14 +181,14 @@ mod tests {
 
     #[test]
     fn a_transient_reason_reconciles_and_keeps_its_transition_time() {
-        let first = settle(&ready(false, Reason::ServerError, 1), Some(1), "t1");
+        let first = settle(&ready(false, ApiFailure::ServerError, 1), Some(1), "t1");
         let later = settle(
             &merge(
                 &first,
-                &[NewCondition::new(
+                &[NewCondition::<NoOwnReason>::new(
                     ConditionType::Ready,
                     false,
-                    Reason::RateLimited,
+                    ApiFailure::RateLimited,
                     "429",
                 )],
                 Some(1),
@@ -204,11 +207,16 @@ mod tests {
 
     #[test]
     fn switching_between_stalled_and_reconciling_keeps_one() {
-        let stalled = settle(&ready(false, Reason::Unauthorized, 1), Some(1), "t1");
+        let stalled = settle(&ready(false, ApiFailure::Unauthorized, 1), Some(1), "t1");
         let reconciling = settle(
             &merge(
                 &stalled,
-                &[NewCondition::new(ConditionType::Ready, false, Reason::Timeout, "")],
+                &[NewCondition::<NoOwnReason>::new(
+                    ConditionType::Ready,
+                    false,
+                    ApiFailure::Timeout,
+                    "",
+                )],
                 Some(1),
                 "t2",
             ),

@@ -2,18 +2,8 @@
 //! names are what is written. The framework has those every kind shares
 //! ([`ConditionType`], [`Reason`]); each kind has its own enums beside them.
 
-use crate::api::ApiError;
+use crate::api::ApiFailure;
 use crate::crd::Condition;
-
-/// A name written in status, a condition type or a reason: a variant of one of the
-/// vocabulary enums, each of which derives its `&'static str` (the variant's name).
-pub(crate) trait StatusName: Copy + Into<&'static str> {
-    fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-impl<T: Copy + Into<&'static str>> StatusName for T {}
 
 /// The condition types of every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]
@@ -28,9 +18,8 @@ pub(crate) enum ConditionType {
     Synced,
 }
 
-/// The reasons any kind can have: progress, pause, and every failure that is not the
-/// kind's own (credentials, the platform, Kubernetes). Also the Event reasons and the
-/// `reason` label of the error metrics.
+/// The reasons any kind can have beside a platform call's failures ([`ApiFailure`]):
+/// progress, pause, and the failures of credentials and Kubernetes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub enum Reason {
     /// A new generation is not applied yet.
@@ -38,20 +27,6 @@ pub enum Reason {
     Paused,
     Resumed,
     Reconciled,
-    // Failures, one map from every platform error (see `Reason::of`)
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    Rejected,
-    RateLimited,
-    ServerError,
-    UnexpectedStatus,
-    Timeout,
-    TransportError,
-    /// The platform's TLS identity is not trusted, or not valid for its host.
-    TlsError,
-    DecodeError,
-    InvalidInput,
     KubernetesError,
     CredentialsUnavailable,
     /// The operator failed to encode one of its own requests.
@@ -59,116 +34,148 @@ pub enum Reason {
     NotLeader,
 }
 
-impl Reason {
-    /// The one map from a failed platform call to a reason.
-    pub fn of(error: &ApiError) -> Self {
-        match error {
-            ApiError::Unauthorized(_) => Reason::Unauthorized,
-            ApiError::Forbidden(_) => Reason::Forbidden,
-            ApiError::NotFound(_) => Reason::NotFound,
-            ApiError::Validation { .. } => Reason::Rejected,
-            ApiError::RateLimited { .. } => Reason::RateLimited,
-            ApiError::Server { .. } => Reason::ServerError,
-            ApiError::UnexpectedStatus { .. } | ApiError::Redirected { .. } => Reason::UnexpectedStatus,
-            ApiError::Timeout => Reason::Timeout,
-            ApiError::Transport(_) => Reason::TransportError,
-            ApiError::Tls { .. } => Reason::TlsError,
-            ApiError::Decode(_) => Reason::DecodeError,
-            ApiError::InvalidInput(_) => Reason::InvalidInput,
-            ApiError::WriteWithheld => Reason::NotLeader,
+/// A kind's own reasons: one enum whose variant names are what is written.
+pub(crate) trait KindReason:
+    Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr
+{
+    /// Whether an object not Ready for this reason waits for a person (see
+    /// [`AnyReason::is_terminal`]).
+    fn is_terminal(self) -> bool;
+}
+
+/// A reason of an object of a kind whose own reasons are `R`: a platform call's
+/// failure, a reason every kind has, or one of the kind's. Conditions, Events and
+/// metrics carry it until it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnyReason<R> {
+    Platform(ApiFailure),
+    Common(Reason),
+    Own(R),
+}
+
+impl<R: KindReason> AnyReason<R> {
+    /// The word written in status, Events and metric labels.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AnyReason::Platform(failure) => failure.into(),
+            AnyReason::Common(reason) => reason.into(),
+            AnyReason::Own(reason) => reason.into(),
         }
+    }
+
+    /// A written reason read back: the one place a reason's text is parsed. `None`
+    /// for any other text (anyone granted the status subresource may write one).
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        (name.parse().ok().map(AnyReason::Platform))
+            .or_else(|| name.parse().ok().map(AnyReason::Common))
+            .or_else(|| name.parse().ok().map(AnyReason::Own))
     }
 
     /// Whether an object not Ready for this reason waits for a person: a spec, a
     /// Secret, a key or the platform's configuration must change first. Everything
     /// else (a platform that is busy or down, a quota, a new generation) resolves by
-    /// waiting. With the kinds' own, the one map behind `Stalled`, the error backoff
-    /// and the Ready of a failed reconcile.
+    /// waiting. The one map behind `Stalled`, the error backoff and the Ready of a
+    /// failed reconcile.
     pub(crate) fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Reason::Paused
-                | Reason::Unauthorized
-                | Reason::Forbidden
-                | Reason::NotFound
-                | Reason::Rejected
-                | Reason::UnexpectedStatus
-                | Reason::DecodeError
-                | Reason::InvalidInput
-                | Reason::CredentialsUnavailable
-                | Reason::TlsError
-        )
+        match self {
+            AnyReason::Platform(failure) => matches!(
+                failure,
+                ApiFailure::Unauthorized
+                    | ApiFailure::Forbidden
+                    | ApiFailure::NotFound
+                    | ApiFailure::Rejected
+                    | ApiFailure::UnexpectedStatus
+                    | ApiFailure::DecodeError
+                    | ApiFailure::InvalidInput
+                    | ApiFailure::TlsError
+            ),
+            AnyReason::Common(reason) => matches!(reason, Reason::Paused | Reason::CredentialsUnavailable),
+            AnyReason::Own(reason) => reason.is_terminal(),
+        }
     }
 }
 
-/// A kind's own reasons, beside [`Reason`]: one enum whose variant names are what is
-/// written.
-pub(crate) trait KindReason: Copy + Into<&'static str> + std::str::FromStr {
-    /// Whether an object not Ready for this reason waits for a person (see
-    /// [`Reason::is_terminal`]).
-    fn is_terminal(self) -> bool;
-}
-
-/// A kind with no reasons of its own.
-impl KindReason for Reason {
-    fn is_terminal(self) -> bool {
-        Reason::is_terminal(self)
+impl<R: KindReason> std::fmt::Display for AnyReason<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
-// A condition as written is read back here only: into the words of the vocabulary.
+impl<R> From<ApiFailure> for AnyReason<R> {
+    fn from(failure: ApiFailure) -> Self {
+        AnyReason::Platform(failure)
+    }
+}
 
-/// Whether a reason, as a condition carries it, waits for a person: a common reason,
-/// or one of the kind's reasons `R`.
-pub(crate) fn is_terminal_name<R: KindReason>(name: &str) -> bool {
-    name.parse().is_ok_and(Reason::is_terminal) || name.parse().is_ok_and(R::is_terminal)
+impl<R> From<Reason> for AnyReason<R> {
+    fn from(reason: Reason) -> Self {
+        AnyReason::Common(reason)
+    }
+}
+
+impl<R: KindReason> From<R> for AnyReason<R> {
+    fn from(reason: R) -> Self {
+        AnyReason::Own(reason)
+    }
 }
 
 /// A condition's type and reason as the vocabulary names them: a type of
-/// [`ConditionType`] or of the kind's `own_types`, a reason of [`Reason`] or of the
-/// kind's `R`. `None` for any other text: anyone granted the status subresource may
-/// write a condition, and only these words become metric labels.
+/// [`ConditionType`] or of the kind's `own_types`, a reason of [`AnyReason`]. `None`
+/// for any other text: only these words become metric labels.
 pub(crate) fn vocabulary_words<R: KindReason>(
     condition: &Condition,
     own_types: &[&'static str],
-) -> Option<(&'static str, &'static str)> {
+) -> Option<(&'static str, AnyReason<R>)> {
     let type_ = (condition.type_.parse::<ConditionType>().ok().map(<&'static str>::from))
         .or_else(|| own_types.iter().copied().find(|own| *own == condition.type_))?;
-    let reason = (condition.reason.parse::<Reason>().ok().map(<&'static str>::from))
-        .or_else(|| condition.reason.parse::<R>().ok().map(Into::into))?;
-    Some((type_, reason))
+    Some((type_, AnyReason::parse(&condition.reason)?))
+}
+
+/// The reasons of a kind with none of its own, for the framework's tests.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+pub(crate) enum NoOwnReason {}
+
+#[cfg(test)]
+impl std::str::FromStr for NoOwnReason {
+    type Err = ();
+
+    fn from_str(_: &str) -> Result<Self, ()> {
+        Err(())
+    }
+}
+
+#[cfg(test)]
+impl KindReason for NoOwnReason {
+    fn is_terminal(self) -> bool {
+        match self {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    type Common = AnyReason<NoOwnReason>;
+
     #[test]
-    fn common_reasons_that_wait_for_a_person_are_terminal() {
-        assert!(Reason::Unauthorized.is_terminal());
-        assert!(!Reason::ServerError.is_terminal());
-        assert!(is_terminal_name::<Reason>("CredentialsUnavailable"));
-        assert!(!is_terminal_name::<Reason>("RateLimited"));
-        assert!(!is_terminal_name::<Reason>("Drifted"), "not a common reason");
+    fn reasons_that_wait_for_a_person_are_terminal() {
+        assert!(Common::from(ApiFailure::Unauthorized).is_terminal());
+        assert!(Common::from(Reason::CredentialsUnavailable).is_terminal());
+        assert!(!Common::from(ApiFailure::ServerError).is_terminal());
+        assert!(!Common::from(Reason::Progressing).is_terminal());
     }
 
     #[test]
-    fn a_platform_error_reads_the_same_as_condition_reason_and_client_label() {
-        let mut errors: Vec<ApiError> = [401, 403, 404, 400, 429, 503, 302]
-            .map(|status| ApiError::from_response(status, None, b""))
-            .into();
-        errors.extend([
-            ApiError::Timeout,
-            ApiError::Transport("x".into()),
-            ApiError::Tls {
-                host: "x".into(),
-                problem: "x".into(),
-            },
-            ApiError::Decode("x".into()),
-            ApiError::InvalidInput("x".into()),
-        ]);
-        for error in &errors {
-            assert_eq!(Reason::of(error).as_str(), error.reason(), "{error}");
+    fn a_written_reason_reads_back_as_itself_and_nothing_else_reads() {
+        for reason in [
+            Common::from(ApiFailure::RateLimited),
+            Common::from(ApiFailure::Timeout),
+            Common::from(Reason::Paused),
+        ] {
+            assert_eq!(Common::parse(reason.as_str()), Some(reason));
         }
+        assert_eq!(Common::parse("Drifted"), None, "another kind's reason");
+        assert_eq!(Common::parse(""), None);
     }
 }

@@ -23,7 +23,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::vocabulary::Failure;
+use super::vocabulary::AccessListError;
 use crate::controller::framework::error::ReconcileError;
 use crate::crd::access_list_claim::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
@@ -250,7 +250,7 @@ impl ClaimRecords {
         kube: &kube::Client,
         platform: &str,
         object: &AccessListConfig,
-    ) -> Result<Vec<Claim>, Failure> {
+    ) -> Result<Vec<Claim>, ReconcileError<AccessListError>> {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let zone = object.spec.shield_zone_id;
         let observed = object
@@ -289,7 +289,7 @@ impl ClaimRecords {
         me: &AccessListConfig,
         configuration: i64,
         now: &str,
-    ) -> Result<Claimed, Failure> {
+    ) -> Result<Claimed, ReconcileError<AccessListError>> {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let name = claim_name(platform, me.spec.shield_zone_id, configuration);
         let uid = me.uid().unwrap_or_default();
@@ -333,18 +333,26 @@ impl ClaimRecords {
         kube: &kube::Client,
         claim: Claim,
         values: RecordedValues,
-    ) -> Result<Claim, Failure> {
+    ) -> Result<Claim, ReconcileError<AccessListError>> {
         patch(&Api::all(kube.clone()), &claim, json!({ "restorePoint": values })).await
     }
 
     /// Releases `claim`, unless its record changed meanwhile.
-    pub(super) async fn release(&self, kube: &kube::Client, claim: &Claim) -> Result<(), Failure> {
+    pub(super) async fn release(
+        &self,
+        kube: &kube::Client,
+        claim: &Claim,
+    ) -> Result<(), ReconcileError<AccessListError>> {
         release(&Api::all(kube.clone()), claim).await
     }
 
     /// Releases the claims of `me` that its key never confirmed (carried over from
     /// 0.2.0), once that key is refused: a status alone never keeps a configuration.
-    pub(super) async fn release_unconfirmed(&self, kube: &kube::Client, me: &AccessListConfig) -> Result<(), Failure> {
+    pub(super) async fn release_unconfirmed(
+        &self,
+        kube: &kube::Client,
+        me: &AccessListConfig,
+    ) -> Result<(), ReconcileError<AccessListError>> {
         for claim in self.owned_by(me) {
             if !claim.confirmed {
                 self.release(kube, &claim).await?;
@@ -355,7 +363,12 @@ impl ClaimRecords {
 }
 
 /// A record carried over from 0.2.0 gets the proof of its owner's first read.
-async fn confirm(api: &Api<AccessListClaim>, me: &AccessListConfig, claim: Claim, now: &str) -> Result<Claim, Failure> {
+async fn confirm(
+    api: &Api<AccessListClaim>,
+    me: &AccessListConfig,
+    claim: Claim,
+    now: &str,
+) -> Result<Claim, ReconcileError<AccessListError>> {
     if claim.confirmed {
         return Ok(claim);
     }
@@ -364,7 +377,11 @@ async fn confirm(api: &Api<AccessListClaim>, me: &AccessListConfig, claim: Claim
 }
 
 /// Merges `spec` into the record of `claim` if it is still the version read.
-async fn patch(api: &Api<AccessListClaim>, claim: &Claim, spec: serde_json::Value) -> Result<Claim, Failure> {
+async fn patch(
+    api: &Api<AccessListClaim>,
+    claim: &Claim,
+    spec: serde_json::Value,
+) -> Result<Claim, ReconcileError<AccessListError>> {
     let change = json!({
         "metadata": { "resourceVersion": claim.resource_version },
         "spec": spec,
@@ -379,7 +396,7 @@ async fn patch(api: &Api<AccessListClaim>, claim: &Claim, spec: serde_json::Valu
     }
 }
 
-async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Failure> {
+async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), ReconcileError<AccessListError>> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: None,
@@ -396,7 +413,7 @@ async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Failur
 
 /// Whether the AccessListConfig `owner` names still exists (the same uid). One the
 /// operator may not read counts as alive.
-async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool, Failure> {
+async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool, ReconcileError<AccessListError>> {
     let api: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
     match api.get_metadata_opt(&owner.name).await {
         Ok(found) => Ok(found.is_some_and(|meta| meta.uid().as_deref() == Some(owner.uid.as_str()))),

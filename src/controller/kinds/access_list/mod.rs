@@ -7,18 +7,16 @@ use kube::ResourceExt;
 pub use self::claims::ClaimRecords;
 use self::claims::{Claim, Claimed};
 use self::secret_needs::SecretNeeds;
-use self::vocabulary::{AccessListError, AccessListReason, Failure};
+use self::vocabulary::{AccessListError, AccessListReason};
 use self::zone_lists::{ListsFreshness, ZoneLists};
-use crate::api::EdgeClient;
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
+use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Event, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::status::vocabulary::{Reason, StatusName};
+use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::crd::ANNOTATION_PROMOTE;
 use crate::crd::access_list_claim::RecordedValues;
-use crate::crd::access_list_config::{
-    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, RestorePoint,
-};
+use crate::crd::access_list_config::{AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint};
 
 mod claims;
 #[cfg(test)]
@@ -69,7 +67,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         client: &EdgeClient,
         freshness: ListsFreshness,
-    ) -> Result<Observed, Failure> {
+    ) -> Result<Observed, ReconcileError<AccessListError>> {
         // Released before any wait: a write to the zone copies the lists it shares.
         let lists = cx
             .state
@@ -85,7 +83,7 @@ impl AccessListConfig {
 
     /// The list its spec names, read with its own credentials: recent enough to apply a
     /// spec, since the zone's resync instant once converged, read anew for a rollout.
-    async fn read_own_list(&self, cx: &Context<'_, Self>) -> Result<Observed, Failure> {
+    async fn read_own_list(&self, cx: &Context<'_, Self>) -> Result<Observed, ReconcileError<AccessListError>> {
         let client = cx.client().await?;
         let zone = self.spec.shield_zone_id;
         let converged = self
@@ -112,7 +110,10 @@ impl AccessListConfig {
     /// The list its spec names, and, when it manages, its claim on it: the record that
     /// says no other object writes it. Refused credentials claim nothing, and give up a
     /// claim their key never confirmed.
-    async fn observe(&self, cx: &Context<'_, Self>) -> Result<(Observed, Option<Claim>), Failure> {
+    async fn observe(
+        &self,
+        cx: &Context<'_, Self>,
+    ) -> Result<(Observed, Option<Claim>), ReconcileError<AccessListError>> {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
@@ -141,11 +142,13 @@ impl AccessListConfig {
             .await?
         {
             Claimed::Mine(claim) => Ok((observed, Some(claim))),
-            Claimed::Theirs(owner) => Err(Failure::from(AccessListError::ConfigurationClaimed {
-                zone: self.spec.shield_zone_id,
-                configuration,
-                owner,
-            })),
+            Claimed::Theirs(owner) => Err(ReconcileError::<AccessListError>::from(
+                AccessListError::ConfigurationClaimed {
+                    zone: self.spec.shield_zone_id,
+                    configuration,
+                    owner,
+                },
+            )),
         }
     }
 
@@ -156,7 +159,7 @@ impl AccessListConfig {
         &self,
         cx: &Context<'_, Self>,
         observed: &Observed,
-    ) -> Result<Option<rollout::Step>, Failure> {
+    ) -> Result<Option<rollout::Step>, ReconcileError<AccessListError>> {
         let Some(spec) = &self.spec.rollout else {
             return Ok(None);
         };
@@ -190,7 +193,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         patch: &AccessListConfigurationPatch,
         list: &AccessListItem,
-    ) -> Result<AccessListItem, Failure> {
+    ) -> Result<AccessListItem, ReconcileError<AccessListError>> {
         let client = cx.client().await?;
         let zone = self.spec.shield_zone_id;
         let written = client
@@ -218,12 +221,13 @@ impl AccessListConfig {
 
 /// Whether a failure says the object's credentials cannot see its list (refused, or
 /// the zone or list is not theirs): then it claims nothing.
-fn cannot_see_its_list(error: &Failure) -> bool {
+fn cannot_see_its_list(error: &ReconcileError<AccessListError>) -> bool {
     match error {
         ReconcileError::Kind(error) => matches!(error, AccessListError::NotFound { .. }),
         _ => matches!(
-            error.common_reason(),
-            Some(Reason::Unauthorized | Reason::Forbidden | Reason::NotFound | Reason::CredentialsUnavailable)
+            error.reason::<AccessListReason>(),
+            AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden | ApiFailure::NotFound)
+                | AnyReason::Common(Reason::CredentialsUnavailable)
         ),
     }
 }
@@ -245,7 +249,10 @@ impl Reconcilable for AccessListConfig {
     /// Secret a restore needs, keeps the finalizer and records the restore point in the
     /// claim; then PATCHes and reports the list as written (status mirrors the claim's
     /// restore point), with a drift Event, until the zone's next resync.
-    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<AccessListConfigStatus>, Failure> {
+    async fn reconcile(
+        &self,
+        cx: &mut Context<'_, Self>,
+    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<AccessListError>> {
         let (observed, claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
         let step = self.rollout_step(cx, &observed).await?;
@@ -289,13 +296,15 @@ impl Reconcilable for AccessListConfig {
         };
         let now = cx.now.rfc3339();
         let status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
-        let mut events: Vec<Event> = drift_event(&plan).into_iter().collect();
+        let mut events: Vec<Notice<AccessListReason>> = drift_event(&plan).into_iter().collect();
         let interval = cx.settings.poll_interval(self);
         let mut requeue = until_zone_resync(interval, self.spec.shield_zone_id, cx.now.since_epoch());
         let status = match step {
             Some(step) => {
                 if let Some((reason, matches)) = step.decided_on {
-                    cx.shared.metrics.decided_on(Self::KIND, reason.as_str(), matches);
+                    cx.shared
+                        .metrics
+                        .decided_on(Self::KIND, AnyReason::Own(reason), matches);
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
@@ -316,12 +325,16 @@ impl Reconcilable for AccessListConfig {
     /// `deletionPolicy` switched to Orphan restores nothing). Its claims are released
     /// once done; see [`after_restore`] for when the object is released without a
     /// restore, each such release also logged at error level, the durable record.
-    async fn cleanup(&self, cx: &Context<'_, Self>, paused: bool) -> Result<Vec<Event>, Failure> {
+    async fn cleanup(
+        &self,
+        cx: &Context<'_, Self>,
+        paused: bool,
+    ) -> Result<Vec<Notice<AccessListReason>>, ReconcileError<AccessListError>> {
         let platform = cx.shared.access_keys.platform_url();
         let records = cx.state.claims.records_of(&cx.shared.kube, platform, self).await?;
         let mut events = Vec::new();
         if paused {
-            events.push(Event::warning(
+            events.push(Notice::warning(
                 AccessListReason::RestoreSkipped,
                 "deleted while paused: the platform is left as it is",
             ));
@@ -345,7 +358,7 @@ impl Reconcilable for AccessListConfig {
             }
             cx.state.claims.release(&cx.shared.kube, record).await?;
         }
-        let unrestored = AccessListReason::RestoreFailed.as_str();
+        let unrestored = AnyReason::Own(AccessListReason::RestoreFailed);
         for event in events.iter().filter(|event| event.reason == unrestored) {
             tracing::error!(
                 namespace = %cx.namespace,

@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-use super::vocabulary::{AccessListError, AccessListReason, Failure};
+use super::vocabulary::{AccessListError, AccessListReason};
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::kind::{Event, is_ready};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::kind::{Notice, is_ready};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, StatusName};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
 use crate::crd::access_list_config::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
@@ -19,7 +20,7 @@ use crate::crd::access_list_config::{
 pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), Failure> {
+) -> Result<(&'a AccessListItem, bool), ReconcileError<AccessListError>> {
     let selector = match spec.configuration_id {
         Some(id) => ListSelector::Configuration(id),
         None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
@@ -145,7 +146,7 @@ pub fn converged_status(
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
         let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
-            c.reason == AccessListReason::Applied.as_str()
+            AnyReason::parse(&c.reason) == Some(AnyReason::Own(AccessListReason::Applied))
                 && c.status == crate::crd::ConditionStatus::True
                 && c.observed_generation == generation
         });
@@ -193,13 +194,13 @@ pub fn converged_status(
 }
 
 /// The Event of a drift: corrected (Manage) or only detected (Observe).
-pub(super) fn drift_event(plan: &Plan) -> Option<Event> {
+pub(super) fn drift_event(plan: &Plan) -> Option<Notice<AccessListReason>> {
     match (&plan.patch, plan.drift) {
-        (Some(patch), true) => Some(Event::normal(
+        (Some(patch), true) => Some(Notice::normal(
             AccessListReason::DriftCorrected,
             format!("changed outside this object; corrected: {}", describe_difference(patch)),
         )),
-        (None, true) => Some(Event::warning(
+        (None, true) => Some(Notice::warning(
             AccessListReason::DriftDetected,
             "differs from the spec; managementPolicy is Observe, so it is left as it is",
         )),
@@ -415,7 +416,7 @@ mod tests {
         let note = drift_event(&manage).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
-            (false, AccessListReason::DriftCorrected.as_str())
+            (false, AccessListReason::DriftCorrected.into())
         );
         assert!(note.message.contains("isEnabled should be true"), "{}", note.message);
         let mut observe = spec(true, None);
@@ -423,7 +424,7 @@ mod tests {
         let note = drift_event(&plan(&observe, &status, Some(3), &item(false, 2), None)).expect("a note");
         assert_eq!(
             (note.warning, note.reason),
-            (true, AccessListReason::DriftDetected.as_str())
+            (true, AccessListReason::DriftDetected.into())
         );
         assert_eq!(
             drift_event(&plan(&spec(true, None), &status, Some(4), &item(false, 2), None)),
@@ -486,12 +487,12 @@ mod tests {
         by_name.list_name = Some("dup".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("ambiguous").reason(),
-            AccessListReason::AmbiguousListName.as_str()
+            AccessListReason::AmbiguousListName.into()
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
             resolve(&by_name, &lists).expect_err("missing").reason(),
-            AccessListReason::AccessListNotFound.as_str()
+            AccessListReason::AccessListNotFound.into()
         );
     }
 }

@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use super::vocabulary::{AccessListError, AccessListReason, Failure};
+use super::vocabulary::{AccessListError, AccessListReason};
+use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Event};
-use crate::controller::framework::status::vocabulary::Reason;
+use crate::controller::framework::kind::{Context, Notice};
+use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::crd::access_list_claim::RecordedValues;
 use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy};
 
@@ -22,9 +23,9 @@ pub(super) const RESTORE_DEADLINE: Duration = Duration::from_secs(600);
 #[derive(Debug)]
 pub(super) enum AfterRestore {
     /// Release the object, with this Event.
-    Done(Event),
+    Done(Notice<AccessListReason>),
     /// Keep the finalizer and retry; the error shows in status until then.
-    Retry(Failure),
+    Retry(ReconcileError<AccessListError>),
 }
 
 /// Decides, without I/O, what a restore attempt means for the finalizer:
@@ -37,13 +38,13 @@ pub(super) enum AfterRestore {
 pub(super) fn after_restore(
     (zone, configuration): (i64, i64),
     values: RecordedValues,
-    restored: Result<(), Failure>,
+    restored: Result<(), ReconcileError<AccessListError>>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
     let error = match restored {
         Ok(()) => {
-            return AfterRestore::Done(Event::normal(
+            return AfterRestore::Done(Notice::normal(
                 AccessListReason::Restored,
                 format!(
                     "restored isEnabled={} action={} on configuration {configuration} of Shield Zone {zone}",
@@ -57,7 +58,7 @@ pub(super) fn after_restore(
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_))
     | ReconcileError::Kind(AccessListError::NotFound { .. }) = error
     {
-        return AfterRestore::Done(Event::normal(
+        return AfterRestore::Done(Notice::normal(
             AccessListReason::NothingToRestore,
             format!("configuration {configuration} of Shield Zone {zone} no longer exists: nothing to restore"),
         ));
@@ -65,8 +66,9 @@ pub(super) fn after_restore(
     let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
     let overdue = deadline.is_none_or(|deadline| now >= deadline);
     let fixable_credentials = matches!(
-        error.common_reason(),
-        Some(Reason::Unauthorized | Reason::Forbidden | Reason::CredentialsUnavailable)
+        error.reason::<AccessListReason>(),
+        AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden)
+            | AnyReason::Common(Reason::CredentialsUnavailable)
     );
     match (overdue, deadline) {
         (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(
@@ -78,13 +80,13 @@ pub(super) fn after_restore(
             }
             .into(),
         ),
-        (false, _) if error.is_transient() => AfterRestore::Retry(error),
-        _ => AfterRestore::Done(Event::warning(
+        (false, _) if error.is_transient::<AccessListReason>() => AfterRestore::Retry(error),
+        _ => AfterRestore::Done(Notice::warning(
             AccessListReason::RestoreFailed,
             format!(
                 "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
                  released without restoring",
-                error.reason()
+                error.reason::<AccessListReason>()
             ),
         )),
     }
@@ -95,7 +97,7 @@ pub(super) async fn restore(
     cx: &Context<'_, AccessListConfig>,
     (zone, configuration): (i64, i64),
     values: RecordedValues,
-) -> Result<(), Failure> {
+) -> Result<(), ReconcileError<AccessListError>> {
     let client = cx.client().await?;
     let patch = AccessListConfigurationPatch {
         is_enabled: Some(values.is_enabled),
@@ -119,7 +121,6 @@ mod tests {
     use crate::controller::framework::driver::failure_event;
     use crate::controller::framework::status::conditions::{NewCondition, merge};
     use crate::controller::framework::status::vocabulary::ConditionType;
-    use crate::controller::framework::status::vocabulary::StatusName;
 
     #[test]
     fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {
@@ -153,7 +154,7 @@ mod tests {
                 note.reason,
                 note.message
             ),
-            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason()),
+            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason::<AccessListReason>()),
         };
         let restored = verdict(Ok(()), soon);
         assert!(
@@ -183,28 +184,32 @@ mod tests {
             AfterRestore::Retry(error) => error,
             AfterRestore::Done(note) => panic!("{}", note.message),
         };
-        let shown = |error: &Failure| {
+        let shown = |error: &ReconcileError<AccessListError>| {
             let decided = [NewCondition::new(
                 ConditionType::Synced,
                 false,
-                error.reason(),
+                error.reason::<AccessListReason>(),
                 error.to_string(),
             )];
             merge(&[], &decided, Some(1), "t")
         };
         let (by_key, by_secret) = (held(revoked()), held(no_secret()));
-        let note = failure_event(&[], &by_key).expect("the hold begins");
+        let note = failure_event::<AccessListConfig>(&[], &by_key).expect("the hold begins");
         assert_eq!(
             (note.reason, note.warning),
-            (AccessListReason::RestoreHeld.as_str(), true)
+            (AccessListReason::RestoreHeld.into(), true)
         );
         assert!(
             note.message.starts_with("Unauthorized holds the restore"),
             "{}",
             note.message
         );
-        assert_eq!(failure_event(&shown(&by_key), &held(revoked())), None, "the same hold");
-        let changed = failure_event(&shown(&by_key), &by_secret).expect("its cause changed");
+        assert_eq!(
+            failure_event::<AccessListConfig>(&shown(&by_key), &held(revoked())),
+            None,
+            "the same hold"
+        );
+        let changed = failure_event::<AccessListConfig>(&shown(&by_key), &by_secret).expect("its cause changed");
         assert!(
             changed.message.starts_with("CredentialsUnavailable holds"),
             "{}",

@@ -13,7 +13,7 @@ use crate::api::bounded_text;
 use crate::api::models::shield::{
     AccessListAction, Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, FilterOp,
 };
-use crate::controller::framework::kind::{Event, is_ready};
+use crate::controller::framework::kind::{Notice, is_ready};
 use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::ConditionType;
@@ -54,7 +54,7 @@ pub(crate) struct Step {
     /// The action the list should take now.
     pub action: AccessListAction,
     pub status: RolloutStatus,
-    pub events: Vec<Event>,
+    pub events: Vec<Notice<AccessListReason>>,
     /// Ready, with its reason and message.
     pub ready: (bool, AccessListReason, String),
     /// When to look again, sooner than the zone's resync: at the window's end.
@@ -287,7 +287,7 @@ pub(crate) fn step(
     let window = window_of(rollout);
     let mut events = Vec::new();
     if window_started {
-        events.push(Event::normal(
+        events.push(Notice::normal(
             AccessListReason::RolloutStarted,
             format!(
                 "the list logs; {} after {} it may take {}",
@@ -327,7 +327,7 @@ pub(crate) fn step(
                     .map(|e| (AccessListReason::RolloutHeld, e.matches));
                 status.stage = RolloutStage::Held;
                 let message = held_because(&over);
-                events.push(Event::warning(AccessListReason::RolloutHeld, message.clone()));
+                events.push(Notice::warning(AccessListReason::RolloutHeld, message.clone()));
                 return Step {
                     action: log,
                     status,
@@ -345,7 +345,7 @@ pub(crate) fn step(
                 return promote(rollout, status, events, now);
             }
             if let Some(stale) = approval.filter(|_| rollout.promotion == Promotion::Manual && !approved) {
-                events.push(Event::warning(
+                events.push(Notice::warning(
                     AccessListReason::StaleApproval,
                     format!(
                         "edgeplatform.io/promote is {stale:?}, the evidence shown is {}: nothing promoted",
@@ -401,7 +401,7 @@ pub(crate) fn step(
                     past_tense(target),
                     humantime(window)
                 );
-                events.push(Event::warning(AccessListReason::RolledBack, message.clone()));
+                events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
                 Step {
                     action: log,
                     status,
@@ -455,10 +455,15 @@ pub(crate) fn with_step(
     status
 }
 
-fn promote(rollout: &Rollout, mut status: RolloutStatus, mut events: Vec<Event>, now: DateTime<Utc>) -> Step {
+fn promote(
+    rollout: &Rollout,
+    mut status: RolloutStatus,
+    mut events: Vec<Notice<AccessListReason>>,
+    now: DateTime<Utc>,
+) -> Step {
     status.stage = RolloutStage::Promoted;
     status.promoted_at = Some(rfc3339(now));
-    events.push(Event::normal(
+    events.push(Notice::normal(
         AccessListReason::Promoted,
         format!(
             "{} promotion to {}: {}",
@@ -480,7 +485,7 @@ fn promote(rollout: &Rollout, mut status: RolloutStatus, mut events: Vec<Event>,
     }
 }
 
-fn promoted(rollout: &Rollout, status: RolloutStatus, events: Vec<Event>) -> Step {
+fn promoted(rollout: &Rollout, status: RolloutStatus, events: Vec<Notice<AccessListReason>>) -> Step {
     let target = rollout.action.action();
     let message = format!(
         "promoted to {} at {}: {}",

@@ -20,7 +20,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::FINALIZER;
 use super::restore::wants_finalizer;
 use super::secret_needs::SecretKey;
-use super::vocabulary::Failure;
+use super::vocabulary::AccessListError;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::Context;
 use crate::controller::framework::object::is_paused;
@@ -78,7 +78,7 @@ pub(crate) async fn change_protection(
     (namespace, name): &SecretKey,
     change: ProtectionChange,
     finalizer: &SecretFinalizer,
-) -> Result<(), Failure> {
+) -> Result<(), ReconcileError<AccessListError>> {
     let secrets: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), namespace);
     let patch = change.patch(finalizer);
     match secrets
@@ -95,7 +95,7 @@ pub(crate) async fn change_protection(
 pub(super) async fn protect_own_secret(
     object: &AccessListConfig,
     cx: &Context<'_, AccessListConfig>,
-) -> Result<(), Failure> {
+) -> Result<(), ReconcileError<AccessListError>> {
     let Some(secret) = protected_secret(object).filter(|_| cx.settings.protect_secrets) else {
         return Ok(());
     };

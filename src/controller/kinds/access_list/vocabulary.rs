@@ -1,7 +1,7 @@
 //! The words of an AccessListConfig's status beside every kind's: its reasons and
 //! its failures.
 
-use crate::controller::framework::error::{KindError, ReconcileError};
+use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::status::vocabulary::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
@@ -53,9 +53,6 @@ impl KindReason for AccessListReason {
     }
 }
 
-/// A failed reconcile of an AccessListConfig.
-pub(crate) type Failure = ReconcileError<AccessListError>;
-
 #[derive(Debug, thiserror::Error)]
 pub enum AccessListError {
     #[error("Shield Zone {zone} has no access list {what}")]
@@ -74,46 +71,30 @@ pub enum AccessListError {
     #[error(
         "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
          the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
-         {deadline} it is released without restoring", .cause.reason()
+         {deadline} it is released without restoring", .cause.reason::<AccessListReason>()
     )]
     RestoreBlocked {
         zone: i64,
         configuration: i64,
         deadline: String,
-        cause: Box<Failure>,
+        #[source]
+        cause: Box<ReconcileError<AccessListError>>,
     },
 }
 
-impl From<AccessListError> for Failure {
+impl From<AccessListError> for ReconcileError<AccessListError> {
     fn from(error: AccessListError) -> Self {
         ReconcileError::Kind(error)
     }
 }
 
-impl AccessListError {
-    fn reason(&self) -> AccessListReason {
-        match self {
+impl From<&AccessListError> for AccessListReason {
+    fn from(error: &AccessListError) -> Self {
+        match error {
             AccessListError::NotFound { .. } => AccessListReason::AccessListNotFound,
             AccessListError::AmbiguousName { .. } => AccessListReason::AmbiguousListName,
             AccessListError::ConfigurationClaimed { .. } => AccessListReason::ConfigurationClaimed,
             AccessListError::RestoreBlocked { .. } => AccessListReason::RestoreHeld,
-        }
-    }
-}
-
-impl KindError for AccessListError {
-    fn reason(&self) -> &'static str {
-        AccessListError::reason(self).into()
-    }
-
-    fn is_terminal(&self) -> bool {
-        AccessListError::reason(self).is_terminal()
-    }
-
-    fn cause_reason(&self) -> Option<&'static str> {
-        match self {
-            AccessListError::RestoreBlocked { cause, .. } => Some(cause.reason()),
-            _ => None,
         }
     }
 }

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::vocabulary::Failure;
+use super::vocabulary::AccessListError;
 use crate::api::EdgeClient;
 use crate::api::models::shield::AccessListsResponse;
 use crate::controller::framework::credentials::credential_id;
+use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::shared_reads::SharedReads;
 
 /// How long one read of a zone's access lists serves the reconciles of that zone (a
@@ -55,7 +56,7 @@ impl ZoneLists {
         client: &EdgeClient,
         zone: i64,
         freshness: ListsFreshness,
-    ) -> Result<Arc<AccessListsResponse>, Failure> {
+    ) -> Result<Arc<AccessListsResponse>, ReconcileError<AccessListError>> {
         let now = Instant::now();
         let recent = now.checked_sub(ZONE_LISTS_TTL);
         let not_before = match freshness {

@@ -37,7 +37,7 @@ use crate::controller::framework::kind::{Context, Failure, Now, Outcome, Reconci
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
-use crate::crd::container_app_watch::{ContainerAppWatch, ContainerAppWatchStatus, SecurityEventsWatch};
+use crate::crd::container_app_watch::{ContainerAppWatch, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
 pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i64) -> EventLogsSearchRequest {
@@ -241,7 +241,10 @@ impl Reconcilable for ContainerAppWatch {
 
     /// Polls when due: reads, records when the next poll is due, summarises the reads
     /// (pure) into status and Events on transitions, and comes back at the next poll.
-    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<ContainerAppWatchStatus>, Failure<Self>> {
+    async fn reconcile(
+        &self,
+        cx: &mut Context<'_, Self>,
+    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
         let key = object_key(self);
         let last = cx.state.polls.last(&key);
         let late = match poll_decision(self, last, &cx.now) {

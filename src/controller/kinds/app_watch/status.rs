@@ -12,9 +12,10 @@ use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::kind::{Event, Now};
+use crate::controller::framework::kind::{Notice, Now};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
+use crate::crd::Condition;
 use crate::crd::container_app_watch::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
@@ -43,7 +44,7 @@ pub(super) fn app_summary(app: &Application) -> AppSummary {
     }
 }
 
-pub(super) fn app_condition(app: &Application) -> NewCondition {
+pub(super) fn app_condition(app: &Application) -> NewCondition<AppReason> {
     NewCondition::new(
         AppCondition::AppReady,
         app.status == AppStatus::Active,
@@ -71,7 +72,7 @@ pub(super) fn security_summary(
     watch: &SecurityEventsWatch,
     grouped: &EventLogsSearchResponse,
     total: i64,
-) -> (SecurityEventsSummary, NewCondition) {
+) -> (SecurityEventsSummary, NewCondition<AppReason>) {
     let top: Vec<EventGroupSummary> = grouped
         .groups
         .iter()
@@ -124,12 +125,12 @@ pub(super) fn security_summary(
     (summary, condition)
 }
 
-fn failed(type_: impl StatusName, error: &ApiError) -> NewCondition {
-    NewCondition::new(type_, false, Reason::of(error), error.to_string())
+fn failed(type_: impl Into<&'static str>, error: &ApiError) -> NewCondition<AppReason> {
+    NewCondition::new(type_, false, error.reason(), error.to_string())
 }
 
 /// The Synced condition of a poll: on time, or how late (the quota is short).
-fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> NewCondition {
+fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> NewCondition<AppReason> {
     // The message names no lateness: it would change at every poll, and so would the
     // status.
     if schedule.is_late(late) {
@@ -153,11 +154,11 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Ne
 
 /// CdnLogsSynced: True when the summary covers its whole window; Partial, with the
 /// share it covers and why, when the page budget has not read all of it yet.
-pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> NewCondition {
+pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> NewCondition<AppReason> {
     let summary = &tail.summary;
     let counts = format!("{} requests, hit ratio {}", summary.requests, summary.hit_ratio);
     if tail.complete {
-        return NewCondition::new(AppCondition::CdnLogsSynced, true, AppReason::Synced, counts);
+        return NewCondition::new(AppCondition::CdnLogsSynced, true, AppReason::Refreshed, counts);
     }
     let why = if tail.behind {
         format!(
@@ -207,7 +208,7 @@ pub(super) fn poll_status(
             decided.push(NewCondition::new(
                 AppCondition::RateLimitsSynced,
                 true,
-                AppReason::Synced,
+                AppReason::Refreshed,
                 format!("{} rules", rules.len()),
             ));
             status.rate_limits = Some(rate_limit_summaries(&rules));
@@ -248,15 +249,15 @@ pub(super) fn poll_status(
 
 /// Ready: the app is active and every summary asked for is synced; otherwise the
 /// first detail condition that is not True, with its reason.
-pub(super) fn ready_condition(details: &[NewCondition]) -> NewCondition {
+pub(super) fn ready_condition(details: &[NewCondition<AppReason>]) -> NewCondition<AppReason> {
     use crate::crd::ConditionStatus;
     let pending = details
         .iter()
-        .filter(|d| d.type_ != ConditionType::Synced.as_str())
+        .filter(|d| d.type_ != <&str>::from(ConditionType::Synced))
         .find(|d| d.status != ConditionStatus::True);
     match pending {
         Some(detail) => NewCondition {
-            type_: ConditionType::Ready.as_str(),
+            type_: ConditionType::Ready.into(),
             status: ConditionStatus::False,
             reason: detail.reason,
             message: format!("{}: {}", detail.type_, detail.message),
@@ -312,7 +313,10 @@ fn observed_at(
 }
 
 /// Warning Events when the app stops being ready or security events turn Elevated.
-pub(super) fn transition_events(previous: &ContainerAppWatchStatus, status: &ContainerAppWatchStatus) -> Vec<Event> {
+pub(super) fn transition_events(
+    previous: &ContainerAppWatchStatus,
+    status: &ContainerAppWatchStatus,
+) -> Vec<Notice<AppReason>> {
     use crate::crd::ConditionStatus;
     let mut notes = Vec::new();
     let before = find(&previous.conditions, AppCondition::AppReady);
@@ -320,15 +324,18 @@ pub(super) fn transition_events(previous: &ContainerAppWatchStatus, status: &Con
         && after.status != ConditionStatus::True
         && before.is_none_or(|b| b.status == ConditionStatus::True)
     {
-        notes.push(Event::warning(AppReason::AppNotReady, after.message.clone()));
+        notes.push(Notice::warning(AppReason::AppNotReady, after.message.clone()));
     }
-    let elevated = AppReason::Elevated.as_str();
+    let elevated = |c: &Condition| AnyReason::parse(&c.reason) == Some(AnyReason::Own(AppReason::Elevated));
     let before = find(&previous.conditions, AppCondition::SecurityEvents);
     if let Some(after) = find(&status.conditions, AppCondition::SecurityEvents)
-        && after.reason == elevated
-        && before.is_none_or(|b| b.reason != elevated)
+        && elevated(after)
+        && !before.is_some_and(elevated)
     {
-        notes.push(Event::warning(AppReason::SecurityEventsElevated, after.message.clone()));
+        notes.push(Notice::warning(
+            AppReason::SecurityEventsElevated,
+            after.message.clone(),
+        ));
     }
     notes
 }
@@ -341,7 +348,7 @@ mod tests {
     #[test]
     fn security_events_turn_elevated_at_the_threshold() {
         let (summary, condition) = security_summary(&watch(91), &grouped(), 91);
-        assert_eq!(condition.reason, AppReason::Elevated.as_str());
+        assert_eq!(condition.reason, AppReason::Elevated.into());
         assert_eq!(summary.top.len(), 2);
         assert_eq!(summary.top[0].blocked, 70);
         assert!(
@@ -350,7 +357,7 @@ mod tests {
             condition.message
         );
         let (_, quiet) = security_summary(&watch(92), &grouped(), 91);
-        assert_eq!(quiet.reason, AppReason::Quiet.as_str());
+        assert_eq!(quiet.reason, AppReason::Quiet.into());
     }
 
     #[test]
@@ -371,11 +378,11 @@ mod tests {
         let synced = cdn_condition(&tail(true, false), 20);
         assert_eq!(
             (synced.reason, synced.message.as_str()),
-            (AppReason::Synced.as_str(), "5000 requests, hit ratio 0.870")
+            (AppReason::Refreshed.into(), "5000 requests, hit ratio 0.870")
         );
         let backfilling = cdn_condition(&tail(false, false), 20);
         assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
-        assert_eq!(backfilling.reason, AppReason::Partial.as_str());
+        assert_eq!(backfilling.reason, AppReason::Partial.into());
         assert!(
             backfilling.message.starts_with(
                 "covers 20.0% of the last 1h (2026-11-20T11:48:00.000Z to 2026-11-20T12:00:00.000Z): 5000 requests"
@@ -400,7 +407,7 @@ mod tests {
         let condition = app_condition(&app);
         assert_eq!(
             (condition.status, condition.reason),
-            (crate::crd::ConditionStatus::False, "Failing")
+            (crate::crd::ConditionStatus::False, AppReason::Failing.into())
         );
     }
 }

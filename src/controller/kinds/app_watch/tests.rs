@@ -4,8 +4,7 @@ use super::*;
 use crate::api::models::apps::AppStatus;
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::ConditionType;
-use crate::controller::framework::status::vocabulary::StatusName;
-use crate::crd::container_app_watch::CdnSummary;
+use crate::crd::container_app_watch::{CdnSummary, ContainerAppWatchStatus};
 
 #[test]
 fn the_search_defaults_to_rule_and_ip_over_the_window() {
@@ -76,7 +75,7 @@ fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
     let notes = transition_events(&fresh, &first);
     assert_eq!(
         notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
-        [AppReason::SecurityEventsElevated.as_str()]
+        [AppReason::SecurityEventsElevated.into()]
     );
     let failing = poll_status(
         &watch,
@@ -88,7 +87,7 @@ fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
     let notes = transition_events(&first, &failing);
     assert_eq!(
         notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
-        [AppReason::AppNotReady.as_str()]
+        [AppReason::AppNotReady.into()]
     );
     let still = poll_status(
         &watch,

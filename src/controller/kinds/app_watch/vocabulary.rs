@@ -1,6 +1,8 @@
 //! The words of a ContainerAppWatch's status beside every kind's: its condition types
 //! and reasons.
 
+use std::convert::Infallible;
+
 use crate::api::models::apps::AppStatus;
 use crate::controller::framework::status::vocabulary::KindReason;
 
@@ -20,7 +22,9 @@ pub(crate) enum AppCondition {
 pub(crate) enum AppReason {
     Polled,
     PolledLate,
-    Synced,
+    /// A mirror or summary is refreshed for its window.
+    #[strum(serialize = "Synced")]
+    Refreshed,
     Quiet,
     Elevated,
     NoPullZone,
@@ -64,28 +68,33 @@ impl KindReason for AppReason {
     }
 }
 
+/// The kind has no failures of its own: a failed read is written in its condition.
+impl From<&Infallible> for AppReason {
+    fn from(never: &Infallible) -> Self {
+        match *never {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::controller::framework::status::vocabulary::{StatusName, is_terminal_name};
+    use crate::controller::framework::status::vocabulary::AnyReason;
+
+    fn is_terminal(written: &str) -> bool {
+        AnyReason::<AppReason>::parse(written).is_some_and(AnyReason::is_terminal)
+    }
 
     #[test]
     fn application_states_a_person_ends_are_terminal() {
         for status in [AppStatus::Failing, AppStatus::Inactive, AppStatus::Suspended] {
-            assert!(
-                is_terminal_name::<AppReason>(AppReason::of_app(&status).as_str()),
-                "{status}"
-            );
+            assert!(is_terminal(AppReason::of_app(&status).into()), "{status}");
         }
         for status in [AppStatus::Active, AppStatus::Progressing, AppStatus::Unknown] {
-            assert!(
-                !is_terminal_name::<AppReason>(AppReason::of_app(&status).as_str()),
-                "{status}"
-            );
+            assert!(!is_terminal(AppReason::of_app(&status).into()), "{status}");
         }
-        assert!(is_terminal_name::<AppReason>("NoPullZone"));
-        assert!(!is_terminal_name::<AppReason>("Drifted"));
+        assert!(is_terminal("NoPullZone"));
+        assert!(!is_terminal("Drifted"));
     }
 
     #[test]
@@ -95,7 +104,7 @@ mod tests {
             AppStatus::Failing,
             AppStatus::Unrecognized("Hibernating".into()),
         ];
-        let written = statuses.map(|status| AppReason::of_app(&status).as_str());
+        let written = statuses.map(|status| <&str>::from(AppReason::of_app(&status)));
         assert_eq!(written, ["Active", "Failing", "UnrecognizedStatus"]);
     }
 }

@@ -13,11 +13,11 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use self::vocabulary::{CertificateReason, certificate_reason};
-use crate::api::{ApiError, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::kind::{Context, Event, Failure, Now, Outcome, Reconcilable, Requeue};
+use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
+use crate::controller::framework::kind::{Context, Failure, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason, StatusName};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
 use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 use crate::crd::pull_zone_certificate::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
@@ -58,15 +58,14 @@ pub(crate) fn decide(
     // an Issued condition of the generation issued.
     let attempted = status.attempted_generation.or_else(|| {
         ready
-            .filter(|c| c.reason == CertificateReason::Issued.as_str())
+            .filter(|c| AnyReason::parse(&c.reason) == Some(AnyReason::Own(CertificateReason::Issued)))
             .and_then(|c| c.observed_generation)
     });
     if attempted != generation || new_request {
         return Decision::Complete;
     }
-    let reason = ready.map(|c| c.reason.as_str());
-    match reason {
-        Some(r) if r == CertificateReason::Issued.as_str() => {
+    match ready.and_then(|c| AnyReason::parse(&c.reason)) {
+        Some(AnyReason::Own(CertificateReason::Issued)) => {
             let renewal = spec
                 .renew_every
                 .as_deref()
@@ -79,9 +78,9 @@ pub(crate) fn decide(
                 None => Decision::Idle,
             }
         }
-        Some(r) if r == CertificateReason::HostnameNotFound.as_str() => Decision::Idle,
+        Some(AnyReason::Own(CertificateReason::HostnameNotFound)) => Decision::Idle,
         // Reconciles come only from changes (a Secret, the object) and the slow requeue.
-        Some(r) if r == Reason::Unauthorized.as_str() => Decision::Complete,
+        Some(AnyReason::Platform(ApiFailure::Unauthorized)) => Decision::Complete,
         _ => match parse_time(status.next_attempt_time.as_deref()) {
             Some(next) if next > now => Decision::WaitUntil(next),
             _ => Decision::Complete,
@@ -150,14 +149,14 @@ pub(crate) fn after_attempt(
     };
     let reason = certificate_reason(error);
     let (wait, message) = match reason {
-        r if r == CertificateReason::HostnameNotFound.as_str() => (
+        AnyReason::Own(CertificateReason::HostnameNotFound) => (
             None,
             format!(
                 "{} is not registered on any Pull Zone; fix spec.hostname",
                 spec.hostname
             ),
         ),
-        r if r == Reason::Unauthorized.as_str() => (Some(UNAUTHORIZED_RETRY), error.to_string()),
+        AnyReason::Platform(ApiFailure::Unauthorized) => (Some(UNAUTHORIZED_RETRY), error.to_string()),
         _ => (
             Some(backoff.max(error.retry_after().unwrap_or_default())),
             error.to_string(),
@@ -182,9 +181,9 @@ pub(crate) fn attempt_events(
     previous: &PullZoneCertificateStatus,
     status: &PullZoneCertificateStatus,
     result: Result<(), &ApiError>,
-) -> Vec<Event> {
+) -> Vec<Notice<CertificateReason>> {
     let Err(error) = result else {
-        return vec![Event::normal(
+        return vec![Notice::normal(
             CertificateReason::Issued,
             format!("certificate issued for {}", spec.hostname),
         )];
@@ -193,7 +192,7 @@ pub(crate) fn attempt_events(
     match (ready(previous), ready(status)) {
         (was, Some(now)) if was.as_deref() != Some(now.as_str()) => {
             let reason = certificate_reason(error);
-            vec![Event::warning(reason, error.to_string())]
+            vec![Notice::warning(reason, error.to_string())]
         }
         _ => Vec::new(),
     }
@@ -222,7 +221,10 @@ impl Reconcilable for PullZoneCertificate {
 
     /// Decides whether to call now (the platform has no read of a certificate's
     /// state); calls; turns the answer into status, Events and the next attempt.
-    async fn reconcile(&self, cx: &mut Context<'_, Self>) -> Result<Outcome<PullZoneCertificateStatus>, Failure<Self>> {
+    async fn reconcile(
+        &self,
+        cx: &mut Context<'_, Self>,
+    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
         let requested = self
             .annotations()
             .get(ANNOTATION_RECONCILE_REQUESTED_AT)
@@ -379,7 +381,7 @@ mod tests {
                 .conditions
                 .iter()
                 .map(|c| crate::crd::Condition {
-                    reason: Reason::Paused.as_str().to_string(),
+                    reason: "Paused".to_string(),
                     status: crate::crd::ConditionStatus::False,
                     ..c.clone()
                 })

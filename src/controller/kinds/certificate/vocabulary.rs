@@ -1,7 +1,9 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
-use crate::api::ApiError;
-use crate::controller::framework::status::vocabulary::{KindReason, Reason, StatusName};
+use std::convert::Infallible;
+
+use crate::api::{ApiError, ApiFailure};
+use crate::controller::framework::status::vocabulary::{AnyReason, KindReason, Reason};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum CertificateReason {
@@ -17,12 +19,20 @@ impl KindReason for CertificateReason {
     }
 }
 
-/// [`Reason::of`], in this kind's words where it has its own.
-pub(super) fn certificate_reason(error: &ApiError) -> &'static str {
-    match error {
-        ApiError::NotFound(_) => CertificateReason::HostnameNotFound.as_str(),
-        ApiError::Validation { .. } => CertificateReason::VerificationFailed.as_str(),
-        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => Reason::Unauthorized.as_str(),
-        other => Reason::of(other).as_str(),
+/// The kind has no failures of its own: a failed completion is written in status.
+impl From<&Infallible> for CertificateReason {
+    fn from(never: &Infallible) -> Self {
+        match *never {}
+    }
+}
+
+/// A failed completion's reason, in this kind's words where it has its own.
+pub(super) fn certificate_reason(error: &ApiError) -> AnyReason<CertificateReason> {
+    match error.reason() {
+        ApiFailure::NotFound => CertificateReason::HostnameNotFound.into(),
+        ApiFailure::Rejected => CertificateReason::VerificationFailed.into(),
+        ApiFailure::Forbidden => ApiFailure::Unauthorized.into(),
+        ApiFailure::WriteWithheld => Reason::NotLeader.into(),
+        other => other.into(),
     }
 }

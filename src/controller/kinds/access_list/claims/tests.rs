@@ -1,10 +1,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::fixtures::spec;
+use super::super::vocabulary::AccessListReason;
 use super::carry_over::PreviousOwners;
 use super::*;
+use crate::api::ApiFailure;
 use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, Reason};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
 use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint};
 
 const PLATFORM: &str = "https://api.example.com";
@@ -82,10 +84,10 @@ fn the_cache_keeps_one_claim_per_configuration_and_a_relisting_replaces_it() {
 
 /// The object as 0.2.0 left it after writing `configuration`, Synced as `synced`.
 fn written_by_0_2(mut object: AccessListConfig, configuration: i64, synced: bool) -> AccessListConfig {
-    let reason = if synced {
-        Reason::Reconciled
+    let reason: AnyReason<AccessListReason> = if synced {
+        Reason::Reconciled.into()
     } else {
-        Reason::Unauthorized
+        ApiFailure::Unauthorized.into()
     };
     let decided = [NewCondition::new(ConditionType::Synced, synced, reason, "")];
     object.status = Some(AccessListConfigStatus {

@@ -1,6 +1,5 @@
 use super::*;
 use crate::api::models::shield::GroupContext;
-use crate::controller::framework::status::vocabulary::StatusName;
 use crate::crd::EventFilter;
 use crate::crd::access_list_config::RolloutAction;
 
@@ -248,7 +247,7 @@ fn automatic_promotion_after_the_whole_window_with_the_gate_holding() {
     let spec = rollout(Promotion::Automatic);
     let started = current(None, Some(2), AccessListAction::Log.code(), at(START));
     let first = step(&spec, started, None, None, None, at(START));
-    assert_eq!(first.events[0].reason, AccessListReason::RolloutStarted.as_str());
+    assert_eq!(first.events[0].reason, AccessListReason::RolloutStarted.into());
     let midway = at("2026-11-28T10:30:00Z");
     let running = step(&spec, logging_since(START), Some(evidence_of(42)), None, None, midway);
     assert_eq!(
@@ -264,7 +263,7 @@ fn automatic_promotion_after_the_whole_window_with_the_gate_holding() {
     assert_eq!(done.status.stage, RolloutStage::Promoted);
     assert_eq!(done.status.promoted_at.as_deref(), Some("2026-11-28T11:00:00Z"));
     assert!(done.ready.0);
-    assert_eq!(done.events[0].reason, AccessListReason::Promoted.as_str());
+    assert_eq!(done.events[0].reason, AccessListReason::Promoted.into());
     assert_eq!(
         done.status.evidence,
         Some(evidence_of(42)),
@@ -324,7 +323,7 @@ fn a_manual_rollout_promotes_on_the_digest_shown_and_not_on_a_stale_one() {
     let stale = evidence_of(41).digest;
     let refused = approving(Some(&stale));
     assert_eq!(refused.action, AccessListAction::Log);
-    assert_eq!(refused.events[0].reason, AccessListReason::StaleApproval.as_str());
+    assert_eq!(refused.events[0].reason, AccessListReason::StaleApproval.into());
     assert!(
         refused.events[0].message.contains(&stale),
         "{}",
