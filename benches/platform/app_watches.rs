@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use edge_operator::crd::ContainerAppWatch;
+use edge_operator::controller::kinds::ContainerAppWatch;
 use edge_operator::sim::{JournalEntry, spawn};
 use kube::api::PostParams;
 use serde_json::json;

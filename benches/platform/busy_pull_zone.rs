@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use chrono::{DateTime, Utc};
-use edge_operator::crd::ContainerAppWatch;
-use edge_operator::crd::container_app_watch::CdnSummary;
+use edge_operator::controller::kinds::ContainerAppWatch;
+use edge_operator::controller::kinds::app_watch::resource::CdnSummary;
 use edge_operator::sim::generator;
 use edge_operator::sim::{Sim, spawn};
 use kube::Api;

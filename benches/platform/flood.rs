@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use edge_operator::crd::AccessListConfig;
+use edge_operator::controller::kinds::AccessListConfig;
 use edge_operator::sim::document::{ShieldZone, SimAccessList};
 use edge_operator::sim::{SimDocument, spawn};
 use kube::api::{Patch, PatchParams, PostParams};

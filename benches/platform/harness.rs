@@ -183,7 +183,9 @@ impl Cluster {
     /// Deletes the AccessListClaims of the platform at `platform` (those of a round's
     /// objects, whose namespace is gone), so that every round starts without them.
     pub(crate) async fn delete_claims(&self, platform: &str) -> anyhow::Result<()> {
-        use edge_operator::crd::access_list_claim::{AccessListClaim, PLATFORM_LABEL, platform_tag};
+        use edge_operator::controller::kinds::access_list::claim_resource::{
+            AccessListClaim, PLATFORM_LABEL, platform_tag,
+        };
         let claims = Api::<AccessListClaim>::all(self.client.clone());
         let of_platform =
             kube::api::ListParams::default().labels(&format!("{PLATFORM_LABEL}={}", platform_tag(platform)));

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use edge_operator::crd::AccessListConfig;
-use edge_operator::crd::ContainerAppWatch;
+use edge_operator::controller::kinds::AccessListConfig;
+use edge_operator::controller::kinds::ContainerAppWatch;
 use edge_operator::sim::document::{ShieldZone, SimAccessList};
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};

@@ -86,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
             let write = |path: PathBuf, text: &str| {
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
             };
-            for crd in edge_operator::crd::all() {
+            for crd in edge_operator::controller::kinds::crds() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;
                 if dir.is_empty() && chart_templates.is_none() {
                     print!("{yaml}");

@@ -9,8 +9,8 @@ use serde_json::json;
 use super::CommandError;
 use super::args::RolloutArgs;
 use super::render::sparkline;
+use crate::controller::kinds::access_list::resource::{AccessListConfig, Promotion, Rollout, RolloutStatus, Tally};
 use crate::crd::ANNOTATION_PROMOTE;
-use crate::crd::access_list_config::{AccessListConfig, Promotion, Rollout, RolloutStatus, Tally};
 
 /// What `rollout status` shows: the spec's rollout, where it stands, and Ready.
 #[derive(Debug, Serialize)]
@@ -187,7 +187,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::access_list_config::{
+    use crate::controller::kinds::access_list::resource::{
         AccessListConfigSpec, AccessListConfigStatus, Evidence, RolloutAction, RolloutStage,
     };
 

@@ -1,5 +1,7 @@
-//! Custom resources of group `edgeplatform.io/v1alpha1`, one module per kind, and the
-//! types they share.
+//! What the custom resources of group `edgeplatform.io/v1alpha1` share: conditions,
+//! Secret references, event filters, annotations, the traits the driver reads of every
+//! kind, and how a CRD's schema is written. Each kind's resource lives in its folder
+//! of `controller::kinds`, whose registry lists them.
 
 // clippy reads the repeated `printcolumn(name = .., type_ = ..)` entries of the
 // CustomResource derive as duplicated attributes; they are distinct columns.
@@ -8,22 +10,12 @@
 // `unreachable_pub` reports; the specs themselves are exported.
 #![allow(unreachable_pub)]
 
-pub mod access_list_claim;
-pub mod access_list_config;
-pub mod container_app_watch;
-pub mod pull_zone_certificate;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{CustomResourceExt, KubeSchema};
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::shield::{Dimension, FilterOp};
-
-pub use access_list_claim::AccessListClaim;
-pub use access_list_config::AccessListConfig;
-pub use container_app_watch::ContainerAppWatch;
-pub use pull_zone_certificate::PullZoneCertificate;
 
 /// `"true"` stops all action on the object (condition Synced=False, reason Paused).
 pub const ANNOTATION_PAUSED: &str = "edgeplatform.io/paused";
@@ -123,14 +115,17 @@ pub trait EdgeObject {
     fn secret_ref(&self) -> Option<&SecretKeyRef>;
 }
 
-macro_rules! edge_objects {
-    ($($kind:ty => $status:ty),+) => {$(
-        impl StatusConditions for $status {
-            fn conditions(&self) -> &[Condition] {
+/// Implements [`StatusConditions`] for a kind's status and [`EdgeObject`] for the kind:
+/// a status with `conditions` and `observed_generation`, a spec with
+/// `access_key_secret_ref`.
+macro_rules! edge_object {
+    ($kind:ty => $status:ty) => {
+        impl $crate::crd::StatusConditions for $status {
+            fn conditions(&self) -> &[$crate::crd::Condition] {
                 &self.conditions
             }
 
-            fn set_conditions(&mut self, conditions: Vec<Condition>) {
+            fn set_conditions(&mut self, conditions: Vec<$crate::crd::Condition>) {
                 self.conditions = conditions;
             }
 
@@ -139,7 +134,7 @@ macro_rules! edge_objects {
             }
         }
 
-        impl EdgeObject for $kind {
+        impl $crate::crd::EdgeObject for $kind {
             type Status = $status;
 
             fn status(&self) -> Option<&$status> {
@@ -150,85 +145,14 @@ macro_rules! edge_objects {
                 self.status.as_mut()
             }
 
-            fn secret_ref(&self) -> Option<&SecretKeyRef> {
+            fn secret_ref(&self) -> Option<&$crate::crd::SecretKeyRef> {
                 self.spec.access_key_secret_ref.as_ref()
             }
         }
-    )+};
+    };
 }
 
-edge_objects!(
-    access_list_config::AccessListConfig => access_list_config::AccessListConfigStatus,
-    container_app_watch::ContainerAppWatch => container_app_watch::ContainerAppWatchStatus,
-    pull_zone_certificate::PullZoneCertificate => pull_zone_certificate::PullZoneCertificateStatus
-);
-
-/// Every CRD of the operator, in a stable order: the kinds users write, then the
-/// operator's own records.
-pub fn all() -> Vec<CustomResourceDefinition> {
-    Kind::ALL
-        .into_iter()
-        .map(Kind::crd)
-        .chain([rewrite_schemas(AccessListClaim::crd())])
-        .collect()
-}
-
-/// The kinds of the group: the one list of them that the CRDs, `edge-operator check`,
-/// `edgectl plan` and the tests read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    AccessListConfig,
-    PullZoneCertificate,
-    ContainerAppWatch,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 3] = [
-        Kind::AccessListConfig,
-        Kind::PullZoneCertificate,
-        Kind::ContainerAppWatch,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::AccessListConfig => "AccessListConfig",
-            Kind::PullZoneCertificate => "PullZoneCertificate",
-            Kind::ContainerAppWatch => "ContainerAppWatch",
-        }
-    }
-
-    /// The kind called `name`, if the group has it.
-    pub fn of(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
-    }
-
-    /// Its CustomResourceDefinition, as `crds/` holds it.
-    pub fn crd(self) -> CustomResourceDefinition {
-        rewrite_schemas(match self {
-            Kind::AccessListConfig => AccessListConfig::crd(),
-            Kind::PullZoneCertificate => PullZoneCertificate::crd(),
-            Kind::ContainerAppWatch => ContainerAppWatch::crd(),
-        })
-    }
-
-    /// Its API resource, for untyped access.
-    pub fn api_resource(self) -> kube::core::ApiResource {
-        match self {
-            Kind::AccessListConfig => kube::core::ApiResource::erase::<AccessListConfig>(&()),
-            Kind::PullZoneCertificate => kube::core::ApiResource::erase::<PullZoneCertificate>(&()),
-            Kind::ContainerAppWatch => kube::core::ApiResource::erase::<ContainerAppWatch>(&()),
-        }
-    }
-
-    /// Its example manifest in `examples/`.
-    pub fn example(self) -> &'static str {
-        match self {
-            Kind::AccessListConfig => include_str!("../../examples/access-list-config.yaml"),
-            Kind::PullZoneCertificate => include_str!("../../examples/pull-zone-certificate.yaml"),
-            Kind::ContainerAppWatch => include_str!("../../examples/container-app-watch.yaml"),
-        }
-    }
-}
+pub(crate) use edge_object;
 
 /// The integer formats the apiserver knows. schemars names unsigned Rust types
 /// `uint16`/`uint32`, which the apiserver warns about on every apply; their bounds
@@ -299,7 +223,7 @@ fn bound_status(node: &mut serde_json::Value) {
 
 /// Applies [`use_kubernetes_formats`] to every schema of `crd`, and [`bound_status`] to
 /// its status.
-fn rewrite_schemas(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+pub(crate) fn rewrite_schemas(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(validation) = version.schema.as_mut() else {
             continue;

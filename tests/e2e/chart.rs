@@ -339,7 +339,7 @@ fn the_chart_renders_the_crds_of_crds_folder_kept_on_uninstall_unless_told() {
         objects_of_kind(&manifests, "CustomResourceDefinition")
     };
     let rendered = render(&[]);
-    let crds = edge_operator::crd::all();
+    let crds = edge_operator::controller::kinds::crds();
     assert_eq!(rendered.len(), crds.len(), "every CRD, by default");
     for crd in &crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
@@ -406,7 +406,7 @@ fn the_flux_example_installs_the_chart_with_valid_values() {
     assert!(manifests.contains("kind: Deployment"));
     assert_eq!(
         objects_of_kind(&manifests, "CustomResourceDefinition").len(),
-        edge_operator::crd::all().len(),
+        edge_operator::controller::kinds::crds().len(),
         "the release carries the CRDs"
     );
 }

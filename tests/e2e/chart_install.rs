@@ -8,7 +8,7 @@ use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually, free_port};
 use crate::support::sim::{example_fixtures, start};
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 
 pub(crate) const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";

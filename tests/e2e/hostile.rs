@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use edge_operator::controller::kinds::access_list::{FINALIZER, SECRET_IN_USE_FINALIZER};
-use edge_operator::crd::access_list_config::AccessListConfig;
-use edge_operator::crd::{ContainerAppWatch, PullZoneCertificate};
+use edge_operator::controller::kinds::{ContainerAppWatch, PullZoneCertificate};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -450,7 +450,7 @@ async fn a_busy_cdn_window_is_summarised_over_several_polls_and_says_it_is_parti
         .iter()
         .map(|e| serde_json::from_value(e["timestamp"].clone()).expect("time"))
         .collect();
-    let exact = |summary: &edge_operator::crd::container_app_watch::CdnSummary| {
+    let exact = |summary: &edge_operator::controller::kinds::app_watch::resource::CdnSummary| {
         let from: chrono::DateTime<chrono::Utc> = summary.from.parse().expect("from");
         let to: chrono::DateTime<chrono::Utc> = summary.to.parse().expect("to");
         times.iter().filter(|t| **t >= from && **t < to).count() as i64

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 use serde_json::json;
 
@@ -163,7 +163,7 @@ async fn one_sigterm_stops_the_leader_even_with_the_apiserver_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_between_claim_and_write_keeps_the_same_owner() {
-    use edge_operator::crd::AccessListClaim;
+    use edge_operator::controller::kinds::access_list::claim_resource::AccessListClaim;
     let sim = start(example_fixtures()).await;
     let namespace = TestNamespace::create("claim-kill");
     let ns = namespace.name.as_str();

@@ -6,7 +6,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually, wait_for_condition};
 use crate::support::sim::{await_journal, example_fixtures, journal_count, start};
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use edge_operator::sim::RunningSim;
 use k8s_openapi::api::core::v1::Event;
 use kube::Api;

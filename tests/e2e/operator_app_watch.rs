@@ -7,7 +7,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually};
 use crate::support::sim::{example_fixtures, set_app_status, start};
-use edge_operator::crd::container_app_watch::ContainerAppWatch;
+use edge_operator::controller::kinds::app_watch::resource::ContainerAppWatch;
 use kube::Api;
 use serde_json::{Value, json};
 

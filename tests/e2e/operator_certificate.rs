@@ -7,7 +7,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, eventually, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, add_fault, example_fixtures, start};
-use edge_operator::crd::pull_zone_certificate::PullZoneCertificate;
+use edge_operator::controller::kinds::certificate::resource::PullZoneCertificate;
 use edge_operator::sim::RunningSim;
 use kube::Api;
 use serde_json::json;

@@ -7,7 +7,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, eventually, free_port, wait_for_condition};
 use crate::support::sim::{add_fault, example_fixtures, journal_count, start};
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 use serde_json::json;
 

@@ -13,7 +13,7 @@ use crate::support::gitops::{Verdict, judge};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{example_fixtures, http, journal_count, platform_list, start};
-use edge_operator::crd::access_list_config::{AccessListConfig, RolloutStage, RolloutStatus};
+use edge_operator::controller::kinds::access_list::resource::{AccessListConfig, RolloutStage, RolloutStatus};
 use edge_operator::sim::RunningSim;
 
 const WAIT: Duration = Duration::from_secs(45);

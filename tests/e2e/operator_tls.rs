@@ -9,7 +9,7 @@ use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, wait_for_condition};
 use crate::support::sim::example_fixtures;
 use crate::support::tls::{PrivateCa, https_sim};
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 use serde_json::json;
 

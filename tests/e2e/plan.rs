@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 use serde_json::{Value, json};
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use edge_operator::controller::kinds::access_list::SECRET_IN_USE_FINALIZER;
-use edge_operator::crd::access_list_config::AccessListConfig;
+use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use edge_operator::sim::document::SimAccessList;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::{Api, ResourceExt};

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use edge_operator::crd::AccessListConfig;
+use edge_operator::controller::kinds::AccessListConfig;
 use kube::Api;
 
 use super::release::{Release, is_ready};

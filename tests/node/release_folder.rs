@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use edge_operator::crd::AccessListConfig;
+use edge_operator::controller::kinds::AccessListConfig;
 use kube::Api;
 
 use super::chart_on_node::{access_list, in_sync_with_spec};

@@ -9,9 +9,9 @@ use crate::support::gitops::{argocd_health, argocd_script};
 
 /// Every kind the operator has.
 fn kinds() -> impl Iterator<Item = &'static str> {
-    edge_operator::crd::Kind::ALL
+    edge_operator::controller::kinds::Kind::ALL
         .into_iter()
-        .map(edge_operator::crd::Kind::name)
+        .map(edge_operator::controller::kinds::Kind::name)
 }
 
 #[test]
@@ -21,7 +21,7 @@ fn the_argocd_cm_patch_carries_health_lua_for_every_kind() {
         assert_eq!(
             argocd_script(kind),
             script,
-            "argocd-cm-patch.yaml is out of date for {kind}: run hack/argocd-health.sh"
+            "argocd-cm-patch.yaml is out of date for {kind}: run make crds"
         );
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use crate::support::cluster::repo_root;
 
 fn assert_committed(dir: &Path, generate: fn(&CustomResourceDefinition) -> Result<String, serde_yaml::Error>) {
-    let crds = edge_operator::crd::all();
+    let crds = edge_operator::controller::kinds::crds();
     for crd in &crds {
         let path = dir.join(edge_operator::crd::file_name(crd));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
@@ -61,7 +61,7 @@ fn every_schema_property_has_a_description() {
         }
     }
     let mut missing = Vec::new();
-    for crd in edge_operator::crd::all() {
+    for crd in edge_operator::controller::kinds::crds() {
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
         walk(&crd.spec.names.kind, &schema["openAPIV3Schema"], &mut missing);
     }
@@ -92,7 +92,7 @@ fn every_format_is_one_the_apiserver_knows() {
         }
     }
     let mut unknown = Vec::new();
-    for crd in edge_operator::crd::all() {
+    for crd in edge_operator::controller::kinds::crds() {
         walk(&serde_json::to_value(&crd.spec).expect("spec"), &mut unknown);
     }
     assert!(unknown.is_empty(), "formats the apiserver warns about: {unknown:?}");
@@ -124,7 +124,7 @@ fn every_text_list_and_map_of_a_status_is_bounded() {
         }
     }
     let mut unbounded = Vec::new();
-    for crd in edge_operator::crd::Kind::ALL.map(edge_operator::crd::Kind::crd) {
+    for crd in edge_operator::controller::kinds::Kind::ALL.map(edge_operator::controller::kinds::Kind::crd) {
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
         let status = &schema["openAPIV3Schema"]["properties"]["status"];
         assert!(status.is_object(), "{} has a status schema", crd.spec.names.kind);

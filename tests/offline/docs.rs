@@ -291,7 +291,11 @@ fn variants_of(file: &str, name: &str) -> Vec<String> {
 fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
     let mut reasons = variants_of("src/controller/framework/status/vocabulary.rs", "Reason");
     // A withheld write is reported as NotLeader; it is never written itself.
-    reasons.extend(variants_of("src/api/error.rs", "ApiFailure").into_iter().filter(|r| r != "WriteWithheld"));
+    reasons.extend(
+        variants_of("src/api/error.rs", "ApiFailure")
+            .into_iter()
+            .filter(|r| r != "WriteWithheld"),
+    );
     for (kind, name) in [
         ("access_list", "AccessListReason"),
         ("app_watch", "AppReason"),

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use edge_operator::crd::Kind;
+use edge_operator::controller::kinds::Kind;
 
 use crate::support::cluster::repo_root;
 
@@ -176,4 +176,69 @@ fn no_two_sibling_modules_import_each_other() {
         .map(|(from, to)| format!("{} <-> {}", from.join("::"), to.join("::")))
         .collect();
     assert!(circles.is_empty(), "modules that import each other: {circles:?}");
+}
+
+/// The files outside `src/controller/kinds/<folder>/` whose code (comments and tests
+/// left out) names the kind `name`.
+fn files_naming(name: &str, folder: &str) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    let own = repo_root().join("src/controller/kinds").join(folder);
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    files
+        .iter()
+        .filter(|file| !file.starts_with(&own) && !file.to_string_lossy().contains("driver_tests"))
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).expect("a readable file");
+            without_tests(&text).lines().any(|line| {
+                let code = line.split("//").next().unwrap_or_default();
+                code.match_indices(name).any(|(at, _)| {
+                    let before = code[..at].chars().next_back().is_none_or(|c| !is_word(c));
+                    let after = code[at + name.len()..].chars().next().is_none_or(|c| !is_word(c));
+                    before && after
+                })
+            })
+        })
+        .map(|file| {
+            file.strip_prefix(repo_root())
+                .expect("a file of the repository")
+                .display()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_kind_is_wired_outside_its_folder_only_by_the_registry_and_edgectl_plan() {
+    let wiring = ["src/controller/kinds/mod.rs", "src/cli/plan/mod.rs"];
+    // What AccessListConfig does beyond a kind's pipeline: the Secret protection and the
+    // claim records the runtime runs beside its controller, `edge-operator check`'s
+    // probe of its CRD, and `edgectl rollout` and `edgectl plan --export`.
+    let access_list_features = [
+        "src/controller/runtime/mod.rs",
+        "src/controller/runtime/check.rs",
+        "src/controller/runtime/secret_protection.rs",
+        "src/cli/rollout.rs",
+        "src/cli/args.rs",
+        "src/cli/plan/export.rs",
+    ];
+    for (kind, folder) in [
+        ("AccessListConfig", "access_list"),
+        ("PullZoneCertificate", "certificate"),
+        ("ContainerAppWatch", "app_watch"),
+    ] {
+        assert!(Kind::of(kind).is_some(), "{kind} is not a kind of the registry");
+        let named = files_naming(kind, folder);
+        assert!(named.contains(wiring[0]), "the registry does not name {kind}");
+        let unexpected: Vec<&String> = named
+            .iter()
+            .filter(|file| !wiring.contains(&file.as_str()))
+            .filter(|file| kind != "AccessListConfig" || !access_list_features.contains(&file.as_str()))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "{kind} is named outside its folder, the registry and edgectl plan: {unexpected:?}"
+        );
+    }
+    assert_eq!(Kind::ALL.len(), 3, "a new kind needs its row above");
 }

@@ -1,8 +1,8 @@
 //! `edgectl export access-lists`: a zone's lists as AccessListConfig manifests.
 
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
-use crate::crd::AccessListConfig;
-use crate::crd::access_list_config::{AccessListConfigSpec, ManagementPolicy};
+use crate::controller::kinds::AccessListConfig;
+use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, ManagementPolicy};
 
 /// A DNS-1123 name from a list name: lower case, runs of other characters as `-`, at
 /// most 63 characters; `list-<configurationId>` when nothing is left.

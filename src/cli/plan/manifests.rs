@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::api::contract::{BodyValidator, openapi_to_json_schema};
 use crate::cli::CommandError;
-use crate::crd::Kind;
+use crate::controller::kinds::Kind;
 
 /// One YAML or JSON document of the input, with where it came from.
 #[derive(Debug, Clone)]

@@ -9,12 +9,12 @@ use serde::Serialize;
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
 use crate::cli::CommandError;
-use crate::controller::kinds::access_list::vocabulary::AccessListReason;
-use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
-use crate::crd::access_list_config::{
+use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
 };
-use crate::crd::{AccessListConfig, ContainerAppWatch, Kind};
+use crate::controller::kinds::access_list::vocabulary::AccessListReason;
+use crate::controller::kinds::access_list::{plan as plan_access_list, resolve};
+use crate::controller::kinds::{AccessListConfig, ContainerAppWatch, Kind};
 
 mod export;
 mod manifests;

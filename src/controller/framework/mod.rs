@@ -1,8 +1,9 @@
 //! What every kind's reconcile shares: the pipeline a kind implements, the driver that
 //! runs it and writes its outcome, the errors (`error`), the status (`status`: its
 //! conditions, the kstatus contract, time formats, writing it), what is read of any
-//! object (`object`), and what the reconcilers of every kind share (`shared`, with its
-//! parts: `credentials`, `backoff`, `leader`, `metrics`, `shared_reads`).
+//! object (`object`), what the reconcilers of every kind share (`shared`, with its
+//! parts: `credentials`, `backoff`, `leader`, `metrics`, `shared_reads`), and what runs
+//! a kind's controller (`runner`).
 
 pub(crate) mod backoff;
 pub(crate) mod credentials;
@@ -15,6 +16,7 @@ pub(crate) mod metrics;
 pub(crate) mod mock_apiserver;
 pub(crate) mod object;
 mod process_metrics;
+pub(crate) mod runner;
 pub(crate) mod shared;
 pub(crate) mod shared_reads;
 pub mod status;

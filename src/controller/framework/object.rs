@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_cached_object_keeps_of_its_status_the_conditions_the_operator_writes() {
-        use crate::crd::container_app_watch::ContainerAppWatch;
+        use crate::controller::kinds::app_watch::resource::ContainerAppWatch;
         let condition = |type_: &str| {
             serde_json::json!({"type": type_, "status": "True", "reason": "Forged",
                                "message": "x".repeat(2048), "lastTransitionTime": "2026-11-28T00:00:00Z"})
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_status_larger_than_the_operator_writes_is_not_cached() {
-        use crate::crd::container_app_watch::ContainerAppWatch;
+        use crate::controller::kinds::app_watch::resource::ContainerAppWatch;
         let text = "x".repeat(2048);
         let rules: Vec<serde_json::Value> = (0..200)
             .map(|i| serde_json::json!({"id": i, "name": text, "action": text}))

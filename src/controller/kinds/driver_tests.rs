@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use self::harness::{document, harness, object};
 use crate::controller::framework::driver::reconcile;
-use crate::crd::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
+use crate::controller::kinds::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 mod harness;
 
@@ -62,7 +62,7 @@ async fn access_list_claims_then_records_the_restore_point_in_its_claim_before_i
     assert_eq!(metadata["finalizers"], json!(["edgeplatform.io/restore-access-list"]));
     assert_eq!(metadata["resourceVersion"], "7", "the finalizer write is conditional");
     assert_eq!(metadata.get("annotations"), None, "nothing a user may edit is trusted");
-    let name = crate::crd::access_list_claim::claim_name(&h.sim.base_url(), 1001, 9101);
+    let name = crate::controller::kinds::access_list::claim_resource::claim_name(&h.sim.base_url(), 1001, 9101);
     let claim = h
         .claims
         .lock()
@@ -129,7 +129,7 @@ async fn deleting_restores_what_its_claim_recorded_then_removes_exactly_our_fina
     let mut fixtures = document();
     fixtures.shield_zones[0].access_lists[0].set_enabled(true);
     let h = harness(Some(&value), fixtures).await;
-    let name = crate::crd::access_list_claim::claim_name(&h.sim.base_url(), 1001, 9101);
+    let name = crate::controller::kinds::access_list::claim_resource::claim_name(&h.sim.base_url(), 1001, 9101);
     h.claims.lock().unwrap_or_else(|e| e.into_inner()).insert(
         name.clone(),
         json!({

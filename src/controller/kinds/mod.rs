@@ -1,8 +1,140 @@
-//! One folder per custom resource kind, each holding its whole pipeline.
+//! The registry of kinds: one folder per custom resource kind, each holding its
+//! resource, its vocabulary, its flags and its whole pipeline, and the one list of
+//! them that the CRDs, the runtime, `edge-operator check`, `edgectl plan` and the tests
+//! read.
 
 pub mod access_list;
 pub mod app_watch;
-pub(crate) mod certificate;
+pub mod certificate;
 
 #[cfg(test)]
 mod driver_tests;
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+use self::access_list::AccessListSettings;
+pub use self::access_list::resource::AccessListConfig;
+use self::app_watch::AppWatchSettings;
+pub use self::app_watch::resource::ContainerAppWatch;
+use self::certificate::CertificateSettings;
+pub use self::certificate::resource::PullZoneCertificate;
+use crate::controller::framework::kind::Reconciler;
+use crate::controller::framework::runner::Runner;
+use crate::controller::framework::shared::Shared;
+use crate::crd::rewrite_schemas;
+
+/// The kinds the operator reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    AccessListConfig,
+    PullZoneCertificate,
+    ContainerAppWatch,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [
+        Kind::AccessListConfig,
+        Kind::PullZoneCertificate,
+        Kind::ContainerAppWatch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::AccessListConfig => "AccessListConfig",
+            Kind::PullZoneCertificate => "PullZoneCertificate",
+            Kind::ContainerAppWatch => "ContainerAppWatch",
+        }
+    }
+
+    /// The kind called `name`, if the group has it.
+    pub fn of(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Its CustomResourceDefinition, as `crds/` holds it.
+    pub fn crd(self) -> CustomResourceDefinition {
+        rewrite_schemas(match self {
+            Kind::AccessListConfig => AccessListConfig::crd(),
+            Kind::PullZoneCertificate => PullZoneCertificate::crd(),
+            Kind::ContainerAppWatch => ContainerAppWatch::crd(),
+        })
+    }
+
+    /// Its API resource, for untyped access.
+    pub fn api_resource(self) -> kube::core::ApiResource {
+        match self {
+            Kind::AccessListConfig => kube::core::ApiResource::erase::<AccessListConfig>(&()),
+            Kind::PullZoneCertificate => kube::core::ApiResource::erase::<PullZoneCertificate>(&()),
+            Kind::ContainerAppWatch => kube::core::ApiResource::erase::<ContainerAppWatch>(&()),
+        }
+    }
+
+    /// Its example manifest in `examples/`.
+    pub fn example(self) -> &'static str {
+        match self {
+            Kind::AccessListConfig => include_str!("../../../examples/access-list-config.yaml"),
+            Kind::PullZoneCertificate => include_str!("../../../examples/pull-zone-certificate.yaml"),
+            Kind::ContainerAppWatch => include_str!("../../../examples/container-app-watch.yaml"),
+        }
+    }
+}
+
+/// Each kind's flags of `edge-operator run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KindSettings {
+    #[command(flatten)]
+    pub access_lists: AccessListSettings,
+    #[command(flatten)]
+    pub certificates: CertificateSettings,
+    #[command(flatten)]
+    pub app_watches: AppWatchSettings,
+}
+
+/// How many reconciles of one kind run at once: `reconciles` of the kinds that write,
+/// `polls` of those that observe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Concurrency {
+    pub reconciles: u16,
+    pub polls: u16,
+}
+
+impl Kind {
+    /// Its controller, run by `runner`. AccessListConfig's reconciler is
+    /// `access_lists`, which the runtime shares with the protection of Secrets and the
+    /// claim records.
+    pub(crate) fn controller<'a>(
+        self,
+        runner: &'a impl Runner,
+        shared: &Arc<Shared>,
+        settings: &KindSettings,
+        concurrency: Concurrency,
+        access_lists: &Arc<Reconciler<AccessListConfig>>,
+    ) -> BoxFuture<'a, ()> {
+        match self {
+            Kind::AccessListConfig => access_list::run(runner, access_lists.clone(), concurrency.reconciles).boxed(),
+            Kind::PullZoneCertificate => {
+                let reconciler = Reconciler::<PullZoneCertificate>::new(shared.clone(), settings.certificates.clone());
+                runner.run(Arc::new(reconciler), concurrency.reconciles).boxed()
+            }
+            Kind::ContainerAppWatch => {
+                let reconciler = Reconciler::<ContainerAppWatch>::new(shared.clone(), settings.app_watches.clone());
+                runner.run(Arc::new(reconciler), concurrency.polls).boxed()
+            }
+        }
+    }
+}
+
+/// Every CRD of the operator, in a stable order: the kinds users write, then the
+/// operator's own records.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    Kind::ALL
+        .into_iter()
+        .map(Kind::crd)
+        .chain([rewrite_schemas(access_list::claim_resource::AccessListClaim::crd())])
+        .collect()
+}

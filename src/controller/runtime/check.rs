@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde::Serialize;
 
-use crate::crd::{AccessListConfig, Kind};
+use crate::controller::kinds::{AccessListConfig, Kind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {

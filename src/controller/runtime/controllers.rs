@@ -1,8 +1,9 @@
 //! One controller per kind: its watch, the Secret changes that requeue the objects
 //! referencing a Secret, the error backoff, and what a deleted object leaves.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::Either;
@@ -20,6 +21,7 @@ use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
 use crate::controller::framework::kind::{Failure, Reconcilable, Reconciler};
 use crate::controller::framework::object::{keep_what_is_read_of, object_key};
+use crate::controller::framework::runner::Runner;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -208,23 +210,36 @@ pub(super) struct Controllers<'a> {
     pub label_selector: Option<&'a str>,
     pub health: &'a Arc<Health>,
     pub shutdown: &'a Shutdown,
+    /// Each kind's subscription to the Secret watch, by kind, taken before the watch
+    /// runs: an object is reconciled again when a Secret it references changes.
+    pub secret_changes: Mutex<HashMap<&'static str, SecretChanges>>,
     /// How the apiserver hands over initial objects: one apiserver serves every kind.
     pub initial_list: InitialList,
 }
 
-impl Controllers<'_> {
-    /// How each kind's watch lists its objects, at start and at every relist.
-    pub(super) fn watch_config(&self) -> watcher::Config {
+impl Runner for Controllers<'_> {
+    fn api<K: Reconcilable>(&self) -> Api<K> {
+        api::<K>(self.client, self.namespace)
+    }
+
+    fn watch_config(&self) -> watcher::Config {
         self.initial_list.watch_config(self.label_selector)
     }
 
-    /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
-    pub(super) async fn run<K: Reconcilable>(
-        &self,
-        reconciler: Arc<Reconciler<K>>,
-        secret_changes: SecretChanges,
-        concurrency: u16,
-    ) {
+    async fn run<K: Reconcilable>(&self, reconciler: Arc<Reconciler<K>>, concurrency: u16) {
+        let subscribed = self
+            .secret_changes
+            .lock()
+            .map(|mut all| all.remove(K::KIND))
+            .ok()
+            .flatten();
+        let secret_changes = subscribed.unwrap_or_else(|| {
+            tracing::error!(
+                kind = K::KIND,
+                "no subscription to the Secret watch: Secret changes are not followed"
+            );
+            stream::empty().boxed()
+        });
         // Only changes of generation (spec, deletion), annotations (paused, requests) and
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
@@ -278,7 +293,7 @@ mod tests {
 
     use super::*;
     use crate::controller::framework::mock_apiserver;
-    use crate::crd::access_list_config::AccessListConfig;
+    use crate::controller::kinds::access_list::resource::AccessListConfig;
 
     async fn probed(status: u16, answer: serde_json::Value) -> (InitialList, String) {
         let (sent, seen) = std::sync::mpsc::channel();

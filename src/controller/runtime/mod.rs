@@ -12,11 +12,10 @@ pub mod shutdown;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::FutureExt;
 use kube::runtime::events::{Recorder, Reporter};
 
 use self::controllers::{Controllers, InitialList};
@@ -32,10 +31,8 @@ use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::shared::{Shared, duration_of_at_least};
 use crate::controller::framework::status::MANAGER;
-use crate::controller::kinds::access_list::{AccessListSettings, ClaimRecords, SecretFinalizer};
-use crate::controller::kinds::app_watch::AppWatchSettings;
-use crate::controller::kinds::certificate::CertificateSettings;
-use crate::crd::{AccessListConfig, ContainerAppWatch, Kind, PullZoneCertificate};
+use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
+use crate::controller::kinds::{AccessListConfig, Concurrency, Kind, KindSettings};
 use crate::telemetry::LogFormat;
 
 /// The flags of `edge-operator run`.
@@ -82,11 +79,7 @@ pub struct RunConfig {
     #[arg(long, default_value_t = crate::api::config::DEFAULT_ANSWER_BUDGET_BYTES)]
     pub answer_budget_bytes: usize,
     #[command(flatten)]
-    pub access_lists: AccessListSettings,
-    #[command(flatten)]
-    pub certificates: CertificateSettings,
-    #[command(flatten)]
-    pub app_watches: AppWatchSettings,
+    pub kinds: KindSettings,
     /// Also expose a series per condition of each object (`edge_operator_condition`):
     /// tens of thousands of series at 10,000 objects. Without it, objects are counted
     /// by condition (`edge_operator_objects`), and kube-state-metrics can give each
@@ -130,7 +123,7 @@ impl RunConfig {
 
     /// The AccessListConfig settings, with the Secret finalizer of this shard.
     fn access_list_settings(&self) -> Result<AccessListSettings, RunError> {
-        let mut settings = self.access_lists.clone();
+        let mut settings = self.kinds.access_lists.clone();
         if self.watch_label_selector.is_some() {
             if self.leader_election.lease_name == DEFAULT_LEASE_NAME {
                 return Err(RunError::Shard(
@@ -336,6 +329,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         label_selector: config.watch_label_selector.as_deref(),
         health: &health,
         shutdown: &shutdown,
+        secret_changes: Mutex::new(Kind::ALL.map(|kind| (kind.name(), secret_watch.subscribe())).into()),
         initial_list,
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
@@ -343,47 +337,11 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         shared.clone(),
         access_list_settings,
     ));
-    let kinds = Kind::ALL.map(|kind| match kind {
-        Kind::AccessListConfig => {
-            let (access_lists, secret_changes) = (access_lists.clone(), secret_watch.subscribe());
-            let objects = self::controllers::api::<AccessListConfig>(&kube_client, &config.namespace);
-            let (controllers, kube_client, shared, config) = (&controllers, &kube_client, &shared, &config);
-            async move {
-                let platform = shared.access_keys.platform_url();
-                let carried =
-                    ClaimRecords::carry_over(kube_client, platform, &objects, &controllers.watch_config()).await;
-                if carried > 0 {
-                    tracing::info!(
-                        carried,
-                        "recorded the owners of access-list configurations of the previous release"
-                    );
-                }
-                access_lists.state.claims.listed().await;
-                controllers.run(access_lists, secret_changes, config.concurrency).await;
-            }
-            .boxed()
-        }
-        Kind::PullZoneCertificate => controllers
-            .run(
-                Arc::new(Reconciler::<PullZoneCertificate>::new(
-                    shared.clone(),
-                    config.certificates.clone(),
-                )),
-                secret_watch.subscribe(),
-                config.concurrency,
-            )
-            .boxed(),
-        Kind::ContainerAppWatch => controllers
-            .run(
-                Arc::new(Reconciler::<ContainerAppWatch>::new(
-                    shared.clone(),
-                    config.app_watches.clone(),
-                )),
-                secret_watch.subscribe(),
-                config.poll_concurrency,
-            )
-            .boxed(),
-    });
+    let concurrency = Concurrency {
+        reconciles: config.concurrency,
+        polls: config.poll_concurrency,
+    };
+    let kinds = Kind::ALL.map(|kind| kind.controller(&controllers, &shared, &config.kinds, concurrency, &access_lists));
     let claims = access_lists.clone();
     let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let running = async {
@@ -451,13 +409,13 @@ mod tests {
         let config = parse(&["--namespace", "team", "--certificate-backoff", "1m"]).expect("valid flags");
         assert_eq!(config.logging_url(), "http://api");
         assert_eq!(config.secret_namespaces(), NamespaceSet::parse(&["team".to_string()]));
-        assert_eq!(config.access_lists.resync, Duration::from_secs(600));
+        assert_eq!(config.kinds.access_lists.resync, Duration::from_secs(600));
         assert_eq!(
-            config.certificates.certificate_backoff.initial_backoff,
+            config.kinds.certificates.certificate_backoff.initial_backoff,
             Duration::from_secs(60)
         );
-        assert_eq!(config.app_watches.status_refresh, Duration::from_secs(3600));
-        assert!(config.access_lists.protect_secrets);
+        assert_eq!(config.kinds.app_watches.status_refresh, Duration::from_secs(3600));
+        assert!(config.kinds.access_lists.protect_secrets);
         assert!(config.election().is_none());
         let elected =
             parse(&["--leader-elect", "--identity", "pod-a", "--logging-url", "http://logs"]).expect("valid flags");

@@ -16,8 +16,8 @@ use super::controllers::Controllers;
 use super::secret_watch::{SecretChanges, SecretMeta};
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Failure, Reconciler};
+use crate::controller::kinds::AccessListConfig;
 use crate::controller::kinds::access_list::{ProtectionChange, change_protection};
-use crate::crd::AccessListConfig;
 
 /// Reconciles of Secret protection at once: each decides from the caches, and writes
 /// at most one PATCH.

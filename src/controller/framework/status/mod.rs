@@ -94,7 +94,7 @@ fn resource_version_of(answer: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::access_list_config::{AccessListConfig, AccessListConfigStatus};
+    use crate::controller::kinds::access_list::resource::{AccessListConfig, AccessListConfigStatus};
 
     #[tokio::test]
     async fn a_status_decided_from_a_stale_copy_is_not_written() {

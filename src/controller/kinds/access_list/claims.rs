@@ -25,11 +25,11 @@ use tokio::sync::watch;
 
 use super::vocabulary::AccessListError;
 use crate::controller::framework::error::ReconcileError;
-use crate::crd::access_list_claim::{
+use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,
 };
-use crate::crd::access_list_config::AccessListConfig;
+use crate::controller::kinds::access_list::resource::AccessListConfig;
 
 /// Attempts at settling a record in one reconcile: a create that lost a race, then the
 /// release of an owner found gone, then the create again.

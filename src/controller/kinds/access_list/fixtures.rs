@@ -4,7 +4,9 @@ use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListItem};
 use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::vocabulary::ConditionType;
-use crate::crd::access_list_config::{AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy};
+use crate::controller::kinds::access_list::resource::{
+    AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
+};
 
 pub(super) fn spec(enabled: bool, action: Option<AccessListAction>) -> AccessListConfigSpec {
     AccessListConfigSpec {

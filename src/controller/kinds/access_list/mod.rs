@@ -2,6 +2,8 @@
 //! (pure) → record the restore point in the claim, PATCH → status, drift Events,
 //! zone-aligned requeue.
 
+use std::sync::Arc;
+
 use kube::ResourceExt;
 
 pub use self::claims::ClaimRecords;
@@ -12,16 +14,21 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Reconciler, Requeue};
+use crate::controller::framework::runner::Runner;
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
+use crate::controller::kinds::access_list::claim_resource::RecordedValues;
+use crate::controller::kinds::access_list::resource::{
+    AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint,
+};
 use crate::crd::ANNOTATION_PROMOTE;
-use crate::crd::access_list_claim::RecordedValues;
-use crate::crd::access_list_config::{AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint};
 
+pub mod claim_resource;
 mod claims;
 #[cfg(test)]
 mod fixtures;
 mod plan;
+pub mod resource;
 mod restore;
 mod rollout;
 mod secret_needs;
@@ -39,6 +46,27 @@ use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
+
+/// Runs the controller of AccessListConfigs: first records the owners 0.2.0 decided
+/// as claim records, and waits for the records to be listed.
+pub(crate) async fn run(runner: &impl Runner, reconciler: Arc<Reconciler<AccessListConfig>>, concurrency: u16) {
+    let shared = &reconciler.shared;
+    let carried = ClaimRecords::carry_over(
+        &shared.kube,
+        shared.access_keys.platform_url(),
+        &runner.api(),
+        &runner.watch_config(),
+    )
+    .await;
+    if carried > 0 {
+        tracing::info!(
+            carried,
+            "recorded the owners of access-list configurations of the previous release"
+        );
+    }
+    reconciler.state.claims.listed().await;
+    runner.run(reconciler, concurrency).await;
+}
 
 /// The access list an object names, as the platform holds it.
 #[derive(Debug, Clone, Default, PartialEq)]

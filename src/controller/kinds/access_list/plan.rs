@@ -12,7 +12,7 @@ use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Notice, is_ready};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
-use crate::crd::access_list_config::{
+use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
 

@@ -10,8 +10,8 @@ use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch}
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Notice};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
-use crate::crd::access_list_claim::RecordedValues;
-use crate::crd::access_list_config::{AccessListConfig, DeletionPolicy, ManagementPolicy};
+use crate::controller::kinds::access_list::claim_resource::RecordedValues;
+use crate::controller::kinds::access_list::resource::{AccessListConfig, DeletionPolicy, ManagementPolicy};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";

@@ -17,7 +17,7 @@ use crate::controller::framework::kind::{Notice, is_ready};
 use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::ConditionType;
-use crate::crd::access_list_config::{
+use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
 use crate::crd::short_digest;

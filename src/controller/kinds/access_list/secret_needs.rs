@@ -11,7 +11,7 @@ use kube::runtime::watcher::Event;
 use tokio::sync::watch;
 
 use super::protected_secret;
-use crate::crd::access_list_config::AccessListConfig;
+use crate::controller::kinds::access_list::resource::AccessListConfig;
 
 /// How long a caller waits for the first full listing of AccessListConfigs.
 const READY_WAIT: Duration = Duration::from_secs(30);
@@ -136,7 +136,7 @@ mod tests {
     use super::super::FINALIZER;
     use super::super::fixtures::spec;
     use super::*;
-    use crate::crd::access_list_config::DeletionPolicy;
+    use crate::controller::kinds::access_list::resource::DeletionPolicy;
 
     fn restoring_with(name: &str, secret: &str) -> AccessListConfig {
         let mut object = AccessListConfig::new(name, spec(true, None));

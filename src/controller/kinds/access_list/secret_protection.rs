@@ -24,7 +24,7 @@ use super::vocabulary::AccessListError;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::Context;
 use crate::controller::framework::object::is_paused;
-use crate::crd::access_list_config::AccessListConfig;
+use crate::controller::kinds::access_list::resource::AccessListConfig;
 
 /// Secret changes the AccessListConfig watch may queue before the protection
 /// controller takes them; beyond it a change waits for the Secret's periodic check.
@@ -157,7 +157,7 @@ impl SecretTriggers {
 mod tests {
     use super::super::fixtures::spec;
     use super::*;
-    use crate::crd::access_list_config::DeletionPolicy;
+    use crate::controller::kinds::access_list::resource::DeletionPolicy;
 
     #[test]
     fn the_finalizer_is_present_exactly_while_the_secret_is_needed() {

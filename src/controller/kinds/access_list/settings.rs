@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::controller::framework::object::poll_interval;
 use crate::controller::framework::shared::duration_of_at_least;
-use crate::crd::AccessListConfig;
+use crate::controller::kinds::AccessListConfig;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct AccessListSettings {

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::api::LogQuery;
 use crate::api::models::logging::{LogEntry, LogsResponse, SortOrder};
-use crate::crd::container_app_watch::CdnSummary;
+use crate::controller::kinds::app_watch::resource::CdnSummary;
 
 /// Entries per logging request (the platform's largest page).
 pub const PAGE_SIZE: u64 = 1000;

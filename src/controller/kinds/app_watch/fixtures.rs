@@ -1,7 +1,7 @@
 //! What the tests of this kind start from.
 
 use crate::api::models::shield::{EventGroup, EventLogsSearchResponse, GroupContext};
-use crate::crd::container_app_watch::SecurityEventsWatch;
+use crate::controller::kinds::app_watch::resource::SecurityEventsWatch;
 
 pub(super) fn watch(threshold: i64) -> SecurityEventsWatch {
     SecurityEventsWatch {

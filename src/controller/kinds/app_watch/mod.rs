@@ -7,6 +7,7 @@ pub mod cdn_tail;
 #[cfg(test)]
 mod fixtures;
 mod poll_schedule;
+pub mod resource;
 mod settings;
 mod status;
 mod status_bounds;
@@ -37,7 +38,7 @@ use crate::controller::framework::kind::{Context, Failure, Now, Outcome, Reconci
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
-use crate::crd::container_app_watch::{ContainerAppWatch, SecurityEventsWatch};
+use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.
 pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i64) -> EventLogsSearchRequest {

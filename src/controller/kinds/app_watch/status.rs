@@ -15,11 +15,11 @@ use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_li
 use crate::controller::framework::kind::{Notice, Now};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
-use crate::crd::Condition;
-use crate::crd::container_app_watch::{
+use crate::controller::kinds::app_watch::resource::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
+use crate::crd::Condition;
 
 pub(super) fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
@@ -363,7 +363,7 @@ mod tests {
     #[test]
     fn a_partial_cdn_summary_says_how_much_it_covers_and_why() {
         let tail = |complete: bool, behind: bool| TailSummary {
-            summary: crate::crd::container_app_watch::CdnSummary {
+            summary: crate::controller::kinds::app_watch::resource::CdnSummary {
                 window: "1h".into(),
                 requests: 5_000,
                 hit_ratio: "0.870".into(),

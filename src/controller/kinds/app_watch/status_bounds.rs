@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use crate::api::bounded_text;
 use crate::controller::framework::object::{DECIDED_STATUS_BYTES, serialized_len};
-use crate::crd::container_app_watch::{AppSummary, ContainerAppWatchStatus, RateLimitSummary, SecurityEventsSummary};
+use crate::controller::kinds::app_watch::resource::{
+    AppSummary, ContainerAppWatchStatus, RateLimitSummary, SecurityEventsSummary,
+};
 
 /// The most bytes of any one text copied into status (names, images, group keys).
 pub(super) const TEXT_BYTES: usize = 256;
@@ -168,7 +170,7 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::container_app_watch::{EventGroupSummary, ImageSummary};
+    use crate::controller::kinds::app_watch::resource::{EventGroupSummary, ImageSummary};
 
     fn huge_status() -> ContainerAppWatchStatus {
         let long = |c: &str| c.repeat(10_000);
@@ -218,8 +220,8 @@ mod tests {
     fn the_largest_status_the_operator_writes_is_cached_whole() {
         use crate::controller::framework::object::keep_what_is_read_of;
         use crate::controller::framework::status::vocabulary::ConditionType;
+        use crate::controller::kinds::app_watch::resource::ContainerAppWatch;
         use crate::controller::kinds::app_watch::vocabulary::AppCondition;
-        use crate::crd::container_app_watch::ContainerAppWatch;
         use crate::crd::{Condition, ConditionStatus};
         use strum::VariantNames;
         let condition = |type_: &str| Condition {

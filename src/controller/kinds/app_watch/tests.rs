@@ -4,7 +4,7 @@ use super::*;
 use crate::api::models::apps::AppStatus;
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::ConditionType;
-use crate::crd::container_app_watch::{CdnSummary, ContainerAppWatchStatus};
+use crate::controller::kinds::app_watch::resource::{CdnSummary, ContainerAppWatchStatus};
 
 #[test]
 fn the_search_defaults_to_rule_and_ip_over_the_window() {
@@ -33,13 +33,13 @@ fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
         time: "2026-11-20T12:00:00Z".parse().expect("time"),
         jitter: 0.0,
     };
-    let spec = crate::crd::container_app_watch::ContainerAppWatchSpec {
+    let spec = crate::controller::kinds::app_watch::resource::ContainerAppWatchSpec {
         app_id: "app".into(),
         interval: "1m".into(),
         shield_zone_id: Some(1),
         rate_limits: None,
         security_events: Some(watch(50)),
-        cdn: Some(crate::crd::container_app_watch::CdnWatch {
+        cdn: Some(crate::controller::kinds::app_watch::resource::CdnWatch {
             pull_zone_id: None,
             window: "1h".into(),
         }),
@@ -130,11 +130,11 @@ fn polled_at(time: &str) -> Now {
 fn active_watch() -> ContainerAppWatch {
     let mut watch = ContainerAppWatch::new(
         "shop",
-        crate::crd::container_app_watch::ContainerAppWatchSpec {
+        crate::controller::kinds::app_watch::resource::ContainerAppWatchSpec {
             app_id: "app".into(),
             interval: "1m".into(),
             shield_zone_id: Some(1),
-            rate_limits: Some(crate::crd::container_app_watch::RateLimitsWatch { enabled: true }),
+            rate_limits: Some(crate::controller::kinds::app_watch::resource::RateLimitsWatch { enabled: true }),
             security_events: None,
             cdn: None,
             access_key_secret_ref: None,

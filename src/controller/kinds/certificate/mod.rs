@@ -1,6 +1,7 @@
 //! PullZoneCertificate: decide (pure) whether to call the platform now, later or not
 //! at all; call; turn the answer into status, Events and the next attempt time.
 
+pub mod resource;
 mod settings;
 mod vocabulary;
 
@@ -18,10 +19,10 @@ use crate::controller::framework::kind::{Context, Failure, Notice, Now, Outcome,
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
-use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
-use crate::crd::pull_zone_certificate::{
+use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
+use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);

@@ -15,9 +15,11 @@ use super::{ClaimRecords, is_code, new_record, proof_of};
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::controller::kinds::access_list::claim_resource::{
+    AccessListClaim, PLATFORM_LABEL, RecordedValues, platform_tag,
+};
+use crate::controller::kinds::access_list::resource::{AccessListConfig, ManagementPolicy};
 use crate::crd::ConditionStatus;
-use crate::crd::access_list_claim::{AccessListClaim, PLATFORM_LABEL, RecordedValues, platform_tag};
-use crate::crd::access_list_config::{AccessListConfig, ManagementPolicy};
 
 /// How long the carry-over of 0.2.0's owners may take at start.
 const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);

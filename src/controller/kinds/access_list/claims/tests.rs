@@ -7,7 +7,9 @@ use super::*;
 use crate::api::ApiFailure;
 use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
-use crate::crd::access_list_config::{AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint};
+use crate::controller::kinds::access_list::resource::{
+    AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
+};
 
 const PLATFORM: &str = "https://api.example.com";
 

@@ -1,14 +1,17 @@
 //! `ContainerAppWatch`: an observe-only mirror of a container app, its Shield rate
 //! limits, a security-event summary and a CDN summary.
 
+// Distinct printcolumns read as duplicates; KubeSchema re-declares each spec privately.
+#![allow(clippy::duplicated_attributes, unreachable_pub)]
+
 use std::collections::BTreeMap;
 
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, EventFilter, SecretKeyRef};
 use crate::api::models::shield::Dimension;
+use crate::crd::{Condition, EventFilter, SecretKeyRef};
 
 fn default_interval() -> String {
     "60s".to_string()
@@ -284,3 +287,5 @@ pub struct ContainerAppWatchStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub truncated: Vec<String>,
 }
+
+crate::crd::edge_object!(ContainerAppWatch => ContainerAppWatchStatus);

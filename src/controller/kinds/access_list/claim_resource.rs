@@ -2,11 +2,13 @@
 //! Shield Zone. Cluster-scoped and written only by the operator: tenants get no grant
 //! on it, so nothing a tenant writes decides ownership or what a restore writes.
 
+#![allow(clippy::duplicated_attributes)] // distinct printcolumns, read as duplicates
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::short_digest;
+use crate::crd::short_digest;
 
 /// The record of one configuration's owner, named
 /// `<shieldZoneId>-<configurationId>-<platform>` ([`claim_name`]).

@@ -1,11 +1,14 @@
 //! `AccessListConfig`: enablement and action of one access list of a Shield Zone.
 
+// Distinct printcolumns read as duplicates; KubeSchema re-declares each spec privately.
+#![allow(clippy::duplicated_attributes, unreachable_pub)]
+
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, EventFilter, SecretKeyRef};
 use crate::api::models::shield::AccessListAction;
+use crate::crd::{Condition, EventFilter, SecretKeyRef};
 
 /// Desired state of one access-list configuration of a Shield Zone.
 #[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -326,3 +329,5 @@ pub struct Tally {
     /// Its events.
     pub count: i64,
 }
+
+crate::crd::edge_object!(AccessListConfig => AccessListConfigStatus);

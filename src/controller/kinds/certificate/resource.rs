@@ -1,10 +1,13 @@
 //! `PullZoneCertificate`: completion of the external HTTP certificate of a hostname.
 
+// Distinct printcolumns read as duplicates; KubeSchema re-declares each spec privately.
+#![allow(clippy::duplicated_attributes, unreachable_pub)]
+
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, SecretKeyRef};
+use crate::crd::{Condition, SecretKeyRef};
 
 /// Desired certificate of one Pull Zone hostname.
 #[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,3 +102,5 @@ pub struct PullZoneCertificateStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
 }
+
+crate::crd::edge_object!(PullZoneCertificate => PullZoneCertificateStatus);

@@ -1,0 +1,23 @@
+//! What runs each kind's controller (the runtime), as the registry of kinds sees it.
+
+use std::sync::Arc;
+
+use kube::Api;
+use kube::runtime::watcher;
+
+use super::kind::{Reconcilable, Reconciler};
+
+pub(crate) trait Runner: Sync {
+    /// The objects of kind `K` in the namespace watched.
+    fn api<K: Reconcilable>(&self) -> Api<K>;
+
+    /// How every kind's watch lists its objects, at start and at every relist.
+    fn watch_config(&self) -> watcher::Config;
+
+    /// Runs the controller of kind `K`, `concurrency` reconciles at once, until shutdown.
+    fn run<K: Reconcilable>(
+        &self,
+        reconciler: Arc<Reconciler<K>>,
+        concurrency: u16,
+    ) -> impl Future<Output = ()> + Send + '_;
+}
