@@ -17,8 +17,8 @@ use futures::future::BoxFuture;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use self::access_list::AccessListSettings;
 pub use self::access_list::resource::AccessListConfig;
+use self::access_list::{AccessListSettings, ClaimRecords};
 use self::app_watch::AppWatchSettings;
 pub use self::app_watch::resource::ContainerAppWatch;
 use self::certificate::CertificateSettings;
@@ -106,7 +106,8 @@ pub(crate) struct Concurrency {
 impl Kind {
     /// Its controller, run by `runner`. AccessListConfig's reconciler is
     /// `access_lists`, which the runtime shares with the protection of Secrets and the
-    /// claim records.
+    /// claim records; its controller first records the owners 0.2.0 decided as claim
+    /// records, and waits for the records to be listed.
     pub(crate) fn controller<'a>(
         self,
         runner: &'a impl Runner,
@@ -116,7 +117,24 @@ impl Kind {
         access_lists: &Arc<Reconciler<AccessListConfig>>,
     ) -> BoxFuture<'a, ()> {
         match self {
-            Kind::AccessListConfig => access_list::run(runner, access_lists.clone(), concurrency.reconciles).boxed(),
+            Kind::AccessListConfig => {
+                let reconciler = access_lists.clone();
+                async move {
+                    let shared = &reconciler.shared;
+                    let (objects, watch) = (runner.api(), runner.watch_config());
+                    let platform = shared.access_keys.platform_url();
+                    let carried = ClaimRecords::carry_over(&shared.kube, platform, &objects, &watch).await;
+                    if carried > 0 {
+                        tracing::info!(
+                            carried,
+                            "recorded the owners of access-list configurations of the previous release"
+                        );
+                    }
+                    reconciler.state.claims.listed().await;
+                    runner.run(reconciler, concurrency.reconciles).await;
+                }
+                .boxed()
+            }
             Kind::PullZoneCertificate => {
                 let reconciler = Reconciler::<PullZoneCertificate>::new(shared.clone(), settings.certificates.clone());
                 runner.run(Arc::new(reconciler), concurrency.reconciles).boxed()

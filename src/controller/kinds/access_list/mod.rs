@@ -2,8 +2,6 @@
 //! (pure) → record the restore point in the claim, PATCH → status, drift Events,
 //! zone-aligned requeue.
 
-use std::sync::Arc;
-
 use kube::ResourceExt;
 
 pub use self::claims::ClaimRecords;
@@ -14,8 +12,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Reconciler, Requeue};
-use crate::controller::framework::runner::Runner;
+use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -46,27 +43,6 @@ use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
-
-/// Runs the controller of AccessListConfigs: first records the owners 0.2.0 decided
-/// as claim records, and waits for the records to be listed.
-pub(crate) async fn run(runner: &impl Runner, reconciler: Arc<Reconciler<AccessListConfig>>, concurrency: u16) {
-    let shared = &reconciler.shared;
-    let carried = ClaimRecords::carry_over(
-        &shared.kube,
-        shared.access_keys.platform_url(),
-        &runner.api(),
-        &runner.watch_config(),
-    )
-    .await;
-    if carried > 0 {
-        tracing::info!(
-            carried,
-            "recorded the owners of access-list configurations of the previous release"
-        );
-    }
-    reconciler.state.claims.listed().await;
-    runner.run(reconciler, concurrency).await;
-}
 
 /// The access list an object names, as the platform holds it.
 #[derive(Debug, Clone, Default, PartialEq)]

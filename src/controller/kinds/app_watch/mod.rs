@@ -34,7 +34,8 @@ use crate::api::models::shield::{
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::kind::{Context, Failure, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::kind::{Context, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
@@ -245,7 +246,7 @@ impl Reconcilable for ContainerAppWatch {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<Infallible>> {
         let key = object_key(self);
         let last = cx.state.polls.last(&key);
         let late = match poll_decision(self, last, &cx.now) {

@@ -15,7 +15,8 @@ use kube::ResourceExt;
 
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::kind::{Context, Failure, Notice, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
@@ -225,7 +226,7 @@ impl Reconcilable for PullZoneCertificate {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<Infallible>> {
         let requested = self
             .annotations()
             .get(ANNOTATION_RECONCILE_REQUESTED_AT)
