@@ -8,6 +8,10 @@ use kube::runtime::watcher;
 use super::kind::{Reconcilable, Reconciler};
 
 pub(crate) trait Runner: Sync {
+    /// A kind's subscription to what the runtime watches for every kind (the changes
+    /// of the Secrets objects reference), taken before those watches run.
+    type Subscription: Send;
+
     /// The objects of kind `K` in the namespace watched.
     fn api<K: Reconcilable>(&self) -> Api<K>;
 
@@ -18,6 +22,7 @@ pub(crate) trait Runner: Sync {
     fn run<K: Reconcilable>(
         &self,
         reconciler: Arc<Reconciler<K>>,
+        subscription: Self::Subscription,
         concurrency: u16,
     ) -> impl Future<Output = ()> + Send + '_;
 }

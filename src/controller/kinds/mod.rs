@@ -104,13 +104,14 @@ pub(crate) struct Concurrency {
 }
 
 impl Kind {
-    /// Its controller, run by `runner`. AccessListConfig's reconciler is
+    /// Its controller, run by `runner` with its `subscription`. AccessListConfig's reconciler is
     /// `access_lists`, which the runtime shares with the protection of Secrets and the
     /// claim records; its controller first records the owners 0.2.0 decided as claim
     /// records, and waits for the records to be listed.
-    pub(crate) fn controller<'a>(
+    pub(crate) fn controller<'a, R: Runner>(
         self,
-        runner: &'a impl Runner,
+        runner: &'a R,
+        subscription: R::Subscription,
         shared: &Arc<Shared>,
         settings: &KindSettings,
         concurrency: Concurrency,
@@ -131,17 +132,21 @@ impl Kind {
                         );
                     }
                     reconciler.state.claims.listed().await;
-                    runner.run(reconciler, concurrency.reconciles).await;
+                    runner.run(reconciler, subscription, concurrency.reconciles).await;
                 }
                 .boxed()
             }
             Kind::PullZoneCertificate => {
                 let reconciler = Reconciler::<PullZoneCertificate>::new(shared.clone(), settings.certificates.clone());
-                runner.run(Arc::new(reconciler), concurrency.reconciles).boxed()
+                runner
+                    .run(Arc::new(reconciler), subscription, concurrency.reconciles)
+                    .boxed()
             }
             Kind::ContainerAppWatch => {
                 let reconciler = Reconciler::<ContainerAppWatch>::new(shared.clone(), settings.app_watches.clone());
-                runner.run(Arc::new(reconciler), concurrency.polls).boxed()
+                runner
+                    .run(Arc::new(reconciler), subscription, concurrency.polls)
+                    .boxed()
             }
         }
     }

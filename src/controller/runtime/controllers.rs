@@ -1,9 +1,8 @@
 //! One controller per kind: its watch, the Secret changes that requeue the objects
 //! referencing a Secret, the error backoff, and what a deleted object leaves.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::Either;
@@ -210,14 +209,15 @@ pub(super) struct Controllers<'a> {
     pub label_selector: Option<&'a str>,
     pub health: &'a Arc<Health>,
     pub shutdown: &'a Shutdown,
-    /// Each kind's subscription to the Secret watch, by kind, taken before the watch
-    /// runs: an object is reconciled again when a Secret it references changes.
-    pub secret_changes: Mutex<HashMap<&'static str, SecretChanges>>,
     /// How the apiserver hands over initial objects: one apiserver serves every kind.
     pub initial_list: InitialList,
 }
 
+/// A kind's subscription is to the Secret watch: an object is reconciled again when a
+/// Secret it references changes.
 impl Runner for Controllers<'_> {
+    type Subscription = SecretChanges;
+
     fn api<K: Reconcilable>(&self) -> Api<K> {
         api::<K>(self.client, self.namespace)
     }
@@ -226,20 +226,12 @@ impl Runner for Controllers<'_> {
         self.initial_list.watch_config(self.label_selector)
     }
 
-    async fn run<K: Reconcilable>(&self, reconciler: Arc<Reconciler<K>>, concurrency: u16) {
-        let subscribed = self
-            .secret_changes
-            .lock()
-            .map(|mut all| all.remove(K::KIND))
-            .ok()
-            .flatten();
-        let secret_changes = subscribed.unwrap_or_else(|| {
-            tracing::error!(
-                kind = K::KIND,
-                "no subscription to the Secret watch: Secret changes are not followed"
-            );
-            stream::empty().boxed()
-        });
+    async fn run<K: Reconcilable>(
+        &self,
+        reconciler: Arc<Reconciler<K>>,
+        secret_changes: SecretChanges,
+        concurrency: u16,
+    ) {
         // Only changes of generation (spec, deletion), annotations (paused, requests) and
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();

@@ -12,8 +12,8 @@ pub mod shutdown;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
@@ -329,7 +329,6 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         label_selector: config.watch_label_selector.as_deref(),
         health: &health,
         shutdown: &shutdown,
-        secret_changes: Mutex::new(Kind::ALL.map(|kind| (kind.name(), secret_watch.subscribe())).into()),
         initial_list,
     };
     let secret_finalizer = access_list_settings.secret_finalizer.clone();
@@ -341,7 +340,17 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         reconciles: config.concurrency,
         polls: config.poll_concurrency,
     };
-    let kinds = Kind::ALL.map(|kind| kind.controller(&controllers, &shared, &config.kinds, concurrency, &access_lists));
+    let kinds = Kind::ALL.map(|kind| {
+        let secret_changes = secret_watch.subscribe();
+        kind.controller(
+            &controllers,
+            secret_changes,
+            &shared,
+            &config.kinds,
+            concurrency,
+            &access_lists,
+        )
+    });
     let claims = access_lists.clone();
     let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let running = async {
