@@ -238,9 +238,7 @@ impl ApiError {
 
 /// The kinds of failure of a platform call, each named by a stable CamelCase word: a
 /// Kubernetes condition reason, an Event reason and a metric label.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::Display, strum::AsRefStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::Display)]
 pub enum ApiFailure {
     Unauthorized,
     Forbidden,

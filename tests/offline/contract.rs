@@ -335,7 +335,7 @@ async fn every_error_body_shape_maps_to_its_typed_error() {
             _ => client.access_lists(1001).await.map(drop),
         }
         .expect_err("faulted");
-        assert_eq!(error.reason().as_ref(), reason, "{body}");
+        assert_eq!(error.reason().to_string(), reason, "{body}");
         if reason == "Rejected" {
             assert_eq!(
                 error.platform_message().map(|m| m.message.as_str()),

@@ -101,9 +101,13 @@ impl<R: KindReason> std::fmt::Display for AnyReason<R> {
     }
 }
 
+/// A write the client withheld is `NotLeader`: this process may no longer act.
 impl<R> From<ApiFailure> for AnyReason<R> {
     fn from(failure: ApiFailure) -> Self {
-        AnyReason::Platform(failure)
+        match failure {
+            ApiFailure::WriteWithheld => AnyReason::Common(Reason::NotLeader),
+            failure => AnyReason::Platform(failure),
+        }
     }
 }
 
@@ -177,5 +181,10 @@ mod tests {
         }
         assert_eq!(Common::parse("Drifted"), None, "another kind's reason");
         assert_eq!(Common::parse(""), None);
+    }
+
+    #[test]
+    fn a_withheld_write_is_not_leader() {
+        assert_eq!(Common::from(ApiFailure::WriteWithheld), Common::from(Reason::NotLeader));
     }
 }

@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 
 use crate::api::{ApiError, ApiFailure};
-use crate::controller::framework::status::vocabulary::{AnyReason, KindReason, Reason};
+use crate::controller::framework::status::vocabulary::{AnyReason, KindReason};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum CertificateReason {
@@ -32,7 +32,6 @@ pub(super) fn certificate_reason(error: &ApiError) -> AnyReason<CertificateReaso
         ApiFailure::NotFound => CertificateReason::HostnameNotFound.into(),
         ApiFailure::Rejected => CertificateReason::VerificationFailed.into(),
         ApiFailure::Forbidden => ApiFailure::Unauthorized.into(),
-        ApiFailure::WriteWithheld => Reason::NotLeader.into(),
         other => other.into(),
     }
 }
