@@ -309,7 +309,7 @@ impl DayFileQuery {
                     };
                 }
                 "status" => query.status = value.split(',').map(status_class).collect::<Result<_, _>>()?,
-                "search" => query.search = Some(value.to_lowercase()).filter(|text| !text.is_empty()),
+                "search" => query.search = Some(value.to_lowercase()),
                 "download" => {
                     value
                         .parse::<bool>()

@@ -21,6 +21,7 @@ mod sim_admin;
 mod sim_fuzz;
 mod sim_logging;
 mod sim_platform;
+mod sim_query;
 mod sim_recording;
 mod sim_search;
 mod tls;

@@ -10,7 +10,7 @@ fn now() -> DateTime<Utc> {
     NOW.parse().expect("valid")
 }
 
-fn entry(i: i64, age: Duration, status: u16, cache: &str) -> Value {
+pub(crate) fn entry(i: i64, age: Duration, status: u16, cache: &str) -> Value {
     json!({
         "timestamp": now() - age, "requestId": format!("req-{i:04}"), "cacheStatus": cache,
         "statusCode": status, "bytesSent": 100 + i, "edgeLocation": "DE", "scheme": "https",
@@ -19,7 +19,7 @@ fn entry(i: i64, age: Duration, status: u16, cache: &str) -> Value {
     })
 }
 
-async fn seed_logs(base: &str, pull_zone: i64, entries: Vec<Value>) {
+pub(crate) async fn seed_logs(base: &str, pull_zone: i64, entries: Vec<Value>) {
     let response = http()
         .post(format!("{base}/_sim/pullzones/{pull_zone}/logs"))
         .json(&entries)

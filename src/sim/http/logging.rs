@@ -8,12 +8,13 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 
+use super::query::QueryParams;
 use super::respond::{header_str, json, off_the_runtime};
 use crate::api::models::{LoggingError, LoggingErrorBody};
 use crate::sim::document::Resource;
@@ -126,11 +127,6 @@ fn admit(sim: &Sim, account: Option<&str>, pull_zone_id: i64) -> Result<(), Resp
         })
 }
 
-fn parameters(query: Option<&str>) -> Result<Vec<(String, String)>, Response> {
-    serde_urlencoded::from_str(query.unwrap_or_default())
-        .map_err(|e| invalid_request(format!("malformed query string: {e}")))
-}
-
 fn parse_pull_zone(raw: &str) -> Result<i64, Response> {
     raw.parse::<i64>()
         .map_err(|_| invalid_request(format!("pull zone id `{raw}` is not an integer")))
@@ -139,14 +135,14 @@ fn parse_pull_zone(raw: &str) -> Result<i64, Response> {
 async fn query_v2(
     State(sim): State<Arc<Sim>>,
     Path(pull_zone): Path<String>,
-    RawQuery(query): RawQuery,
+    QueryParams(params): QueryParams,
     headers: HeaderMap,
 ) -> Response {
     let result = (|| {
         let account = authenticate(&sim, &headers)?;
         let pull_zone_id = parse_pull_zone(&pull_zone)?;
         admit(&sim, account.as_deref(), pull_zone_id)?;
-        let query = LogQuery::parse(&parameters(query.as_deref())?, sim.clock.now()).map_err(invalid_request)?;
+        let query = LogQuery::parse(&params, sim.clock.now()).map_err(invalid_request)?;
         Ok((query, pull_zone_id, sim.world().pull_zone_logs(pull_zone_id)))
     })();
     match result {
@@ -160,7 +156,7 @@ async fn query_v2(
 async fn day_file_v1(
     State(sim): State<Arc<Sim>>,
     Path((day, file)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
+    QueryParams(params): QueryParams,
     headers: HeaderMap,
 ) -> Response {
     let Some(pull_zone) = file.strip_suffix(".log") else {
@@ -177,7 +173,7 @@ async fn day_file_v1(
         let now = sim.clock.now();
         let day = v1_day(&day, now).map_err(invalid_request)?;
         admit(&sim, account.as_deref(), pull_zone_id)?;
-        let query = DayFileQuery::parse(&parameters(query.as_deref())?).map_err(invalid_request)?;
+        let query = DayFileQuery::parse(&params).map_err(invalid_request)?;
         Ok((query, day, now, sim.world().pull_zone_logs(pull_zone_id)))
     })();
     match result {

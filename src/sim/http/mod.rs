@@ -1,11 +1,12 @@
 //! edge-sim's HTTP surface: the router, middleware (journal and faults, AccessKey,
-//! media types), response helpers, and one module per API area. Handlers parse and
+//! media types), query parameters, response helpers, and one module per API area. Handlers parse and
 //! answer; the state they read and change is the [`Sim`] and its world.
 
 pub(crate) mod admin;
 pub(crate) mod logging;
 pub(crate) mod middleware;
 pub(crate) mod platform;
+pub(crate) mod query;
 pub(crate) mod respond;
 
 use std::net::SocketAddr;

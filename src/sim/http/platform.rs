@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::Response;
@@ -14,6 +14,7 @@ use axum::routing::{get, patch, post};
 use crate::sim::events::{execute, validate};
 
 use super::middleware::{Caller, RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
+use super::query::QueryParams;
 use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, problem};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
@@ -194,11 +195,10 @@ fn status_body(status: StatusCode) -> Response {
 }
 
 /// The `page` and `perPage` of a listing (defaults 1 and 10); the member in error.
-fn paging(query: Option<&str>) -> Result<(i64, i64), &'static str> {
-    let params: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default();
+fn paging(params: &[(String, String)]) -> Result<(i64, i64), &'static str> {
     let mut page = 1;
     let mut per_page = DEFAULT_PER_PAGE;
-    for (name, value) in &params {
+    for (name, value) in params {
         let parsed = value.parse::<i64>().ok();
         match (name.as_str(), parsed) {
             ("page", Some(n)) if n >= 1 => page = n,
@@ -225,7 +225,7 @@ async fn rate_limits(
     State(sim): State<Arc<Sim>>,
     Extension(caller): Extension<Caller>,
     Path(zone): Path<String>,
-    RawQuery(query): RawQuery,
+    QueryParams(params): QueryParams,
 ) -> Response {
     let Ok(zone) = zone.parse::<i64>() else {
         return status_body(StatusCode::BAD_REQUEST);
@@ -233,7 +233,7 @@ async fn rate_limits(
     if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
         return status_body(StatusCode::NOT_FOUND);
     }
-    let Ok((page, per_page)) = paging(query.as_deref()) else {
+    let Ok((page, per_page)) = paging(&params) else {
         return status_body(StatusCode::BAD_REQUEST);
     };
     let page_of = match sim.world().rate_limit_page(zone, page, per_page) {
@@ -316,9 +316,9 @@ async fn shield_zone(
 async fn shield_zones(
     State(sim): State<Arc<Sim>>,
     Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
+    QueryParams(params): QueryParams,
 ) -> Response {
-    let (page, per_page) = match paging(query.as_deref()) {
+    let (page, per_page) = match paging(&params) {
         Ok(paging) => paging,
         Err(member) => {
             return bad_request(

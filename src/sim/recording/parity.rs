@@ -21,6 +21,7 @@ use crate::api::Operation;
 use crate::sim::document::SimDocument;
 use crate::sim::emulator::Sim;
 use crate::sim::http::admin::AdminAccess;
+use crate::sim::http::query::QueryParams;
 
 /// The `AccessKey` sent for requests recorded with a key no account has.
 const UNKNOWN_KEY: &str = "no-account-has-this-key";
@@ -202,7 +203,7 @@ fn load(sim: &Sim, data: RecordedData) {
 }
 
 /// The operation of an exchange, with the credentials it was sent with when not the
-/// account's key.
+/// account's key, and whether it sent optional parameters empty.
 fn label_of(exchange: &Exchange) -> String {
     let request = &exchange.request;
     let operation = request
@@ -214,6 +215,11 @@ fn label_of(exchange: &Exchange) -> String {
             || format!("{} {}", request.method, request.path),
             |o| format!("{} {}", o.method(), o.template()),
         );
+    let operation = if QueryParams::sends_empty(request.query.as_deref()) {
+        format!("{operation} (optional parameters sent empty)")
+    } else {
+        operation
+    };
     match request.credentials {
         SentCredentials::AccountKey => operation,
         SentCredentials::None => format!("{operation} (no credentials)"),

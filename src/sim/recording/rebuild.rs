@@ -11,6 +11,7 @@ use crate::api::models::logging::{LogEntry, parse_v1_file};
 use crate::api::models::shield::{Dimension, EventRow};
 use crate::sim::document::{PullZone, ShieldZone, SimAccessList, SimDocument};
 use crate::sim::events::EventInput;
+use crate::sim::http::query::QueryParams;
 
 /// The most events a recording reads to replay its grouped searches.
 pub(crate) const MAX_SUMMARY_EVENTS: usize = 100_000;
@@ -137,9 +138,11 @@ impl Account {
             return;
         };
         self.zone(id);
-        let page = query
-            .and_then(|q| serde_urlencoded::from_str::<BTreeMap<String, String>>(q).ok())
-            .and_then(|params| params.get("page")?.parse().ok())
+        let page = QueryParams::parse(query)
+            .0
+            .into_iter()
+            .find(|(name, _)| name == "page")
+            .and_then(|(_, value)| value.parse().ok())
             .unwrap_or(1);
         self.rate_limit_pages
             .entry(id)
