@@ -16,6 +16,9 @@
 # EDGE_CLUSTER_NAME (default "dev", for any command) names the cluster: clusters with
 # different names run side by side on free ports. State lives in
 # ${TMPDIR:-/tmp}/edge-operator-<name>.
+# EDGE_APISERVER_FEATURE_GATES (`up` only, e.g. WatchList=false: no streamed lists, as
+# Kubernetes 1.30, 1.31 and 1.33 by default) is passed to kube-apiserver as
+# --feature-gates, and kept for restart-apiserver.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -115,7 +118,8 @@ start_apiserver() {
     --authorization-mode RBAC --service-account-issuer "https://127.0.0.1:$api_port" \
     --disable-admission-plugins ServiceAccount \
     --audit-log-path "$state/audit.log" --audit-policy-file "$here/k8s/audit-policy.yaml" \
-    --audit-log-maxsize 200
+    --audit-log-maxsize 200 \
+    --feature-gates "$(cat "$state/feature-gates")"
 }
 
 wait_ready() {
@@ -163,6 +167,7 @@ up() {
   local etcd_port peer_port api_port
   etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
   echo "$api_port" >"$state/api.port"
+  echo "${EDGE_APISERVER_FEATURE_GATES:-}" >"$state/feature-gates"
 
   log "starting etcd on 127.0.0.1:$etcd_port"
   start etcd "$K8S_BIN_DIR/etcd" --name "$name" --data-dir "$state/etcd" \

@@ -14,6 +14,7 @@ mod crd_validation;
 mod gitops_health;
 mod hostile;
 mod killed;
+mod loading_flood;
 mod memory_bounds;
 mod monitoring;
 mod operator_access_list;

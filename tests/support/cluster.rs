@@ -63,9 +63,15 @@ pub(crate) struct PrivateCluster {
 
 impl PrivateCluster {
     pub(crate) fn up(purpose: &str) -> Self {
+        Self::with_feature_gates(purpose, "")
+    }
+
+    /// The same, its kube-apiserver started with `--feature-gates feature_gates`
+    /// (`WatchList=false`: no streamed lists, as Kubernetes 1.30, 1.31 and 1.33).
+    pub(crate) fn with_feature_gates(purpose: &str, feature_gates: &str) -> Self {
         let name = format!("{purpose}-{}", std::process::id());
         let cluster = Cluster {
-            kubeconfig: cluster_up(&name),
+            kubeconfig: cluster_up(&name, feature_gates),
             owned_name: None,
         };
         cluster.apply_crds();
@@ -104,18 +110,20 @@ fn start_or_reuse() -> Cluster {
     unsafe {
         atexit(stop_owned_cluster);
     }
-    let kubeconfig = cluster_up(&name);
+    let kubeconfig = cluster_up(&name, "");
     Cluster {
         kubeconfig,
         owned_name: Some(name),
     }
 }
 
-/// `hack/cluster.sh up` for cluster `name`; its kubeconfig.
-fn cluster_up(name: &str) -> PathBuf {
+/// `hack/cluster.sh up` for cluster `name`, its apiserver's feature gates set; its
+/// kubeconfig.
+fn cluster_up(name: &str, feature_gates: &str) -> PathBuf {
     let output = Command::new(repo_root().join("hack/cluster.sh"))
         .arg("up")
         .env("EDGE_CLUSTER_NAME", name)
+        .env("EDGE_APISERVER_FEATURE_GATES", feature_gates)
         .output()
         .expect("hack/cluster.sh runs");
     assert!(
@@ -331,25 +339,37 @@ impl Cluster {
 /// A namespace of its own for one test, deleted when the test ends (also on panic).
 pub(crate) struct TestNamespace {
     pub name: String,
+    kubeconfig: PathBuf,
 }
 
 impl TestNamespace {
     pub(crate) fn create(prefix: &str) -> Self {
-        let cluster = cluster();
+        Self::create_in(cluster(), prefix)
+    }
+
+    /// The same on `of`.
+    pub(crate) fn create_in(of: &Cluster, prefix: &str) -> Self {
         let suffix: u32 = std::process::id()
             ^ (std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos())
                 .unwrap_or_default());
         let name = format!("{prefix}-{:08x}", suffix);
-        let (ok, _, stderr) = cluster.kubectl(&["create", "namespace", &name], None);
+        let (ok, _, stderr) = of.kubectl(&["create", "namespace", &name], None);
         assert!(ok, "create namespace {name}: {stderr}");
-        Self { name }
+        Self {
+            name,
+            kubeconfig: of.kubeconfig.clone(),
+        }
     }
 }
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        let _ = cluster().kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
+        let of = Cluster {
+            kubeconfig: self.kubeconfig.clone(),
+            owned_name: None,
+        };
+        let _ = of.kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
     }
 }

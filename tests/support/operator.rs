@@ -36,19 +36,29 @@ impl Operator {
     /// operator's key allowed in `namespaces` (tenants sharing it), with a Lease of its
     /// own.
     pub(crate) fn start_for_tenants(api_url: &str, selector: &str, namespaces: &[&str]) -> Self {
+        Self::start_for_tenants_of(cluster(), api_url, selector, namespaces, &[])
+    }
+
+    /// The same on `of`, with `extra` arguments.
+    pub(crate) fn start_for_tenants_of(
+        of: &super::cluster::Cluster,
+        api_url: &str,
+        selector: &str,
+        namespaces: &[&str],
+        extra: &[&str],
+    ) -> Self {
         let lease = format!("edge-operator-{}", selector.replace(['=', '.', '/'], "-"));
         let default_key = namespaces.join(",");
-        Self::start_across_namespaces(
-            api_url,
-            &[
-                "--watch-label-selector",
-                selector,
-                "--default-key-namespaces",
-                &default_key,
-                "--lease-name",
-                &lease,
-            ],
-        )
+        let mut arguments = vec![
+            "--watch-label-selector",
+            selector,
+            "--default-key-namespaces",
+            &default_key,
+            "--lease-name",
+            &lease,
+        ];
+        arguments.extend_from_slice(extra);
+        Self::spawn(None, api_url, &arguments, &of.kubeconfig)
     }
 
     /// The same, authenticating with another kubeconfig (e.g. impersonating a ServiceAccount).
@@ -158,6 +168,11 @@ impl Operator {
         .await;
     }
 
+    /// What the operator logged so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self.files.path().join(LOG)).unwrap_or_default()
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -195,7 +210,7 @@ impl Drop for Operator {
     fn drop(&mut self) {
         self.kill();
         if std::thread::panicking() {
-            let log = std::fs::read_to_string(self.files.path().join(LOG)).unwrap_or_default();
+            let log = self.log();
             // kube_client's own lines repeat the errors the operator reports.
             let lines: Vec<&str> = log.lines().filter(|line| !line.contains(" kube_client::")).collect();
             let tail = lines[lines.len().saturating_sub(80)..].join("\n");

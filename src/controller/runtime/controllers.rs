@@ -130,9 +130,18 @@ where
     })
 }
 
-/// Objects per answer of a kind's initial list (and of every relist) when the
-/// apiserver cannot stream it.
-pub const LIST_PAGE_SIZE: u32 = 500;
+/// The largest object the apiserver stores (etcd's request limit, 1.5 MiB): what one
+/// object, all a tenant wrote on it included, may weigh.
+const LARGEST_OBJECT_BYTES: u32 = 3 << 19;
+
+/// The most one page of a list may weigh: a page is decoded whole before its objects
+/// are trimmed.
+const LIST_PAGE_BYTES: u32 = 6 << 20;
+
+/// Objects per answer of an initial list (and of every relist) of a kind, of the Secret
+/// metadata watch and of the carry-over, when the apiserver cannot stream it: as many
+/// of the largest objects as fit in [`LIST_PAGE_BYTES`].
+pub const LIST_PAGE_SIZE: u32 = LIST_PAGE_BYTES / LARGEST_OBJECT_BYTES;
 
 /// A label selector no object carries: the probe of streamed lists reads no object
 /// (the benchmark tells its watch from the real ones by it).
@@ -150,7 +159,8 @@ pub(super) enum InitialList {
     /// (up to the apiserver's 1.5 MiB) is held one object at a time.
     Streamed,
     /// Pages of [`LIST_PAGE_SIZE`] objects of the most recent version (1.30, 1.31 and
-    /// 1.33 by default).
+    /// 1.33 by default, or with `--feature-gates=WatchList=false`): a page of the
+    /// largest objects a tenant can write is held until it is trimmed.
     Paged,
 }
 
@@ -182,7 +192,7 @@ impl InitialList {
         }
     }
 
-    fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
+    pub(super) fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
         let watch = match self {
             Self::Streamed => watcher::Config::default().streaming_lists(),
             Self::Paged => watcher::Config::default().page_size(LIST_PAGE_SIZE),

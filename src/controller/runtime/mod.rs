@@ -355,14 +355,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let running = async {
         tokio::join!(
-            secret_watch.run(
-                kube_client.clone(),
-                secret_namespaces,
-                secret_finalizer,
-                shared.clone(),
-                health.clone(),
-                shutdown.clone().requested()
-            ),
+            secret_watch.run(&controllers, secret_namespaces, secret_finalizer, shared.clone()),
             protection,
             claims.state.claims.follow(
                 kube_client.clone(),

@@ -13,7 +13,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::server::Health;
+use super::controllers::Controllers;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
 use crate::controller::framework::shared::Shared;
@@ -51,20 +51,22 @@ impl SecretWatch {
     }
 
     /// Follows the Secrets of `namespaces` (one cluster-wide watch for every
-    /// namespace, none for none) until `stop`. A failing watch is logged and counted so
-    /// that /readyz fails until it answers again.
+    /// namespace, none for none) with the client of `controllers` until they shut down,
+    /// met at start and at every relist as their initial list is: streamed, or in pages
+    /// of the largest Secrets that fit. A failing watch is logged and counted so that
+    /// /readyz fails until it answers again.
     pub(super) async fn run(
         self,
-        client: kube::Client,
+        controllers: &Controllers<'_>,
         namespaces: NamespaceSet,
         finalizer: SecretFinalizer,
         shared: Arc<Shared>,
-        health: Arc<Health>,
-        stop: impl Future<Output = ()> + Send,
     ) {
+        let (client, health) = (controllers.client.clone(), controllers.health.clone());
+        let initial_list = controllers.initial_list;
         let watch = |api: Api<SecretMeta>| {
             let finalizer = finalizer.clone();
-            watcher(api, watcher::Config::default())
+            watcher(api, initial_list.watch_config(None))
                 .default_backoff()
                 .modify(move |secret: &mut SecretMeta| {
                     keep_what_is_read(&mut secret.metadata, Some(finalizer.as_str()))
@@ -81,7 +83,7 @@ impl SecretWatch {
         let failing = AtomicBool::new(false);
         events
             .reflect_shared(self.writer)
-            .take_until(stop)
+            .take_until(controllers.shutdown.clone().requested())
             .for_each(|event| {
                 match event {
                     Ok(event) => {

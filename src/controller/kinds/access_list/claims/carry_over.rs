@@ -27,16 +27,11 @@ const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
 /// How soon a failed carry-over is tried again.
 const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
 
-/// Objects read per page while carrying over from an apiserver that does not stream
-/// them: a page holds what tenants wrote on them (up to the apiserver's 1.5 MiB per
-/// object) until its owners are considered.
-const PAGE: u32 = 25;
-
 impl ClaimRecords {
     /// At a start that finds no record of `platform` at all, records the owners release
     /// 0.2.0 decided among `objects` (see [`PreviousOwners`]), read as the kind's watch
     /// reads them (`initial_list`: one object at a time where the apiserver streams
-    /// them, else in pages of [`PAGE`]); how many. Tried again
+    /// them, else in pages of the largest objects that fit); how many. Tried again
     /// while the apiserver does not serve the records yet (a chart upgrade applies
     /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
     /// at once when the operator may not read or write them.
@@ -144,7 +139,7 @@ async fn try_carry_over(
         return Ok(0);
     }
     let mut owners = PreviousOwners::default();
-    let mut listing = watcher(objects.clone(), initial_list.clone().page_size(PAGE)).boxed();
+    let mut listing = watcher(objects.clone(), initial_list.clone()).boxed();
     loop {
         match listing.next().await {
             Some(Ok(watcher::Event::InitApply(object))) => owners.consider(platform, &object),
