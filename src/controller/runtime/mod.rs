@@ -285,7 +285,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         controller: MANAGER.to_string(),
         instance: config.election().map(|l| l.identity.clone()),
     };
-    let (secret_watch, secret_index) = SecretWatch::new();
+    let (secret_watch, secret_index) = SecretWatch::new(access_list_settings.secret_finalizer.clone());
     let shared = Arc::new(Shared {
         kube: kube_client.clone(),
         access_keys: AccessKeys::new(kube_client.clone(), platform, default_key, secret_index)
@@ -331,7 +331,6 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         shutdown: &shutdown,
         initial_list,
     };
-    let secret_finalizer = access_list_settings.secret_finalizer.clone();
     let access_lists = Arc::new(Reconciler::<AccessListConfig>::new(
         shared.clone(),
         access_list_settings,
@@ -355,7 +354,14 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
     let running = async {
         tokio::join!(
-            secret_watch.run(&controllers, secret_namespaces, secret_finalizer, shared.clone()),
+            secret_watch.run(
+                kube_client.clone(),
+                initial_list.watch_config(None),
+                secret_namespaces,
+                shared.clone(),
+                health.clone(),
+                shutdown.clone().requested()
+            ),
             protection,
             claims.state.claims.follow(
                 kube_client.clone(),

@@ -13,7 +13,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::controllers::Controllers;
+use super::server::Health;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
 use crate::controller::framework::shared::Shared;
@@ -29,12 +29,14 @@ const SUBSCRIBER_BUFFER: usize = 1024;
 
 pub(super) struct SecretWatch {
     writer: Writer<SecretMeta>,
+    /// The one finalizer of a Secret's that its store keeps.
+    finalizer: SecretFinalizer,
 }
 
 impl SecretWatch {
-    pub(super) fn new() -> (Self, SecretIndex) {
+    pub(super) fn new(finalizer: SecretFinalizer) -> (Self, SecretIndex) {
         let (store, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
-        (Self { writer }, SecretIndex::new(store))
+        (Self { writer, finalizer }, SecretIndex::new(store))
     }
 
     pub(super) fn store(&self) -> Store<SecretMeta> {
@@ -51,22 +53,22 @@ impl SecretWatch {
     }
 
     /// Follows the Secrets of `namespaces` (one cluster-wide watch for every
-    /// namespace, none for none) with the client of `controllers` until they shut down,
-    /// met at start and at every relist as their initial list is: streamed, or in pages
-    /// of the largest Secrets that fit. A failing watch is logged and counted so that
-    /// /readyz fails until it answers again.
+    /// namespace, none for none) until `stop`, met at start and at every relist as
+    /// `listing` says: streamed, or in pages of the largest Secrets that fit. A failing
+    /// watch is logged and counted so that /readyz fails until it answers again.
     pub(super) async fn run(
         self,
-        controllers: &Controllers<'_>,
+        client: kube::Client,
+        listing: watcher::Config,
         namespaces: NamespaceSet,
-        finalizer: SecretFinalizer,
         shared: Arc<Shared>,
+        health: Arc<Health>,
+        stop: impl Future<Output = ()> + Send,
     ) {
-        let (client, health) = (controllers.client.clone(), controllers.health.clone());
-        let initial_list = controllers.initial_list;
+        let finalizer = self.finalizer.clone();
         let watch = |api: Api<SecretMeta>| {
             let finalizer = finalizer.clone();
-            watcher(api, initial_list.watch_config(None))
+            watcher(api, listing.clone())
                 .default_backoff()
                 .modify(move |secret: &mut SecretMeta| {
                     keep_what_is_read(&mut secret.metadata, Some(finalizer.as_str()))
@@ -83,7 +85,7 @@ impl SecretWatch {
         let failing = AtomicBool::new(false);
         events
             .reflect_shared(self.writer)
-            .take_until(controllers.shutdown.clone().requested())
+            .take_until(stop)
             .for_each(|event| {
                 match event {
                     Ok(event) => {
