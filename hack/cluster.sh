@@ -105,8 +105,9 @@ print_env() {
 
 # Starts kube-apiserver on the ports recorded in the state directory.
 start_apiserver() {
-  local pki="$state/pki" etcd_port api_port
+  local pki="$state/pki" etcd_port api_port feature_gates
   etcd_port=$(cat "$state/etcd.port"); api_port=$(cat "$state/api.port")
+  feature_gates=$(cat "$state/feature-gates")
   log "starting kube-apiserver on https://127.0.0.1:$api_port"
   start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
@@ -119,7 +120,7 @@ start_apiserver() {
     --disable-admission-plugins ServiceAccount \
     --audit-log-path "$state/audit.log" --audit-policy-file "$here/k8s/audit-policy.yaml" \
     --audit-log-maxsize 200 \
-    --feature-gates "$(cat "$state/feature-gates")"
+    --feature-gates "$feature_gates"
 }
 
 wait_ready() {
