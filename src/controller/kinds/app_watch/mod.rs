@@ -34,6 +34,7 @@ use crate::api::models::shield::{
 };
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
+use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
@@ -203,11 +204,11 @@ impl ContainerAppWatch {
                         cx.state
                             .cdn
                             .summary(
-                                client,
-                                pull_zone_id,
+                                (credential_id(client), pull_zone_id),
                                 (&watch.window, span),
                                 cx.settings.cdn_pages_per_poll,
                                 cx.now.millis() - cx.settings.cdn_log_delay.as_millis() as i64,
+                                |query| async move { client.query_logs(pull_zone_id, &query).await },
                             )
                             .await,
                     ),
