@@ -107,7 +107,8 @@ print_env() {
 start_apiserver() {
   local pki="$state/pki" etcd_port api_port feature_gates
   etcd_port=$(cat "$state/etcd.port"); api_port=$(cat "$state/api.port")
-  feature_gates=$(cat "$state/feature-gates")
+  feature_gates=""
+  if [ -f "$state/feature-gates" ]; then feature_gates=$(cat "$state/feature-gates"); fi
   log "starting kube-apiserver on https://127.0.0.1:$api_port"
   start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \

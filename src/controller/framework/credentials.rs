@@ -19,6 +19,11 @@ use kube::{Api, ResourceExt};
 
 use super::error::ReconcileError;
 use crate::api::{Credentials, EdgeClient, SecretFile, SecretValue};
+
+/// The longest access key read from a Secret: platform keys are tens of bytes, and a
+/// key is cached per Secret reference, so a tenant's megabyte "key" is refused, never
+/// held.
+pub(crate) const MAX_ACCESS_KEY_BYTES: usize = 4096;
 use crate::crd::SecretKeyRef;
 
 /// A set of namespaces given on the command line: names, or `*` for every namespace.
@@ -281,6 +286,12 @@ impl AccessKeys {
             .as_ref()
             .and_then(|data| data.get(&reference.key))
             .ok_or_else(|| problem(format!("has no key {:?}", reference.key)))?;
+        if value.0.len() > MAX_ACCESS_KEY_BYTES {
+            return Err(problem(format!(
+                "key {:?} is longer than {MAX_ACCESS_KEY_BYTES} bytes",
+                reference.key
+            )));
+        }
         let key =
             String::from_utf8(value.0.clone()).map_err(|_| problem(format!("key {:?} is not UTF-8", reference.key)))?;
         let key = key.trim();
@@ -394,6 +405,52 @@ mod tests {
             credentials.keys.current(&kept, &Some("3".into())).is_none(),
             "a key read from an older version is not used"
         );
+    }
+
+    #[tokio::test]
+    async fn a_key_longer_than_the_bound_is_refused_and_not_cached() {
+        let huge = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some("huge".into()),
+                namespace: Some("team".into()),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            data: Some(
+                [(
+                    "accessKey".to_string(),
+                    k8s_openapi::ByteString(vec![b'k'; MAX_ACCESS_KEY_BYTES + 1]),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        };
+        let answer = serde_json::to_value(&huge).expect("a Secret");
+        let kube = super::super::mock_apiserver::client(move |_, _| (200, answer.clone()));
+        let writer = kube::runtime::reflector::store::Writer::<PartialObjectMeta<Secret>>::default();
+        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:9",
+        ))
+        .expect("platform client");
+        let credentials = AccessKeys::new(kube, platform, None, SecretIndex::new(writer.as_reader()))
+            .with_secret_namespaces(NamespaceSet::parse(&["team".to_string()]));
+        let reference = SecretKeyRef {
+            name: "huge".into(),
+            key: "accessKey".into(),
+        };
+        let refused = credentials
+            .secret_key::<std::convert::Infallible>("team", &reference)
+            .await
+            .map(|_| ())
+            .map_err(|error| error.to_string());
+        assert_eq!(
+            refused,
+            Err(format!(
+                "Secret team/huge: key \"accessKey\" is longer than {MAX_ACCESS_KEY_BYTES} bytes"
+            ))
+        );
+        assert_eq!(credentials.keys.len(), 0);
     }
 
     #[test]

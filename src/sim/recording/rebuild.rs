@@ -141,6 +141,7 @@ impl Account {
         let page = QueryParams::parse(query)
             .0
             .into_iter()
+            .rev()
             .find(|(name, _)| name == "page")
             .and_then(|(_, value)| value.parse().ok())
             .unwrap_or(1);
