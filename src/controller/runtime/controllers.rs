@@ -13,6 +13,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
 
+use super::list_gate::ListGate;
 use super::secret_watch::{SecretChanges, SecretMeta};
 use super::server::Health;
 use super::shutdown::Shutdown;
@@ -221,6 +222,19 @@ pub(super) struct Controllers<'a> {
     pub shutdown: &'a Shutdown,
     /// How the apiserver hands over initial objects: one apiserver serves every kind.
     pub initial_list: InitialList,
+    /// What every paged list waits for (the Secret watch's too).
+    pub list_gate: ListGate,
+}
+
+impl InitialList {
+    /// The gate the watches of a process share: one list at a time where they are
+    /// paged, none where they stream.
+    pub(super) fn gate(self) -> ListGate {
+        match self {
+            Self::Streamed => ListGate::default(),
+            Self::Paged => ListGate::one_at_a_time(),
+        }
+    }
 }
 
 /// A kind's subscription is to the Secret watch: an object is reconciled again when a
@@ -248,7 +262,9 @@ impl Runner for Controllers<'_> {
         let failing = Arc::new(AtomicBool::new(false));
         let objects = api::<K>(self.client, self.namespace);
         tracing::info!(kind = K::KIND, initial_list = ?self.initial_list, "watching");
-        let events = watcher::watcher(objects, self.watch_config())
+        let events = self
+            .list_gate
+            .guard(watcher::watcher(objects, self.watch_config()).boxed())
             .default_backoff()
             .modify(keep_what_is_read_of::<K>)
             .reflect(writer)

@@ -5,6 +5,7 @@ pub mod check;
 mod controllers;
 pub use controllers::{LIST_PAGE_SIZE, NO_OBJECT};
 mod leadership;
+mod list_gate;
 mod secret_protection;
 mod secret_watch;
 mod server;
@@ -20,6 +21,7 @@ use kube::runtime::events::{Recorder, Reporter};
 
 use self::controllers::{Controllers, InitialList};
 use self::leadership::Leadership;
+use self::list_gate::Listing;
 use self::secret_watch::SecretWatch;
 use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
@@ -330,6 +332,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         health: &health,
         shutdown: &shutdown,
         initial_list,
+        list_gate: initial_list.gate(),
     };
     let access_lists = Arc::new(Reconciler::<AccessListConfig>::new(
         shared.clone(),
@@ -356,7 +359,10 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         tokio::join!(
             secret_watch.run(
                 kube_client.clone(),
-                initial_list.watch_config(None),
+                Listing {
+                    config: initial_list.watch_config(None),
+                    gate: controllers.list_gate.clone(),
+                },
                 secret_namespaces,
                 shared.clone(),
                 health.clone(),

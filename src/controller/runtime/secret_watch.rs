@@ -13,6 +13,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
+use super::list_gate::Listing;
 use super::server::Health;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::object::keep_what_is_read;
@@ -54,12 +55,12 @@ impl SecretWatch {
 
     /// Follows the Secrets of `namespaces` (one cluster-wide watch for every
     /// namespace, none for none) until `stop`, met at start and at every relist as
-    /// `listing` says: streamed, or in pages of the largest Secrets that fit. A failing
-    /// watch is logged and counted so that /readyz fails until it answers again.
+    /// `listing` says: streamed, or in pages of the largest Secrets that fit, one list
+    /// of the process at a time. A failing watch is logged and counted so that /readyz fails until it answers again.
     pub(super) async fn run(
         self,
         client: kube::Client,
-        listing: watcher::Config,
+        listing: Listing,
         namespaces: NamespaceSet,
         shared: Arc<Shared>,
         health: Arc<Health>,
@@ -68,7 +69,9 @@ impl SecretWatch {
         let finalizer = self.finalizer.clone();
         let watch = |api: Api<SecretMeta>| {
             let finalizer = finalizer.clone();
-            watcher(api, listing.clone())
+            listing
+                .gate
+                .guard(watcher(api, listing.config.clone()).boxed())
                 .default_backoff()
                 .modify(move |secret: &mut SecretMeta| {
                     keep_what_is_read(&mut secret.metadata, Some(finalizer.as_str()))
