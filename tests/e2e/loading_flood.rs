@@ -9,7 +9,7 @@ use std::time::Duration;
 use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::cluster::{Cluster, PrivateCluster, TestNamespace};
 use crate::support::hostile_server::memory_kib;
@@ -80,18 +80,13 @@ async fn a_loading_flood_leaves_the_operator_small(of: &Cluster, initial_list: &
     // Secrets: the last one holds a key an object of the flooder's reads, so the
     // operator has met every Secret once that object is Ready.
     let secret_finalizers = finalizers(SECRET_FINALIZERS);
-    for i in 0..SECRETS {
-        let mut secret: Secret = serde_json::from_value(json!({
-            "metadata": {"name": format!("flood-{i}")},
-            "stringData": {"accessKey": ACCESS_KEY},
-        }))
-        .expect("a Secret");
-        secret.metadata.finalizers = Some(secret_finalizers.clone());
-        secrets
-            .create(&Default::default(), &secret)
-            .await
-            .expect("a flooded Secret is created");
-    }
+    create_flood(
+        &secrets,
+        SECRETS,
+        &secret_finalizers,
+        |name| json!({"metadata": {"name": name}, "stringData": {"accessKey": ACCESS_KEY}}),
+    )
+    .await;
     let last_secret = format!("flood-{}", SECRETS - 1);
     of.apply(
         Manifest::access_list(
@@ -108,20 +103,15 @@ async fn a_loading_flood_leaves_the_operator_small(of: &Cluster, initial_list: &
     // Objects, paused: cached, never reconciled past their pause.
     let object_finalizers = finalizers(OBJECT_FINALIZERS);
     let after_secrets_kib = resident_kib(&operator);
-    for i in 0..OBJECTS {
-        let mut object: AccessListConfig = serde_json::from_value(json!({
+    create_flood(&flooded, OBJECTS, &object_finalizers, |name| {
+        json!({
             "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
-            "metadata": {"name": format!("flood-{i}"), "labels": {"edge-loading": label},
+            "metadata": {"name": name, "labels": {"edge-loading": label},
                          "annotations": {"edgeplatform.io/paused": "true"}},
             "spec": {"shieldZoneId": 1001, "configurationId": 9101, "enabled": false},
-        }))
-        .expect("an AccessListConfig");
-        object.metadata.finalizers = Some(object_finalizers.clone());
-        flooded
-            .create(&Default::default(), &object)
-            .await
-            .expect("a flooded object is created");
-    }
+        })
+    })
+    .await;
     for i in 0..OBJECTS {
         wait_for_condition(&flooded, &format!("flood-{i}"), "Synced", Some("False"), "Paused", WAIT).await;
     }
@@ -168,6 +158,20 @@ async fn a_loading_flood_leaves_the_operator_small(of: &Cluster, initial_list: &
 
     release_finalizers(&secrets, SECRETS).await;
     release_finalizers(&flooded, OBJECTS).await;
+}
+
+/// Creates `flood-0` … `flood-{count - 1}`, each `object(name)` carrying `finalizers`.
+async fn create_flood<K>(api: &Api<K>, count: usize, finalizers: &[String], object: impl Fn(String) -> Value)
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    for i in 0..count {
+        let mut flooded: K = serde_json::from_value(object(format!("flood-{i}"))).expect("a flooded object");
+        flooded.meta_mut().finalizers = Some(finalizers.to_vec());
+        api.create(&Default::default(), &flooded)
+            .await
+            .expect("a flooded object is created");
+    }
 }
 
 /// Clears the tenant's finalizers of `flood-0` … so that its namespace can go.

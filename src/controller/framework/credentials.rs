@@ -19,12 +19,12 @@ use kube::{Api, ResourceExt};
 
 use super::error::ReconcileError;
 use crate::api::{Credentials, EdgeClient, SecretFile, SecretValue};
+use crate::crd::SecretKeyRef;
 
 /// The longest access key read from a Secret: platform keys are tens of bytes, and a
 /// key is cached per Secret reference, so a tenant's megabyte "key" is refused, never
 /// held.
 pub(crate) const MAX_ACCESS_KEY_BYTES: usize = 4096;
-use crate::crd::SecretKeyRef;
 
 /// A set of namespaces given on the command line: names, or `*` for every namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

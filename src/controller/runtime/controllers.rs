@@ -193,6 +193,15 @@ impl InitialList {
         }
     }
 
+    /// The gate the watches of a process share: one list at a time where they are
+    /// paged, none where they stream.
+    pub(super) fn gate(self) -> ListGate {
+        match self {
+            Self::Streamed => ListGate::default(),
+            Self::Paged => ListGate::one_at_a_time(),
+        }
+    }
+
     pub(super) fn watch_config(self, label_selector: Option<&str>) -> watcher::Config {
         let watch = match self {
             Self::Streamed => watcher::Config::default().streaming_lists(),
@@ -224,17 +233,6 @@ pub(super) struct Controllers<'a> {
     pub initial_list: InitialList,
     /// What every paged list waits for (the Secret watch's too).
     pub list_gate: ListGate,
-}
-
-impl InitialList {
-    /// The gate the watches of a process share: one list at a time where they are
-    /// paged, none where they stream.
-    pub(super) fn gate(self) -> ListGate {
-        match self {
-            Self::Streamed => ListGate::default(),
-            Self::Paged => ListGate::one_at_a_time(),
-        }
-    }
 }
 
 /// A kind's subscription is to the Secret watch: an object is reconciled again when a

@@ -56,7 +56,8 @@ impl SecretWatch {
     /// Follows the Secrets of `namespaces` (one cluster-wide watch for every
     /// namespace, none for none) until `stop`, met at start and at every relist as
     /// `listing` says: streamed, or in pages of the largest Secrets that fit, one list
-    /// of the process at a time. A failing watch is logged and counted so that /readyz fails until it answers again.
+    /// of the process at a time. A failing watch is logged and counted so that /readyz
+    /// fails until it answers again.
     pub(super) async fn run(
         self,
         client: kube::Client,

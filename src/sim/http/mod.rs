@@ -1,6 +1,7 @@
 //! edge-sim's HTTP surface: the router, middleware (journal and faults, AccessKey,
-//! media types), query parameters, response helpers, and one module per API area. Handlers parse and
-//! answer; the state they read and change is the [`Sim`] and its world.
+//! media types), query parameters, response helpers, and one module per API area.
+//! Handlers parse and answer; the state they read and change is the [`Sim`] and its
+//! world.
 
 pub(crate) mod admin;
 pub(crate) mod logging;
