@@ -11,7 +11,9 @@
 //! - [`sim`]: `edge-sim`, an offline emulator of the whole API, in-process
 //!   (`sim::spawn`) or as a server;
 //! - [`cli`]: `edgectl`, the commands over the client and their rendering;
-//! - [`telemetry`], [`signal`]: logging and the stop signals the binaries share.
+//! - [`telemetry`], [`signal`]: logging and the stop signals the binaries share;
+//!   `fairness`: the fair queues that share a budget among tenants, for the client's
+//!   quota lines and the controller's reconcile turns.
 //!
 //! Modules depend one way: `controller` on `api` and `crd`; `cli` on those and the
 //! kinds' pure plans (`edgectl plan`); `sim` on `api`.
@@ -20,6 +22,7 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod crd;
+mod fairness;
 pub mod signal;
 pub mod sim;
 pub mod telemetry;

@@ -1,7 +1,7 @@
 //! Rate limiters on tokio's clock (governor's GCRA), so waiting follows tokio time and
 //! a test with a paused clock exercises the real limiter without real waiting.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::Add;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use governor::nanos::Nanos;
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{NotUntil, Quota, RateLimiter};
-use tokio::sync::{Mutex, oneshot};
+use tokio::sync::Mutex;
+
+use crate::fairness::FairQueue;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct TokioInstant(tokio::time::Instant);
@@ -130,103 +132,6 @@ impl Lane {
     }
 }
 
-/// A lane's line: one queue per party (a namespace), the parties served in turn, one
-/// request each. A party with a thousand requests waiting delays another's request by
-/// one of its own, not by all of them.
-#[derive(Default)]
-struct FairLine {
-    state: std::sync::Mutex<FairState>,
-}
-
-#[derive(Default)]
-struct FairState {
-    /// Whether a request holds the line.
-    busy: bool,
-    waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<()>>>,
-    /// Parties with requests waiting, the next to be served first.
-    order: VecDeque<Arc<str>>,
-}
-
-/// A request's hold on the line; handed to the next party's request when dropped.
-struct FairTurn<'a>(&'a FairLine);
-
-/// A request waiting for the line. Dropped after the line was handed to it but before
-/// it took it (its request given up), it hands the line on.
-struct Waiting<'a> {
-    line: &'a FairLine,
-    handed: Option<oneshot::Receiver<()>>,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if let Some(mut handed) = self.handed.take()
-            && handed.try_recv().is_ok()
-        {
-            self.line.hand_on();
-        }
-    }
-}
-
-impl FairLine {
-    fn state(&self) -> std::sync::MutexGuard<'_, FairState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    async fn enter(&self, party: &str) -> FairTurn<'_> {
-        let mut waiting = {
-            let mut state = self.state();
-            if !state.busy {
-                state.busy = true;
-                return FairTurn(self);
-            }
-            let (hand, handed) = oneshot::channel();
-            let party: Arc<str> = party.into();
-            let queue = state.waiting.entry(party.clone()).or_default();
-            queue.push_back(hand);
-            if queue.len() == 1 {
-                state.order.push_back(party);
-            }
-            Waiting {
-                line: self,
-                handed: Some(handed),
-            }
-        };
-        if let Some(handed) = waiting.handed.as_mut() {
-            // The sender is dropped only once the line is handed on.
-            let _ = handed.await;
-        }
-        waiting.handed = None;
-        FairTurn(self)
-    }
-
-    /// Hands the line to the next party's first request still waiting, else frees it.
-    fn hand_on(&self) {
-        let mut state = self.state();
-        while let Some(party) = state.order.pop_front() {
-            let Some(queue) = state.waiting.get_mut(&party) else {
-                continue;
-            };
-            let next = queue.pop_front();
-            if queue.is_empty() {
-                state.waiting.remove(&party);
-            } else {
-                state.order.push_back(party);
-            }
-            // A waiter that gave up (its request was dropped) is skipped.
-            if next.is_some_and(|hand| hand.send(()).is_ok()) {
-                return;
-            }
-        }
-        state.busy = false;
-    }
-}
-
-impl Drop for FairTurn<'_> {
-    fn drop(&mut self) {
-        self.0.hand_on();
-    }
-}
-
 /// One limiter for everything. Each lane first waits in a line of its own that serves
 /// the parties (namespaces) in turn, so at most one change and one poll are ever queued
 /// for the quota, and they take it in turn: a change waits for at most one poll and
@@ -235,8 +140,8 @@ impl Drop for FairTurn<'_> {
 pub(crate) struct DirectLimiter {
     gcra: DirectGcra,
     turn: Mutex<()>,
-    changes: FairLine,
-    polls: FairLine,
+    changes: FairQueue,
+    polls: FairQueue,
 }
 
 impl DirectLimiter {
@@ -244,8 +149,8 @@ impl DirectLimiter {
         Self {
             gcra: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             turn: Mutex::default(),
-            changes: FairLine::default(),
-            polls: FairLine::default(),
+            changes: FairQueue::new(1),
+            polls: FairQueue::new(1),
         }
     }
 

@@ -101,6 +101,7 @@ pub struct Condition {
 pub trait StatusConditions {
     fn conditions(&self) -> &[Condition];
     fn set_conditions(&mut self, conditions: Vec<Condition>);
+    fn observed_generation(&self) -> Option<i64>;
     fn set_observed_generation(&mut self, generation: Option<i64>);
 }
 
@@ -127,6 +128,10 @@ macro_rules! edge_object {
 
             fn set_conditions(&mut self, conditions: Vec<$crate::crd::Condition>) {
                 self.conditions = conditions;
+            }
+
+            fn observed_generation(&self) -> Option<i64> {
+                self.observed_generation
             }
 
             fn set_observed_generation(&mut self, generation: Option<i64>) {

@@ -24,7 +24,7 @@ use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find,
 use super::status::kstatus;
 use super::status::time::rfc3339;
 use super::status::vocabulary::{AnyReason, ConditionType, KindReason, Reason};
-use super::status::{StatusWrite, write_status};
+use super::status::{StatusScope, StatusWrite, write_status};
 use crate::api::{ApiError, bounded_text};
 use crate::crd::{Condition, ConditionStatus, StatusConditions};
 
@@ -73,15 +73,17 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
             decided.push(paused(ConditionType::Ready));
         }
         let status = with_conditions(&cx.previous, &decided, generation, &cx.now);
-        return Ok(match report(object, &cx, &status, &[]).await? {
-            StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
-            StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
-        });
+        return Ok(
+            match report(object, &cx, (&status, StatusScope::Conditions), &[]).await? {
+                StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
+                StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
+            },
+        );
     }
     match object.reconcile(&mut cx).await {
         Ok(outcome) => {
             let status = clear_stale_synced::<_, K::Reason>(outcome.status, generation, &cx.now);
-            if report(object, &cx, &status, &outcome.events).await? == StatusWrite::Stale {
+            if report(object, &cx, (&status, StatusScope::Whole), &outcome.events).await? == StatusWrite::Stale {
                 return Ok(Action::requeue(MIN_REQUEUE));
             }
             Ok(match outcome.requeue {
@@ -131,7 +133,9 @@ async fn report_failure<K: Reconcilable>(
     let events: Vec<Notice<K::Reason>> = failure_event::<K>(cx.previous.conditions(), error)
         .into_iter()
         .collect();
-    report(object, cx, &status, &events).await.map(drop)
+    report(object, cx, (&status, StatusScope::Whole), &events)
+        .await
+        .map(drop)
 }
 
 /// Writes the status, with the kstatus conditions, if it changed; publishes the condition metrics and the
@@ -139,11 +143,18 @@ async fn report_failure<K: Reconcilable>(
 async fn report<K: Reconcilable>(
     object: &K,
     cx: &Context<'_, K>,
-    status: &K::Status,
+    (status, scope): (&K::Status, StatusScope),
     events: &[Notice<K::Reason>],
 ) -> Result<StatusWrite, Failure<K>> {
     let status = with_kstatus_conditions::<K>(status, object.meta().generation, &cx.now);
-    let written = write_status(&cx.api, object, cx.resource_version(), object.status(), &status).await?;
+    let written = write_status(
+        &cx.api,
+        object,
+        cx.resource_version(),
+        object.status(),
+        (&status, scope),
+    )
+    .await?;
     match written {
         // NewCondition from a stale copy: the next reconcile decides again, from the new one.
         StatusWrite::Stale => return Ok(written),
@@ -241,8 +252,12 @@ pub(crate) fn failure_event<K: Reconcilable>(previous: &[Condition], error: &Fai
     })
 }
 
-/// Publishes an Event; failures are logged, never fatal.
+/// Publishes an Event within its namespace's budget; failures are logged, never fatal.
 pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event: &Notice<K::Reason>) {
+    if !shared.event_budget.spend(&object.namespace().unwrap_or_default()) {
+        shared.metrics.event_dropped(K::KIND);
+        return;
+    }
     let published = KubeEvent {
         type_: if event.warning {
             EventType::Warning

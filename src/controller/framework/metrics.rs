@@ -144,6 +144,8 @@ pub(crate) struct Metrics {
     status_writes: Family<KindLabels, Counter>,
     poll_lag: Family<KindLabels, Histogram>,
     events: Family<EventLabels, Counter>,
+    events_dropped: Family<KindLabels, Counter>,
+    reconciles_waiting: Family<KindLabels, Gauge>,
     decided_on: Family<DecisionLabels, Histogram>,
     leader: Gauge,
     published: Mutex<PublishedObjects>,
@@ -178,6 +180,8 @@ impl Metrics {
             Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
         });
         let events = Family::<EventLabels, Counter>::default();
+        let events_dropped = Family::<KindLabels, Counter>::default();
+        let reconciles_waiting = Family::<KindLabels, Gauge>::default();
         let decided_on = Family::<DecisionLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(1.0, 10.0, 7))
         });
@@ -246,6 +250,16 @@ impl Metrics {
             events.clone(),
         );
         registry.register(
+            "events_dropped",
+            "Events not published because their namespace spent its Event budget, by kind",
+            events_dropped.clone(),
+        );
+        registry.register(
+            "reconciles_waiting",
+            "Due objects waiting for a reconcile turn (turns go to namespaces in turn), by kind",
+            reconciles_waiting.clone(),
+        );
+        registry.register(
             "decided_on",
             "The count a decision of a reconcile was taken on, by kind and by the reason of the decision",
             decided_on.clone(),
@@ -269,6 +283,8 @@ impl Metrics {
             status_writes,
             poll_lag,
             events,
+            events_dropped,
+            reconciles_waiting,
             decided_on,
             leader,
             published: Mutex::default(),
@@ -305,6 +321,19 @@ impl Metrics {
         let r#type = if warning { "Warning" } else { "Normal" };
         let reason = reason.as_str();
         self.events.get_or_create(&EventLabels { kind, reason, r#type }).inc();
+    }
+
+    pub(crate) fn event_dropped(&self, kind: &str) {
+        self.events_dropped
+            .get_or_create(&KindLabels { kind: kind.to_string() })
+            .inc();
+    }
+
+    /// Due objects of `kind` still waiting for a turn, as a turn starts.
+    pub(crate) fn reconcile_waiting(&self, kind: &str, waiting: usize) {
+        self.reconciles_waiting
+            .get_or_create(&KindLabels { kind: kind.to_string() })
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
     }
 
     /// The count a decision of `kind`, announced with `reason`, was taken on.

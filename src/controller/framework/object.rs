@@ -59,11 +59,21 @@ const CACHED_STATUS_BYTES: usize = DECIDED_STATUS_BYTES + (16 << 10);
 /// [`keep_what_is_read`] leaves it, and of its status's conditions those the operator
 /// writes ([`own_conditions`]). A status larger than the operator writes was not
 /// written by it: the cache keeps none of it, so the object's next reconcile writes
-/// the operator's own. Every other member of a status is read by the kind's decisions.
+/// the operator's own. Every other member of a status is read by the kind's decisions,
+/// and only while the object is not paused: of a paused object (which the driver
+/// answers from its conditions alone) the cache keeps the conditions and
+/// observedGeneration, so what paused objects hold does not grow with the status they
+/// carry. Resuming is a change of the object, which the watch brings whole.
 pub(crate) fn keep_what_is_read_of<K: Reconcilable>(object: &mut K) {
     keep_what_is_read(object.meta_mut(), K::FINALIZER);
+    let paused = is_paused(object);
     if let Some(status) = object.status_mut() {
         let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);
+        if paused {
+            let generation = status.observed_generation();
+            *status = K::Status::default();
+            status.set_observed_generation(generation);
+        }
         status.set_conditions(kept);
         if serialized_len(status) > CACHED_STATUS_BYTES {
             *status = K::Status::default();
@@ -206,6 +216,41 @@ mod tests {
         assert!(serialized_len(&watch.status) > 800_000, "as large as the schema admits");
         keep_what_is_read_of(&mut watch);
         assert_eq!(watch.status, Some(Default::default()));
+    }
+
+    #[test]
+    fn a_paused_object_is_cached_with_its_conditions_and_generation_only() {
+        use crate::controller::kinds::app_watch::resource::ContainerAppWatch;
+        let text = "x".repeat(256);
+        let rules: Vec<serde_json::Value> = (0..150)
+            .map(|i| serde_json::json!({"id": i, "name": text, "action": text}))
+            .collect();
+        let watch = |paused: &str| -> ContainerAppWatch {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+                "metadata": {"name": "w", "namespace": "ns", "annotations": {ANNOTATION_PAUSED: paused}},
+                "spec": {"appId": "app"},
+                "status": {"observedGeneration": 3, "rateLimits": rules, "conditions": [
+                    {"type": "Ready", "status": "False", "reason": "Paused", "message": "",
+                     "lastTransitionTime": "2026-11-28T00:00:00Z"}]},
+            }))
+            .expect("a ContainerAppWatch")
+        };
+        let mut paused = watch("true");
+        assert!(
+            serialized_len(&paused.status) > 70_000,
+            "about what the operator caches"
+        );
+        keep_what_is_read_of(&mut paused);
+        let kept = paused.status.expect("status");
+        assert_eq!(kept.rate_limits, None);
+        assert_eq!(kept.observed_generation, Some(3));
+        assert_eq!(kept.conditions.len(), 1);
+        assert!(serialized_len(&kept) < 512, "{} bytes", serialized_len(&kept));
+
+        let mut resumed = watch("false");
+        keep_what_is_read_of(&mut resumed);
+        assert_eq!(resumed.status.and_then(|s| s.rate_limits).map(|r| r.len()), Some(150));
     }
 
     #[test]

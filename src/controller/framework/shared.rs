@@ -1,5 +1,5 @@
 //! What the reconcilers of every kind share, each part in its own module: credentials,
-//! failure counts, metrics, Events and leadership. What one kind keeps is its
+//! failure counts, metrics, Events (and each namespace's budget of them) and leadership. What one kind keeps is its
 //! `Reconcilable::State`; its flags are its `Reconcilable::Settings`.
 
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use kube::runtime::events::Recorder;
 
 use super::backoff::FailureCounts;
 use super::credentials::AccessKeys;
+use super::event_budget::EventBudget;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 
@@ -27,6 +28,8 @@ pub(crate) struct Shared {
     pub failures: FailureCounts,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
+    /// What each namespace's objects may publish as Events.
+    pub event_budget: EventBudget,
     /// Whether this process may act; also asked by the platform client before each write.
     pub leader: Arc<LeaderGate>,
 }

@@ -22,6 +22,7 @@ use crate::controller::framework::driver;
 use crate::controller::framework::kind::{Failure, Reconcilable, Reconciler};
 use crate::controller::framework::object::{keep_what_is_read_of, object_key};
 use crate::controller::framework::runner::Runner;
+use crate::fairness::FairQueue;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where
@@ -214,6 +215,32 @@ impl InitialList {
     }
 }
 
+/// A kind's reconcile turns: `concurrency` seats, handed to namespaces in turn (one
+/// object each), so a namespace with thousands of objects due gets no more turns than
+/// one with a single object while both have work. An object reconciles as the watch
+/// holds it when its turn comes, not as it was when it became due.
+struct FairTurns<K: Reconcilable> {
+    seats: Arc<FairQueue>,
+    store: Store<K>,
+}
+
+impl<K: Reconcilable> FairTurns<K> {
+    fn reconcile(
+        &self,
+        due: Arc<K>,
+        reconciler: Arc<Reconciler<K>>,
+    ) -> impl Future<Output = Result<Action, Failure<K>>> + Send + use<K> {
+        let (seats, store) = (self.seats.clone(), self.store.clone());
+        async move {
+            let namespace = due.namespace().unwrap_or_default();
+            let _seat = seats.enter(&namespace).await;
+            reconciler.shared.metrics.reconcile_waiting(K::KIND, seats.waiting());
+            let object = store.get(&ObjectRef::from_obj(due.as_ref())).unwrap_or(due);
+            driver::reconcile::<K>(object, reconciler).await
+        }
+    }
+}
+
 /// How long the probe of streamed lists may take.
 const PROBE_WITHIN: Duration = Duration::from_secs(10);
 
@@ -286,11 +313,21 @@ impl Runner for Controllers<'_> {
         );
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();
+        let turns = FairTurns {
+            seats: Arc::new(FairQueue::new(concurrency.into())),
+            store: store.clone(),
+        };
         controller
             .watches_shared_stream(secret_changes, move |secret| referencing(&store, &secret))
-            .with_config(controller::Config::default().concurrency(concurrency))
+            // Every due object starts at once and waits for its turn in `turns`: the
+            // controller's own limit would serve them first come, first served.
+            .with_config(controller::Config::default().concurrency(0))
             .graceful_shutdown_on(self.shutdown.clone().requested())
-            .run(driver::reconcile::<K>, error_policy, reconciler)
+            .run(
+                move |object, reconciler| turns.reconcile(object, reconciler),
+                error_policy,
+                reconciler,
+            )
             .for_each(|result| {
                 let health = self.health.clone();
                 let failing = failing.clone();

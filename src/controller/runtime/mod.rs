@@ -28,6 +28,7 @@ use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
 use crate::controller::framework::backoff::FailureCounts;
 use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet};
+use crate::controller::framework::event_budget::EventBudget;
 use crate::controller::framework::kind::Reconciler;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
@@ -67,6 +68,11 @@ pub struct RunConfig {
     /// in no particular order.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
     pub poll_concurrency: u16,
+    /// Events each namespace's objects may publish per minute, and at once (0:
+    /// unlimited). Events over it are dropped and counted in
+    /// `edge_operator_events_dropped`; conditions still say what happened.
+    #[arg(long, default_value_t = 120)]
+    pub namespace_events_per_minute: u32,
     /// Requests per second to the platform, all objects together (0: unlimited).
     #[arg(long, default_value_t = 50)]
     pub platform_rate: u32,
@@ -296,6 +302,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         failures: FailureCounts::default(),
         metrics: metrics.clone(),
         recorder: Recorder::new(kube_client.clone(), reporter),
+        event_budget: EventBudget::new(config.namespace_events_per_minute),
         leader,
     });
     let health = Arc::new(Health {

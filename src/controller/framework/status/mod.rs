@@ -28,18 +28,30 @@ pub(crate) enum StatusWrite {
     Stale,
 }
 
-/// Writes `status` unless it equals `current` (no status noise). The status is
-/// replaced whole, so fields the operator stops setting are removed, and only if the
-/// object is still at `resource_version`: a status computed from a stale copy never
-/// overwrites a newer one (a restore point recorded meanwhile, for one). A JSON Patch
-/// `test` of the resourceVersion then `add` of `/status` does that without a merge of
-/// managed fields.
+/// What of a status a write replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusScope {
+    /// The whole status: fields the operator stops setting are removed.
+    Whole,
+    /// Its conditions and observedGeneration, the rest left as it is (the status of a
+    /// paused object, whose cached copy holds no more).
+    Conditions,
+}
+
+/// The members of a status that [`StatusScope::Conditions`] writes.
+const CONDITION_MEMBERS: [&str; 2] = ["conditions", "observedGeneration"];
+
+/// Writes `status` (the part `scope` names) unless it equals `current` (no status
+/// noise), and only if the object is still at `resource_version`: a status computed
+/// from a stale copy never overwrites a newer one (a restore point recorded meanwhile,
+/// for one). A JSON Patch `test` of the resourceVersion then `add` of `/status` (or of
+/// its members) does that without a merge of managed fields.
 pub(crate) async fn write_status<K, S, E>(
     api: &Api<K>,
     object: &K,
     resource_version: Option<&str>,
     current: Option<&S>,
-    status: &S,
+    (status, scope): (&S, StatusScope),
 ) -> Result<StatusWrite, ReconcileError<E>>
 where
     K: Resource<DynamicType = ()> + Clone,
@@ -52,7 +64,20 @@ where
     if let Some(version) = resource_version {
         ops.push(serde_json::json!({ "op": "test", "path": "/metadata/resourceVersion", "value": version }));
     }
-    ops.push(serde_json::json!({ "op": "add", "path": "/status", "value": status }));
+    match (scope, current) {
+        (StatusScope::Conditions, Some(_)) => {
+            let written = serde_json::to_value(status).map_err(|e| ReconcileError::Encoding(e.to_string()))?;
+            for member in CONDITION_MEMBERS {
+                if let Some(value) = written.get(member) {
+                    ops.push(serde_json::json!({ "op": "add", "path": format!("/status/{member}"), "value": value }));
+                }
+            }
+        }
+        // An object without a status has nothing else to keep.
+        (StatusScope::Whole, _) | (StatusScope::Conditions, None) => {
+            ops.push(serde_json::json!({ "op": "add", "path": "/status", "value": status }));
+        }
+    }
     let patch: json_patch::Patch =
         serde_json::from_value(serde_json::Value::Array(ops)).map_err(|e| ReconcileError::Encoding(e.to_string()))?;
     let params = PatchParams {
@@ -125,7 +150,13 @@ mod tests {
             ..AccessListConfigStatus::default()
         };
         let write = |version: &'static str| {
-            write_status::<_, _, std::convert::Infallible>(&api, &object, Some(version), None, &status)
+            write_status::<_, _, std::convert::Infallible>(
+                &api,
+                &object,
+                Some(version),
+                None,
+                (&status, StatusScope::Whole),
+            )
         };
         assert_eq!(write("7").await.expect("answered"), StatusWrite::Stale);
         assert_eq!(
@@ -133,8 +164,14 @@ mod tests {
             StatusWrite::Written(Some("9".into())),
             "the new resourceVersion is handed back"
         );
-        let same =
-            write_status::<_, _, std::convert::Infallible>(&api, &object, Some("7"), Some(&status), &status).await;
+        let same = write_status::<_, _, std::convert::Infallible>(
+            &api,
+            &object,
+            Some("7"),
+            Some(&status),
+            (&status, StatusScope::Whole),
+        )
+        .await;
         assert_eq!(same.expect("nothing sent"), StatusWrite::Unchanged);
     }
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::api::{ClientConfig, Credentials, EdgeClient, Hooks, Operation, RequestObserver, SecretValue};
 use crate::controller::framework::backoff::FailureCounts;
 use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
+use crate::controller::framework::event_budget::EventBudget;
 use crate::controller::framework::kind::{Reconcilable, Reconciler};
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::shared::Shared;
@@ -217,6 +218,7 @@ pub(super) async fn harness(held: Option<&Value>, document: SimDocument) -> Harn
         failures: FailureCounts::default(),
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
+        event_budget: EventBudget::new(0),
         leader: Arc::new(crate::controller::framework::leader::LeaderGate::sole()),
     };
     Harness {

@@ -1,0 +1,224 @@
+//! Fair queues, modelled on the apiserver's API Priority and Fairness: every party (a
+//! namespace: one tenant's flow) waits in a queue of its own, and each seat that frees
+//! goes to the next party with a request waiting, one request each, in turn. A party
+//! with a thousand requests waiting delays another's request by at most one of its own
+//! per seat, not by all of them; a party alone may take every seat.
+//!
+//! What waits is bounded by the requests the callers have: the queues hold one entry
+//! per waiting request and drop a party once its queue is empty.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+/// Seats handed to parties in turn.
+pub(crate) struct FairQueue {
+    seats: usize,
+    state: std::sync::Mutex<Queues>,
+}
+
+#[derive(Default)]
+struct Queues {
+    /// Seats taken.
+    taken: usize,
+    waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<()>>>,
+    /// Parties with requests waiting, the next to be served first.
+    order: VecDeque<Arc<str>>,
+}
+
+/// A request's seat; handed to the next party's request when dropped.
+pub(crate) struct Seat<'a>(&'a FairQueue);
+
+/// A request waiting for a seat. Dropped after a seat was handed to it but before it
+/// took it (its request given up), it hands the seat on.
+struct Waiting<'a> {
+    queue: &'a FairQueue,
+    handed: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(mut handed) = self.handed.take()
+            && handed.try_recv().is_ok()
+        {
+            self.queue.hand_on();
+        }
+    }
+}
+
+impl FairQueue {
+    /// A queue of `seats` seats (at least one).
+    pub(crate) fn new(seats: usize) -> Self {
+        Self {
+            seats: seats.max(1),
+            state: std::sync::Mutex::default(),
+        }
+    }
+
+    fn queues(&self) -> std::sync::MutexGuard<'_, Queues> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for a seat for one request of `party`.
+    pub(crate) async fn enter(&self, party: &str) -> Seat<'_> {
+        let mut waiting = {
+            let mut queues = self.queues();
+            if queues.taken < self.seats {
+                queues.taken += 1;
+                return Seat(self);
+            }
+            let (hand, handed) = oneshot::channel();
+            let party: Arc<str> = party.into();
+            let queue = queues.waiting.entry(party.clone()).or_default();
+            queue.push_back(hand);
+            if queue.len() == 1 {
+                queues.order.push_back(party);
+            }
+            Waiting {
+                queue: self,
+                handed: Some(handed),
+            }
+        };
+        if let Some(handed) = waiting.handed.as_mut() {
+            // The sender is dropped only once a seat is handed on.
+            let _ = handed.await;
+        }
+        waiting.handed = None;
+        Seat(self)
+    }
+
+    /// Requests waiting for a seat.
+    pub(crate) fn waiting(&self) -> usize {
+        self.queues().waiting.values().map(VecDeque::len).sum()
+    }
+
+    /// Hands a freed seat to the next party's first request still waiting, else frees it.
+    fn hand_on(&self) {
+        let mut queues = self.queues();
+        while let Some(party) = queues.order.pop_front() {
+            let Some(queue) = queues.waiting.get_mut(&party) else {
+                continue;
+            };
+            let next = queue.pop_front();
+            if queue.is_empty() {
+                queues.waiting.remove(&party);
+            } else {
+                queues.order.push_back(party);
+            }
+            // A waiter that gave up (its request was dropped) is skipped.
+            if next.is_some_and(|hand| hand.send(()).is_ok()) {
+                return;
+            }
+        }
+        queues.taken = queues.taken.saturating_sub(1);
+    }
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        self.0.hand_on();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Requests of `party` that each hold a seat for `work`, logging their order.
+    fn requests(
+        queue: &Arc<FairQueue>,
+        party: &'static str,
+        count: usize,
+        work: Duration,
+        served: &Arc<std::sync::Mutex<Vec<&'static str>>>,
+        held: &Arc<AtomicUsize>,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        (0..count)
+            .map(|_| {
+                let (queue, served, held) = (queue.clone(), served.clone(), held.clone());
+                tokio::spawn(async move {
+                    let _seat = queue.enter(party).await;
+                    let now_held = held.fetch_add(1, Ordering::SeqCst) + 1;
+                    assert!(now_held <= queue.seats, "{now_held} seats held");
+                    served.lock().expect("log").push(party);
+                    tokio::time::sleep(work).await;
+                    held.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_party_with_a_thousand_requests_waiting_delays_another_by_one_request_per_seat() {
+        let queue = Arc::new(FairQueue::new(4));
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held = Arc::new(AtomicUsize::new(0));
+        let work = Duration::from_millis(100);
+        let mut tasks = requests(&queue, "busy", 1000, work, &served, &held);
+        // Let the busy party fill every seat and queue the rest.
+        tokio::time::sleep(work / 2).await;
+        assert_eq!(queue.waiting(), 996);
+        tasks.extend(requests(&queue, "lone", 1, work, &served, &held));
+        for task in tasks {
+            task.await.expect("no request panics");
+        }
+        let served = served.lock().expect("log");
+        let lone_at = served.iter().position(|p| *p == "lone").expect("served");
+        // Behind the four seated when it came, and the busy party's next in line.
+        assert!(lone_at <= 4 + 1, "the lone request came {lone_at}th");
+        assert_eq!(served.len(), 1001);
+        assert_eq!(queue.waiting(), 0);
+        assert_eq!(queue.queues().taken, 0, "every seat freed");
+        assert!(queue.queues().order.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parties_with_work_take_turns_whatever_their_backlog() {
+        let queue = Arc::new(FairQueue::new(1));
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held = Arc::new(AtomicUsize::new(0));
+        let work = Duration::from_millis(10);
+        let _first = queue.enter("a").await;
+        let mut tasks = requests(&queue, "a", 50, work, &served, &held);
+        tokio::time::sleep(work).await;
+        tasks.extend(requests(&queue, "b", 3, work, &served, &held));
+        tokio::time::sleep(work).await;
+        drop(_first);
+        for task in tasks {
+            task.await.expect("no request panics");
+        }
+        let served = served.lock().expect("log");
+        assert_eq!(served[..6], ["a", "b", "a", "b", "a", "b"], "{served:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_given_up_hands_its_seat_on() {
+        let queue = Arc::new(FairQueue::new(1));
+        let seat = queue.enter("a").await;
+        let given_up = tokio::spawn({
+            let queue = queue.clone();
+            async move {
+                let _seat = queue.enter("b").await;
+            }
+        });
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move {
+                let _seat = queue.enter("c").await;
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        given_up.abort();
+        let _ = given_up.await;
+        drop(seat);
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("the seat reached c")
+            .expect("no panic");
+        assert_eq!(queue.queues().taken, 0);
+    }
+}
