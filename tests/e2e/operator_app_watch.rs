@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::Manifest;
-use crate::support::operator::{HasConditions, Operator, eventually};
+use crate::support::operator::{HasConditions, Operator, eventually, wait_for_condition};
 use crate::support::sim::{example_fixtures, set_app_status, start};
 use edge_operator::controller::kinds::app_watch::resource::ContainerAppWatch;
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 async fn post(base: &str, path: &str, body: Value) {
@@ -218,4 +219,28 @@ async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap
         "condition messages are bounded"
     );
     assert_eq!(rules_synced.message, "10000 rules", "the condition counts them all");
+
+    // Paused, the object is cached with its conditions alone; its status keeps the
+    // rest of what the operator wrote.
+    let kept_rules = rules.len();
+    let pause = json!({"metadata": {"annotations": {"edgeplatform.io/paused": "true"}}});
+    api.patch("flooded", &PatchParams::default(), &Patch::Merge(&pause))
+        .await
+        .expect("paused");
+    wait_for_condition(
+        &api,
+        "flooded",
+        "Synced",
+        Some("False"),
+        "Paused",
+        Duration::from_secs(60),
+    )
+    .await;
+    let paused = api.get("flooded").await.expect("the object").status.expect("status");
+    assert_eq!(
+        paused.rate_limits.map(|r| r.len()),
+        Some(kept_rules),
+        "the mirror is kept"
+    );
+    assert!(paused.app.is_some(), "the app summary is kept");
 }

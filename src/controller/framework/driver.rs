@@ -73,12 +73,17 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
             decided.push(paused(ConditionType::Ready));
         }
         let status = with_conditions(&cx.previous, &decided, generation, &cx.now);
-        return Ok(
-            match report(object, &cx, (&status, StatusScope::Conditions), &[]).await? {
-                StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
-                StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
-            },
-        );
+        // The cache holds a paused object's conditions only, unless it held nothing
+        // (a status the operator never wrote, or one larger than it writes): then the
+        // whole status is the operator's to write.
+        let scope = match cx.previous == K::Status::default() {
+            true => StatusScope::Whole,
+            false => StatusScope::Conditions,
+        };
+        return Ok(match report(object, &cx, (&status, scope), &[]).await? {
+            StatusWrite::Stale => Action::requeue(MIN_REQUEUE),
+            StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
+        });
     }
     match object.reconcile(&mut cx).await {
         Ok(outcome) => {

@@ -69,14 +69,14 @@ pub(crate) fn keep_what_is_read_of<K: Reconcilable>(object: &mut K) {
     let paused = is_paused(object);
     if let Some(status) = object.status_mut() {
         let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);
-        if paused {
-            let generation = status.observed_generation();
-            *status = K::Status::default();
-            status.set_observed_generation(generation);
-        }
         status.set_conditions(kept);
         if serialized_len(status) > CACHED_STATUS_BYTES {
             *status = K::Status::default();
+        } else if paused {
+            let mut held = K::Status::default();
+            held.set_observed_generation(status.observed_generation());
+            held.set_conditions(status.conditions().to_vec());
+            *status = held;
         }
     }
 }
@@ -247,6 +247,17 @@ mod tests {
         assert_eq!(kept.observed_generation, Some(3));
         assert_eq!(kept.conditions.len(), 1);
         assert!(serialized_len(&kept) < 512, "{} bytes", serialized_len(&kept));
+
+        let mut flooded = watch("true");
+        if let Some(status) = flooded.status.as_mut() {
+            status.truncated = vec!["x".repeat(2048); 200];
+        }
+        keep_what_is_read_of(&mut flooded);
+        assert_eq!(
+            flooded.status,
+            Some(Default::default()),
+            "larger than the operator writes"
+        );
 
         let mut resumed = watch("false");
         keep_what_is_read_of(&mut resumed);

@@ -236,7 +236,8 @@ impl<K: Reconcilable> FairTurns<K> {
             let _seat = seats.enter(&namespace).await;
             reconciler.shared.metrics.reconcile_waiting(K::KIND, seats.waiting());
             let object = store.get(&ObjectRef::from_obj(due.as_ref())).unwrap_or(due);
-            driver::reconcile::<K>(object, reconciler).await
+            // Boxed: what waits for a turn holds a few references, not a reconcile's state.
+            Box::pin(driver::reconcile::<K>(object, reconciler)).await
         }
     }
 }
