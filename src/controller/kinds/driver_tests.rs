@@ -255,6 +255,16 @@ fn certificate(hostname: &str, secret: Option<&str>) -> Value {
     })
 }
 
+/// The condition of `type_` in a status as written.
+fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("{type_}: {status}"))
+}
+
 #[tokio::test]
 async fn a_certificate_is_completed_then_reported_once_with_an_event() {
     let value = certificate("shop.example.com", None);
@@ -270,6 +280,37 @@ async fn a_certificate_is_completed_then_reported_once_with_an_event() {
         .map(|c| c.split_whitespace().take(2).last().unwrap_or_default())
         .collect();
     assert_eq!(kinds, ["complete_certificate", "PATCH", "POST"], "{calls:?}");
+}
+
+#[tokio::test]
+async fn two_certificates_of_one_hostname_in_two_namespaces_make_one_completion() {
+    let first = certificate("shop.example.com", None);
+    let mut second = certificate("Shop.Example.COM.", None);
+    second["metadata"]["namespace"] = json!("other");
+    second["metadata"]["uid"] = json!("u4");
+    let h = harness(Some(&first), document()).await;
+    for value in [&first, &second] {
+        let action = reconcile(object::<PullZoneCertificate>(value), h.reconciler()).await;
+        assert!(action.is_ok(), "{action:?}");
+    }
+    let calls = h.log.calls();
+    assert_eq!(h.log.count("platform complete_certificate"), 1, "{calls:?}");
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let held = bodies
+        .iter()
+        .find(|(call, _)| call.ends_with("/namespaces/other/pullzonecertificates/shop/status"))
+        .map(|(_, body)| &body["status"])
+        .unwrap_or_else(|| panic!("the second object's status: {calls:?}"));
+    let ready = condition(held, "Ready");
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("False"), Some("Progressing"))
+    );
+    let message = ready["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("one completion of Shop.Example.COM. per backoff step; next attempt at "),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -304,12 +345,7 @@ async fn a_missing_secret_is_one_outcome_for_every_kind() {
             .find(|(c, _)| c.ends_with("/status"))
             .expect("a status write")
             .1["status"];
-        let synced = status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == "Synced")
-            .unwrap_or_else(|| panic!("{kind}: {status}"));
+        let synced = condition(status, "Synced");
         assert_eq!(
             (synced["status"].as_str(), synced["reason"].as_str()),
             (Some("False"), Some("CredentialsUnavailable")),

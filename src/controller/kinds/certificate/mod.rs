@@ -1,6 +1,9 @@
 //! PullZoneCertificate: decide (pure) whether to call the platform now, later or not
-//! at all; call; turn the answer into status, Events and the next attempt time.
+//! at all; take the hostname's turn (at most one completion per hostname per backoff
+//! step: `ledger.rs`); call; turn the answer into status, Events and the next attempt
+//! time.
 
+mod ledger;
 pub mod resource;
 mod settings;
 mod vocabulary;
@@ -13,17 +16,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
+use self::ledger::{CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
+use crate::controller::framework::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
+use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
 use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::crd::ANNOTATION_RECONCILE_REQUESTED_AT;
+use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, ConditionStatus};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -177,6 +182,52 @@ pub(crate) fn after_attempt(
     (status, wait)
 }
 
+/// When the backoff step that a completion made at `now` starts for its hostname ends:
+/// after a failure the policy retries, at the wait [`after_attempt`] computed; after a
+/// success, a key the platform refused (the hostname untouched) or an unknown hostname,
+/// after the policy's initial backoff.
+pub(crate) fn step_end(
+    result: Result<(), &ApiError>,
+    wait: Option<Duration>,
+    backoff: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let retried = result.is_err_and(|error| certificate_reason(error) != ApiFailure::Unauthorized.into());
+    later(now, wait.filter(|_| retried).unwrap_or(backoff.initial_backoff))
+}
+
+/// Status while a completion waits for its hostname's backoff step to end at `end`:
+/// Ready says when the next attempt is. It keeps its state and reason when a
+/// completion of this generation decided them, and is otherwise False, `Progressing`.
+pub(crate) fn deferred(
+    spec: &PullZoneCertificateSpec,
+    previous: &PullZoneCertificateStatus,
+    generation: Option<i64>,
+    end: DateTime<Utc>,
+    now: &Now,
+) -> PullZoneCertificateStatus {
+    let decided = find(&previous.conditions, ConditionType::Ready)
+        .filter(|c| c.observed_generation == generation)
+        .and_then(|c| match AnyReason::<CertificateReason>::parse(&c.reason) {
+            Some(reason @ (AnyReason::Own(_) | AnyReason::Platform(_))) => {
+                Some((c.status == ConditionStatus::True, reason))
+            }
+            _ => None,
+        });
+    let (ready, reason) = decided.unwrap_or((false, Reason::Progressing.into()));
+    let next = rfc3339(end);
+    let message = format!(
+        "one completion of {} per backoff step; next attempt at {next}",
+        spec.hostname
+    );
+    let ready = NewCondition::new(ConditionType::Ready, ready, reason, message);
+    PullZoneCertificateStatus {
+        conditions: merge(&previous.conditions, &[ready], generation, &now.rfc3339()),
+        next_attempt_time: Some(next),
+        ..previous.clone()
+    }
+}
+
 /// The Events of an attempt: Issued, or a Warning when the failure's reason is new.
 pub(crate) fn attempt_events(
     spec: &PullZoneCertificateSpec,
@@ -200,16 +251,65 @@ pub(crate) fn attempt_events(
     }
 }
 
+/// A look again at `when` (at least a second from now).
+fn requeue_at(when: DateTime<Utc>, now: &Now) -> Requeue {
+    Requeue::After(
+        (when - now.time)
+            .to_std()
+            .unwrap_or_default()
+            .max(Duration::from_secs(1)),
+    )
+}
+
 /// When to look again after a decision not to call.
 fn requeue_without_call(decision: &Decision, now: &Now) -> Requeue {
     match decision {
-        Decision::WaitUntil(when) => Requeue::After(
-            (*when - now.time)
-                .to_std()
-                .unwrap_or_default()
-                .max(Duration::from_secs(1)),
-        ),
+        Decision::WaitUntil(when) => requeue_at(*when, now),
         Decision::Idle | Decision::Complete => Requeue::OnChange,
+    }
+}
+
+impl PullZoneCertificate {
+    /// The object's reconcile-requested-at annotation.
+    fn requested(&self) -> Option<&str> {
+        self.annotations()
+            .get(ANNOTATION_RECONCILE_REQUESTED_AT)
+            .map(String::as_str)
+    }
+
+    /// The outcome of a completion its hostname's backoff step holds back until `end`:
+    /// no call, status says when, and a look again then (the request stays unhandled).
+    fn held_back(
+        &self,
+        previous: &PullZoneCertificateStatus,
+        end: DateTime<Utc>,
+        now: &Now,
+    ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
+        Outcome {
+            status: deferred(&self.spec, previous, self.metadata.generation, end, now),
+            events: Vec::new(),
+            requeue: requeue_at(end, now),
+        }
+    }
+
+    /// The outcome of a completion made at `now` that answered `result`; the backoff
+    /// step it starts for the hostname is recorded in `ledger`.
+    fn attempted(
+        &self,
+        ledger: &CompletionLedger,
+        previous: &PullZoneCertificateStatus,
+        result: Result<(), &ApiError>,
+        backoff: &RetryPolicy,
+        now: &Now,
+    ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
+        let generation = self.metadata.generation;
+        let (status, wait) = after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
+        ledger.record(&self.spec.hostname, step_end(result, wait, backoff, now.time), now.time);
+        Outcome {
+            events: attempt_events(&self.spec, previous, &status, result),
+            status,
+            requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
+        }
     }
 }
 
@@ -219,20 +319,17 @@ impl Reconcilable for PullZoneCertificate {
     type Error = Infallible;
     type Reason = CertificateReason;
     type Settings = CertificateSettings;
-    type State = ();
+    type State = CompletionLedger;
 
     /// Decides whether to call now (the platform has no read of a certificate's
-    /// state); calls; turns the answer into status, Events and the next attempt.
+    /// state); takes the hostname's turn, or waits for the end of its backoff step;
+    /// calls; turns the answer into status, Events and the next attempt.
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
     ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<Infallible>> {
-        let requested = self
-            .annotations()
-            .get(ANNOTATION_RECONCILE_REQUESTED_AT)
-            .map(String::as_str);
         let generation = self.metadata.generation;
-        let decision = decide(&self.spec, &cx.previous, generation, requested, cx.now.time);
+        let decision = decide(&self.spec, &cx.previous, generation, self.requested(), cx.now.time);
         if decision != Decision::Complete {
             return Ok(Outcome {
                 status: cx.previous.clone(),
@@ -242,22 +339,19 @@ impl Reconcilable for PullZoneCertificate {
         }
         cx.ensure_leader()?;
         let client = cx.client().await?;
+        // The turn is held for as long as a reconcile may run, then for the call's step.
+        if let Some(end) = cx.state.take(&self.spec.hostname, cx.now.time, RECONCILE_TIMEOUT) {
+            return Ok(self.held_back(&cx.previous, end, &cx.now));
+        }
         let result = client.complete_external_http_certificate(&self.spec.hostname).await;
         let result = result.as_ref().map(|_| ());
-        let (status, wait) = after_attempt(
-            &self.spec,
+        Ok(self.attempted(
+            cx.state,
             &cx.previous,
-            generation,
-            requested,
             result,
             &cx.settings.certificate_backoff,
             &cx.now,
-        );
-        Ok(Outcome {
-            events: attempt_events(&self.spec, &cx.previous, &status, result),
-            status,
-            requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
-        })
+        ))
     }
 }
 
@@ -300,6 +394,66 @@ mod tests {
                 error_key: Some("pullzone.domain_verification_failed".into()),
             },
         }
+    }
+
+    /// Generation 1 of a certificate of `hostname` in `namespace`, asked for at
+    /// `requested` (its reconcile-requested-at).
+    fn certificate(namespace: &str, hostname: &str, requested: Option<&str>) -> PullZoneCertificate {
+        let mut object = PullZoneCertificate::new(
+            "shop",
+            PullZoneCertificateSpec {
+                hostname: hostname.into(),
+                ..spec(None)
+            },
+        );
+        object.metadata.namespace = Some(namespace.into());
+        object.metadata.generation = Some(1);
+        object.metadata.annotations =
+            requested.map(|r| [(ANNOTATION_RECONCILE_REQUESTED_AT.to_string(), r.to_string())].into());
+        object
+    }
+
+    /// One reconcile of `object` at `now`, as `reconcile` makes it, whose completion
+    /// answers `answer`: its outcome, and whether it called.
+    fn pass(
+        ledger: &CompletionLedger,
+        object: &PullZoneCertificate,
+        previous: &PullZoneCertificateStatus,
+        answer: Result<(), &ApiError>,
+        now: DateTime<Utc>,
+    ) -> (Outcome<PullZoneCertificateStatus, CertificateReason>, bool) {
+        let now = moment(now);
+        let decision = decide(
+            &object.spec,
+            previous,
+            object.metadata.generation,
+            object.requested(),
+            now.time,
+        );
+        if decision != Decision::Complete {
+            let requeue = requeue_without_call(&decision, &now);
+            return (
+                Outcome {
+                    status: previous.clone(),
+                    events: Vec::new(),
+                    requeue,
+                },
+                false,
+            );
+        }
+        match ledger.take(&object.spec.hostname, now.time, RECONCILE_TIMEOUT) {
+            Some(end) => (object.held_back(previous, end, &now), false),
+            None => (object.attempted(ledger, previous, answer, &no_jitter(), &now), true),
+        }
+    }
+
+    fn ready(status: &PullZoneCertificateStatus) -> (ConditionStatus, &str, &str) {
+        let ready = find(&status.conditions, ConditionType::Ready).expect("Ready");
+        (ready.status, ready.reason.as_str(), ready.message.as_str())
+    }
+
+    fn seconds(seconds: i64) -> chrono::Duration {
+        chrono::Duration::seconds(seconds)
     }
 
     /// The status after generation 1's first attempt succeeded at `now`.
@@ -490,6 +644,134 @@ mod tests {
         assert_eq!(
             find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
             Some("Unauthorized")
+        );
+    }
+
+    #[test]
+    fn fifty_requests_within_one_step_make_one_completion() {
+        let ledger = CompletionLedger::default();
+        let (mut status, _) = first_success(None, at("2026-11-19T12:00:00Z"));
+        let now = at("2026-11-20T12:00:00Z");
+        let mut calls = 0;
+        for i in 0..50 {
+            let object = certificate("team", "shop.example.com", Some(&format!("request-{i}")));
+            let (outcome, called) = pass(
+                &ledger,
+                &object,
+                &status,
+                Ok(()),
+                now + chrono::Duration::milliseconds(500 * i),
+            );
+            calls += usize::from(called);
+            status = outcome.status;
+        }
+        assert_eq!(calls, 1);
+        assert_eq!(
+            status.last_handled_reconcile_at.as_deref(),
+            Some("request-0"),
+            "the later requests are not handled yet"
+        );
+        assert_eq!(
+            ready(&status),
+            (
+                ConditionStatus::True,
+                "Issued",
+                "one completion of shop.example.com per backoff step; next attempt at 2026-11-20T12:00:30Z"
+            )
+        );
+        assert_eq!(status.next_attempt_time.as_deref(), Some("2026-11-20T12:00:30Z"));
+    }
+
+    #[test]
+    fn two_objects_of_one_hostname_in_two_namespaces_make_one_completion_per_step() {
+        let ledger = CompletionLedger::default();
+        let none = PullZoneCertificateStatus::default();
+        let now = at("2026-11-20T12:00:00Z");
+        let tenant_a = certificate("team-a", "shop.example.com", None);
+        let tenant_b = certificate("team-b", "Shop.Example.COM.", Some("again"));
+        let challenge = failed("challenge pending");
+        let (a, called) = pass(&ledger, &tenant_a, &none, Err(&challenge), now);
+        assert!(called);
+        // The first failure waits 22.5 s: half of 30 s, then half again at jitter 0.5.
+        let end = at("2026-11-20T12:00:22.500Z");
+        assert_eq!(a.status.next_attempt_time.as_deref(), Some("2026-11-20T12:00:22Z"));
+        let mut b = none.clone();
+        for second in [0, 5, 22] {
+            let (outcome, called) = pass(&ledger, &tenant_b, &b, Ok(()), now + seconds(second));
+            assert!(!called, "at {second} s");
+            b = outcome.status;
+        }
+        assert_eq!(
+            ready(&b),
+            (
+                ConditionStatus::False,
+                "Progressing",
+                "one completion of Shop.Example.COM. per backoff step; next attempt at 2026-11-20T12:00:22Z"
+            )
+        );
+        assert_eq!(b.last_handled_reconcile_at, None);
+        let (b, called) = pass(&ledger, &tenant_b, &b, Ok(()), end);
+        assert!(called, "the step has ended");
+        assert_eq!(b.status.last_handled_reconcile_at.as_deref(), Some("again"));
+        let (a, called) = pass(&ledger, &tenant_a, &a.status, Err(&challenge), end);
+        assert!(!called, "the success's step holds A's retry");
+        assert_eq!(a.requeue, Requeue::After(Duration::from_secs(30)));
+        assert_eq!(
+            ready(&a.status).1,
+            "VerificationFailed",
+            "A keeps its reason while it waits"
+        );
+    }
+
+    #[test]
+    fn a_request_held_back_is_completed_when_the_step_ends() {
+        let ledger = CompletionLedger::default();
+        let (issued, _) = first_success(None, at("2026-11-19T12:00:00Z"));
+        let now = at("2026-11-20T12:00:00Z");
+        let (first, called) = pass(
+            &ledger,
+            &certificate("team", "shop.example.com", Some("r0")),
+            &issued,
+            Ok(()),
+            now,
+        );
+        assert!(called);
+        let touched = certificate("team", "shop.example.com", Some("r1"));
+        let (held, called) = pass(&ledger, &touched, &first.status, Ok(()), now + seconds(10));
+        assert!(!called);
+        assert_eq!(held.requeue, Requeue::After(Duration::from_secs(20)));
+        assert_eq!(held.status.last_handled_reconcile_at.as_deref(), Some("r0"));
+        let end = now + seconds(30);
+        let (done, called) = pass(&ledger, &touched, &held.status, Ok(()), end);
+        assert!(called, "the request held back is handled when the step ends");
+        assert_eq!(done.status.last_handled_reconcile_at.as_deref(), Some("r1"));
+        assert_eq!(
+            ready(&done.status),
+            (
+                ConditionStatus::True,
+                "Issued",
+                "certificate issued for shop.example.com"
+            )
+        );
+        let (_, called) = pass(&ledger, &touched, &done.status, Ok(()), end + seconds(60));
+        assert!(!called, "handled once");
+    }
+
+    #[test]
+    fn a_refused_key_holds_its_hostname_for_the_initial_backoff_only() {
+        let now = at("2026-11-20T12:00:00Z");
+        let refused = ApiError::Unauthorized(PlatformMessage::default());
+        let end = step_end(Err(&refused), Some(UNAUTHORIZED_RETRY), &no_jitter(), now);
+        assert_eq!(end, now + seconds(30));
+        let missing = ApiError::NotFound(PlatformMessage::default());
+        assert_eq!(step_end(Err(&missing), None, &no_jitter(), now), now + seconds(30));
+        let renewal = Some(Duration::from_secs(720 * 3600));
+        assert_eq!(step_end(Ok(()), renewal, &no_jitter(), now), now + seconds(30));
+        let challenge = failed("challenge pending");
+        let backoff = Some(Duration::from_secs(480));
+        assert_eq!(
+            step_end(Err(&challenge), backoff, &no_jitter(), now),
+            now + seconds(480)
         );
     }
 }
