@@ -1,6 +1,8 @@
 //! The backoff step of each hostname's certificate completions in this process: at most
-//! one completion of a hostname per step, whichever object names it and however often
-//! it is asked for. The time comes in, so the ledger is tested without a cluster.
+//! one completion of a hostname with one credential per step, whichever object names it
+//! and however often it is asked for. Steps are per credential as well: a key the
+//! platform refuses holds back its own completions, not those of another tenant's key.
+//! The time comes in, so the ledger is tested without a cluster.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -8,16 +10,22 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-/// When the next completion of a hostname may be made, for each hostname whose step has
-/// not ended: at most one entry per hostname, none whose time has passed.
+/// What completes a hostname: a credential (its identity, never the key) and the hostname.
+pub(crate) type Completer<'a> = (&'a str, &'a str);
+
+/// When the next completion of a hostname with a credential may be made, for each whose
+/// step has not ended: at most one entry per credential and hostname, none whose time
+/// has passed.
 #[derive(Debug, Default)]
 pub(crate) struct CompletionLedger {
-    steps: Mutex<HashMap<String, DateTime<Utc>>>,
+    steps: Mutex<HashMap<(String, String), DateTime<Utc>>>,
 }
 
-/// A hostname as the ledger knows it: lowercase ASCII, without a trailing dot.
-fn hostname_key(hostname: &str) -> String {
-    hostname.strip_suffix('.').unwrap_or(hostname).to_ascii_lowercase()
+/// A completer as the ledger knows it: the hostname in lowercase ASCII, without a
+/// trailing dot.
+fn key((credential, hostname): Completer<'_>) -> (String, String) {
+    let hostname = hostname.strip_suffix('.').unwrap_or(hostname).to_ascii_lowercase();
+    (credential.to_string(), hostname)
 }
 
 /// `now` plus `wait`, or the end of time when that overflows.
@@ -29,13 +37,13 @@ pub(crate) fn later(now: DateTime<Utc>, wait: Duration) -> DateTime<Utc> {
 }
 
 impl CompletionLedger {
-    /// Takes the turn of `hostname` at `now`. `None`: its step has ended, and the ledger
+    /// Takes the turn of `completer` at `now`. `None`: its step has ended, and the ledger
     /// now holds the hostname for `hold` (the longest a call can take) until
     /// [`Self::record`] says when the new step ends. `Some`: the end of its step, before
     /// which no completion of it is made.
-    pub(crate) fn take(&self, hostname: &str, now: DateTime<Utc>, hold: Duration) -> Option<DateTime<Utc>> {
+    pub(crate) fn take(&self, completer: Completer<'_>, now: DateTime<Utc>, hold: Duration) -> Option<DateTime<Utc>> {
         let mut steps = self.pruned(now);
-        let key = hostname_key(hostname);
+        let key = key(completer);
         if let Some(end) = steps.get(&key) {
             return Some(*end);
         }
@@ -43,11 +51,11 @@ impl CompletionLedger {
         None
     }
 
-    /// Records the step that a completion of `hostname` made at `now` started: the next
+    /// Records the step that a completion by `completer` made at `now` started: the next
     /// one not before `end`.
-    pub(crate) fn record(&self, hostname: &str, end: DateTime<Utc>, now: DateTime<Utc>) {
+    pub(crate) fn record(&self, completer: Completer<'_>, end: DateTime<Utc>, now: DateTime<Utc>) {
         let mut steps = self.pruned(now);
-        let key = hostname_key(hostname);
+        let key = key(completer);
         if end > now {
             steps.insert(key, end);
         } else {
@@ -56,7 +64,7 @@ impl CompletionLedger {
     }
 
     /// The steps, without those that ended by `now`.
-    fn pruned(&self, now: DateTime<Utc>) -> MutexGuard<'_, HashMap<String, DateTime<Utc>>> {
+    fn pruned(&self, now: DateTime<Utc>) -> MutexGuard<'_, HashMap<(String, String), DateTime<Utc>>> {
         let mut steps = self.steps.lock().unwrap_or_else(PoisonError::into_inner);
         steps.retain(|_, end| *end > now);
         steps
@@ -83,10 +91,18 @@ mod tests {
     fn a_hostname_is_one_key_whatever_its_case_or_trailing_dot() {
         let ledger = CompletionLedger::default();
         let now = at("2026-11-20T12:00:00Z");
-        assert_eq!(ledger.take("shop.example.com", now, STEP), None);
-        assert_eq!(ledger.take("Shop.Example.COM.", now, STEP), Some(later(now, STEP)));
-        assert_eq!(ledger.take("other.example.com", now, STEP), None);
-        assert_eq!(ledger.len(), 2);
+        assert_eq!(ledger.take(("k", "shop.example.com"), now, STEP), None);
+        assert_eq!(
+            ledger.take(("k", "Shop.Example.COM."), now, STEP),
+            Some(later(now, STEP))
+        );
+        assert_eq!(ledger.take(("k", "other.example.com"), now, STEP), None);
+        assert_eq!(
+            ledger.take(("another key", "shop.example.com"), now, STEP),
+            None,
+            "a credential's steps are its own"
+        );
+        assert_eq!(ledger.len(), 3);
     }
 
     #[test]
@@ -95,18 +111,18 @@ mod tests {
         let now = at("2026-11-20T12:00:00Z");
         for i in 0..1_000 {
             let hostname = format!("host-{i}.example.com");
-            assert_eq!(ledger.take(&hostname, now, Duration::from_secs(120)), None);
-            ledger.record(&hostname, later(now, STEP), now);
+            assert_eq!(ledger.take(("k", &hostname), now, Duration::from_secs(120)), None);
+            ledger.record(("k", &hostname), later(now, STEP), now);
         }
         assert_eq!(ledger.len(), 1_000);
         let after = later(now, STEP);
         assert_eq!(
-            ledger.take("host-0.example.com", after, STEP),
+            ledger.take(("k", "host-0.example.com"), after, STEP),
             None,
             "its step has ended"
         );
         assert_eq!(ledger.len(), 1, "only the hostname just taken");
-        ledger.record("host-0.example.com", after, after);
+        ledger.record(("k", "host-0.example.com"), after, after);
         assert_eq!(ledger.len(), 0, "a step that ends at once holds nothing");
     }
 }

@@ -19,6 +19,7 @@ use kube::ResourceExt;
 use self::ledger::{CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
+use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
@@ -296,7 +297,7 @@ impl PullZoneCertificate {
     /// step it starts for the hostname is recorded in `ledger`.
     fn attempted(
         &self,
-        ledger: &CompletionLedger,
+        (ledger, credential): (&CompletionLedger, &str),
         previous: &PullZoneCertificateStatus,
         result: Result<(), &ApiError>,
         backoff: &RetryPolicy,
@@ -304,7 +305,8 @@ impl PullZoneCertificate {
     ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
         let generation = self.metadata.generation;
         let (status, wait) = after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
-        ledger.record(&self.spec.hostname, step_end(result, wait, backoff, now.time), now.time);
+        let step_end = step_end(result, wait, backoff, now.time);
+        ledger.record((credential, &self.spec.hostname), step_end, now.time);
         Outcome {
             events: attempt_events(&self.spec, previous, &status, result),
             status,
@@ -339,14 +341,16 @@ impl Reconcilable for PullZoneCertificate {
         }
         cx.ensure_leader()?;
         let client = cx.client().await?;
+        let credential = credential_id(&client);
+        let completer = (credential.as_str(), self.spec.hostname.as_str());
         // The turn is held for as long as a reconcile may run, then for the call's step.
-        if let Some(end) = cx.state.take(&self.spec.hostname, cx.now.time, RECONCILE_TIMEOUT) {
+        if let Some(end) = cx.state.take(completer, cx.now.time, RECONCILE_TIMEOUT) {
             return Ok(self.held_back(&cx.previous, end, &cx.now));
         }
         let result = client.complete_external_http_certificate(&self.spec.hostname).await;
         let result = result.as_ref().map(|_| ());
         Ok(self.attempted(
-            cx.state,
+            (cx.state, &credential),
             &cx.previous,
             result,
             &cx.settings.certificate_backoff,
@@ -413,6 +417,9 @@ mod tests {
         object
     }
 
+    /// The credential every object of these tests completes with.
+    const SHARED_KEY: &str = "shared";
+
     /// One reconcile of `object` at `now`, as `reconcile` makes it, whose completion
     /// answers `answer`: its outcome, and whether it called.
     fn pass(
@@ -441,9 +448,12 @@ mod tests {
                 false,
             );
         }
-        match ledger.take(&object.spec.hostname, now.time, RECONCILE_TIMEOUT) {
+        match ledger.take((SHARED_KEY, &object.spec.hostname), now.time, RECONCILE_TIMEOUT) {
             Some(end) => (object.held_back(previous, end, &now), false),
-            None => (object.attempted(ledger, previous, answer, &no_jitter(), &now), true),
+            None => (
+                object.attempted((ledger, SHARED_KEY), previous, answer, &no_jitter(), &now),
+                true,
+            ),
         }
     }
 
