@@ -191,7 +191,8 @@ impl AccessListConfig {
         Ok(Some(rollout::step(spec, current, evidence, blocked, approval, now)))
     }
 
-    /// PATCHes the list; answers it as written.
+    /// PATCHes the list; answers it as written. Later reads of the zone show the write
+    /// (see [`ZoneLists::write`]).
     async fn write(
         &self,
         cx: &Context<'_, Self>,
@@ -199,27 +200,16 @@ impl AccessListConfig {
         list: &AccessListItem,
     ) -> Result<AccessListItem, ReconcileError<AccessListError>> {
         let client = cx.client().await?;
-        let zone = self.spec.shield_zone_id;
-        let written = client
-            .update_access_list(zone, list.configuration_id, patch)
-            .await?
-            .or_requested(patch);
-        let written = AccessListItem {
+        let written = cx
+            .state
+            .zone_lists
+            .write(&client, self.spec.shield_zone_id, list.configuration_id, patch)
+            .await?;
+        Ok(AccessListItem {
             is_enabled: written.is_enabled.unwrap_or(list.is_enabled),
             action: written.action.unwrap_or(list.action),
             ..list.clone()
-        };
-        cx.state
-            .zone_lists
-            .note_write(
-                &client,
-                zone,
-                written.configuration_id,
-                written.is_enabled,
-                written.action,
-            )
-            .await;
-        Ok(written)
+        })
     }
 }
 
