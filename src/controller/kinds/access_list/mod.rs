@@ -12,7 +12,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -37,7 +37,7 @@ mod zone_lists;
 pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFinalizer};
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
-use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_zone_resync};
+use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
@@ -311,6 +311,14 @@ impl Reconcilable for AccessListConfig {
             events,
             requeue: Requeue::After(requeue),
         })
+    }
+
+    /// A failed reconcile is retried with the error backoff, but never later than the
+    /// zone's next resync instant (within one poll interval), so what status shows of
+    /// the platform is read again on the zone's schedule once the failures end.
+    fn retry_by(&self, settings: &AccessListSettings, now: &Now) -> Option<std::time::Duration> {
+        let interval = settings.poll_interval(self);
+        Some(until_next_resync(interval, self.spec.shield_zone_id, now.since_epoch()))
     }
 
     /// Deleted while paused: the platform is left as it is. With Restore: put back the
