@@ -133,9 +133,9 @@ mod tests {
     const CONFIGURATION: i64 = 9101;
     const SINCE_LONG_AGO: ListsFreshness = ListsFreshness::SinceResync(Duration::from_secs(3600));
 
-    /// edge-sim with the example fixtures (9101 of zone 1001 disabled), and a client for
-    /// each of two keys it accepts.
-    async fn platform() -> (RunningSim, EdgeClient, EdgeClient) {
+    /// edge-sim with the example fixtures (9101 of zone 1001 disabled), a client for
+    /// each of two keys it accepts, and the zone's lists read once with each key.
+    async fn read_with_two_keys() -> (RunningSim, ZoneLists, EdgeClient, EdgeClient) {
         let mut document = SimDocument::from_yaml(include_str!("../../../../examples/edge-sim-fixtures.yaml"))
             .unwrap_or_else(|e| panic!("fixtures: {e}"));
         document.access_keys = vec!["writer-key".into(), "observer-key".into()];
@@ -151,7 +151,11 @@ mod tests {
             EdgeClient::new(config).unwrap_or_else(|e| panic!("{e}"))
         };
         let (writer, observer) = (client("writer-key"), client("observer-key"));
-        (sim, writer, observer)
+        let lists = ZoneLists::default();
+        assert!(!enabled(&lists, &writer, ListsFreshness::Recent).await);
+        assert!(!enabled(&lists, &observer, SINCE_LONG_AGO).await);
+        assert_eq!(platform_reads(&sim), 2);
+        (sim, lists, writer, observer)
     }
 
     /// How many times the platform was asked for the zone's lists.
@@ -182,12 +186,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_is_in_the_next_read_of_every_credential_of_the_zone() {
-        let (sim, writer, observer) = platform().await;
-        let lists = ZoneLists::default();
-        assert!(!enabled(&lists, &writer, ListsFreshness::Recent).await);
-        assert!(!enabled(&lists, &observer, SINCE_LONG_AGO).await);
-        assert_eq!(platform_reads(&sim), 2);
-
+        let (sim, lists, writer, observer) = read_with_two_keys().await;
         let written = lists.write(&writer, ZONE, CONFIGURATION, &enable()).await;
         assert_eq!(written.map(|w| w.is_enabled).ok(), Some(Some(true)));
         assert!(
@@ -205,10 +204,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_write_may_have_landed_so_no_kept_read_of_its_zone_is_served() {
-        let (sim, writer, observer) = platform().await;
-        let lists = ZoneLists::default();
-        assert!(!enabled(&lists, &writer, ListsFreshness::Recent).await);
-        assert!(!enabled(&lists, &observer, SINCE_LONG_AGO).await);
+        let (sim, lists, writer, observer) = read_with_two_keys().await;
         let refused = lists.write(&writer, ZONE, 999_999, &enable()).await;
         assert!(refused.is_err(), "{refused:?}");
         assert!(!enabled(&lists, &writer, ListsFreshness::Recent).await);
