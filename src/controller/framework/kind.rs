@@ -273,6 +273,13 @@ pub(crate) trait Reconcilable:
         cx: &mut Context<'_, Self>,
     ) -> impl Future<Output = Result<Outcome<Self::Status, Self::Reason>, Failure<Self>>> + Send;
 
+    /// The longest a failed reconcile of this object waits for its retry, from `now`
+    /// (its next poll, say): the error backoff never waits longer, a `Retry-After` of
+    /// the platform still does. `None`: the backoff alone.
+    fn retry_by(&self, _settings: &Self::Settings, _now: &Now) -> Option<Duration> {
+        None
+    }
+
     /// Cleans the platform up when an object carrying [`Self::FINALIZER`] is deleted;
     /// `paused`: deleted while paused, when the platform is left as it is. An error
     /// keeps the finalizer and retries with backoff; the kind decides when to give up

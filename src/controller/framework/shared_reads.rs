@@ -1,8 +1,9 @@
 //! Reads shared by concurrent reconciles: the first caller of a key reads; callers that
 //! arrive while it reads, or within the time-to-live after, get its answer. A failed
 //! read is kept only when the platform asked to be left alone (`Retry-After`): until
-//! then every caller gets that failure without a call. Slots unused for a while are
-//! dropped, so keys of deleted objects do not accumulate.
+//! then every caller gets that failure without a call. A caller that changed what a key
+//! reads outdates it: no kept read that started before is served again. Slots unused
+//! for a while are dropped, so keys of deleted objects do not accumulate.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -19,7 +20,30 @@ enum Kept<V> {
     Refused { until: Instant, error: ApiError },
 }
 
-type Slot<V> = Arc<Mutex<Option<Kept<V>>>>;
+/// What one key keeps, and since when its reads are current.
+struct Held<V> {
+    kept: Mutex<Option<Kept<V>>>,
+    /// Kept reads that started before this instant are not served: a caller changed
+    /// what they read. Set without waiting for a read under way.
+    outdated_at: std::sync::Mutex<Option<Instant>>,
+}
+
+impl<V> Default for Held<V> {
+    fn default() -> Self {
+        Self {
+            kept: Mutex::default(),
+            outdated_at: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl<V> Held<V> {
+    fn outdated_at(&self) -> Option<Instant> {
+        *self.outdated_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+type Slot<V> = Arc<Held<V>>;
 /// A slot and when it was last asked for.
 type Used<V> = (Instant, Slot<V>);
 
@@ -71,7 +95,9 @@ impl<K: Eq + Hash + Clone, V: Clone> SharedReads<K, V> {
         Fut: Future<Output = Result<V, ApiError>>,
     {
         let slot = self.slot(key).await;
-        let mut entry = slot.lock().await;
+        let mut entry = slot.kept.lock().await;
+        // Read once the slot is ours: an outdate while a read was under way counts.
+        let not_before = not_before.max(slot.outdated_at());
         match entry.as_ref() {
             Some(Kept::Value { read_at, value }) if not_before.is_none_or(|t| *read_at >= t) => {
                 return Ok(value.clone());
@@ -104,8 +130,19 @@ impl<K: Eq + Hash + Clone, V: Clone> SharedReads<K, V> {
         let Some((_, slot)) = self.slots.lock().await.get(key).cloned() else {
             return;
         };
-        if let Some(Kept::Value { value, .. }) = slot.lock().await.as_mut() {
+        if let Some(Kept::Value { value, .. }) = slot.kept.lock().await.as_mut() {
             change(value);
+        }
+    }
+
+    /// Serves no kept read of the keys `changed` picks that started before `at`: the
+    /// caller changed what they read on the platform, and knew it then. A read under
+    /// way answers its own caller only; a failure the platform asked to keep stays.
+    pub(crate) async fn outdate(&self, changed: impl Fn(&K) -> bool, at: Instant) {
+        let slots = self.slots.lock().await;
+        for (_, slot) in slots.iter().filter(|(key, _)| changed(key)).map(|(_, used)| used) {
+            let mut outdated_at = slot.outdated_at.lock().unwrap_or_else(|e| e.into_inner());
+            *outdated_at = (*outdated_at).max(Some(at));
         }
     }
 
@@ -127,6 +164,18 @@ mod tests {
     /// A failure as its message, to compare.
     fn said<V>(answer: Result<V, ApiError>) -> Result<V, String> {
         answer.map_err(|error| error.to_string())
+    }
+
+    /// A 429 that asks to wait `wait`.
+    fn rate_limited(wait: Duration) -> ApiError {
+        ApiError::RateLimited {
+            retry_after: Some(wait),
+            message: PlatformMessage {
+                message: "slow down".into(),
+                field: None,
+                error_key: None,
+            },
+        }
     }
 
     async fn counted_read(reads: &AtomicUsize) -> Result<usize, ApiError> {
@@ -193,16 +242,46 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn an_outdated_key_is_read_anew_and_a_read_under_way_answers_only_its_caller() {
+        let shared = SharedReads::new(Duration::from_secs(60));
+        let reads = AtomicUsize::new(0);
+        assert_eq!(said(shared.get_or_read("zone", || counted_read(&reads)).await), Ok(1));
+        assert_eq!(said(shared.get_or_read("other", || counted_read(&reads)).await), Ok(2));
+        shared.outdate(|key| *key == "zone", Instant::now()).await;
+        assert_eq!(
+            said(shared.get_or_read_since("zone", None, || counted_read(&reads)).await),
+            Ok(3),
+            "whatever the caller accepts"
+        );
+        assert_eq!(said(shared.get_or_read("zone", || counted_read(&reads)).await), Ok(3));
+        assert_eq!(said(shared.get_or_read("other", || counted_read(&reads)).await), Ok(2));
+
+        // A read begun before the change answers its caller; one waiting for it reads anew.
+        let under_way = shared.get_or_read_since("zone", Some(Instant::now()), || counted_read(&reads));
+        let after_the_change = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            shared.outdate(|key| *key == "zone", Instant::now()).await;
+            shared.get_or_read("zone", || counted_read(&reads)).await
+        };
+        let (begun, waited) = tokio::join!(under_way, after_the_change);
+        assert_eq!((said(begun), said(waited)), (Ok(4), Ok(5)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outdated_key_keeps_the_failure_the_platform_asked_to_keep() {
+        let shared = SharedReads::new(Duration::from_secs(2));
+        let limited = rate_limited(Duration::from_secs(60));
+        let refused: Result<usize, ApiError> = shared.get_or_read("zone", || async { Err(limited.clone()) }).await;
+        assert_eq!(said(refused), Err(limited.to_string()));
+        shared.outdate(|_| true, Instant::now()).await;
+        let kept = shared.get_or_read("zone", || async { Ok(1) }).await;
+        assert_eq!(said(kept), Err(limited.to_string()), "no call before the Retry-After");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_retry_after_is_kept_until_it_passes_so_nobody_asks_meanwhile() {
         let shared = SharedReads::new(Duration::from_secs(2));
-        let limited = ApiError::RateLimited {
-            retry_after: Some(Duration::from_secs(3600)),
-            message: PlatformMessage {
-                message: "slow down".into(),
-                field: None,
-                error_key: None,
-            },
-        };
+        let limited = rate_limited(Duration::from_secs(3600));
         let calls = AtomicUsize::new(0);
         let read = || async {
             calls.fetch_add(1, Ordering::SeqCst);

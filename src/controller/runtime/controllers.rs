@@ -19,7 +19,7 @@ use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
-use crate::controller::framework::kind::{Failure, Reconcilable, Reconciler};
+use crate::controller::framework::kind::{Failure, Now, Reconcilable, Reconciler};
 use crate::controller::framework::object::{keep_what_is_read_of, object_key};
 use crate::controller::framework::runner::Runner;
 use crate::fairness::FairQueue;
@@ -82,8 +82,7 @@ fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<Ob
 fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler: Arc<Reconciler<K>>) -> Action {
     let failures = reconciler.shared.failures.failed(object_key(object.as_ref()));
     let reason = error.reason::<K::Reason>();
-    let delay = failure_delay(failures, !reason.is_terminal(), rand::random::<f64>())
-        .max(error.retry_after().unwrap_or_default());
+    let delay = retry_delay(object.as_ref(), &reconciler.settings, failures, error, &Now::current());
     tracing::warn!(
         kind = K::KIND,
         namespace = object.namespace().as_deref().unwrap_or_default(),
@@ -94,6 +93,21 @@ fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler:
         "reconcile failed"
     );
     Action::requeue(delay)
+}
+
+/// How long an object waits after its `failures`-th failure in a row: the error backoff,
+/// never past what its kind allows ([`Reconcilable::retry_by`]), never before the
+/// platform's `Retry-After`.
+fn retry_delay<K: Reconcilable>(
+    object: &K,
+    settings: &K::Settings,
+    failures: u32,
+    error: &Failure<K>,
+    now: &Now,
+) -> Duration {
+    let backoff = failure_delay(failures, !error.reason::<K::Reason>().is_terminal(), now.jitter);
+    let bounded = object.retry_by(settings, now).map_or(backoff, |by| backoff.min(by));
+    bounded.max(error.retry_after().unwrap_or_default())
 }
 
 /// Holds the objects of a list (at start, and at every relist after a watch gap) back
@@ -429,6 +443,64 @@ mod tests {
             }
         }
         assert_eq!(names, ["a", "b", "a", "c"]);
+    }
+
+    #[test]
+    fn a_failing_access_list_is_retried_by_its_zones_next_resync_unless_the_platform_asks_to_wait() {
+        use crate::api::{ApiError, PlatformMessage};
+        use crate::controller::framework::error::ReconcileError;
+        use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
+
+        let settings = AccessListSettings {
+            resync: Duration::from_secs(600),
+            min_poll_interval: Duration::from_secs(5),
+            protect_secrets: true,
+            secret_finalizer: SecretFinalizer::default(),
+        };
+        let object = |policy: &str, poll: &str| -> AccessListConfig {
+            serde_json::from_value(json!({
+                "apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListConfig",
+                "metadata": {"name": "observer", "namespace": "team",
+                             "annotations": {"edgeplatform.io/poll-interval": poll}},
+                "spec": {"shieldZoneId": 1001, "configurationId": 9101, "enabled": true, "managementPolicy": policy},
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let down: Failure<AccessListConfig> = ReconcileError::Platform(ApiError::Transport("down".into()));
+        let start = chrono::DateTime::from_timestamp_millis(1_800_000_000_000).unwrap_or_default();
+        let (observer, manager) = (object("Observe", "5s"), object("Manage", "10m"));
+        let mut resync_instants = std::collections::BTreeSet::new();
+        for step in 0..20i64 {
+            let now = Now {
+                time: start + chrono::Duration::milliseconds(step * 1_237),
+                jitter: 1.0,
+            };
+            let delay = retry_delay(&observer, &settings, 30, &down, &now);
+            assert!(delay <= Duration::from_secs(5), "30 failures in a row: {delay:?}");
+            resync_instants.insert((now.millis() + i64::try_from(delay.as_millis()).unwrap_or(0)) % 5_000);
+            assert_eq!(
+                retry_delay(&manager, &settings, 1, &down, &now),
+                Duration::from_secs(5),
+                "a shorter backoff still holds"
+            );
+        }
+        assert_eq!(resync_instants.len(), 1, "retries on the zone's resync instants");
+        let limited: Failure<AccessListConfig> = ReconcileError::Platform(ApiError::RateLimited {
+            retry_after: Some(Duration::from_secs(60)),
+            message: PlatformMessage {
+                message: "slow down".into(),
+                field: None,
+                error_key: None,
+            },
+        });
+        let now = Now {
+            time: start,
+            jitter: 1.0,
+        };
+        assert_eq!(
+            retry_delay(&observer, &settings, 1, &limited, &now),
+            Duration::from_secs(60)
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -37,7 +37,7 @@ mod zone_lists;
 pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFinalizer};
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
-use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_zone_resync};
+use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
@@ -191,7 +191,8 @@ impl AccessListConfig {
         Ok(Some(rollout::step(spec, current, evidence, blocked, approval, now)))
     }
 
-    /// PATCHes the list; answers it as written.
+    /// PATCHes the list; answers it as written. Later reads of the zone show the write
+    /// (see [`ZoneLists::write`]).
     async fn write(
         &self,
         cx: &Context<'_, Self>,
@@ -199,27 +200,16 @@ impl AccessListConfig {
         list: &AccessListItem,
     ) -> Result<AccessListItem, ReconcileError<AccessListError>> {
         let client = cx.client().await?;
-        let zone = self.spec.shield_zone_id;
-        let written = client
-            .update_access_list(zone, list.configuration_id, patch)
-            .await?
-            .or_requested(patch);
-        let written = AccessListItem {
+        let written = cx
+            .state
+            .zone_lists
+            .write(&client, self.spec.shield_zone_id, list.configuration_id, patch)
+            .await?;
+        Ok(AccessListItem {
             is_enabled: written.is_enabled.unwrap_or(list.is_enabled),
             action: written.action.unwrap_or(list.action),
             ..list.clone()
-        };
-        cx.state
-            .zone_lists
-            .note_write(
-                &client,
-                zone,
-                written.configuration_id,
-                written.is_enabled,
-                written.action,
-            )
-            .await;
-        Ok(written)
+        })
     }
 }
 
@@ -321,6 +311,14 @@ impl Reconcilable for AccessListConfig {
             events,
             requeue: Requeue::After(requeue),
         })
+    }
+
+    /// A failed reconcile is retried with the error backoff, but never later than the
+    /// zone's next resync instant (within one poll interval), so what status shows of
+    /// the platform is read again on the zone's schedule once the failures end.
+    fn retry_by(&self, settings: &AccessListSettings, now: &Now) -> Option<std::time::Duration> {
+        let interval = settings.poll_interval(self);
+        Some(until_next_resync(interval, self.spec.shield_zone_id, now.since_epoch()))
     }
 
     /// Deleted while paused: the platform is left as it is. With Restore: put back the

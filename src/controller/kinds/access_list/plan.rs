@@ -214,10 +214,18 @@ pub(super) fn drift_event(plan: &Plan) -> Option<Notice<AccessListReason>> {
 /// interval away, so a fresh object is not re-read at once.
 pub(super) fn until_zone_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
     let period = interval.as_millis().max(2);
-    let mut wait = period - since_zone_resync(interval, zone, since_epoch).as_millis();
+    let mut wait = until_next_resync(interval, zone, since_epoch).as_millis();
     if wait < period / 2 {
         wait += period;
     }
+    Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
+}
+
+/// Time until the zone's next resync instant, however close: more than zero, at most one
+/// interval (see [`until_zone_resync`]).
+pub(super) fn until_next_resync(interval: Duration, zone: i64, since_epoch: Duration) -> Duration {
+    let period = interval.as_millis().max(2);
+    let wait = period - since_zone_resync(interval, zone, since_epoch).as_millis();
     Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))
 }
 
@@ -315,6 +323,20 @@ mod tests {
         let later = slot + Duration::from_secs(123);
         assert_eq!(since_zone_resync(interval, 7, later), Duration::from_secs(123));
         assert_eq!(since_zone_resync(interval, 7, slot), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_next_resync_instant_is_within_one_interval_and_on_the_zones_grid() {
+        let interval = Duration::from_secs(5);
+        let start = Duration::from_secs(1_800_000_000);
+        let on_grid = |now: Duration| (now + until_next_resync(interval, 7, now)).as_millis() % 5_000;
+        for step in 0..40u64 {
+            let now = start + Duration::from_millis(step * 1_237);
+            let wait = until_next_resync(interval, 7, now);
+            assert!(wait > Duration::ZERO && wait <= interval, "{wait:?}");
+            assert_eq!(on_grid(now), on_grid(start), "from {now:?}");
+            assert!(until_zone_resync(interval, 7, now) >= wait);
+        }
     }
 
     #[test]

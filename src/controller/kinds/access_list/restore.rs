@@ -103,11 +103,7 @@ pub(super) async fn restore(
         is_enabled: Some(values.is_enabled),
         action: Some(values.action),
     };
-    client.update_access_list(zone, configuration, &patch).await?;
-    cx.state
-        .zone_lists
-        .note_write(&client, zone, configuration, values.is_enabled, values.action)
-        .await;
+    cx.state.zone_lists.write(&client, zone, configuration, &patch).await?;
     Ok(())
 }
 
