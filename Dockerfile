@@ -1,7 +1,7 @@
 # The product's images for users with Docker; hack/image/build.sh assembles the same
 # images (same files, entrypoints and user) as OCI archives without a container engine.
-#   docker build -t ghcr.io/edge-operator/edge-operator:0.3.0 .
-#   docker build --target edge-sim -t ghcr.io/edge-operator/edge-sim:0.3.0 .
+#   docker build -t ghcr.io/edge-operator/edge-operator:0.4.0 .
+#   docker build --target edge-sim -t ghcr.io/edge-operator/edge-sim:0.4.0 .
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .

@@ -1,8 +1,10 @@
 //! Fair queues, modelled on the apiserver's API Priority and Fairness: every party (a
 //! namespace: one tenant's flow) waits in a queue of its own, and each seat that frees
-//! goes to the next party with a request waiting, one request each, in turn. A party
-//! with a thousand requests waiting delays another's request by at most one of its own
-//! per seat, not by all of them; a party alone may take every seat.
+//! goes to the party with a request waiting that holds the fewest seats, parties that
+//! hold as many taking turns, one request each. A party with a thousand requests
+//! waiting delays another's request by at most one of its own per seat, not by all of
+//! them, and a party whose requests hold their seats long cannot gather them while
+//! another waits; a party alone may take every seat.
 //!
 //! What waits is bounded by the requests the callers have: the queues hold one entry
 //! per waiting request and drop a party once its queue is empty.
@@ -22,18 +24,51 @@ pub(crate) struct FairQueue {
 struct Queues {
     /// Seats taken.
     taken: usize,
+    /// Seats taken, by party (parties holding none are not kept).
+    held: HashMap<Arc<str>, usize>,
     waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<()>>>,
-    /// Parties with requests waiting, the next to be served first.
+    /// Parties with requests waiting, the next to be served first among those that
+    /// hold as many seats.
     order: VecDeque<Arc<str>>,
 }
 
+impl Queues {
+    fn seat(&mut self, party: &Arc<str>) {
+        *self.held.entry(party.clone()).or_default() += 1;
+    }
+
+    fn free(&mut self, party: &str) {
+        if let Some(held) = self.held.get_mut(party) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.held.remove(party);
+            }
+        }
+    }
+
+    /// The waiting party that holds the fewest seats, the first in turn among equals.
+    fn next_party(&mut self) -> Option<Arc<str>> {
+        let held = |party: &Arc<str>| self.held.get(party).copied().unwrap_or_default();
+        let (at, _) = self
+            .order
+            .iter()
+            .enumerate()
+            .min_by_key(|(at, party)| (held(party), *at))?;
+        self.order.remove(at)
+    }
+}
+
 /// A request's seat; handed to the next party's request when dropped.
-pub(crate) struct Seat<'a>(&'a FairQueue);
+pub(crate) struct Seat<'a> {
+    queue: &'a FairQueue,
+    party: Arc<str>,
+}
 
 /// A request waiting for a seat. Dropped after a seat was handed to it but before it
 /// took it (its request given up), it hands the seat on.
 struct Waiting<'a> {
     queue: &'a FairQueue,
+    party: Arc<str>,
     handed: Option<oneshot::Receiver<()>>,
 }
 
@@ -42,7 +77,7 @@ impl Drop for Waiting<'_> {
         if let Some(mut handed) = self.handed.take()
             && handed.try_recv().is_ok()
         {
-            self.queue.hand_on();
+            self.queue.hand_on(&self.party);
         }
     }
 }
@@ -62,30 +97,36 @@ impl FairQueue {
 
     /// Waits for a seat for one request of `party`.
     pub(crate) async fn enter(&self, party: &str) -> Seat<'_> {
+        let party: Arc<str> = party.into();
         let mut waiting = {
             let mut queues = self.queues();
             if queues.taken < self.seats {
                 queues.taken += 1;
-                return Seat(self);
+                queues.seat(&party);
+                return Seat { queue: self, party };
             }
             let (hand, handed) = oneshot::channel();
-            let party: Arc<str> = party.into();
             let queue = queues.waiting.entry(party.clone()).or_default();
             queue.push_back(hand);
             if queue.len() == 1 {
-                queues.order.push_back(party);
+                queues.order.push_back(party.clone());
             }
             Waiting {
                 queue: self,
+                party,
                 handed: Some(handed),
             }
         };
         if let Some(handed) = waiting.handed.as_mut() {
-            // The sender is dropped only once a seat is handed on.
+            // The sender is dropped only once a seat is handed on (the seat counted
+            // as this party's).
             let _ = handed.await;
         }
         waiting.handed = None;
-        Seat(self)
+        Seat {
+            queue: self,
+            party: waiting.party.clone(),
+        }
     }
 
     /// Requests waiting for a seat.
@@ -93,10 +134,12 @@ impl FairQueue {
         self.queues().waiting.values().map(VecDeque::len).sum()
     }
 
-    /// Hands a freed seat to the next party's first request still waiting, else frees it.
-    fn hand_on(&self) {
+    /// Frees the seat `from` held and hands it to the first request still waiting of
+    /// the next party ([`Queues::next_party`]), else leaves it free.
+    fn hand_on(&self, from: &str) {
         let mut queues = self.queues();
-        while let Some(party) = queues.order.pop_front() {
+        queues.free(from);
+        while let Some(party) = queues.next_party() {
             let Some(queue) = queues.waiting.get_mut(&party) else {
                 continue;
             };
@@ -104,10 +147,11 @@ impl FairQueue {
             if queue.is_empty() {
                 queues.waiting.remove(&party);
             } else {
-                queues.order.push_back(party);
+                queues.order.push_back(party.clone());
             }
             // A waiter that gave up (its request was dropped) is skipped.
             if next.is_some_and(|hand| hand.send(()).is_ok()) {
+                queues.seat(&party);
                 return;
             }
         }
@@ -117,7 +161,7 @@ impl FairQueue {
 
 impl Drop for Seat<'_> {
     fn drop(&mut self) {
-        self.0.hand_on();
+        self.queue.hand_on(&self.party);
     }
 }
 
@@ -193,6 +237,34 @@ mod tests {
         }
         let served = served.lock().expect("log");
         assert_eq!(served[..6], ["a", "b", "a", "b", "a", "b"], "{served:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_party_whose_requests_hold_their_seats_long_cannot_gather_them_while_another_waits() {
+        let queue = Arc::new(FairQueue::new(4));
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held = Arc::new(AtomicUsize::new(0));
+        let start = tokio::time::Instant::now();
+        // The slow party's requests hold a seat 100 times as long as the quick one's.
+        let slow = requests(&queue, "slow", 40, Duration::from_secs(10), &served, &held);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let quick = requests(&queue, "quick", 40, Duration::from_millis(100), &served, &held);
+        for task in quick {
+            task.await.expect("no request panics");
+        }
+        // Once the first slow requests end, the quick party keeps half the seats while
+        // it has work (40 requests on 2 seats: 2 s); taken in turn, the seats would go
+        // back to the slow party one by one, and the quick one would wait for them.
+        let quick_done = start.elapsed();
+        assert!(
+            quick_done <= Duration::from_secs(13),
+            "the quick party took {quick_done:?}"
+        );
+        for task in slow {
+            task.await.expect("no request panics");
+        }
+        assert_eq!(queue.queues().taken, 0);
+        assert!(queue.queues().held.is_empty(), "no party holds a seat");
     }
 
     #[tokio::test(start_paused = true)]

@@ -278,7 +278,7 @@ impl EdgeClient {
             global.until_ready(lane, &self.party).await;
         }
         if let Api::Logging { pull_zone_id } = api {
-            self.shared.logging_limiter.until_ready(pull_zone_id).await;
+            self.shared.logging_limiter.until_ready(pull_zone_id, &self.party).await;
         }
         let gate = self.shared.hooks.write_gate.as_ref();
         if operation.is_write() && gate.is_some_and(|gate| !gate.may_write()) {

@@ -69,11 +69,12 @@ const KEYS_BEFORE_PRUNING: usize = 64;
 /// The queue of each key, and how many there were after the last pruning.
 #[derive(Default)]
 struct Turns {
-    queues: HashMap<i64, Arc<Mutex<()>>>,
+    queues: HashMap<i64, Arc<FairQueue>>,
     after_pruning: usize,
 }
 
-/// One limiter per key (the Pull Zone id for the logging API), first come first served.
+/// One limiter per key (the Pull Zone id for the logging API), its callers served by
+/// party (namespace) in turn, each party's in arrival order.
 /// Keys nobody waits on and whose quota has recovered are forgotten whenever the keys
 /// held double, so keys that come and go (a Pull Zone id changed in a spec) hold at
 /// most about twice those in use.
@@ -90,8 +91,9 @@ impl KeyedLimiter {
         }
     }
 
-    /// Waits until `key` may send one more request; returns how long it waited.
-    pub(crate) async fn until_ready(&self, key: i64) -> Duration {
+    /// Waits until `key` may send one more request of `party`; returns how long it
+    /// waited. The parties waiting on one key take its budget in turn.
+    pub(crate) async fn until_ready(&self, key: i64, party: &str) -> Duration {
         let turn = {
             let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
             let held = turns.queues.len().max(self.gcra.len());
@@ -100,9 +102,14 @@ impl KeyedLimiter {
                 turns.queues.retain(|_, queue| Arc::strong_count(queue) > 1);
                 turns.after_pruning = turns.queues.len().max(self.gcra.len());
             }
-            turns.queues.entry(key).or_default().clone()
+            turns.queues.entry(key).or_insert_with(|| Arc::new(FairQueue::new(1))).clone()
         };
-        in_turn(&turn, || self.gcra.check_key(&key)).await
+        let started = tokio::time::Instant::now();
+        let _turn = turn.enter(party).await;
+        while let Err(not_until) = self.gcra.check_key(&key) {
+            tokio::time::sleep(not_until.wait_time_from(TokioClock.now())).await;
+        }
+        started.elapsed()
     }
 
     /// Keys held (waited on, or pruned at most since the count doubled).
@@ -181,7 +188,7 @@ mod tests {
         let start = tokio::time::Instant::now();
         let mut sent = Vec::new();
         for _ in 0..100 {
-            limiter.until_ready(7).await;
+            limiter.until_ready(7, "team").await;
             sent.push(start.elapsed());
         }
         for (i, &t) in sent.iter().enumerate() {
@@ -197,7 +204,7 @@ mod tests {
             start.elapsed()
         );
         assert_eq!(
-            limiter.until_ready(8).await,
+            limiter.until_ready(8, "team").await,
             Duration::ZERO,
             "other keys have their own budget"
         );
@@ -209,11 +216,11 @@ mod tests {
         // A thousand keys a minute, for ten minutes: each key used once.
         for minute in 0..10 {
             for key in 0..1_000 {
-                limiter.until_ready(minute * 1_000 + key).await;
+                limiter.until_ready(minute * 1_000 + key, "team").await;
             }
             tokio::time::advance(Duration::from_secs(60)).await;
         }
-        limiter.until_ready(-1).await;
+        limiter.until_ready(-1, "team").await;
         let (queues, states) = limiter.keys();
         // Of 10,000 keys, at most twice those of the last minute are held.
         assert!(
@@ -283,10 +290,29 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_party_flooding_a_key_delays_another_partys_request_by_one_of_its_own() {
+        let limiter = Arc::new(KeyedLimiter::new(default_logging_quota()));
+        let busy: Vec<_> = (0..300)
+            .map(|_| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.until_ready(7, "flooder").await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        // The key's budget is 30 requests in 10 s: 300 waiting take 100 s; the owner
+        // waits for the one in its turn and its own interval.
+        let waited = limiter.until_ready(7, "owner").await;
+        assert!(waited <= Duration::from_secs(2), "the owner waited {waited:?}");
+        for task in busy {
+            task.abort();
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn callers_are_served_in_arrival_order() {
         let limiter = Arc::new(KeyedLimiter::new(default_logging_quota()));
         for _ in 0..5 {
-            limiter.until_ready(7).await;
+            limiter.until_ready(7, "team").await;
         }
         let (admitted, mut admissions) = tokio::sync::mpsc::unbounded_channel();
         let callers: Vec<_> = (0..20)
@@ -294,7 +320,7 @@ mod tests {
                 let (limiter, admitted) = (limiter.clone(), admitted.clone());
                 tokio::spawn(async move {
                     for page in 0..3 {
-                        limiter.until_ready(7).await;
+                        limiter.until_ready(7, "team").await;
                         let _ = admitted.send((caller, page));
                     }
                 })

@@ -170,15 +170,43 @@ fn kubernetes_format(format: &str) -> Option<&'static str> {
     }
 }
 
-/// Gives the integer formats the apiserver knows.
+/// The values a Rust integer of `format` holds. The apiserver checks `minimum` and
+/// `maximum`, not the range a format names: without them a status writer could store
+/// a number the operator cannot decode, and its watch of the kind would fail for every
+/// tenant.
+fn rust_range(format: &str) -> Option<(i64, i64)> {
+    match format {
+        "int8" => Some((i8::MIN.into(), i8::MAX.into())),
+        "int16" => Some((i16::MIN.into(), i16::MAX.into())),
+        "int32" => Some((i32::MIN.into(), i32::MAX.into())),
+        "uint8" => Some((0, u8::MAX.into())),
+        "uint16" => Some((0, u16::MAX.into())),
+        "uint32" => Some((0, u32::MAX.into())),
+        "uint64" | "uint" => Some((0, i64::MAX)),
+        _ => None,
+    }
+}
+
+/// Gives the integer formats the apiserver knows, each bounded by its Rust range.
 fn use_kubernetes_formats(node: &mut serde_json::Value) {
     match node {
         serde_json::Value::Object(members) => {
-            let known = members
+            let format = members
                 .get("format")
                 .and_then(serde_json::Value::as_str)
-                .and_then(kubernetes_format);
-            if let Some(known) = known {
+                .map(str::to_string);
+            if let Some((least, most)) = format.as_deref().and_then(rust_range) {
+                let bound = |members: &serde_json::Map<String, serde_json::Value>, keyword: &str| {
+                    members.get(keyword).and_then(serde_json::Value::as_f64)
+                };
+                if bound(members, "minimum").is_none_or(|minimum| minimum < least as f64) {
+                    members.insert("minimum".into(), least.into());
+                }
+                if bound(members, "maximum").is_none_or(|maximum| maximum > most as f64) {
+                    members.insert("maximum".into(), most.into());
+                }
+            }
+            if let Some(known) = format.as_deref().and_then(kubernetes_format) {
                 members.insert("format".into(), known.into());
             }
             members.values_mut().for_each(use_kubernetes_formats);

@@ -343,6 +343,11 @@ fn a_status_larger_than_the_operator_writes_is_refused() {
             serde_json::json!({"atProvider": {"configurationId": 5, "listId": 1,
             "name": "q".repeat(2049), "isEnabled": true, "action": "Block", "type": "IP", "managed": false}}),
         ),
+        (
+            // A number past the operator's i32 would fail its watch of the kind.
+            "status.restorePoint.action",
+            serde_json::json!({"restorePoint": {"configurationId": 5, "isEnabled": true, "action": 2_147_483_648_i64}}),
+        ),
     ] {
         let (accepted, _, stderr) = write_status(status);
         assert!(!accepted && stderr.contains(member), "{member}: {stderr}");

@@ -136,3 +136,50 @@ fn every_text_list_and_map_of_a_status_is_bounded() {
         unbounded.join("\n")
     );
 }
+
+/// A number the apiserver stores that the operator cannot decode would fail its watch
+/// of the kind for every tenant: every 32-bit integer is bounded to what it holds, and
+/// so is an unsigned one (`status.attempts` of a PullZoneCertificate, a `u32`).
+#[test]
+fn every_integer_is_bounded_to_what_the_operator_decodes() {
+    fn walk(path: &str, node: &serde_json::Value, checked: &mut Vec<String>, unbounded: &mut Vec<String>) {
+        match node {
+            serde_json::Value::Object(members) => {
+                let bounds = (
+                    members.get("minimum").and_then(|m| m.as_f64()),
+                    members.get("maximum").and_then(|m| m.as_f64()),
+                );
+                let range = match members.get("format").and_then(|f| f.as_str()) {
+                    _ if path.ends_with("status.properties.attempts") => Some((0.0, f64::from(u32::MAX))),
+                    Some("int32") => Some((f64::from(i32::MIN), f64::from(i32::MAX))),
+                    _ => None,
+                };
+                if let Some((least, most)) = range {
+                    checked.push(path.to_string());
+                    if !matches!(bounds, (Some(min), Some(max)) if min >= least && max <= most) {
+                        unbounded.push(format!("{path}: {bounds:?}"));
+                    }
+                }
+                for (name, child) in members {
+                    walk(&format!("{path}.{name}"), child, checked, unbounded);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(path, v, checked, unbounded)),
+            _ => {}
+        }
+    }
+    let (mut checked, mut unbounded) = (Vec::new(), Vec::new());
+    for crd in edge_operator::controller::kinds::crds() {
+        let spec = serde_json::to_value(&crd.spec).expect("spec");
+        walk(&crd.spec.names.kind, &spec, &mut checked, &mut unbounded);
+    }
+    assert!(
+        checked.iter().any(|path| path.ends_with("attempts")) && checked.len() > 1,
+        "{checked:?}"
+    );
+    assert!(
+        unbounded.is_empty(),
+        "integers a writer could set past what the operator decodes:\n{}",
+        unbounded.join("\n")
+    );
+}

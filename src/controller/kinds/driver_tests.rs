@@ -283,10 +283,10 @@ async fn a_certificate_is_completed_then_reported_once_with_an_event() {
 }
 
 #[tokio::test]
-async fn two_certificates_of_one_hostname_in_two_namespaces_make_one_completion() {
+async fn two_certificates_of_one_hostname_in_one_namespace_make_one_completion() {
     let first = certificate("shop.example.com", None);
     let mut second = certificate("Shop.Example.COM.", None);
-    second["metadata"]["namespace"] = json!("other");
+    second["metadata"]["name"] = json!("shop-again");
     second["metadata"]["uid"] = json!("u4");
     let h = harness(Some(&first), document()).await;
     for value in [&first, &second] {
@@ -298,7 +298,7 @@ async fn two_certificates_of_one_hostname_in_two_namespaces_make_one_completion(
     let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let held = bodies
         .iter()
-        .find(|(call, _)| call.ends_with("/namespaces/other/pullzonecertificates/shop/status"))
+        .find(|(call, _)| call.ends_with("/namespaces/team/pullzonecertificates/shop-again/status"))
         .map(|(_, body)| &body["status"])
         .unwrap_or_else(|| panic!("the second object's status: {calls:?}"));
     let ready = condition(held, "Ready");

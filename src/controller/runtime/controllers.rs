@@ -96,8 +96,8 @@ fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler:
 }
 
 /// How long an object waits after its `failures`-th failure in a row: the error backoff,
-/// never past what its kind allows ([`Reconcilable::retry_by`]), never before the
-/// platform's `Retry-After`.
+/// for a transient failure never past what its kind allows ([`Reconcilable::retry_by`]),
+/// never before the platform's `Retry-After`.
 fn retry_delay<K: Reconcilable>(
     object: &K,
     settings: &K::Settings,
@@ -105,8 +105,14 @@ fn retry_delay<K: Reconcilable>(
     error: &Failure<K>,
     now: &Now,
 ) -> Duration {
-    let backoff = failure_delay(failures, !error.reason::<K::Reason>().is_terminal(), now.jitter);
-    let bounded = object.retry_by(settings, now).map_or(backoff, |by| backoff.min(by));
+    let transient = !error.reason::<K::Reason>().is_terminal();
+    let backoff = failure_delay(failures, transient, now.jitter);
+    // Only a transient failure is retried sooner: one that waits for a person (a claimed
+    // configuration, a refused key) keeps its backoff, whatever the poll interval.
+    let bounded = match object.retry_by(settings, now) {
+        Some(by) if transient => backoff.min(by),
+        _ => backoff,
+    };
     bounded.max(error.retry_after().unwrap_or_default())
 }
 
@@ -249,7 +255,11 @@ impl<K: Reconcilable> FairTurns<K> {
             let namespace = due.namespace().unwrap_or_default();
             let _seat = seats.enter(&namespace).await;
             reconciler.shared.metrics.reconcile_waiting(K::KIND, seats.waiting());
-            let object = store.get(&ObjectRef::from_obj(due.as_ref())).unwrap_or(due);
+            // Gone from the watch while it waited: deleted (an object with our finalizer
+            // stays until its clean-up removes it), nothing left to reconcile.
+            let Some(object) = store.get(&ObjectRef::from_obj(due.as_ref())) else {
+                return Ok(Action::await_change());
+            };
             // Boxed: what waits for a turn holds a few references, not a reconcile's state.
             Box::pin(driver::reconcile::<K>(object, reconciler)).await
         }
@@ -500,6 +510,15 @@ mod tests {
         assert_eq!(
             retry_delay(&observer, &settings, 1, &limited, &now),
             Duration::from_secs(60)
+        );
+        let refused: Failure<AccessListConfig> = ReconcileError::Platform(ApiError::Unauthorized(PlatformMessage {
+            message: "no".into(),
+            field: None,
+            error_key: None,
+        }));
+        assert!(
+            retry_delay(&observer, &settings, 30, &refused, &now) > Duration::from_secs(60),
+            "a failure that waits for a person keeps its backoff at the 5 s floor"
         );
     }
 

@@ -1,8 +1,9 @@
 //! The backoff step of each hostname's certificate completions in this process: at most
-//! one completion of a hostname with one credential per step, whichever object names it
-//! and however often it is asked for. Steps are per credential as well: a key the
-//! platform refuses holds back its own completions, not those of another tenant's key.
-//! The time comes in, so the ledger is tested without a cluster.
+//! one completion of a hostname per step for each namespace and credential, whichever
+//! of its objects names it and however often it is asked for. Steps are a tenant's own:
+//! another namespace's objects naming the same hostname (with a shared key, or with a
+//! key the platform refuses) neither spend nor hold back its steps. The time comes in,
+//! so the ledger is tested without a cluster.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -10,22 +11,35 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-/// What completes a hostname: a credential (its identity, never the key) and the hostname.
-pub(crate) type Completer<'a> = (&'a str, &'a str);
-
-/// When the next completion of a hostname with a credential may be made, for each whose
-/// step has not ended: at most one entry per credential and hostname, none whose time
-/// has passed.
-#[derive(Debug, Default)]
-pub(crate) struct CompletionLedger {
-    steps: Mutex<HashMap<(String, String), DateTime<Utc>>>,
+/// Who completes a hostname: the object's namespace, its credential (an identity,
+/// never the key) and the hostname.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Completer<'a> {
+    pub namespace: &'a str,
+    pub credential: &'a str,
+    pub hostname: &'a str,
 }
 
-/// A completer as the ledger knows it: the hostname in lowercase ASCII, without a
+/// A completer as the ledger keeps it: the hostname in lowercase ASCII, without a
 /// trailing dot.
-fn key((credential, hostname): Completer<'_>) -> (String, String) {
-    let hostname = hostname.strip_suffix('.').unwrap_or(hostname).to_ascii_lowercase();
-    (credential.to_string(), hostname)
+type Key = (String, String, String);
+
+impl Completer<'_> {
+    fn key(self) -> Key {
+        let hostname = self.hostname.strip_suffix('.').unwrap_or(self.hostname);
+        (
+            self.namespace.to_string(),
+            self.credential.to_string(),
+            hostname.to_ascii_lowercase(),
+        )
+    }
+}
+
+/// When the next completion of each completer may be made, for those whose step has
+/// not ended: at most one entry per completer, none whose time has passed.
+#[derive(Debug, Default)]
+pub(crate) struct CompletionLedger {
+    steps: Mutex<HashMap<Key, DateTime<Utc>>>,
 }
 
 /// `now` plus `wait`, or the end of time when that overflows.
@@ -43,7 +57,7 @@ impl CompletionLedger {
     /// which no completion of it is made.
     pub(crate) fn take(&self, completer: Completer<'_>, now: DateTime<Utc>, hold: Duration) -> Option<DateTime<Utc>> {
         let mut steps = self.pruned(now);
-        let key = key(completer);
+        let key = completer.key();
         if let Some(end) = steps.get(&key) {
             return Some(*end);
         }
@@ -55,7 +69,7 @@ impl CompletionLedger {
     /// one not before `end`.
     pub(crate) fn record(&self, completer: Completer<'_>, end: DateTime<Utc>, now: DateTime<Utc>) {
         let mut steps = self.pruned(now);
-        let key = key(completer);
+        let key = completer.key();
         if end > now {
             steps.insert(key, end);
         } else {
@@ -64,7 +78,7 @@ impl CompletionLedger {
     }
 
     /// The steps, without those that ended by `now`.
-    fn pruned(&self, now: DateTime<Utc>) -> MutexGuard<'_, HashMap<(String, String), DateTime<Utc>>> {
+    fn pruned(&self, now: DateTime<Utc>) -> MutexGuard<'_, HashMap<Key, DateTime<Utc>>> {
         let mut steps = self.steps.lock().unwrap_or_else(PoisonError::into_inner);
         steps.retain(|_, end| *end > now);
         steps
@@ -83,6 +97,14 @@ mod tests {
 
     const STEP: Duration = Duration::from_secs(30);
 
+    fn of(namespace: &'static str, credential: &'static str, hostname: &'static str) -> Completer<'static> {
+        Completer {
+            namespace,
+            credential,
+            hostname,
+        }
+    }
+
     fn at(raw: &str) -> DateTime<Utc> {
         raw.parse().expect("valid time")
     }
@@ -91,18 +113,23 @@ mod tests {
     fn a_hostname_is_one_key_whatever_its_case_or_trailing_dot() {
         let ledger = CompletionLedger::default();
         let now = at("2026-11-20T12:00:00Z");
-        assert_eq!(ledger.take(("k", "shop.example.com"), now, STEP), None);
+        assert_eq!(ledger.take(of("a", "k", "shop.example.com"), now, STEP), None);
         assert_eq!(
-            ledger.take(("k", "Shop.Example.COM."), now, STEP),
+            ledger.take(of("a", "k", "Shop.Example.COM."), now, STEP),
             Some(later(now, STEP))
         );
-        assert_eq!(ledger.take(("k", "other.example.com"), now, STEP), None);
+        assert_eq!(ledger.take(of("a", "k", "other.example.com"), now, STEP), None);
         assert_eq!(
-            ledger.take(("another key", "shop.example.com"), now, STEP),
+            ledger.take(of("a", "another key", "shop.example.com"), now, STEP),
             None,
             "a credential's steps are its own"
         );
-        assert_eq!(ledger.len(), 3);
+        assert_eq!(
+            ledger.take(of("b", "k", "shop.example.com"), now, STEP),
+            None,
+            "a namespace's steps are its own"
+        );
+        assert_eq!(ledger.len(), 4);
     }
 
     #[test]
@@ -111,18 +138,22 @@ mod tests {
         let now = at("2026-11-20T12:00:00Z");
         for i in 0..1_000 {
             let hostname = format!("host-{i}.example.com");
-            assert_eq!(ledger.take(("k", &hostname), now, Duration::from_secs(120)), None);
-            ledger.record(("k", &hostname), later(now, STEP), now);
+            let completer = Completer {
+                hostname: &hostname,
+                ..of("a", "k", "")
+            };
+            assert_eq!(ledger.take(completer, now, Duration::from_secs(120)), None);
+            ledger.record(completer, later(now, STEP), now);
         }
         assert_eq!(ledger.len(), 1_000);
         let after = later(now, STEP);
         assert_eq!(
-            ledger.take(("k", "host-0.example.com"), after, STEP),
+            ledger.take(of("a", "k", "host-0.example.com"), after, STEP),
             None,
             "its step has ended"
         );
         assert_eq!(ledger.len(), 1, "only the hostname just taken");
-        ledger.record(("k", "host-0.example.com"), after, after);
+        ledger.record(of("a", "k", "host-0.example.com"), after, after);
         assert_eq!(ledger.len(), 0, "a step that ends at once holds nothing");
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
-use self::ledger::{CompletionLedger, later};
+use self::ledger::{Completer, CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::credentials::credential_id;
@@ -120,7 +120,7 @@ pub(crate) fn after_attempt(
     now: &Now,
 ) -> (PullZoneCertificateStatus, Option<Duration>) {
     let same_generation = previous.attempted_generation == generation;
-    let attempts = if same_generation { previous.attempts } else { 0 } + 1;
+    let attempts = if same_generation { previous.attempts } else { 0 }.saturating_add(1);
     let stamp = now.rfc3339();
     let backoff = backoff.backoff_with_jitter(attempts - 1, now.jitter);
     let base = PullZoneCertificateStatus {
@@ -293,6 +293,15 @@ impl PullZoneCertificate {
         }
     }
 
+    /// Who completes this object's hostname with `credential`.
+    fn completer<'a>(&'a self, credential: &'a str) -> Completer<'a> {
+        Completer {
+            namespace: self.metadata.namespace.as_deref().unwrap_or_default(),
+            credential,
+            hostname: &self.spec.hostname,
+        }
+    }
+
     /// The outcome of a completion made at `now` that answered `result`; the backoff
     /// step it starts for the hostname is recorded in `ledger`.
     fn attempted(
@@ -306,7 +315,7 @@ impl PullZoneCertificate {
         let generation = self.metadata.generation;
         let (status, wait) = after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
         let step_end = step_end(result, wait, backoff, now.time);
-        ledger.record((credential, &self.spec.hostname), step_end, now.time);
+        ledger.record(self.completer(credential), step_end, now.time);
         Outcome {
             events: attempt_events(&self.spec, previous, &status, result),
             status,
@@ -342,9 +351,11 @@ impl Reconcilable for PullZoneCertificate {
         cx.ensure_leader()?;
         let client = cx.client().await?;
         let credential = credential_id(&client);
-        let completer = (credential.as_str(), self.spec.hostname.as_str());
         // The turn is held for as long as a reconcile may run, then for the call's step.
-        if let Some(end) = cx.state.take(completer, cx.now.time, RECONCILE_TIMEOUT) {
+        if let Some(end) = cx
+            .state
+            .take(self.completer(&credential), cx.now.time, RECONCILE_TIMEOUT)
+        {
             return Ok(self.held_back(&cx.previous, end, &cx.now));
         }
         let result = client.complete_external_http_certificate(&self.spec.hostname).await;
@@ -448,7 +459,7 @@ mod tests {
                 false,
             );
         }
-        match ledger.take((SHARED_KEY, &object.spec.hostname), now.time, RECONCILE_TIMEOUT) {
+        match ledger.take(object.completer(SHARED_KEY), now.time, RECONCILE_TIMEOUT) {
             Some(end) => (object.held_back(previous, end, &now), false),
             None => (
                 object.attempted((ledger, SHARED_KEY), previous, answer, &no_jitter(), &now),
@@ -693,12 +704,18 @@ mod tests {
     }
 
     #[test]
-    fn two_objects_of_one_hostname_in_two_namespaces_make_one_completion_per_step() {
+    fn two_objects_of_one_hostname_in_one_namespace_make_one_completion_per_step() {
         let ledger = CompletionLedger::default();
         let none = PullZoneCertificateStatus::default();
         let now = at("2026-11-20T12:00:00Z");
         let tenant_a = certificate("team-a", "shop.example.com", None);
-        let tenant_b = certificate("team-b", "Shop.Example.COM.", Some("again"));
+        let tenant_b = certificate("team-a", "Shop.Example.COM.", Some("again"));
+        let other_tenant = certificate("team-b", "shop.example.com", None);
+        let (_, called) = pass(&ledger, &other_tenant, &none, Ok(()), now);
+        assert!(
+            called,
+            "another namespace's step neither waits for nor holds this one's"
+        );
         let challenge = failed("challenge pending");
         let (a, called) = pass(&ledger, &tenant_a, &none, Err(&challenge), now);
         assert!(called);
