@@ -102,7 +102,11 @@ impl KeyedLimiter {
                 turns.queues.retain(|_, queue| Arc::strong_count(queue) > 1);
                 turns.after_pruning = turns.queues.len().max(self.gcra.len());
             }
-            turns.queues.entry(key).or_insert_with(|| Arc::new(FairQueue::new(1))).clone()
+            turns
+                .queues
+                .entry(key)
+                .or_insert_with(|| Arc::new(FairQueue::new(1)))
+                .clone()
         };
         let started = tokio::time::Instant::now();
         let _turn = turn.enter(party).await;

@@ -22,6 +22,14 @@ impl FailureCounts {
         *count
     }
 
+    /// Keeps the failures of the objects `present` admits (their keys).
+    pub(crate) fn retain(&self, present: impl Fn(&str) -> bool) {
+        self.counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|key, _| present(key));
+    }
+
     /// Forgets an object's failures (after a success, or once it is gone).
     pub(crate) fn forget(&self, key: &str) {
         self.counts.lock().unwrap_or_else(|e| e.into_inner()).remove(key);

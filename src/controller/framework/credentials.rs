@@ -20,6 +20,7 @@ use kube::{Api, ResourceExt};
 use super::error::ReconcileError;
 use crate::api::{Credentials, EdgeClient, SecretFile, SecretValue};
 use crate::crd::SecretKeyRef;
+use crate::fairness::FairQueue;
 
 /// The longest access key read from a Secret: platform keys are tens of bytes, and a
 /// key is cached per Secret reference, so a tenant's megabyte "key" is refused, never
@@ -185,7 +186,13 @@ pub(crate) struct AccessKeys {
     secret_namespaces: NamespaceSet,
     pub secrets: SecretIndex,
     keys: KeyCache,
+    /// Secret reads in flight: a Secret is read whole (up to the apiserver's 1.5 MiB),
+    /// so at most [`SECRET_READS`] at once, handed to namespaces in turn.
+    secret_reads: FairQueue,
 }
+
+/// Secrets read from the apiserver at once.
+const SECRET_READS: usize = 4;
 
 impl AccessKeys {
     pub(crate) fn new(
@@ -202,6 +209,7 @@ impl AccessKeys {
             secret_namespaces: NamespaceSet::None,
             secrets,
             keys: KeyCache::default(),
+            secret_reads: FairQueue::new(SECRET_READS),
         }
     }
 
@@ -271,9 +279,16 @@ impl AccessKeys {
             ));
         }
         let cache_key = (namespace.to_string(), reference.name.clone(), reference.key.clone());
-        if let Some(current) = self.secrets.get(namespace, &reference.name)
-            && let Some(key) = self.keys.current(&cache_key, &current.resource_version)
-        {
+        let cached = || {
+            let current = self.secrets.get(namespace, &reference.name)?;
+            self.keys.current(&cache_key, &current.resource_version)
+        };
+        if let Some(key) = cached() {
+            return Ok(key);
+        }
+        let _reading = self.secret_reads.enter(namespace).await;
+        // Read by whoever held the turn before: many objects of one Secret read it once.
+        if let Some(key) = cached() {
             return Ok(key);
         }
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
@@ -451,6 +466,48 @@ mod tests {
             ))
         );
         assert_eq!(credentials.keys.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn objects_of_one_secret_reading_it_at_once_read_it_once() {
+        let stored = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some("shared".into()),
+                namespace: Some("team".into()),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            data: Some([("accessKey".to_string(), k8s_openapi::ByteString(b"key".to_vec()))].into()),
+            ..Default::default()
+        };
+        let answer = serde_json::to_value(&stored).expect("a Secret");
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let kube = super::super::mock_apiserver::client({
+            let reads = reads.clone();
+            move |_, _| {
+                reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                (200, answer.clone())
+            }
+        });
+        let mut writer = kube::runtime::reflector::store::Writer::<PartialObjectMeta<Secret>>::default();
+        writer.apply_watcher_event(&Event::Apply(secret("shared", "1")));
+        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:9",
+        ))
+        .expect("platform client");
+        let credentials = AccessKeys::new(kube, platform, None, SecretIndex::new(writer.as_reader()))
+            .with_secret_namespaces(NamespaceSet::parse(&["team".to_string()]));
+        let reference = SecretKeyRef {
+            name: "shared".into(),
+            key: "accessKey".into(),
+        };
+        let all = (0..50).map(|_| credentials.secret_key::<std::convert::Infallible>("team", &reference));
+        for read in futures::future::join_all(all).await {
+            assert_eq!(read.map(|key| key.expose().to_string()).ok().as_deref(), Some("key"));
+        }
+        let reads = reads.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(reads <= SECRET_READS, "{reads} reads of one Secret");
     }
 
     #[test]

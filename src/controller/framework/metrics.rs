@@ -412,6 +412,25 @@ impl Metrics {
         }
     }
 
+    /// Forgets every object of `kind` that `present` (namespace, name) denies: those
+    /// deleted while the watch was away, which no Delete event announces.
+    pub(crate) fn forget_all_but(&self, kind: &'static str, present: impl Fn(&str, &str) -> bool) {
+        let gone: Vec<(String, String)> = {
+            let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+            published
+                .objects
+                .keys()
+                .filter(|(of, _)| *of == kind)
+                .filter_map(|(_, key)| key.split_once('/'))
+                .filter(|(namespace, name)| !present(namespace, name))
+                .map(|(namespace, name)| (namespace.to_string(), name.to_string()))
+                .collect()
+        };
+        for (namespace, name) in gone {
+            self.forget(kind, &namespace, &name);
+        }
+    }
+
     fn object_labels(&self, kind: &'static str, namespace: &str, name: &str, state: ConditionState) -> ConditionLabels {
         ConditionLabels {
             kind,

@@ -53,14 +53,32 @@ fn report_controller_event<K: Reconcilable>(
 }
 
 /// Forgets the metrics and failure counts of a deleted object (objects without a
-/// finalizer are never reconciled once deleted).
-fn forget_deleted<K: Reconcilable>(reconciler: &Reconciler<K>, event: &Result<watcher::Event<K>, watcher::Error>) {
-    if let Ok(watcher::Event::Delete(object)) = event {
-        let shared = &reconciler.shared;
-        shared
-            .metrics
-            .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
-        shared.failures.forget(&object_key(object));
+/// finalizer are never reconciled once deleted), and at the end of every list those of
+/// the objects it no longer holds (deleted while the watch was away).
+fn forget_deleted<K: Reconcilable>(
+    reconciler: &Reconciler<K>,
+    event: &Result<watcher::Event<K>, watcher::Error>,
+    store: &Store<K>,
+) {
+    let shared = &reconciler.shared;
+    match event {
+        Ok(watcher::Event::Delete(object)) => {
+            shared
+                .metrics
+                .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
+            shared.failures.forget(&object_key(object));
+        }
+        Ok(watcher::Event::InitDone) => {
+            let held = |namespace: &str, name: &str| store.get(&ObjectRef::new(name).within(namespace)).is_some();
+            shared.metrics.forget_all_but(K::KIND, held);
+            let prefix = format!("{}/", K::KIND);
+            shared.failures.retain(|key| {
+                key.strip_prefix(&prefix)
+                    .and_then(|rest| rest.split_once('/'))
+                    .is_none_or(|(namespace, name)| held(namespace, name))
+            });
+        }
+        _ => {}
     }
 }
 
@@ -320,6 +338,7 @@ impl Runner for Controllers<'_> {
             .reflect(writer)
             .inspect({
                 let (reconciler, health, failing) = (reconciler.clone(), self.health.clone(), failing.clone());
+                let store = reader.clone();
                 move |event| {
                     // A watch that answers again is healthy, whether or not an object of
                     // this kind exists to reconcile.
@@ -327,7 +346,7 @@ impl Runner for Controllers<'_> {
                         health.watch_recovered(&failing);
                         K::on_watch(&reconciler.state, event);
                     }
-                    forget_deleted(&reconciler, event);
+                    forget_deleted(&reconciler, event, &store);
                 }
             });
         let stream = once_stored(events, reader.clone()).applied_objects().predicate_filter(

@@ -207,9 +207,15 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
         (Some(2.0), None),
         "{text}"
     );
-    for name in ["b", "c"] {
-        metrics.forget("Widget", "ns", name);
-    }
+    // A list that no longer holds c (deleted while the watch was away) forgets it.
+    metrics.forget_all_but("Widget", |namespace, name| (namespace, name) == ("ns", "b"));
+    let text = metrics.encode();
+    assert_eq!(
+        (sample(&text, ready_true), sample(&text, ready_false)),
+        (Some(1.0), None),
+        "{text}"
+    );
+    metrics.forget("Widget", "ns", "b");
     assert!(
         !metrics.encode().contains("edge_operator_objects{"),
         "a count of zero is not exposed"
