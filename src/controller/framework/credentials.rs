@@ -422,6 +422,35 @@ mod tests {
         );
     }
 
+    /// Credentials of namespace `team` over an apiserver that answers every read with
+    /// `stored` (counted in the returned counter), and a Secret index holding `indexed`.
+    fn reading(
+        stored: &Secret,
+        indexed: Option<PartialObjectMeta<Secret>>,
+    ) -> (AccessKeys, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let answer = serde_json::to_value(stored).expect("a Secret");
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let kube = super::super::mock_apiserver::client({
+            let reads = reads.clone();
+            move |_, _| {
+                reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                (200, answer.clone())
+            }
+        });
+        let mut writer = kube::runtime::reflector::store::Writer::<PartialObjectMeta<Secret>>::default();
+        if let Some(indexed) = indexed {
+            writer.apply_watcher_event(&Event::Apply(indexed));
+        }
+        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:9",
+        ))
+        .expect("platform client");
+        let credentials = AccessKeys::new(kube, platform, None, SecretIndex::new(writer.as_reader()))
+            .with_secret_namespaces(NamespaceSet::parse(&["team".to_string()]));
+        (credentials, reads)
+    }
+
     #[tokio::test]
     async fn a_key_longer_than_the_bound_is_refused_and_not_cached() {
         let huge = Secret {
@@ -440,16 +469,7 @@ mod tests {
             ),
             ..Default::default()
         };
-        let answer = serde_json::to_value(&huge).expect("a Secret");
-        let kube = super::super::mock_apiserver::client(move |_, _| (200, answer.clone()));
-        let writer = kube::runtime::reflector::store::Writer::<PartialObjectMeta<Secret>>::default();
-        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
-            "http://127.0.0.1:9",
-            "http://127.0.0.1:9",
-        ))
-        .expect("platform client");
-        let credentials = AccessKeys::new(kube, platform, None, SecretIndex::new(writer.as_reader()))
-            .with_secret_namespaces(NamespaceSet::parse(&["team".to_string()]));
+        let (credentials, _) = reading(&huge, None);
         let reference = SecretKeyRef {
             name: "huge".into(),
             key: "accessKey".into(),
@@ -480,24 +500,7 @@ mod tests {
             data: Some([("accessKey".to_string(), k8s_openapi::ByteString(b"key".to_vec()))].into()),
             ..Default::default()
         };
-        let answer = serde_json::to_value(&stored).expect("a Secret");
-        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let kube = super::super::mock_apiserver::client({
-            let reads = reads.clone();
-            move |_, _| {
-                reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                (200, answer.clone())
-            }
-        });
-        let mut writer = kube::runtime::reflector::store::Writer::<PartialObjectMeta<Secret>>::default();
-        writer.apply_watcher_event(&Event::Apply(secret("shared", "1")));
-        let platform = EdgeClient::new(crate::api::ClientConfig::without_credentials(
-            "http://127.0.0.1:9",
-            "http://127.0.0.1:9",
-        ))
-        .expect("platform client");
-        let credentials = AccessKeys::new(kube, platform, None, SecretIndex::new(writer.as_reader()))
-            .with_secret_namespaces(NamespaceSet::parse(&["team".to_string()]));
+        let (credentials, reads) = reading(&stored, Some(secret("shared", "1")));
         let reference = SecretKeyRef {
             name: "shared".into(),
             key: "accessKey".into(),
