@@ -19,6 +19,12 @@ const WAIT: Duration = Duration::from_secs(90);
 const LEASE: Duration = Duration::from_secs(15);
 const KINDS: &str =
     "accesslistconfigs.edgeplatform.io,pullzonecertificates.edgeplatform.io,containerappwatches.edgeplatform.io";
+/// The cluster-scoped records of who writes which access-list configuration, which the
+/// previous release already writes.
+const CLAIMS: &str = "accesslistclaims.edgeplatform.io";
+/// Configuration 9101 (the AccessListConfig example's) as the example fixtures hold it:
+/// (enabled, action).
+const FIXTURE_LIST: (bool, i64) = (false, 2);
 /// The previous release's examples, one object of each kind.
 const EXAMPLES: [(&str, &str); 3] = [
     ("access-list-config.yaml", "accesslistconfig/block-known-bad-actors"),
@@ -87,9 +93,13 @@ fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
 }
 
 /// Replaces the current CRDs with none, so that the previous chart's `helm install`
-/// creates its own, as it did for its users. Refuses when objects of them exist.
+/// creates its own, as it did for its users. Refuses when objects of them exist, claims
+/// included.
 fn remove_current_crds() {
-    let objects = kubectl(&["get", KINDS, "--all-namespaces", "-o", "name"], None);
+    let objects = kubectl(
+        &["get", &format!("{KINDS},{CLAIMS}"), "--all-namespaces", "-o", "name"],
+        None,
+    );
     assert!(
         objects.trim().is_empty(),
         "the upgrade test replaces the edgeplatform.io CRDs and needs a cluster without objects of them: {objects}"
@@ -221,12 +231,10 @@ fn all_healthy(namespace: &str) -> bool {
 }
 
 /// The AccessListConfig's `status.restorePoint` (enabled, action), the values the
-/// previous release read before its first write, once unchanged for 3 s.
+/// previous release read before its first write and mirrored from its claim, once
+/// unchanged for 3 s.
 async fn settled_restore_point(namespace: &str) -> Option<(bool, i64)> {
-    let read = || {
-        let point = &get_json(namespace, EXAMPLES[0].1)["status"]["restorePoint"];
-        Some((point["isEnabled"].as_bool()?, point["action"].as_i64()?))
-    };
+    let read = || enabled_and_action(&get_json(namespace, EXAMPLES[0].1)["status"]["restorePoint"]);
     let mut last = read();
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -241,7 +249,10 @@ async fn settled_restore_point(namespace: &str) -> Option<(bool, i64)> {
 
 /// The objects and the operator's log, for a failure's message.
 fn diagnosis(namespace: &str) -> String {
-    let (_, objects, _) = cluster().kubectl(&["get", "-n", namespace, KINDS, "-o", "yaml"], None);
+    let (_, objects, _) = cluster().kubectl(
+        &["get", "-n", namespace, &format!("{KINDS},{CLAIMS}"), "-o", "yaml"],
+        None,
+    );
     let (_, log, _) = cluster().kubectl(
         &[
             "logs",
@@ -292,25 +303,53 @@ fn running_image(pod: &k8s_openapi::api::core::v1::Pod) -> (String, String) {
     (status.image.clone(), status.image_id.clone())
 }
 
-/// The CRDs' `metadata`, by name.
-fn crd_metadata() -> Vec<Value> {
-    let list: Value = serde_json::from_str(&kubectl(
-        &[
-            "get",
-            "-f",
-            &repo_root().join("crds").display().to_string(),
-            "-o",
-            "json",
-        ],
-        None,
-    ))
-    .expect("the CRDs as JSON");
+/// The `metadata` of the CRDs of `folder`, as the cluster holds them (each must exist).
+fn crd_metadata(folder: &str) -> Vec<Value> {
+    let list: Value =
+        serde_json::from_str(&kubectl(&["get", "-f", folder, "-o", "json"], None)).expect("the CRDs as JSON");
     list["items"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|crd| crd["metadata"].clone())
         .collect()
+}
+
+/// Checks who owns the CRDs of `folder`, every one of which must exist: release `name`,
+/// kept on uninstall, when they come with the chart; no release when applied apart.
+fn assert_crd_owners(crds: CrdUpgrade, name: &str, folder: &str, when: &str) {
+    let metadata = crd_metadata(folder);
+    let managed_by_the_release = |metadata: &Value| {
+        metadata["annotations"]["meta.helm.sh/release-name"] == name
+            && metadata["annotations"]["helm.sh/resource-policy"] == "keep"
+    };
+    match crds {
+        CrdUpgrade::WithTheChart => assert!(
+            metadata.iter().all(managed_by_the_release),
+            "{when}: the release owns the CRDs, kept on uninstall: {metadata:?}"
+        ),
+        CrdUpgrade::Apart => assert!(
+            !metadata.iter().any(managed_by_the_release),
+            "{when}: crds.enabled=false leaves the CRDs to whoever installed them: {metadata:?}"
+        ),
+    }
+}
+
+/// The AccessListClaim whose owner is in `namespace`, if any.
+fn claim_of(namespace: &str) -> Option<Value> {
+    let claims: Value =
+        serde_json::from_str(&kubectl(&["get", CLAIMS, "-o", "json"], None)).expect("the AccessListClaims as JSON");
+    claims["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|claim| claim["spec"]["owner"]["namespace"] == namespace)
+        .cloned()
+}
+
+/// The (enabled, action) of a claim's or a status' `restorePoint`.
+fn enabled_and_action(point: &Value) -> Option<(bool, i64)> {
+    Some((point["isEnabled"].as_bool()?, point["action"].as_i64()?))
 }
 
 async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
@@ -362,11 +401,35 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
     );
     let recorded = settled_restore_point(&ns).await;
     println!("restore point recorded by the previous release: {recorded:?}");
-    // Without one, the new operator records the values before its own first write.
-    let restore_point = recorded.unwrap_or((true, 2));
+    // The previous release records the owner it decided, and the values it read before
+    // its first write, in an AccessListClaim; status mirrors the restore point.
+    let claim_before = claim_of(&ns)
+        .unwrap_or_else(|| panic!("the previous release's claim of the configuration\n{}", diagnosis(&ns)));
+    let object = get_json(&ns, EXAMPLES[0].1);
+    assert_eq!(claim_before["spec"]["owner"]["name"], "block-known-bad-actors");
+    assert_eq!(claim_before["spec"]["owner"]["uid"], object["metadata"]["uid"]);
+    assert_eq!(claim_before["spec"]["configurationId"], 9101);
+    assert!(
+        claim_before["spec"]["proof"]["readAt"].is_string(),
+        "confirmed by its owner's read: {claim_before}"
+    );
+    let restore_point = FIXTURE_LIST;
+    assert_eq!(
+        enabled_and_action(&claim_before["spec"]["restorePoint"]),
+        Some(restore_point),
+        "the claim holds the values before the previous release's first write: {claim_before}"
+    );
+    assert_eq!(
+        recorded,
+        Some(restore_point),
+        "status mirrors the claim's restore point"
+    );
+    println!("the previous release's claim: {}", claim_before["spec"]);
+    // The previous release installed every CRD this version has, the claims' too.
+    let crds_folder = repo_root().join("crds").display().to_string();
+    assert_crd_owners(crds, &release.name, &crds_folder, "before the upgrade");
     let writes_before = platform_writes(&release).await;
 
-    let crds_folder = repo_root().join("crds").display().to_string();
     if let CrdUpgrade::Apart = crds {
         // The step for CRDs installed apart: the new ones first, applied server-side.
         kubectl(
@@ -430,21 +493,7 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         !refused && err.contains("immutable"),
         "the new CRDs' validation rules hold for the objects already there: {err}"
     );
-    let managed_by_the_release = |metadata: &Value| {
-        metadata["annotations"]["meta.helm.sh/release-name"] == release.name.as_str()
-            && metadata["annotations"]["helm.sh/resource-policy"] == "keep"
-    };
-    match crds {
-        CrdUpgrade::WithTheChart => assert!(
-            crd_metadata().iter().all(managed_by_the_release),
-            "the release owns the CRDs, the new kind's too, kept on uninstall: {:?}",
-            crd_metadata()
-        ),
-        CrdUpgrade::Apart => assert!(
-            !crd_metadata().iter().any(managed_by_the_release),
-            "crds.enabled=false leaves the CRDs to whoever installed them"
-        ),
-    }
+    assert_crd_owners(crds, &release.name, &crds_folder, "after the upgrade");
     // The old and the new operator run side by side for a while (a surge Pod, which
     // waits for the Lease): done when the old one is gone and the new one leads.
     eventually(
@@ -502,21 +551,32 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         (true, 3),
         "the change (Challenge) is applied"
     );
-    // The owner the previous release decided is recorded where only the operator writes,
-    // with the values it recorded, and confirmed by the new operator's first read.
-    let claim = eventually("the upgraded object's claim, confirmed by a read", WAIT, || async {
-        let claims = tokio::task::block_in_place(|| kubectl(&["get", "accesslistclaims", "-o", "json"], None));
-        let claims: Value = serde_json::from_str(&claims).expect("the AccessListClaims as JSON");
-        claims["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["spec"]["owner"]["namespace"] == ns.as_str() && c["spec"]["proof"]["readAt"].is_string())
-            .cloned()
-    })
+    // A look the new operator took: a reconcile of the AccessListConfig that succeeded,
+    // which only the leader makes (its Pod is the metrics Service's only one now).
+    let metrics = format!("{}-metrics", release.fullname());
+    eventually(
+        "a reconcile of the AccessListConfig by the new operator",
+        WAIT,
+        || async {
+            let text = tokio::task::block_in_place(|| release.service_get(&metrics, "metrics", "/metrics"));
+            text.lines()
+                .any(|line| {
+                    line.strip_prefix(r#"edge_operator_reconciles_total{kind="AccessListConfig",result="success"} "#)
+                        .and_then(|count| count.trim().parse::<f64>().ok())
+                        .is_some_and(|count| count >= 1.0)
+                })
+                .then_some(())
+        },
+    )
     .await;
-    assert_eq!(claim["spec"]["owner"]["name"], "block-known-bad-actors");
-    assert_eq!(claim["spec"]["configurationId"], 9101);
+    // The claim the previous release wrote is the one the new operator keeps: the same
+    // record, owner and restore point.
+    let claim_after = claim_of(&ns).expect("the claim of the upgraded object");
+    assert_eq!(
+        (&claim_after["metadata"]["uid"], &claim_after["spec"]),
+        (&claim_before["metadata"]["uid"], &claim_before["spec"]),
+        "the previous release's claim survives the upgrade as it was"
+    );
     let writes_after = platform_writes(&release).await;
     let new_writes = &writes_after[writes_before.len()..];
     assert_eq!(
@@ -532,5 +592,6 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         restore_point,
         "deleting the object restores what the previous release recorded"
     );
+    assert_eq!(claim_of(&ns), None, "the restored configuration's claim is released");
     kubectl(&["delete", "-n", &ns, KINDS, "--all", "--timeout=60s"], None);
 }
