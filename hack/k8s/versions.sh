@@ -17,9 +17,10 @@ ACTIONLINT_VERSION=v1.7.12
 CARGO_CYCLONEDX_VERSION=0.5.9
 # The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
-# The last commit of the previous release (0.3.0): the release the upgrade test
-# (tests/upgrade) installs before upgrading to the working tree.
-PREVIOUS_RELEASE_COMMIT=154f0fef164e6737c943dd7c79e1a1e76751a8d0
+# The last commit of the previous release (0.3.0, the last whose CHANGELOG heads with
+# it): the release the upgrade test (tests/upgrade) installs before upgrading to the
+# working tree.
+PREVIOUS_RELEASE_COMMIT=e81cdedfea3cc959be5860d1e47d1e8d1bb90b7a
 GO_MIN_VERSION=1.26.0
 # kind and what its node image holds (hack/kind/build.sh). The node runtime follows the
 # base image of that kind release; CoreDNS is the version kubeadm of K8S_VERSION deploys;
