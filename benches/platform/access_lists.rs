@@ -35,6 +35,7 @@ mod setup;
 
 use self::rounds::*;
 use self::setup::*;
+pub(crate) use self::setup::{deletion_time, is_in_sync};
 
 const SUITE: &str = "operator";
 const KIND: &str = "AccessListConfig";

@@ -23,6 +23,7 @@ use crate::report::Report;
 
 mod fairness;
 
+pub(crate) use self::fairness::{busy_name, create_busy_access_lists, with_busy_zones};
 use self::fairness::{fair_share, write_line};
 
 const SUITE: &str = "rate discipline";
