@@ -66,6 +66,11 @@ pub struct Settings {
     /// EDGE_BENCH_TENANT_OBJECTS: the busy tenant's access lists at the poll-interval
     /// floor in the reconcile-turns run (each on a zone of its own)
     pub tenant_objects: usize,
+    /// EDGE_BENCH_TENANT_WATCHES, EDGE_BENCH_TENANT_POLLS: one tenant's
+    /// ContainerAppWatches on another's Pull Zone with a key that cannot read it, and
+    /// the other's polls measured meanwhile
+    pub tenant_watches: usize,
+    pub tenant_polls: usize,
 }
 
 /// The median of `values` (the mean of the middle two when they are even).
@@ -128,6 +133,8 @@ impl Settings {
             cdn_window: duration_or("EDGE_BENCH_CDN_WINDOW", pick(smoke, "10m", "1m"))?,
             cdn_steady_polls: env_or("EDGE_BENCH_CDN_POLLS", pick(smoke, 12, 3))?,
             tenant_objects: env_or("EDGE_BENCH_TENANT_OBJECTS", pick(smoke, 5_000, 300))?,
+            tenant_watches: env_or("EDGE_BENCH_TENANT_WATCHES", pick(smoke, 200, 20))?,
+            tenant_polls: env_or("EDGE_BENCH_TENANT_POLLS", pick(smoke, 12, 1))?,
         };
         if let Some(unknown) = settings.suites.iter().find(|s| !SUITES.contains(&s.as_str())) {
             return Err(format!(
@@ -143,9 +150,11 @@ impl Settings {
             || settings.cdn_per_hour == 0
             || settings.cdn_steady_polls == 0
             || settings.tenant_objects == 0
+            || settings.tenant_watches == 0
+            || settings.tenant_polls == 0
         {
             return Err(
-                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR, _CDN_POLLS and _TENANT_OBJECTS must be positive"
+                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR, _CDN_POLLS, _TENANT_OBJECTS, _TENANT_WATCHES and _TENANT_POLLS must be positive"
                     .to_string(),
             );
         }

@@ -17,6 +17,7 @@ use crate::Settings;
 use crate::harness::Cluster;
 use crate::report::Report;
 
+mod cdn_budget;
 mod turns;
 
 const SUITE: &str = "tenants";
@@ -24,6 +25,9 @@ const SUITE: &str = "tenants";
 pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Report) {
     if let Err(error) = turns::run(cluster, settings, report).await {
         report.error(SUITE, &format!("reconcile turns: {error:#}"));
+    }
+    if let Err(error) = cdn_budget::run(cluster, settings, report).await {
+        report.error(SUITE, &format!("CDN budget: {error:#}"));
     }
 }
 
