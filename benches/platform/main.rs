@@ -71,6 +71,9 @@ pub struct Settings {
     /// the other's polls measured meanwhile
     pub tenant_watches: usize,
     pub tenant_polls: usize,
+    /// EDGE_BENCH_PAUSED_WATCHES: paused ContainerAppWatches with the largest status
+    /// the operator caches
+    pub paused_watches: usize,
 }
 
 /// The median of `values` (the mean of the middle two when they are even).
@@ -135,6 +138,7 @@ impl Settings {
             tenant_objects: env_or("EDGE_BENCH_TENANT_OBJECTS", pick(smoke, 5_000, 300))?,
             tenant_watches: env_or("EDGE_BENCH_TENANT_WATCHES", pick(smoke, 200, 20))?,
             tenant_polls: env_or("EDGE_BENCH_TENANT_POLLS", pick(smoke, 12, 1))?,
+            paused_watches: env_or("EDGE_BENCH_PAUSED_WATCHES", pick(smoke, 3_000, 100))?,
         };
         if let Some(unknown) = settings.suites.iter().find(|s| !SUITES.contains(&s.as_str())) {
             return Err(format!(
@@ -152,9 +156,10 @@ impl Settings {
             || settings.tenant_objects == 0
             || settings.tenant_watches == 0
             || settings.tenant_polls == 0
+            || settings.paused_watches == 0
         {
             return Err(
-                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR, _CDN_POLLS, _TENANT_OBJECTS, _TENANT_WATCHES and _TENANT_POLLS must be positive"
+                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR, _CDN_POLLS, _TENANT_OBJECTS, _TENANT_WATCHES, _TENANT_POLLS and _PAUSED_WATCHES must be positive"
                     .to_string(),
             );
         }

@@ -18,6 +18,7 @@ use crate::harness::Cluster;
 use crate::report::Report;
 
 mod cdn_budget;
+mod paused;
 mod turns;
 
 const SUITE: &str = "tenants";
@@ -28,6 +29,9 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
     }
     if let Err(error) = cdn_budget::run(cluster, settings, report).await {
         report.error(SUITE, &format!("CDN budget: {error:#}"));
+    }
+    if let Err(error) = paused::run(cluster, settings, report).await {
+        report.error(SUITE, &format!("paused statuses: {error:#}"));
     }
 }
 
