@@ -307,7 +307,10 @@ async fn start_up(
         &["--platform-rate", "0", "--concurrency", "32"],
     )?;
     let within = Duration::from_secs(30) + Duration::from_millis(10 * objects as u64);
-    operator.await_reconciles(KIND, objects, within).await?;
+    operator
+        .reconciles_within(KIND, objects, within)
+        .await?
+        .with_context(|| format!("the operator did not reconcile {objects} objects within {within:?}"))?;
     let idle_at = started.elapsed();
     // Writes that a start-up reconcile would make land within a second.
     tokio::time::sleep(Duration::from_secs(1)).await;
