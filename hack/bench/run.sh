@@ -3,7 +3,7 @@
 # rate discipline and what one tenant leaves of it to another, printed as one table;
 # exits non-zero when a target is missed.
 #
-#   hack/bench/run.sh            full run: release build, then about 25 minutes
+#   hack/bench/run.sh            full run: release build, then about 40 minutes
 #   hack/bench/run.sh --smoke    small run on the dev build that gates counts only (CI)
 #   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate, cdn, tenants)
 #
