@@ -35,6 +35,7 @@ mod setup;
 
 use self::rounds::*;
 use self::setup::*;
+pub(crate) use self::setup::{deletion_time, is_in_sync};
 
 const SUITE: &str = "operator";
 const KIND: &str = "AccessListConfig";
@@ -305,16 +306,11 @@ async fn start_up(
         namespace,
         &["--platform-rate", "0", "--concurrency", "32"],
     )?;
-    let deadline = started + Duration::from_secs(30) + Duration::from_millis(10 * objects as u64);
-    while operator.reconciles(KIND).await.unwrap_or(0.0) < objects as f64 {
-        operator.ensure_running()?;
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the operator did not reconcile {objects} objects within {:?}",
-            deadline - started
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let within = Duration::from_secs(30) + Duration::from_millis(10 * objects as u64);
+    operator
+        .reconciles_within(KIND, objects, within)
+        .await?
+        .with_context(|| format!("the operator did not reconcile {objects} objects within {within:?}"))?;
     let idle_at = started.elapsed();
     // Writes that a start-up reconcile would make land within a second.
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -41,9 +41,9 @@ fn watch(name: &str, window: Duration) -> anyhow::Result<ContainerAppWatch> {
     .context("building a ContainerAppWatch")
 }
 
-/// Logs requests at `per_hour` as they happen: every 100 ms, the requests due so far,
-/// stamped with the moment they become readable (so none is readable late).
-fn feed(sim: std::sync::Arc<Sim>, per_hour: usize) -> tokio::task::JoinHandle<()> {
+/// Logs requests to `pull_zone` at `per_hour` as they happen: every 100 ms, the requests
+/// due so far, stamped with the moment they become readable (so none is readable late).
+pub(crate) fn feed(sim: std::sync::Arc<Sim>, pull_zone: i64, per_hour: usize) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let started = Instant::now();
         let mut fed = 0usize;
@@ -56,10 +56,10 @@ fn feed(sim: std::sync::Arc<Sim>, per_hour: usize) -> tokio::task::JoinHandle<()
             let batch = generator::logs(
                 due - fed,
                 seed,
-                PULL_ZONE,
+                pull_zone,
                 (now, now + chrono::Duration::milliseconds(1)),
             );
-            sim.world_mut().pull_zone_logs_mut(PULL_ZONE).insert(batch);
+            sim.world_mut().pull_zone_logs_mut(pull_zone).insert(batch);
             fed = due;
             seed += 1;
         }
@@ -170,7 +170,7 @@ pub(crate) async fn run(cluster: &Cluster, settings: &Settings, report: &mut Rep
         (now - chrono::Duration::from_std(window)?, now),
     );
     sim.sim.world_mut().pull_zone_logs_mut(PULL_ZONE).insert(history);
-    let feeder = feed(sim.sim.clone(), per_hour);
+    let feeder = feed(sim.sim.clone(), PULL_ZONE, per_hour);
     let (namespace, api) = cluster.namespace::<ContainerAppWatch>("busy-pull-zone").await?;
 
     // The default budget: what a user runs.

@@ -335,6 +335,34 @@ impl Cluster {
         self.spawn_operator(api_url, &name, &scope, extra)
     }
 
+    /// A namespace for each of two tenants (`purposes`), and one operator serving both
+    /// (with `extra`): it reconciles the objects carrying [`Tenants::labels`], may use
+    /// its own key in both namespaces and reads the Secrets of both.
+    pub(crate) async fn tenants<A, B>(
+        &self,
+        api_url: &str,
+        purposes: [&str; 2],
+        extra: &[&str],
+    ) -> anyhow::Result<Tenants<A, B>>
+    where
+        A: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+        B: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        let (first, first_api) = self.namespace::<A>(purposes[0]).await?;
+        let (second, second_api) = self.namespace::<B>(purposes[1]).await?;
+        let labels = std::collections::BTreeMap::from([(TENANTS_LABEL.to_string(), first.clone())]);
+        let secrets = format!("{first},{second}");
+        let extra = [&["--secret-namespaces", secrets.as_str()], extra].concat();
+        let selector = format!("{TENANTS_LABEL}={first}");
+        let operator = self.start_operator_across(api_url, &selector, &[&first, &second], &extra)?;
+        Ok(Tenants {
+            first: (first, first_api),
+            second: (second, second_api),
+            labels,
+            operator,
+        })
+    }
+
     fn spawn_operator(
         &self,
         api_url: &str,
@@ -372,6 +400,18 @@ impl Cluster {
     }
 }
 
+/// The label of the objects an operator of [`Cluster::tenants`] reconciles.
+const TENANTS_LABEL: &str = "edge-bench-tenants";
+
+/// Two tenants' namespaces (name, API), and the operator serving both.
+pub(crate) struct Tenants<A: Resource, B: Resource> {
+    pub first: (String, Api<A>),
+    pub second: (String, Api<B>),
+    /// The labels of the objects the operator reconciles.
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub operator: OperatorProcess,
+}
+
 /// An operator process, stopped when dropped.
 pub(crate) struct OperatorProcess {
     child: Child,
@@ -399,6 +439,26 @@ impl OperatorProcess {
     /// Reconciles of `kind` the operator has finished, whatever their result.
     pub(crate) async fn reconciles(&self, kind: &str) -> Option<f64> {
         self.kind_metric("edge_operator_reconciles_total", kind).await
+    }
+
+    /// Waits until the operator has finished `count` reconciles of `kind`, polling its
+    /// metrics, for at most `within`: answers the time waited, none when `within`
+    /// passed first; fails when the operator exits.
+    pub(crate) async fn reconciles_within(
+        &mut self,
+        kind: &str,
+        count: usize,
+        within: Duration,
+    ) -> anyhow::Result<Option<Duration>> {
+        let started = Instant::now();
+        while self.reconciles(kind).await.unwrap_or(0.0) < count as f64 {
+            self.ensure_running()?;
+            if started.elapsed() >= within {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Some(started.elapsed()))
     }
 
     /// The mean duration of the reconciles of `kind` so far.

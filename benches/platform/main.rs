@@ -6,7 +6,9 @@
 //!   writes per object, an idle period, operator memory at two sizes;
 //! - rate discipline: ContainerAppWatches sharing one Pull Zone's logging quota, and
 //!   many watches polling under the global platform quota;
-//! - cdn: the summary of a Pull Zone logging 1,000,000 requests an hour.
+//! - cdn: the summary of a Pull Zone logging 1,000,000 requests an hour;
+//! - tenants: what one tenant's objects leave of the operator to another: reconcile
+//!   turns, a Pull Zone's logging budget, memory.
 //!
 //! Run through `hack/bench/run.sh` (`make bench`), which provides DuckDB, the operator
 //! binary and a local control plane. EDGE_BENCH_SCALE=smoke runs every suite small and
@@ -20,6 +22,7 @@ mod harness;
 mod poll_quota;
 mod report;
 mod search;
+mod tenants;
 
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -60,6 +63,17 @@ pub struct Settings {
     pub cdn_per_hour: usize,
     pub cdn_window: Duration,
     pub cdn_steady_polls: usize,
+    /// EDGE_BENCH_TENANT_OBJECTS: the busy tenant's access lists at the poll-interval
+    /// floor in the reconcile-turns run (each on a zone of its own)
+    pub tenant_objects: usize,
+    /// EDGE_BENCH_TENANT_WATCHES, EDGE_BENCH_TENANT_POLLS: one tenant's
+    /// ContainerAppWatches on another's Pull Zone with a key that cannot read it, and
+    /// the other's polls measured meanwhile
+    pub tenant_watches: usize,
+    pub tenant_polls: usize,
+    /// EDGE_BENCH_PAUSED_WATCHES: paused ContainerAppWatches with the largest status
+    /// the operator caches
+    pub paused_watches: usize,
 }
 
 /// The median of `values` (the mean of the middle two when they are even).
@@ -72,6 +86,9 @@ pub(crate) fn median(values: &[f64]) -> f64 {
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
+
+/// The suites, in the order they run.
+const SUITES: [&str; 5] = ["search", "operator", "rate", "cdn", "tenants"];
 
 fn env_or<T: FromStr>(name: &str, default: T) -> Result<T, String> {
     match std::env::var(name) {
@@ -98,7 +115,7 @@ impl Settings {
         let large = env_or("EDGE_BENCH_LARGE_OBJECTS", pick(smoke, 10_000, 0))?;
         let settings = Self {
             smoke,
-            suites: env_or("EDGE_BENCH_SUITES", "search,operator,rate,cdn".to_string())?
+            suites: env_or("EDGE_BENCH_SUITES", "search,operator,rate,cdn,tenants".to_string())?
                 .split(',')
                 .map(str::to_string)
                 .collect(),
@@ -118,14 +135,15 @@ impl Settings {
             cdn_per_hour: env_or("EDGE_BENCH_CDN_PER_HOUR", 1_000_000)?,
             cdn_window: duration_or("EDGE_BENCH_CDN_WINDOW", pick(smoke, "10m", "1m"))?,
             cdn_steady_polls: env_or("EDGE_BENCH_CDN_POLLS", pick(smoke, 12, 3))?,
+            tenant_objects: env_or("EDGE_BENCH_TENANT_OBJECTS", pick(smoke, 5_000, 300))?,
+            tenant_watches: env_or("EDGE_BENCH_TENANT_WATCHES", pick(smoke, 200, 20))?,
+            tenant_polls: env_or("EDGE_BENCH_TENANT_POLLS", pick(smoke, 12, 1))?,
+            paused_watches: env_or("EDGE_BENCH_PAUSED_WATCHES", pick(smoke, 3_000, 100))?,
         };
-        if let Some(unknown) = settings
-            .suites
-            .iter()
-            .find(|s| !["search", "operator", "rate", "cdn"].contains(&s.as_str()))
-        {
+        if let Some(unknown) = settings.suites.iter().find(|s| !SUITES.contains(&s.as_str())) {
             return Err(format!(
-                "EDGE_BENCH_SUITES: unknown suite {unknown:?} (search, operator, rate, cdn)"
+                "EDGE_BENCH_SUITES: unknown suite {unknown:?} ({})",
+                SUITES.join(", ")
             ));
         }
         if settings.objects == 0
@@ -135,9 +153,13 @@ impl Settings {
             || settings.runs == 0
             || settings.cdn_per_hour == 0
             || settings.cdn_steady_polls == 0
+            || settings.tenant_objects == 0
+            || settings.tenant_watches == 0
+            || settings.tenant_polls == 0
+            || settings.paused_watches == 0
         {
             return Err(
-                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR and _CDN_POLLS must be positive"
+                "EDGE_BENCH_OBJECTS, _WATCHES, _POLL_WATCHES, _EVENTS, _RUNS, _CDN_PER_HOUR, _CDN_POLLS, _TENANT_OBJECTS, _TENANT_WATCHES, _TENANT_POLLS and _PAUSED_WATCHES must be positive"
                     .to_string(),
             );
         }
@@ -173,7 +195,7 @@ async fn main() -> ExitCode {
     {
         report.error("search", &error);
     }
-    if settings.includes("operator") || settings.includes("rate") || settings.includes("cdn") {
+    if SUITES[1..].iter().any(|suite| settings.includes(suite)) {
         match harness::Cluster::from_env().await {
             Ok(cluster) => {
                 if settings.includes("operator") {
@@ -196,6 +218,9 @@ async fn main() -> ExitCode {
                     && let Err(error) = busy_pull_zone::run(&cluster, &settings, &mut report).await
                 {
                     report.error("busy Pull Zone", &format!("{error:#}"));
+                }
+                if settings.includes("tenants") {
+                    tenants::run(&cluster, &settings, &mut report).await;
                 }
             }
             Err(error) => report.error("operator", &format!("{error:#}")),

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The benchmark (`make bench`): event search beside DuckDB, the operator at scale and
-# its rate discipline, printed as one table; exits non-zero when a target is missed.
+# The benchmark (`make bench`): event search beside DuckDB, the operator at scale, its
+# rate discipline and what one tenant leaves of it to another, printed as one table;
+# exits non-zero when a target is missed.
 #
-#   hack/bench/run.sh            full run: release build, then about 25 minutes
+#   hack/bench/run.sh            full run: release build, then about 40 minutes
 #   hack/bench/run.sh --smoke    small run on the dev build that gates counts only (CI)
-#   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate, cdn)
+#   EDGE_BENCH_SUITES=search hack/bench/run.sh     some suites (search, operator, rate, cdn, tenants)
 #
 # Sizes and durations: see the EDGE_BENCH_* variables in benches/platform/main.rs.
 # Installs duckdb (PyPI) into a virtualenv in the cache on first use; starts a local
@@ -21,7 +22,7 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
 esac
-suites="${EDGE_BENCH_SUITES:-search,operator,rate,cdn}"
+suites="${EDGE_BENCH_SUITES:-search,operator,rate,cdn,tenants}"
 # Extra cargo arguments of the build measured (hack/bench/heap-profile.sh drops jemalloc).
 read -ra cargo_args <<<"${EDGE_BENCH_CARGO_ARGS:-}"
 
@@ -38,7 +39,7 @@ fi
 # The benchmark and the edge-operator it runs, built before anything is measured.
 cargo bench --profile "$profile" --locked --bench platform --no-run "${cargo_args[@]}"
 
-if [[ ",$suites," == *,operator,* || ",$suites," == *,rate,* || ",$suites," == *,cdn,* ]]; then
+if [[ ",$suites," =~ ,(operator|rate|cdn|tenants), ]]; then
   export EDGE_CLUSTER_NAME="bench-$$"
   trap 'hack/cluster.sh down >/dev/null 2>&1 || true' EXIT
   cluster_env="$(hack/cluster.sh up)"

@@ -44,7 +44,7 @@ pub(super) fn name(index: usize) -> String {
     format!("alc-{index:05}")
 }
 
-pub(super) fn is_in_sync(object: &AccessListConfig) -> bool {
+pub(crate) fn is_in_sync(object: &AccessListConfig) -> bool {
     object
         .status
         .as_ref()
@@ -82,7 +82,7 @@ pub(super) async fn create_once(api: &Api<AccessListConfig>, object: &AccessList
 }
 
 /// How long deleting a namespace of `objects` objects may take.
-pub(super) fn deletion_time(objects: usize) -> Duration {
+pub(crate) fn deletion_time(objects: usize) -> Duration {
     Duration::from_secs(60) + Duration::from_millis(20 * objects as u64)
 }
 
