@@ -54,13 +54,18 @@ type KeyedGcra = RateLimiter<i64, HashMapStateStore<i64>, TokioClock, NoOpMiddle
 /// Waits for `turn` (tokio's Mutex queues its waiters in arrival order), then until
 /// `check` admits; answers how long that took. Waiting in turn keeps a caller that
 /// needs several requests (pages) from being overtaken again and again.
-async fn in_turn(turn: &Mutex<()>, mut check: impl FnMut() -> Result<(), NotUntil<TokioInstant>>) -> Duration {
+async fn in_turn(turn: &Mutex<()>, check: impl FnMut() -> Result<(), NotUntil<TokioInstant>>) -> Duration {
     let started = tokio::time::Instant::now();
     let _turn = turn.lock().await;
+    admitted(check).await;
+    started.elapsed()
+}
+
+/// Waits until `check` admits.
+async fn admitted(mut check: impl FnMut() -> Result<(), NotUntil<TokioInstant>>) {
     while let Err(not_until) = check() {
         tokio::time::sleep(not_until.wait_time_from(TokioClock.now())).await;
     }
-    started.elapsed()
 }
 
 /// Keys held before idle ones are pruned.
@@ -110,9 +115,7 @@ impl KeyedLimiter {
         };
         let started = tokio::time::Instant::now();
         let _turn = turn.enter(party).await;
-        while let Err(not_until) = self.gcra.check_key(&key) {
-            tokio::time::sleep(not_until.wait_time_from(TokioClock.now())).await;
-        }
+        admitted(|| self.gcra.check_key(&key)).await;
         started.elapsed()
     }
 

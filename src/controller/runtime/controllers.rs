@@ -253,9 +253,9 @@ impl InitialList {
     }
 }
 
-/// A kind's reconcile turns: `concurrency` seats, handed to namespaces in turn (one
-/// object each), so a namespace with thousands of objects due gets no more turns than
-/// one with a single object while both have work. An object reconciles as the watch
+/// A kind's reconcile turns: `concurrency` seats, each freed one handed to the waiting
+/// namespace that holds the fewest ([`FairQueue`]), so a namespace with thousands of
+/// objects due gets no more turns than one with a single object while both have work. An object reconciles as the watch
 /// holds it when its turn comes, not as it was when it became due.
 struct FairTurns<K: Reconcilable> {
     seats: Arc<FairQueue>,
