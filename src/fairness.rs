@@ -10,6 +10,7 @@
 //! per waiting request and drop a party once its queue is empty.
 
 use std::collections::{HashMap, VecDeque};
+use std::ops::Deref;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -58,9 +59,10 @@ impl Queues {
     }
 }
 
-/// A request's seat; handed to the next party's request when dropped.
-pub(crate) struct Seat<'a> {
-    queue: &'a FairQueue,
+/// A request's seat; handed to the next party's request when dropped. `Q` is how the
+/// seat holds its queue: borrowed, or shared ([`FairQueue::enter_owned`]).
+pub(crate) struct Seat<Q: Deref<Target = FairQueue>> {
+    queue: Q,
     party: Arc<str>,
 }
 
@@ -96,14 +98,27 @@ impl FairQueue {
     }
 
     /// Waits for a seat for one request of `party`.
-    pub(crate) async fn enter(&self, party: &str) -> Seat<'_> {
+    pub(crate) async fn enter(&self, party: &str) -> Seat<&Self> {
+        let party = self.take_seat(party).await;
+        Seat { queue: self, party }
+    }
+
+    /// [`Self::enter`] for a seat that outlives the borrow of its queue (one held by
+    /// a response body, say).
+    pub(crate) async fn enter_owned(self: Arc<Self>, party: &str) -> Seat<Arc<Self>> {
+        let party = self.take_seat(party).await;
+        Seat { queue: self, party }
+    }
+
+    /// Waits until a seat is counted as `party`'s.
+    async fn take_seat(&self, party: &str) -> Arc<str> {
         let party: Arc<str> = party.into();
         let mut waiting = {
             let mut queues = self.queues();
             if queues.taken < self.seats {
                 queues.taken += 1;
                 queues.seat(&party);
-                return Seat { queue: self, party };
+                return party;
             }
             let (hand, handed) = oneshot::channel();
             let queue = queues.waiting.entry(party.clone()).or_default();
@@ -123,10 +138,7 @@ impl FairQueue {
             let _ = handed.await;
         }
         waiting.handed = None;
-        Seat {
-            queue: self,
-            party: waiting.party.clone(),
-        }
+        waiting.party.clone()
     }
 
     /// Requests waiting for a seat.
@@ -159,7 +171,7 @@ impl FairQueue {
     }
 }
 
-impl Drop for Seat<'_> {
+impl<Q: Deref<Target = FairQueue>> Drop for Seat<Q> {
     fn drop(&mut self) {
         self.queue.hand_on(&self.party);
     }

@@ -61,8 +61,11 @@ pub(crate) async fn reconcile<K: Reconcilable>(
 async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) -> Result<Action, Failure<K>> {
     let mut cx = Context::new(reconciler, object, now);
     cx.ensure_leader()?;
+    // The clean-up and the kind's pass are boxed: what every reconcile waiting for an
+    // apiserver seat holds (a start on thousands of paused objects has them all
+    // waiting) is the driver's own state, not the largest of theirs.
     if object.meta().deletion_timestamp.is_some() {
-        return delete(object, reconciler, cx.now).await;
+        return Box::pin(delete(object, reconciler, cx.now)).await;
     }
     let generation = object.meta().generation;
     if is_paused(object) {
@@ -85,7 +88,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
             StatusWrite::Written(_) | StatusWrite::Unchanged => Action::await_change(),
         });
     }
-    match object.reconcile(&mut cx).await {
+    match Box::pin(object.reconcile(&mut cx)).await {
         Ok(outcome) => {
             let status = clear_stale_synced::<_, K::Reason>(outcome.status, generation, &cx.now);
             if report(object, &cx, (&status, StatusScope::Whole), &outcome.events).await? == StatusWrite::Stale {

@@ -1,6 +1,7 @@
 //! One controller per kind: its watch, the Secret changes that requeue the objects
 //! referencing a Secret, the error backoff, and what a deleted object leaves.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -71,12 +72,11 @@ fn forget_deleted<K: Reconcilable>(
         Ok(watcher::Event::InitDone) => {
             let held = |namespace: &str, name: &str| store.get(&ObjectRef::new(name).within(namespace)).is_some();
             shared.metrics.forget_all_but(K::KIND, held);
+            let listed: HashSet<String> = store.state().iter().map(|object| object_key(object.as_ref())).collect();
             let prefix = format!("{}/", K::KIND);
-            shared.failures.retain(|key| {
-                key.strip_prefix(&prefix)
-                    .and_then(|rest| rest.split_once('/'))
-                    .is_none_or(|(namespace, name)| held(namespace, name))
-            });
+            shared
+                .failures
+                .retain(|key| !key.starts_with(&prefix) || listed.contains(key));
         }
         _ => {}
     }

@@ -4,6 +4,7 @@
 pub mod check;
 mod controllers;
 pub use controllers::{LIST_PAGE_SIZE, NO_OBJECT};
+mod kube_client;
 mod leadership;
 mod list_gate;
 mod secret_protection;
@@ -62,12 +63,16 @@ pub struct RunConfig {
     /// Reconciles running at once per kind (AccessListConfig, PullZoneCertificate).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
-    /// ContainerAppWatch polls running at once. They mostly wait for the platform quota,
-    /// which serves namespaces in turn, each one's in the order they fall due; beyond this
-    /// many, the due ones wait
-    /// in no particular order.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
+    /// ContainerAppWatch polls running at once. They mostly wait for the platform quota;
+    /// beyond this many, due polls wait for a turn, handed to namespaces in turn, each
+    /// one's in the order they fell due. Each running poll holds its reconcile's state
+    /// (about 10 KB).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
     pub poll_concurrency: u16,
+    /// Requests to the Kubernetes API running at once, watches aside (status writes,
+    /// Events, reads); each one's seat goes to namespaces in turn, and the others wait.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub kube_api_concurrency: u16,
     /// Events each namespace's objects may publish per minute, and at once (0:
     /// unlimited). Events over it are dropped and counted in
     /// `edge_operator_events_dropped`; conditions still say what happened.
@@ -262,7 +267,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     kube_config
         .headers
         .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
-    let kube_client = kube::Client::try_from(kube_config)?;
+    let kube_client = kube_client::seated_client(kube_config, config.kube_api_concurrency.into())?;
     if let Some(selector) = &config.watch_label_selector {
         check_label_selector(&kube_client, config.namespace.as_deref(), selector).await?;
     }

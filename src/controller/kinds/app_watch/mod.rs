@@ -237,9 +237,7 @@ impl Reconcilable for ContainerAppWatch {
     type State = State;
 
     fn on_watch(state: &State, event: &watcher::Event<Self>) {
-        if let watcher::Event::Delete(watch) = event {
-            state.polls.forget(&object_key(watch));
-        }
+        state.polls.follow(event);
     }
 
     /// Polls when due: reads, records when the next poll is due, summarises the reads

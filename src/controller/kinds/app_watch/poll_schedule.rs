@@ -10,9 +10,14 @@
 //! none starves, while a namespace with few watches stays on time. The next poll is placed on the object's phase at least half an interval
 //! after the last one, so lateness does not accumulate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use kube::runtime::watcher::Event;
+
+use super::resource::ContainerAppWatch;
+use crate::controller::framework::object::object_key;
 
 /// Lateness at or under this (or a tenth of the interval, if longer) is on time.
 pub(super) const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);
@@ -104,9 +109,30 @@ pub struct LastPoll {
 #[derive(Debug, Default)]
 pub struct PollLedger {
     polls: Mutex<HashMap<String, LastPoll>>,
+    /// The keys of a list under way (at start, or a relist after a watch gap).
+    listing: Mutex<Option<HashSet<String>>>,
 }
 
 impl PollLedger {
+    /// Follows the kind's watch: a deleted object is forgotten, and so, at the end of
+    /// each list, is every object the list did not hold (deleted while the watch was
+    /// away).
+    pub fn follow(&self, event: &Event<ContainerAppWatch>) {
+        let mut listing = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            Event::Delete(watch) => self.forget(&object_key(watch)),
+            Event::Init => *listing = Some(HashSet::new()),
+            Event::InitApply(watch) => {
+                listing.get_or_insert_default().insert(object_key(watch));
+            }
+            Event::InitDone => {
+                let listed = listing.take().unwrap_or_default();
+                self.lock().retain(|key, _| listed.contains(key));
+            }
+            Event::Apply(_) => {}
+        }
+    }
+
     pub fn last(&self, key: &str) -> Option<LastPoll> {
         self.lock().get(key).copied()
     }
@@ -115,8 +141,7 @@ impl PollLedger {
         self.lock().insert(key, poll);
     }
 
-    /// Forgets a deleted object.
-    pub fn forget(&self, key: &str) {
+    fn forget(&self, key: &str) {
         self.lock().remove(key);
     }
 
@@ -214,5 +239,36 @@ mod tests {
             prop_assert_eq!(next.rem_euclid(interval), schedule.phase_ms);
             prop_assert_eq!(schedule.next_after(next - interval / 2), next);
         }
+    }
+
+    #[test]
+    fn the_ledger_forgets_objects_deleted_and_those_a_relist_no_longer_holds() {
+        let watch = |name: &str| -> ContainerAppWatch {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "edgeplatform.io/v1alpha1", "kind": "ContainerAppWatch",
+                "metadata": {"name": name, "namespace": "ns"}, "spec": {"appId": "app"},
+            }))
+            .expect("a ContainerAppWatch")
+        };
+        let poll = LastPoll {
+            generation: Some(1),
+            failed_in_row: 0,
+            due_ms: 0,
+        };
+        let ledger = PollLedger::default();
+        for name in ["kept", "deleted", "gone-while-away"] {
+            ledger.record(object_key(&watch(name)), poll);
+        }
+        ledger.follow(&Event::Delete(watch("deleted")));
+        assert!(ledger.last(&object_key(&watch("deleted"))).is_none());
+        for event in [Event::Init, Event::InitApply(watch("kept")), Event::InitDone] {
+            ledger.follow(&event);
+        }
+        assert!(ledger.last(&object_key(&watch("kept"))).is_some());
+        assert!(ledger.last(&object_key(&watch("gone-while-away"))).is_none());
+        assert!(
+            ledger.listing.lock().expect("lock").is_none(),
+            "nothing held after the list"
+        );
     }
 }
