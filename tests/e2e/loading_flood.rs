@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
+use edge_operator::api::USER_AGENT;
 use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
+use edge_operator::controller::runtime::LIST_PAGE_SIZE;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use serde_json::{Value, json};
@@ -156,8 +158,61 @@ async fn a_loading_flood_leaves_the_operator_small(of: &Cluster, initial_list: &
         "a restart on both floods peaked at {restart_peak_kib} KiB, {start_peak_kib} KiB at a start without them"
     );
 
+    secret_lists_were(of, initial_list);
+
     release_finalizers(&secrets, SECRETS).await;
     release_finalizers(&flooded, OBJECTS).await;
+}
+
+/// What the apiserver's audit log says of the operator's lists of Secrets (both starts):
+/// `Streamed`, none (each watch streams its initial events); `Paged`, pages of
+/// [`LIST_PAGE_SIZE`] only, enough of them to page through the flood (the restart met it
+/// whole; the first start listed before it).
+fn secret_lists_were(of: &Cluster, initial_list: &str) {
+    let audit_log = of.kubeconfig.with_file_name("audit.log");
+    let log = std::fs::read_to_string(&audit_log).expect("the apiserver's audit log");
+    let secret_requests: Vec<Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry["userAgent"] == USER_AGENT && entry["objectRef"]["resource"] == "secrets")
+        .collect();
+    let lists: Vec<&str> = secret_requests
+        .iter()
+        .filter(|entry| entry["verb"] == "list" && entry["stage"] == "ResponseComplete")
+        .filter_map(|entry| entry["requestURI"].as_str())
+        .collect();
+    let streamed_watches = secret_requests
+        .iter()
+        .filter_map(|entry| entry["requestURI"].as_str())
+        .filter(|uri| uri.contains("sendInitialEvents=true"))
+        .count();
+    match initial_list {
+        "Streamed" => {
+            assert!(lists.is_empty(), "the operator listed Secrets: {lists:?}");
+            assert!(
+                streamed_watches >= 2,
+                "one streamed watch per start: {streamed_watches}"
+            );
+        }
+        _ => {
+            let page = format!("limit={LIST_PAGE_SIZE}");
+            let unpaged: Vec<&&str> = lists.iter().filter(|uri| !uri.contains(&page)).collect();
+            assert!(
+                unpaged.is_empty(),
+                "lists of Secrets not in pages of {LIST_PAGE_SIZE}: {unpaged:?}"
+            );
+            let pages_of_the_flood = SECRETS.div_ceil(LIST_PAGE_SIZE as usize);
+            assert!(
+                lists.len() >= pages_of_the_flood,
+                "{} lists of Secrets, fewer than the restart's {pages_of_the_flood} pages of the flood",
+                lists.len()
+            );
+            assert_eq!(
+                streamed_watches, 0,
+                "a streamed watch on an apiserver without WatchList"
+            );
+        }
+    }
 }
 
 /// Creates `flood-0` … `flood-{count - 1}`, each `object(name)` carrying `finalizers`.
