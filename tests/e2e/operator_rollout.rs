@@ -12,7 +12,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::gitops::{Verdict, judge};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
-use crate::support::sim::{example_fixtures, http, journal_count, platform_list, start};
+use crate::support::sim::{await_journal, example_fixtures, http, journal_count, platform_list, start};
 use edge_operator::controller::kinds::access_list::resource::{AccessListConfig, RolloutStage, RolloutStatus};
 use edge_operator::sim::RunningSim;
 
@@ -363,4 +363,52 @@ async fn a_manual_rollout_is_promoted_by_the_digest_shown_and_not_by_a_stale_one
     wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
     assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, BLOCK)));
     assert_eq!(patches(&sim), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_logged_right_after_the_write_to_log_are_evidence_and_hold_the_gate() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("rollout-first-requests");
+    let ns = namespace.name.as_str();
+    let operator = Operator::start(ns, &sim.base_url(), &[]);
+    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
+    cluster().apply(staged(
+        ns,
+        "staged",
+        json!({"action": "Block", "window": "1m", "maxMatches": 3}),
+    ));
+    await_journal(&sim, "PATCH", &format!("/configurations/{CONFIGURATION}"), 0, 1).await;
+    let written_ms = sim
+        .sim
+        .journal()
+        .iter()
+        .find(|entry| entry.method == "PATCH" && entry.path.contains(&format!("/configurations/{CONFIGURATION}")))
+        .map(|entry| entry.time_ms)
+        .expect("the write to Log");
+    let written = DateTime::from_timestamp_millis(written_ms).expect("a time");
+    // 8 requests from 4 sources, logged 100 ms after the platform answered the write.
+    let clients = [
+        ("198.51.100.1", "NL", 2),
+        ("198.51.100.2", "NL", 2),
+        ("198.51.100.3", "DE", 2),
+        ("198.51.100.4", "DE", 2),
+    ];
+    assert_eq!(
+        traffic(&sim, written + chrono::Duration::milliseconds(100), &clients).await,
+        8
+    );
+
+    // The window ends; the evidence covers it from the write on.
+    sim.sim.set_clock(Some(written + chrono::Duration::minutes(2)));
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    let held = wait_for_condition(&api, "staged", "Ready", Some("False"), "RolloutHeld", WAIT).await;
+    let rollout = held.status.and_then(|s| s.rollout).expect("a rollout");
+    let evidence = rollout.evidence.expect("evidence");
+    assert_eq!((evidence.matches, evidence.distinct_ips), (8, 4), "{evidence:?}");
+    let from: DateTime<Utc> = evidence.from.parse().expect("a time");
+    assert!(from <= written, "the evidence starts at the write, {from} > {written}");
+    assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, LOG)), "held in Log");
+    assert_eq!(patches(&sim), 1, "nothing written but Log");
 }

@@ -191,6 +191,28 @@ impl AccessListConfig {
         Ok(Some(rollout::step(spec, current, evidence, blocked, approval, now)))
     }
 
+    /// The rollout's step once its write was answered: a write that made the list log
+    /// starts the window at the platform's time of its answer.
+    async fn after_write(
+        &self,
+        cx: &Context<'_, Self>,
+        step: Option<rollout::Step>,
+        written: &AccessListItem,
+    ) -> Result<Option<rollout::Step>, ReconcileError<AccessListError>> {
+        let (Some(spec), Some(step)) = (&self.spec.rollout, step) else {
+            return Ok(None);
+        };
+        let answered_at = cx.client().await?.platform_now();
+        let approval = self.annotations().get(ANNOTATION_PROMOTE).map(String::as_str);
+        Ok(Some(rollout::after_write(
+            spec,
+            step,
+            written.action,
+            approval,
+            answered_at,
+        )))
+    }
+
     /// PATCHes the list; answers it as written. Later reads of the zone show the write
     /// (see [`ZoneLists::write`]).
     async fn write(
@@ -284,9 +306,13 @@ impl Reconcilable for AccessListConfig {
             // Status mirrors the claim: an object that does not restore shows none.
             plan.restore_point = recorded;
         }
-        let written = match &plan.patch {
-            Some(patch) => self.write(cx, patch, &observed.list).await?,
-            None => observed.list,
+        let (written, step) = match &plan.patch {
+            Some(patch) => {
+                let written = self.write(cx, patch, &observed.list).await?;
+                let step = self.after_write(cx, step, &written).await?;
+                (written, step)
+            }
+            None => (observed.list, step),
         };
         let now = cx.now.rfc3339();
         let status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);

@@ -97,6 +97,28 @@ pub(crate) fn current(
     Current { status, window_started }
 }
 
+/// The step once the write it asked for was answered, at `answered_at` in the
+/// platform's time, with the list taking `platform_action`: a write that made the list
+/// log starts the window at its answer, so the evidence covers every request the list
+/// logged from then on. Any other step stays as it was.
+pub(crate) fn after_write(
+    rollout: &Rollout,
+    step: Step,
+    platform_action: i32,
+    approval: Option<&str>,
+    answered_at: DateTime<Utc>,
+) -> Step {
+    let waiting_for_log = step.status.stage == RolloutStage::Logging && step.status.window_start.is_none();
+    if !waiting_for_log || platform_action != AccessListAction::Log.code() {
+        return step;
+    }
+    let generation = step.status.observed_generation;
+    let started = current(Some(&step.status), generation, platform_action, answered_at);
+    let mut started_step = self::step(rollout, started, None, None, approval, answered_at);
+    started_step.events.splice(0..0, step.events);
+    started_step
+}
+
 /// What this reconcile reads: the evidence while the window runs, the blocked events
 /// after promotion when `rollbackAbove` is set; nothing once held or rolled back.
 pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTime<Utc>) -> Option<Read> {

@@ -378,3 +378,43 @@ fn more_blocked_than_rollback_above_returns_the_list_to_log_once() {
     );
     assert!(stays.events.is_empty(), "rolled back once");
 }
+
+#[test]
+fn the_write_that_makes_the_list_log_starts_the_window_at_its_answer() {
+    let spec = rollout(Promotion::Automatic);
+    let read = at(START);
+    let answered = at("2026-11-28T10:00:00.250Z");
+    // The reconcile's read found the list blocking: it asks for Log, no window yet.
+    let asked = step(&spec, current(None, Some(2), 2, read), None, None, None, read);
+    assert_eq!(asked.action, AccessListAction::Log);
+    assert_eq!(asked.status.window_start, None);
+
+    let started = after_write(&spec, asked.clone(), AccessListAction::Log.code(), None, answered);
+    // Status times are whole seconds: the start is the answer's second, never later.
+    assert_eq!(started.status.window_start.as_deref(), Some("2026-11-28T10:00:00Z"));
+    assert_eq!(
+        started.check_within,
+        Some(window_of(&spec) - Duration::from_millis(250)),
+        "looks again when the window ends"
+    );
+    assert!(
+        started
+            .events
+            .iter()
+            .any(|event| event.reason == AccessListReason::RolloutStarted.into())
+    );
+    // Requests the list logs right after the write are in the first evidence read.
+    match read_needed(&spec, &started.status, at("2026-11-28T10:00:05Z")) {
+        Some(Read::Evidence { from, .. }) => assert!(from <= answered.timestamp_millis()),
+        other => panic!("an evidence read, not {other:?}"),
+    }
+
+    let refused = after_write(&spec, asked.clone(), 2, None, answered);
+    assert_eq!(refused, asked, "a write the list did not take starts nothing");
+    let running = step(&spec, logging_since(START), None, None, None, read);
+    assert_eq!(
+        after_write(&spec, running.clone(), AccessListAction::Log.code(), None, answered),
+        running,
+        "a window already running keeps its start"
+    );
+}
