@@ -316,7 +316,25 @@ impl EdgeClient {
         // Within the answer budget like any body: error answers come in bursts too.
         let body = self.body(response, ERROR_BODY_BYTES).await;
         let bytes = body.as_ref().map(|answer| answer.bytes.as_slice()).unwrap_or_default();
-        Err(ApiError::from_response(status, retry_after, bytes))
+        Err(ApiError::from_response(
+            status,
+            retry_after,
+            &self.without_credentials(bytes),
+        ))
+    }
+
+    /// `body` with every copy of this client's credential replaced: an answer that
+    /// echoes the request (a proxy's error page, a debugging server) shows it to no one.
+    fn without_credentials(&self, body: &[u8]) -> Vec<u8> {
+        let secret = match &self.config.credentials {
+            Some(Credentials::AccessKey(value) | Credentials::Bearer(value)) => value.expose(),
+            None => "",
+        };
+        let text = String::from_utf8_lossy(body);
+        match secret.is_empty() || !text.contains(secret) {
+            true => body.to_vec(),
+            false => text.replace(secret, "[redacted]").into_bytes(),
+        }
     }
 
     /// The body of a successful answer: at most `limit` bytes (and

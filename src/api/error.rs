@@ -2,8 +2,10 @@
 //! is worth retrying; [`ApiError::reason`] names its kind ([`ApiFailure`]), which the
 //! operator writes as condition reason and metric label.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use regex::Regex;
 use serde_json::Value;
 
 /// The platform's own words about a failed request, from whichever body shape it used
@@ -32,10 +34,36 @@ pub fn bounded_text(text: &str, limit: usize) -> String {
     format!("{}…", &text[..end])
 }
 
+/// Header-like pairs and credentials a proxy or server may echo back in an error
+/// (`AccessKey: …`, `"Authorization":"Bearer …"`, cookies, `token=…`): their values
+/// never reach a condition, an Event or a log.
+static HEADER_LIKE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)(access-?key|authorization|cookie|api-?key|token|secret|password)("?\s*[:=]\s*"?)((?:bearer|basic)\s+)?[^\s",;}]+|\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"#,
+    )
+    .expect("a valid pattern")
+});
+
+/// `text` with the values of header-like pairs and bearer credentials replaced.
+pub(crate) fn scrubbed(text: &str) -> String {
+    HEADER_LIKE
+        .replace_all(text, |found: &regex::Captures<'_>| match (found.get(1), found.get(4)) {
+            (Some(name), _) => format!(
+                "{}{}{}[redacted]",
+                name.as_str(),
+                found.get(2).map_or("", |m| m.as_str()),
+                found.get(3).map_or("", |m| m.as_str())
+            ),
+            (None, Some(scheme)) => format!("{} [redacted]", scheme.as_str()),
+            (None, None) => "[redacted]".to_string(),
+        })
+        .into_owned()
+}
+
 impl PlatformMessage {
     pub fn from_body(body: &[u8]) -> Self {
         let message = Self::unbounded(body);
-        let bound = |text: &str| bounded_text(text, MAX_PLATFORM_TEXT);
+        let bound = |text: &str| bounded_text(&scrubbed(text), MAX_PLATFORM_TEXT);
         Self {
             message: bound(&message.message),
             field: message.field.as_deref().map(bound),
@@ -331,5 +359,24 @@ mod tests {
         assert_eq!(classify(429).retry_after(), Some(Duration::from_secs(3)));
         assert!(ApiError::Timeout.is_retryable());
         assert!(!ApiError::Decode("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn header_like_values_a_proxy_echoes_never_reach_the_message() {
+        let echoed = br#"{"Message":"bad request; headers: AccessKey: 5f1c-secret-key, Authorization: Bearer eyJhbGciOi.payload.sig, Cookie: session=abc123; token=t0k3n and Basic dXNlcjpwYXNzd29yZA=="}"#;
+        let shown = PlatformMessage::from_body(echoed).to_string();
+        for secret in ["5f1c-secret-key", "eyJhbGciOi", "abc123", "t0k3n", "dXNlcjpwYXNzd29yZA"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("AccessKey: [redacted]"), "{shown}");
+        assert!(shown.contains("Authorization: Bearer [redacted]"), "{shown}");
+        let page = b"<html>502 from proxy; request had authorization=Basic%20abc and accesskey:k1</html>";
+        let shown = PlatformMessage::from_body(page).to_string();
+        assert!(!shown.contains("k1<") && !shown.contains("Basic%20abc"), "{shown}");
+        assert_eq!(
+            PlatformMessage::from_body(br#"{"Message":"zone 12 not found"}"#).message,
+            "zone 12 not found",
+            "ordinary words stay"
+        );
     }
 }

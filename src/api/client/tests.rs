@@ -117,3 +117,29 @@ async fn a_page_walk_stops_at_its_count_and_at_its_bytes() {
         "a cursor that does not move"
     );
 }
+
+#[tokio::test]
+async fn a_proxy_echoing_the_request_shows_no_credential() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    // Echoes every request header's value in a plain-text error page, as a debugging
+    // proxy does (without the names, which the header-like scrubbing would catch).
+    let router = axum::Router::new().fallback(|headers: axum::http::HeaderMap| {
+        let echoed: String = headers
+            .values()
+            .map(|value| format!("{} ", value.to_str().unwrap_or_default()))
+            .collect();
+        std::future::ready((
+            axum::http::StatusCode::BAD_GATEWAY,
+            format!("upstream failed for {echoed}"),
+        ))
+    });
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let key = "pk-0123456789-operator-key";
+    let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::SecretValue::new(key)));
+    config.retry = crate::api::RetryPolicy::none();
+    let client = EdgeClient::new(config).expect("client");
+    let error = client.get_app("app").await.expect_err("502").to_string();
+    assert!(error.contains("upstream failed"), "{error}");
+    assert!(!error.contains(key) && !error.contains("0123456789"), "{error}");
+}
