@@ -391,6 +391,13 @@ impl EdgeClient {
         if let Some(check) = self.config.answer_check {
             check(operation, bytes).map_err(ApiError::Decode)?;
         }
+        let most = operation.most_containers(page_size);
+        if json_containers(bytes) > most {
+            return Err(ApiError::Decode(format!(
+                "{} answer holds more than {most} objects and arrays",
+                operation.as_str()
+            )));
+        }
         let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
         serde_path_to_error::deserialize(deserializer)
             .map(|value| (value, bytes.len()))
@@ -399,6 +406,24 @@ impl EdgeClient {
                 ApiError::Decode(format!("{} answer at {}: {problem}", operation.as_str(), e.path()))
             })
     }
+}
+
+/// The JSON objects and arrays in `text`, counted without decoding it (brackets inside
+/// strings do not count).
+fn json_containers(text: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (0, false, false);
+    for &byte in text {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'{' | b'[') => count += 1,
+            (false, _, _) => {}
+        }
+    }
+    count
 }
 
 fn too_long(limit: usize) -> ApiError {

@@ -60,6 +60,29 @@ impl Operation {
         }
     }
 
+    /// The most JSON objects and arrays one answer may hold, for the page size asked: a
+    /// decoded object takes up to a few hundred bytes whatever its text, so `{}` repeated
+    /// through an answer would decode into a hundred times its size. Real answers hold a
+    /// few per entry.
+    pub fn most_containers(self, page_size: Option<u64>) -> usize {
+        const ENVELOPE: usize = 1024;
+        const PER_ENTRY: usize = 64;
+        const WHOLE: usize = 16 << 10;
+        let per_page = |default: u64, most: u64| {
+            let entries = usize::try_from(page_size.unwrap_or(default).min(most)).unwrap_or(usize::MAX);
+            ENVELOPE.saturating_add(entries.saturating_mul(PER_ENTRY))
+        };
+        match self {
+            Operation::SearchEvents | Operation::QueryLogs => per_page(100, 1000),
+            Operation::ListRateLimits => per_page(10, 1000),
+            Operation::UpdateAccessList
+            | Operation::CompleteCertificate
+            | Operation::GetApp
+            | Operation::ListAccessLists
+            | Operation::GetLogFile => WHOLE,
+        }
+    }
+
     /// The operation a request makes, from its method and path.
     pub fn of(method: &http::Method, path: &str) -> Option<Self> {
         let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();

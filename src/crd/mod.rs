@@ -60,8 +60,9 @@ pub struct EventFilter {
     pub field: Dimension,
     /// eq, in, contains (case-insensitive), cidr (ip only), wildcard (`*`).
     pub op: FilterOp,
-    /// Values, OR-combined.
-    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 256)))]
+    /// Values, OR-combined: at most 20 of 128 bytes (a filter's spec, cached for every
+    /// object, stays within 3 KiB).
+    #[schemars(length(min = 1, max = 20), inner(length(min = 1, max = 128)))]
     pub value: Vec<String>,
 }
 

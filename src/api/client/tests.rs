@@ -143,3 +143,32 @@ async fn a_proxy_echoing_the_request_shows_no_credential() {
     assert!(error.contains("upstream failed"), "{error}");
     assert!(!error.contains(key) && !error.contains("0123456789"), "{error}");
 }
+
+#[test]
+fn brackets_are_counted_outside_strings_only() {
+    assert_eq!(json_containers(br#"{"a":[1,{"b":"[{\"x\"}]"}],"c":"\\"}"#), 3);
+    assert_eq!(json_containers(b"[]"), 1);
+    assert_eq!(json_containers(b"\"{[\""), 0);
+}
+
+#[tokio::test]
+async fn an_answer_of_empty_objects_is_refused_before_it_is_decoded() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    // A page of rate-limit rules a few hundred KiB long, each rule `{}`: decoded, a
+    // hundred times its size.
+    let flood = format!(
+        "{{\"data\":[{}],\"page\":{{\"currentPage\":1,\"pageSize\":10}}}}",
+        vec!["{}"; 200_000].join(",")
+    );
+    let router = axum::Router::new().fallback(move || std::future::ready(flood.clone()));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let mut config = ClientConfig::new(&base, &base, Credentials::AccessKey(crate::api::SecretValue::new("k")));
+    config.retry = crate::api::RetryPolicy::none();
+    let client = EdgeClient::new(config).expect("client");
+    let error = client.all_rate_limits(1).await.expect_err("refused");
+    assert!(
+        error.to_string().contains("more than 1664 objects and arrays"),
+        "{error}"
+    );
+}

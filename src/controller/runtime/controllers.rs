@@ -11,7 +11,7 @@ use futures::{Stream, StreamExt, stream};
 use kube::api::{WatchEvent, WatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
+use kube::runtime::{Predicate, PredicateConfig, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
 
 use super::list_gate::ListGate;
@@ -63,12 +63,7 @@ fn forget_deleted<K: Reconcilable>(
 ) {
     let shared = &reconciler.shared;
     match event {
-        Ok(watcher::Event::Delete(object)) => {
-            shared
-                .metrics
-                .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
-            shared.failures.forget(&object_key(object));
-        }
+        Ok(watcher::Event::Delete(object)) => forget::<K>(reconciler, object),
         Ok(watcher::Event::InitDone) => {
             let held = |namespace: &str, name: &str| store.get(&ObjectRef::new(name).within(namespace)).is_some();
             shared.metrics.forget_all_but(K::KIND, held);
@@ -80,6 +75,15 @@ fn forget_deleted<K: Reconcilable>(
         }
         _ => {}
     }
+}
+
+/// Forgets what the operator keeps of a deleted object (its metrics and failure count).
+fn forget<K: Reconcilable>(reconciler: &Reconciler<K>, object: &K) {
+    let shared = &reconciler.shared;
+    shared
+        .metrics
+        .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
+    shared.failures.forget(&object_key(object));
 }
 
 /// Objects of a kind whose credentials come from `secret` (only its metadata is
@@ -279,10 +283,24 @@ impl<K: Reconcilable> FairTurns<K> {
                 return Ok(Action::await_change());
             };
             // Boxed: what waits for a turn holds a few references, not a reconcile's state.
-            Box::pin(driver::reconcile::<K>(object, reconciler)).await
+            let result = Box::pin(driver::reconcile::<K>(object.clone(), reconciler.clone())).await;
+            // Deleted while it ran: what the reconcile recorded of it came after its
+            // Delete, so it is forgotten again, and nothing is left to retry.
+            if store.get(&ObjectRef::from_obj(object.as_ref())).is_none() {
+                forget::<K>(&reconciler, object.as_ref());
+                K::on_watch(&reconciler.state, &watcher::Event::Delete(object.as_ref().clone()));
+                return Ok(Action::await_change());
+            }
+            result
         }
     }
 }
+
+/// How long the controller remembers what it last saw of an object (its generation,
+/// annotations and finalizers): deletes never reach that memory, so objects created
+/// and deleted in a loop are held this long at most. An object unseen for longer is
+/// reconciled once more at its next change.
+const PREDICATE_MEMORY: Duration = Duration::from_secs(300);
 
 /// How long the probe of streamed lists may take.
 const PROBE_WITHIN: Duration = Duration::from_secs(10);
@@ -353,7 +371,7 @@ impl Runner for Controllers<'_> {
             predicates::generation
                 .combine(predicates::annotations)
                 .combine(predicates::finalizers),
-            Default::default(),
+            PredicateConfig::default().ttl(PREDICATE_MEMORY),
         );
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();

@@ -115,7 +115,7 @@ pub struct Rollout {
     /// The search that finds the list's events, AND-combined; by default `feature eq
     /// access_list` and `ruleId eq <the list's listId>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 20))]
+    #[schemars(length(max = 10))]
     pub filters: Vec<EventFilter>,
 }
 

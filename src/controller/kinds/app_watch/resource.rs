@@ -106,7 +106,7 @@ pub struct SecurityEventsWatch {
     pub query: Option<String>,
     /// Filters, AND-combined.
     #[serde(default)]
-    #[schemars(length(max = 20))]
+    #[schemars(length(max = 10))]
     pub filters: Vec<EventFilter>,
     /// Dimensions to group by (default ruleId, ip).
     #[serde(default)]
