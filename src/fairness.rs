@@ -18,6 +18,10 @@ use tokio::sync::oneshot;
 /// Seats handed to parties in turn.
 pub(crate) struct FairQueue {
     seats: usize,
+    /// Seats only a party that holds none may take: a party that came to hold the
+    /// others keeps them as long as its requests last (a poll waiting for the platform
+    /// quota, say), and another party still gets one at once.
+    reserved: usize,
     state: std::sync::Mutex<Queues>,
 }
 
@@ -47,15 +51,18 @@ impl Queues {
         }
     }
 
-    /// The waiting party that holds the fewest seats, the first in turn among equals.
-    fn next_party(&mut self) -> Option<Arc<str>> {
-        let held = |party: &Arc<str>| self.held.get(party).copied().unwrap_or_default();
-        let (at, _) = self
-            .order
+    fn held(&self, party: &str) -> usize {
+        self.held.get(party).copied().unwrap_or_default()
+    }
+
+    /// The waiting party that holds the fewest seats, the first in turn among equals:
+    /// its place in `order`, and the seats it holds.
+    fn next_party(&self) -> Option<(usize, usize)> {
+        self.order
             .iter()
             .enumerate()
-            .min_by_key(|(at, party)| (held(party), *at))?;
-        self.order.remove(at)
+            .map(|(at, party)| (at, self.held(party)))
+            .min_by_key(|&(at, held)| (held, at))
     }
 }
 
@@ -87,9 +94,25 @@ impl Drop for Waiting<'_> {
 impl FairQueue {
     /// A queue of `seats` seats (at least one).
     pub(crate) fn new(seats: usize) -> Self {
+        Self::with_reserved(seats, 0)
+    }
+
+    /// A queue of `seats` seats, `reserved` of them (fewer than `seats`) only for
+    /// parties that hold none.
+    pub(crate) fn with_reserved(seats: usize, reserved: usize) -> Self {
+        let seats = seats.max(1);
         Self {
-            seats: seats.max(1),
+            seats,
+            reserved: reserved.min(seats - 1),
             state: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The seats taken below which a party holding `held` seats may take another.
+    fn limit_for(&self, held: usize) -> usize {
+        match held {
+            0 => self.seats,
+            _ => self.seats - self.reserved,
         }
     }
 
@@ -115,7 +138,7 @@ impl FairQueue {
         let party: Arc<str> = party.into();
         let mut waiting = {
             let mut queues = self.queues();
-            if queues.taken < self.seats {
+            if queues.taken < self.limit_for(queues.held(&party)) {
                 queues.taken += 1;
                 queues.seat(&party);
                 return party;
@@ -151,7 +174,15 @@ impl FairQueue {
     fn hand_on(&self, from: &str) {
         let mut queues = self.queues();
         queues.free(from);
-        while let Some(party) = queues.next_party() {
+        while let Some((at, held)) = queues.next_party() {
+            // The seat freed is still counted: it may go on if the others taken leave
+            // this party room. Every other party waiting holds as many or more.
+            if queues.taken.saturating_sub(1) >= self.limit_for(held) {
+                break;
+            }
+            let Some(party) = queues.order.remove(at) else {
+                break;
+            };
             let Some(queue) = queues.waiting.get_mut(&party) else {
                 continue;
             };
@@ -304,5 +335,31 @@ mod tests {
             .expect("the seat reached c")
             .expect("no panic");
         assert_eq!(queue.queues().taken, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_party_holding_its_seats_long_leaves_the_reserved_ones_to_the_others() {
+        let queue = Arc::new(FairQueue::with_reserved(16, 2));
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held = Arc::new(AtomicUsize::new(0));
+        // The busy party's requests hold their seats for a minute: it gets 14 of 16.
+        let busy = requests(&queue, "busy", 100, Duration::from_secs(60), &served, &held);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queue.queues().taken, 14);
+        let start = tokio::time::Instant::now();
+        let lone = requests(&queue, "lone", 1, Duration::from_millis(10), &served, &held);
+        for task in lone {
+            task.await.expect("no request panics");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "the lone request waited {:?}",
+            start.elapsed()
+        );
+        for task in busy {
+            task.await.expect("no request panics");
+        }
+        assert_eq!(queue.queues().taken, 0, "every seat freed");
+        assert_eq!(served.lock().expect("log").len(), 101);
     }
 }

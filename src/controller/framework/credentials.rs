@@ -149,13 +149,18 @@ impl KeyCache {
             .map(|cached| cached.key.clone())
     }
 
+    /// Keeps `value`, and drops every key read [`SECRET_DATA_TTL`] ago or more (no
+    /// longer served): what the cache holds is the keys read within the TTL, whichever
+    /// keys of whichever Secrets the objects named meanwhile.
     fn insert(&self, key: KeyRef, resource_version: Option<String>, value: SecretValue) {
         let cached = CachedKey {
             resource_version,
             read_at: tokio::time::Instant::now(),
             key: value,
         };
-        self.lock().insert(key, cached);
+        let mut keys = self.lock();
+        keys.retain(|_, kept| kept.read_at.elapsed() < SECRET_DATA_TTL);
+        keys.insert(key, cached);
     }
 
     fn forget(&self, key: &KeyRef) {
@@ -528,5 +533,17 @@ mod tests {
         std::fs::write(&path, "  \n").expect("empty");
         assert!(key.current().expect_err("empty").contains("is empty"));
         assert!(DefaultKey::file(path).is_err(), "a missing file fails at start");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_no_longer_served_are_dropped_as_others_are_read() {
+        let cache = KeyCache::default();
+        let key = |name: &str| ("ns".to_string(), name.to_string(), "accessKey".to_string());
+        for i in 0..100 {
+            cache.insert(key(&format!("s{i}")), Some("1".into()), SecretValue::new("k"));
+        }
+        tokio::time::advance(SECRET_DATA_TTL).await;
+        cache.insert(key("fresh"), Some("1".into()), SecretValue::new("k"));
+        assert_eq!(cache.len(), 1, "only the key read within the TTL");
     }
 }

@@ -296,6 +296,11 @@ impl<K: Reconcilable> FairTurns<K> {
     }
 }
 
+/// One turn in this many is kept for namespaces that hold none (none below 16 turns):
+/// a namespace whose objects hold every other turn for long (polls waiting for the
+/// platform quota) leaves another namespace's object a turn at once.
+const RESERVED_TURNS_SHARE: usize = 16;
+
 /// How long the controller remembers what it last saw of an object (its generation,
 /// annotations and finalizers): deletes never reach that memory, so objects created
 /// and deleted in a loop are held this long at most. An object unseen for longer is
@@ -376,7 +381,10 @@ impl Runner for Controllers<'_> {
         let controller = Controller::for_stream(stream, reader);
         let store = controller.store();
         let turns = FairTurns {
-            seats: Arc::new(FairQueue::new(concurrency.into())),
+            seats: Arc::new(FairQueue::with_reserved(
+                concurrency.into(),
+                usize::from(concurrency) / RESERVED_TURNS_SHARE,
+            )),
             store: store.clone(),
         };
         controller
