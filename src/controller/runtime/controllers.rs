@@ -12,7 +12,7 @@ use kube::api::{WatchEvent, WatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Predicate, PredicateConfig, WatchStreamExt, predicates, watcher};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 
 use super::list_gate::ListGate;
 use super::secret_watch::{SecretChanges, SecretMeta};
@@ -93,7 +93,8 @@ fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<Ob
         .state()
         .iter()
         .filter(|o| {
-            o.namespace() == secret.namespace()
+            // Compared in place: every Secret change scans every object of the kind.
+            o.meta().namespace == secret.metadata.namespace
                 && o.secret_ref()
                     .is_some_and(|r| Some(&r.name) == secret.metadata.name.as_ref())
         })
@@ -411,6 +412,7 @@ impl Runner for Controllers<'_> {
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::ResourceExt;
     use kube::runtime::watcher::{InitialListStrategy, ListSemantic};
     use serde_json::json;
 

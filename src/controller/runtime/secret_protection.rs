@@ -18,10 +18,11 @@ use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Failure, Reconciler};
 use crate::controller::kinds::AccessListConfig;
 use crate::controller::kinds::access_list::{ProtectionChange, change_protection};
+use crate::fairness::FairQueue;
 
-/// Reconciles of Secret protection at once: each decides from the caches, and writes
-/// at most one PATCH.
-const CONCURRENCY: u16 = 4;
+/// Reconciles of Secret protection at once, handed to namespaces in turn: each decides
+/// from the caches, and writes at most one PATCH.
+const CONCURRENCY: usize = 4;
 
 /// How soon a Secret is looked at again when the objects are not listed yet, or after
 /// a failure.
@@ -47,11 +48,21 @@ impl Controllers<'_> {
         let watched = self.namespace.clone();
         let secret_changes =
             secret_changes.filter(move |secret| std::future::ready(watched.is_none() || secret.namespace() == watched));
+        // Every due Secret starts at once and waits for its namespace's turn: a tenant
+        // whose Secrets keep changing delays another's by one reconcile per seat.
+        let seats = Arc::new(FairQueue::new(CONCURRENCY));
+        let in_turn = move |secret: Arc<PartialObjectMeta<Secret>>, reconciler| {
+            let seats = seats.clone();
+            async move {
+                let _seat = seats.enter(&secret.namespace().unwrap_or_default()).await;
+                reconcile(secret, reconciler).await
+            }
+        };
         Controller::for_shared_stream(secret_changes, secrets)
             .reconcile_on(needs_changed)
-            .with_config(controller::Config::default().concurrency(CONCURRENCY))
+            .with_config(controller::Config::default().concurrency(0))
             .graceful_shutdown_on(self.shutdown.clone().requested())
-            .run(reconcile, error_policy, access_lists)
+            .run(in_turn, error_policy, access_lists)
             .for_each(|_| std::future::ready(()))
             .await;
     }
