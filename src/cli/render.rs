@@ -26,10 +26,29 @@ pub(crate) fn sparkline(counts: &[i64]) -> String {
         .collect()
 }
 
-/// A plain text table: a header row and left-aligned columns, two spaces apart.
+/// `text` with its control characters escaped (`\n`, `\u{1b}`): what a tenant or the
+/// platform wrote cannot move the cursor, recolour the terminal or forge a row.
+pub(crate) fn escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let (plain, escape) = match c.is_control() {
+                true => (None, Some(c.escape_default())),
+                false => (Some(c), None),
+            };
+            plain.into_iter().chain(escape.into_iter().flatten())
+        })
+        .collect()
+}
+
+/// A plain text table: a header row and left-aligned columns, two spaces apart, each
+/// cell [`escaped`].
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| escaped(cell)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if let Some(w) = widths.get_mut(i) {
                 *w = (*w).max(cell.chars().count());
@@ -404,5 +423,15 @@ mod tests {
         assert_eq!(first.lines().count(), 2);
         assert_eq!(next.lines().count(), 1);
         assert!(!next.starts_with("TIME"));
+    }
+
+    #[test]
+    fn control_characters_in_a_cell_are_shown_escaped() {
+        let forged = "evil\u{1b}[2J\nstaged  Promoted\r".to_string();
+        let shown = table(&["NAME", "STAGE"], &[vec![forged, "Logging".into()]]);
+        assert_eq!(shown.lines().count(), 2, "{shown}");
+        assert!(shown.contains("evil\\u{1b}[2J\\nstaged  Promoted\\r"), "{shown}");
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        assert_eq!(escaped("café 東京"), "café 東京");
     }
 }

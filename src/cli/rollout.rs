@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::CommandError;
 use super::args::RolloutArgs;
-use super::render::sparkline;
+use super::render::{escaped, sparkline};
 use crate::controller::kinds::access_list::resource::{AccessListConfig, Promotion, Rollout, RolloutStatus, Tally};
 use crate::crd::ANNOTATION_PROMOTE;
 
@@ -180,7 +180,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
     }
     let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or_default();
     rows.iter()
-        .map(|(label, value)| format!("{label:<width$}  {value}\n"))
+        .map(|(label, value)| format!("{label:<width$}  {}\n", escaped(value)))
         .collect()
 }
 
