@@ -12,7 +12,7 @@ use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::gitops::{Verdict, judge};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
-use crate::support::sim::{await_journal, example_fixtures, http, journal_count, platform_list, start};
+use crate::support::sim::{example_fixtures, http, journal_count, platform_list, start};
 use edge_operator::controller::kinds::access_list::resource::{AccessListConfig, RolloutStage, RolloutStatus};
 use edge_operator::sim::RunningSim;
 
@@ -367,17 +367,18 @@ async fn a_manual_rollout_is_promoted_by_the_digest_shown_and_not_by_a_stale_one
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_logged_right_after_the_write_to_log_are_evidence_and_hold_the_gate() {
-    let sim = start(example_fixtures()).await;
-    let namespace = TestNamespace::create("rollout-first-requests");
-    let ns = namespace.name.as_str();
-    let operator = Operator::start(ns, &sim.base_url(), &[]);
-    let api: Api<AccessListConfig> = Api::namespaced(cluster().client().await, ns);
-    cluster().apply(staged(
-        ns,
-        "staged",
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        ..
+    } = stage(
+        "rollout-first-requests",
         json!({"action": "Block", "window": "1m", "maxMatches": 3}),
-    ));
-    await_journal(&sim, "PATCH", &format!("/configurations/{CONFIGURATION}"), 0, 1).await;
+    )
+    .await;
+    let ns = namespace.name.as_str();
     let written_ms = sim
         .sim
         .journal()

@@ -187,8 +187,13 @@ impl AccessListConfig {
                 rollout::Read::Blocked { .. } => blocked = Some(rollout::blocked(&answers)),
             }
         }
-        let approval = self.annotations().get(ANNOTATION_PROMOTE).map(String::as_str);
+        let approval = self.promote_annotation();
         Ok(Some(rollout::step(spec, current, evidence, blocked, approval, now)))
+    }
+
+    /// The value of `edgeplatform.io/promote`: the evidence digest a person approved.
+    fn promote_annotation(&self) -> Option<&str> {
+        self.annotations().get(ANNOTATION_PROMOTE).map(String::as_str)
     }
 
     /// The rollout's step once its write was answered: a write that made the list log
@@ -203,7 +208,7 @@ impl AccessListConfig {
             return Ok(None);
         };
         let answered_at = cx.client().await?.platform_now();
-        let approval = self.annotations().get(ANNOTATION_PROMOTE).map(String::as_str);
+        let approval = self.promote_annotation();
         Ok(Some(rollout::after_write(
             spec,
             step,
