@@ -9,7 +9,10 @@ use serde_json::json;
 use super::CommandError;
 use super::args::RolloutArgs;
 use super::render::{escaped, sparkline};
-use crate::controller::kinds::access_list::resource::{AccessListConfig, Promotion, Rollout, RolloutStatus, Tally};
+use crate::controller::kinds::access_list::claim_resource::AccessListClaim;
+use crate::controller::kinds::access_list::resource::{
+    AccessListConfig, Evidence, Promotion, Rollout, RolloutAction, RolloutStage, RolloutStatus, Tally,
+};
 use crate::crd::ANNOTATION_PROMOTE;
 
 /// What `rollout status` shows: the spec's rollout, where it stands, and Ready.
@@ -76,29 +79,81 @@ fn view(object: AccessListConfig) -> Result<RolloutView, CommandError> {
     })
 }
 
-/// Approves the evidence shown: the annotation with its digest. Refused unless the
-/// rollout is Manual and shows evidence.
+/// Approves the evidence shown: the annotation with its digest. Refused unless a person
+/// may promote the rollout (Manual while it logs or awaits approval; any held one) and
+/// the evidence is the operator's: the one its AccessListClaim records for the object.
 pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> {
     let api = objects(args).await?;
-    let shown = read(&api, args).await?;
-    if shown.rollout.promotion != Promotion::Manual {
-        return Err(CommandError::Refused(format!(
-            "{} is promoted automatically (spec.rollout.promotion Automatic): nothing to approve",
-            shown.name
-        )));
-    }
-    let evidence =
-        shown.status.evidence.as_ref().ok_or_else(|| {
-            CommandError::Refused(format!("{} shows no evidence yet: nothing to approve", shown.name))
-        })?;
+    let object = api
+        .get_opt(&args.name)
+        .await
+        .map_err(|e| refused(args, "read", e))?
+        .ok_or_else(|| CommandError::Refused(format!("no AccessListConfig {} in this namespace", args.name)))?;
+    let record = match object.status.as_ref().and_then(|s| s.claim.as_deref()) {
+        Some(name) => Api::<AccessListClaim>::all(api.clone().into_client())
+            .get_opt(name)
+            .await
+            .map_err(|e| {
+                CommandError::Refused(format!(
+                    "cannot verify the evidence of {}: reading AccessListClaim {name} failed ({e}); approvers need `get` on accesslistclaims (the chart's ClusterRole <release>-rollout-approver)",
+                    args.name
+                ))
+            })?,
+        None => None,
+    };
+    let uid = object.uid().unwrap_or_default();
+    let recorded = record.filter(|record| record.spec.owner.uid == uid).and_then(|record| record.spec.rollout);
+    let shown = view(object)?;
+    let evidence = approvable(&shown, recorded.as_ref())?;
     let patch = json!({"metadata": {"annotations": {ANNOTATION_PROMOTE: evidence.digest}}});
     api.patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused(args, "annotate", e))?;
     Ok(format!(
         "promotion of {} approved for evidence {}: {} matches from {} IPs from {} to {}\n",
-        shown.name, evidence.digest, evidence.matches, evidence.distinct_ips, evidence.from, evidence.to
+        shown.name,
+        escaped(&evidence.digest),
+        evidence.matches,
+        evidence.distinct_ips,
+        escaped(&evidence.from),
+        escaped(&evidence.to)
     ))
+}
+
+/// The evidence a person may approve: the one status shows, if the operator's record
+/// holds the same and the rollout's stage lets a person promote it.
+fn approvable<'a>(shown: &'a RolloutView, recorded: Option<&RolloutStatus>) -> Result<&'a Evidence, CommandError> {
+    let name = &shown.name;
+    let evidence = shown
+        .status
+        .evidence
+        .as_ref()
+        .ok_or_else(|| CommandError::Refused(format!("{name} shows no evidence yet: nothing to approve")))?;
+    let Some(recorded) = recorded else {
+        return Err(CommandError::Refused(format!(
+            "{name}'s evidence cannot be verified: no AccessListClaim of this object records a rollout; nothing approved"
+        )));
+    };
+    if recorded.evidence.as_ref() != Some(evidence) || recorded.stage != shown.status.stage {
+        return Err(CommandError::Refused(format!(
+            "{name}'s status.rollout is not what the operator recorded (evidence {} in status, {} in its record): not written by the operator, or not yet mirrored; nothing approved",
+            escaped(&evidence.digest),
+            recorded.evidence.as_ref().map_or("none", |e| e.digest.as_str())
+        )));
+    }
+    match (recorded.stage, shown.rollout.promotion) {
+        (RolloutStage::Held, _) | (RolloutStage::Logging | RolloutStage::AwaitingApproval, Promotion::Manual) => {
+            Ok(evidence)
+        }
+        (RolloutStage::Logging | RolloutStage::AwaitingApproval, Promotion::Automatic) => {
+            Err(CommandError::Refused(format!(
+                "{name} is promoted automatically (spec.rollout.promotion Automatic) unless its gate holds it: nothing to approve"
+            )))
+        }
+        (stage, _) => Err(CommandError::Refused(format!(
+            "{name}'s rollout is {stage:?}: nothing to approve"
+        ))),
+    }
 }
 
 fn tallies(tallies: &[Tally]) -> String {
@@ -109,6 +164,13 @@ fn tallies(tallies: &[Tally]) -> String {
     shown.join(", ")
 }
 
+fn past_tense(rollout: &Rollout) -> &'static str {
+    match rollout.action {
+        RolloutAction::Block => "blocked",
+        RolloutAction::Challenge => "challenged",
+    }
+}
+
 /// The status as a table of its members.
 pub(crate) fn render(view: &RolloutView) -> String {
     let rollout = &view.rollout;
@@ -116,7 +178,9 @@ pub(crate) fn render(view: &RolloutView) -> String {
     let gate = [
         rollout.max_matches.map(|n| format!("maxMatches {n}")),
         rollout.max_distinct_ips.map(|n| format!("maxDistinctIps {n}")),
-        rollout.rollback_above.map(|n| format!("rollbackAbove {n}")),
+        rollout
+            .rollback_above_sources
+            .map(|n| format!("rollbackAboveSources {n}")),
     ]
     .into_iter()
     .flatten()
@@ -169,8 +233,13 @@ pub(crate) fn render(view: &RolloutView) -> String {
     if let Some(at) = &status.promoted_at {
         rows.push(("Promoted", at.clone()));
     }
-    if let Some(blocked) = status.blocked {
-        rows.push(("Since", format!("{blocked} blocked within the last window")));
+    if let Some(ends) = &status.probation_ends {
+        let blocked = status.blocked.unwrap_or_default();
+        let sources = status.blocked_sources.unwrap_or_default();
+        rows.push((
+            "Probation",
+            format!("until {ends}: {blocked} {} from {sources} sources", past_tense(rollout)),
+        ));
     }
     if let Some(at) = &status.rolled_back_at {
         rows.push(("Rolled back", at.clone()));
@@ -187,9 +256,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::kinds::access_list::resource::{
-        AccessListConfigSpec, AccessListConfigStatus, Evidence, RolloutAction, RolloutStage,
-    };
+    use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, AccessListConfigStatus};
 
     fn object(rollout: Option<Rollout>, status: Option<RolloutStatus>) -> AccessListConfig {
         let mut object = AccessListConfig::new(
@@ -221,7 +288,7 @@ mod tests {
             promotion: Promotion::Manual,
             max_matches: Some(10),
             max_distinct_ips: None,
-            rollback_above: None,
+            rollback_above_sources: None,
             filters: Vec::new(),
         }
     }
@@ -264,6 +331,66 @@ mod tests {
         ] {
             assert!(shown.contains(expected), "{expected:?} in\n{shown}");
         }
+    }
+
+    fn awaiting(digest: &str) -> RolloutStatus {
+        RolloutStatus {
+            stage: RolloutStage::AwaitingApproval,
+            evidence: Some(Evidence {
+                matches: 7,
+                digest: digest.into(),
+                ..Evidence::default()
+            }),
+            ..RolloutStatus::default()
+        }
+    }
+
+    fn refusal(result: Result<&Evidence, CommandError>) -> String {
+        match result {
+            Err(CommandError::Refused(message)) => message,
+            other => panic!("approved: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_evidence_the_operator_recorded_is_approved() {
+        let recorded = awaiting("00112233445566778899aabbccddeeff");
+        let honest = view(object(Some(rollout()), Some(recorded.clone()))).expect("a rollout");
+        let approved = approvable(&honest, Some(&recorded)).expect("approved");
+        assert_eq!(approved.digest, "00112233445566778899aabbccddeeff");
+
+        let mut forged_status = recorded.clone();
+        if let Some(evidence) = forged_status.evidence.as_mut() {
+            evidence.matches = 0;
+        }
+        let forged = view(object(Some(rollout()), Some(forged_status))).expect("a rollout");
+        let message = refusal(approvable(&forged, Some(&recorded)));
+        assert!(message.contains("not what the operator recorded"), "{message}");
+        let message = refusal(approvable(&honest, None));
+        assert!(message.contains("cannot be verified"), "{message}");
+        let promoted = RolloutStatus {
+            stage: RolloutStage::Promoted,
+            ..recorded.clone()
+        };
+        let shown = view(object(Some(rollout()), Some(promoted.clone()))).expect("a rollout");
+        assert!(refusal(approvable(&shown, Some(&promoted))).contains("Promoted"));
+    }
+
+    #[test]
+    fn a_held_rollout_is_approved_by_hand_whatever_its_promotion_and_a_running_automatic_one_is_not() {
+        let automatic = Rollout {
+            promotion: Promotion::Automatic,
+            ..rollout()
+        };
+        let held = RolloutStatus {
+            stage: RolloutStage::Held,
+            ..awaiting("ffeeddccbbaa99887766554433221100")
+        };
+        let shown = view(object(Some(automatic.clone()), Some(held.clone()))).expect("a rollout");
+        assert!(approvable(&shown, Some(&held)).is_ok());
+        let logging = awaiting("ffeeddccbbaa99887766554433221100");
+        let shown = view(object(Some(automatic), Some(logging.clone()))).expect("a rollout");
+        assert!(refusal(approvable(&shown, Some(&logging))).contains("automatically"));
     }
 
     #[test]

@@ -26,13 +26,18 @@ pub const ANNOTATION_POLL_INTERVAL: &str = "edgeplatform.io/poll-interval";
 /// The digest of the evidence in an AccessListConfig's status: promotes its Manual rollout.
 pub const ANNOTATION_PROMOTE: &str = "edgeplatform.io/promote";
 
-/// The first 10 hex digits of the SHA-256 of `bytes`.
+/// The first 10 hex digits of the SHA-256 of `bytes`: a name, not a proof.
 pub fn short_digest(bytes: &[u8]) -> String {
+    hex_digest(bytes, 5)
+}
+
+/// The first `length` bytes of the SHA-256 of `bytes`, in hex.
+pub fn hex_digest(bytes: &[u8], length: usize) -> String {
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
     digest
         .as_ref()
         .iter()
-        .take(5)
+        .take(length)
         .map(|byte| format!("{byte:02x}"))
         .collect()
 }

@@ -144,7 +144,7 @@ async fn stage(prefix: &str, rollout: Value) -> Staged {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_rolls_back_once() {
+async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_rolls_back_once_on_probation() {
     let Staged {
         sim,
         namespace,
@@ -153,7 +153,7 @@ async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_
         start,
     } = stage(
         "rollout",
-        json!({"action": "Block", "window": "1h", "maxMatches": 10, "maxDistinctIps": 3, "rollbackAbove": 2}),
+        json!({"action": "Block", "window": "1h", "maxMatches": 10, "maxDistinctIps": 3, "rollbackAboveSources": 2}),
     )
     .await;
     let ns = namespace.name.as_str();
@@ -210,12 +210,29 @@ async fn a_staged_list_logs_shows_its_evidence_is_promoted_after_the_window_and_
     assert_eq!(promoted.evidence.map(|e| e.matches), Some(7), "the evidence stays");
 
     sim.sim.set_clock(Some(minutes(start, 70)));
-    let blocked = traffic(&sim, minutes(start, 69), &[("192.0.2.9", "FR", 3)]).await;
-    assert_eq!(blocked, 3, "a promoted list blocks what it matches");
+    let one_source = traffic(&sim, minutes(start, 68), &[("192.0.2.9", "FR", 300)]).await;
+    assert_eq!(one_source, 300, "a promoted list blocks what it matches");
     operator
         .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
         .await;
-    wait_for_condition(&api, "staged", "Ready", Some("False"), "RolledBack", WAIT).await;
+    let counted = rollout_where(&api, "staged", "300 blocked from 1 source", |r| r.blocked == Some(300)).await;
+    assert_eq!(
+        (counted.stage, counted.blocked_sources),
+        (RolloutStage::Promoted, Some(1)),
+        "many requests from one source are no signal"
+    );
+    let sources = [("192.0.2.10", "FR", 1), ("192.0.2.11", "FR", 1)];
+    assert_eq!(traffic(&sim, minutes(start, 69), &sources).await, 2);
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    let rolled_back = wait_for_condition(&api, "staged", "Ready", Some("False"), "RolledBack", WAIT).await;
+    let rollout = rolled_back.status.and_then(|s| s.rollout).expect("a rollout");
+    assert_eq!(
+        (rollout.blocked, rollout.blocked_sources),
+        (Some(302), Some(3)),
+        "the evidence of the rollback"
+    );
     assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, LOG)));
     assert_eq!(patches(&sim), 3, "one PATCH back to Log");
     verdict(ns, "staged", "Failed", "Degraded", false);

@@ -258,8 +258,13 @@ fn staged_steps(rollout: &Rollout) -> String {
         Promotion::Manual => format!("once its evidence is approved, if it shows {gate}"),
     };
     let rollback = rollout
-        .rollback_above
-        .map(|n| format!("; back to Log above {n} blocked in {}", rollout.window))
+        .rollback_above_sources
+        .map(|n| {
+            format!(
+                "; back to Log, once, if blocked from more than {n} sources in the {} after promotion",
+                rollout.window
+            )
+        })
         .unwrap_or_default();
     format!("action {} {promotion}{rollback}", rollout.action.action().name())
 }

@@ -8,6 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::controller::kinds::access_list::resource::RolloutStatus;
 use crate::crd::short_digest;
 
 /// The record of one configuration's owner, named
@@ -48,6 +49,11 @@ pub struct AccessListClaimSpec {
     /// `deletionPolicy: Restore` puts back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_point: Option<RecordedValues>,
+    /// The owner's spec.rollout as the operator decided it: the stage, the window and
+    /// the evidence an approval names. The object's status.rollout mirrors it; nothing
+    /// written to that status changes what the operator does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
 }
 
 /// An AccessListConfig, by namespace, name and uid (a new object of the same name is
@@ -101,7 +107,41 @@ pub fn claim_name(platform: &str, shield_zone_id: i64, configuration_id: i64) ->
     format!("{shield_zone_id}-{configuration_id}-{}", platform_tag(platform))
 }
 
-/// A platform's short name: the [`short_digest`] of its base URL.
+/// A platform's short name: the [`short_digest`] of its base URL as the client sends
+/// it (scheme and host in lower case, no default port, no trailing `/`), so every
+/// spelling of one URL names one platform.
 pub fn platform_tag(platform: &str) -> String {
-    short_digest(platform.trim_end_matches('/').as_bytes())
+    short_digest(normalised(platform).as_bytes())
+}
+
+fn normalised(platform: &str) -> String {
+    url::Url::parse(platform).map_or_else(
+        |_| platform.trim_end_matches('/').to_string(),
+        |url| url.as_str().trim_end_matches('/').to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_of_one_url_names_one_platform_and_a_canonical_url_keeps_its_tag() {
+        let canonical = "https://api.edge.example";
+        let before_normalising = short_digest(canonical.as_bytes());
+        for spelling in [
+            "https://api.edge.example",
+            "https://api.edge.example/",
+            "HTTPS://API.Edge.Example",
+            "https://api.edge.example:443/",
+        ] {
+            assert_eq!(platform_tag(spelling), before_normalising, "{spelling}");
+        }
+        assert_ne!(platform_tag("https://api.edge.example:8443"), before_normalising);
+        assert_ne!(platform_tag("https://api.edge.example/v2"), before_normalising);
+        assert_eq!(
+            platform_tag("http://127.0.0.1:8080/v2/"),
+            platform_tag("http://127.0.0.1:8080/v2")
+        );
+    }
 }

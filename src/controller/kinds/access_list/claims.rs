@@ -29,7 +29,7 @@ use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,
 };
-use crate::controller::kinds::access_list::resource::AccessListConfig;
+use crate::controller::kinds::access_list::resource::{AccessListConfig, RolloutStatus};
 
 /// Attempts at settling a record in one reconcile: a create that lost a race, then the
 /// release of an owner found gone, then the create again.
@@ -94,6 +94,7 @@ fn new_record(platform: &str, object: &AccessListConfig, configuration: i64, now
             owner: owner_of(object),
             proof: proof_of(object, Some(now)),
             restore_point: None,
+            rollout: None,
         },
     );
     record
@@ -125,6 +126,15 @@ pub(super) struct Claim {
     owner: ClaimOwner,
     confirmed: bool,
     pub(super) restore_point: Option<RecordedValues>,
+    /// The owner's rollout as the operator last recorded it.
+    pub(super) rollout: Option<Box<RolloutStatus>>,
+}
+
+impl Claim {
+    /// The name of its AccessListClaim.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 impl From<AccessListClaim> for Claim {
@@ -137,6 +147,7 @@ impl From<AccessListClaim> for Claim {
             owner: record.spec.owner,
             confirmed: record.spec.proof.read_at.is_some(),
             restore_point: record.spec.restore_point,
+            rollout: record.spec.rollout.map(Box::new),
         }
     }
 }
@@ -331,10 +342,30 @@ impl ClaimRecords {
     pub(super) async fn record_restore_point(
         &self,
         kube: &kube::Client,
-        claim: Claim,
+        claim: &Claim,
         values: RecordedValues,
     ) -> Result<Claim, ReconcileError<AccessListError>> {
-        patch(&Api::all(kube.clone()), &claim, json!({ "restorePoint": values })).await
+        patch(&Api::all(kube.clone()), claim, json!({ "restorePoint": values })).await
+    }
+
+    /// Records in `claim` the rollout its owner's reconcile decided, replacing the one
+    /// it held, unless the record changed meanwhile.
+    pub(super) async fn record_rollout(
+        &self,
+        kube: &kube::Client,
+        claim: &Claim,
+        rollout: &RolloutStatus,
+    ) -> Result<Claim, ReconcileError<AccessListError>> {
+        let replace: json_patch::Patch = serde_json::from_value(json!([
+            { "op": "test", "path": "/metadata/resourceVersion", "value": claim.resource_version },
+            { "op": "add", "path": "/spec/rollout", "value": rollout },
+        ]))
+        .map_err(|error| ReconcileError::Encoding(error.to_string()))?;
+        written(
+            Api::all(kube.clone())
+                .patch(&claim.name, &PatchParams::default(), &Patch::<()>::Json(replace))
+                .await,
+        )
     }
 
     /// Releases `claim`, unless its record changed meanwhile.
@@ -386,12 +417,18 @@ async fn patch(
         "metadata": { "resourceVersion": claim.resource_version },
         "spec": spec,
     });
-    match api
-        .patch(&claim.name, &PatchParams::default(), &Patch::Merge(&change))
-        .await
-    {
+    written(
+        api.patch(&claim.name, &PatchParams::default(), &Patch::Merge(&change))
+            .await,
+    )
+}
+
+/// The record as a conditional write left it: stale when it changed meanwhile (a JSON
+/// Patch's failed test is 422).
+fn written(answer: Result<AccessListClaim, kube::Error>) -> Result<Claim, ReconcileError<AccessListError>> {
+    match answer {
         Ok(written) => Ok(written.into()),
-        Err(error) if is_code(&error, 409) => Err(ReconcileError::Stale),
+        Err(error) if is_code(&error, 409) || is_code(&error, 422) => Err(ReconcileError::Stale),
         Err(error) => Err(error.into()),
     }
 }

@@ -157,12 +157,13 @@ impl AccessListConfig {
     }
 
     /// The step of spec.rollout at this reconcile, at the platform's time, with the
-    /// security events it reads (with the object's own credentials); `None` without a
-    /// rollout.
+    /// security events it reads (with the object's own credentials), from the rollout
+    /// its claim records (never from status); `None` without a rollout.
     async fn rollout_step(
         &self,
         cx: &Context<'_, Self>,
         observed: &Observed,
+        claim: Option<&Claim>,
     ) -> Result<Option<rollout::Step>, ReconcileError<AccessListError>> {
         let Some(spec) = &self.spec.rollout else {
             return Ok(None);
@@ -171,7 +172,7 @@ impl AccessListConfig {
         let client = cx.client().await?;
         let now = client.platform_now();
         let current = rollout::current(
-            cx.previous.rollout.as_ref(),
+            claim.and_then(|claim| claim.rollout.as_deref()),
             self.metadata.generation,
             observed.list.action,
             now,
@@ -274,9 +275,9 @@ impl Reconcilable for AccessListConfig {
         &self,
         cx: &mut Context<'_, Self>,
     ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<AccessListError>> {
-        let (observed, claim) = self.observe(cx).await?;
+        let (observed, mut claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
-        let step = self.rollout_step(cx, &observed).await?;
+        let step = self.rollout_step(cx, &observed, claim.as_ref()).await?;
         let spec = match &step {
             Some(step) => AccessListConfigSpec {
                 action: Some(step.action),
@@ -286,7 +287,7 @@ impl Reconcilable for AccessListConfig {
         };
         let recorded = claim.as_ref().and_then(restore_point_of);
         let mut plan = plan(&spec, &cx.previous, generation, &observed.list, recorded);
-        let previous_stage = cx.previous.rollout.as_ref().map(|r| r.stage);
+        let previous_stage = claim.as_ref().and_then(|c| c.rollout.as_ref()).map(|r| r.stage);
         if step
             .as_ref()
             .is_some_and(|step| Some(step.status.stage) != previous_stage)
@@ -298,15 +299,13 @@ impl Reconcilable for AccessListConfig {
         protect_own_secret(self, cx).await?;
         cx.keep_finalizer(self, wants_finalizer(self)).await?;
         let records_now = plan.patch.is_some() && recorded.is_none() && wants_finalizer(self);
-        if let (Some(claim), Some(point), true) = (claim, plan.restore_point, records_now) {
+        if let (Some(mine), Some(point), true) = (&claim, plan.restore_point, records_now) {
             let values = RecordedValues {
                 is_enabled: point.is_enabled,
                 action: point.action,
             };
-            cx.state
-                .claims
-                .record_restore_point(&cx.shared.kube, claim, values)
-                .await?;
+            let recorded = cx.state.claims.record_restore_point(&cx.shared.kube, mine, values);
+            claim = Some(recorded.await?);
         } else {
             // Status mirrors the claim: an object that does not restore shows none.
             plan.restore_point = recorded;
@@ -319,8 +318,19 @@ impl Reconcilable for AccessListConfig {
             }
             None => (observed.list, step),
         };
+        if let (Some(mine), Some(step)) = (&claim, &step)
+            && mine.rollout.as_deref() != Some(&step.status)
+        {
+            claim = Some(
+                cx.state
+                    .claims
+                    .record_rollout(&cx.shared.kube, mine, &step.status)
+                    .await?,
+            );
+        }
         let now = cx.now.rfc3339();
-        let status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
+        let mut status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
+        status.claim = claim.as_ref().map(|claim| claim.name().to_string());
         let mut events: Vec<Notice<AccessListReason>> = drift_event(&plan).into_iter().collect();
         let interval = cx.settings.poll_interval(self);
         let mut requeue = until_zone_resync(interval, self.spec.shield_zone_id, cx.now.since_epoch());

@@ -190,6 +190,7 @@ pub fn converged_status(
         drift_corrections: previous.drift_corrections + i64::from(corrected),
         restore_point: plan.restore_point,
         rollout: None,
+        claim: None,
     }
 }
 

@@ -107,11 +107,12 @@ pub struct Rollout {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub max_distinct_ips: Option<i64>,
-    /// After promotion, more events than this blocked (or challenged) by the list
-    /// within one window return it to Log, once.
+    /// During probation (one window from promotion), requests blocked (or challenged)
+    /// from more distinct client IPs than this return the list to Log, once. After
+    /// probation nothing does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
-    pub rollback_above: Option<i64>,
+    pub rollback_above_sources: Option<i64>,
     /// The search that finds the list's events, AND-combined; by default `feature eq
     /// access_list` and `ruleId eq <the list's listId>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -219,9 +220,15 @@ pub struct AccessListConfigStatus {
     /// Values observed before the first write, restored on delete with Restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_point: Option<RestorePoint>,
-    /// Where spec.rollout stands, with its evidence.
+    /// Where spec.rollout stands, with its evidence: a copy of what the claim record
+    /// holds, which is what the operator acts on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStatus>,
+    /// The AccessListClaim recording which object writes the configuration, its
+    /// restore point and its rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub claim: Option<String>,
 }
 
 /// Where a rollout stands.
@@ -248,7 +255,8 @@ pub enum RolloutStage {
     Held,
     /// The list takes the rollout's action.
     Promoted,
-    /// Blocked more than rollbackAbove after promotion: back to Log until the spec changes.
+    /// Blocked more sources than rollbackAboveSources on probation: back to Log until
+    /// the spec changes.
     RolledBack,
 }
 
@@ -272,9 +280,16 @@ pub struct RolloutStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub promoted_at: Option<String>,
-    /// Events the list blocked (or challenged) within the last window since promotion.
+    /// When probation ends: from then on no blocked traffic returns the list to Log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub probation_ends: Option<String>,
+    /// Events the list blocked (or challenged) on probation, as last read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<i64>,
+    /// Distinct client IPs among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_sources: Option<i64>,
     /// When the list went back to Log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
@@ -315,8 +330,8 @@ pub struct Evidence {
     #[serde(default)]
     #[schemars(length(max = 60))]
     pub sparkline: Vec<i64>,
-    /// A short hash of the numbers above: what an approval refers to.
-    #[schemars(length(max = 16))]
+    /// A hash of everything above (128 bits): what an approval names.
+    #[schemars(length(max = 32))]
     pub digest: String,
 }
 

@@ -20,7 +20,7 @@ use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
-use crate::crd::short_digest;
+use crate::crd::hex_digest;
 
 /// Values of each dimension kept in the evidence.
 const TOP: usize = 5;
@@ -44,8 +44,16 @@ pub(crate) struct Current {
 pub(crate) enum Read {
     /// What the list logged in `[from, to)` (Unix milliseconds).
     Evidence { from: i64, to: i64 },
-    /// What the list blocked or challenged in `[from, to)`, after promotion.
+    /// What the list blocked or challenged in `[from, to)`, on probation.
     Blocked { from: i64, to: i64 },
+}
+
+/// What the list blocked (or challenged) on probation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Blocked {
+    pub events: i64,
+    /// Distinct client IPs among them: the rollback signal.
+    pub sources: i64,
 }
 
 /// What a rollout does at one reconcile.
@@ -119,8 +127,15 @@ pub(crate) fn after_write(
     started_step
 }
 
-/// What this reconcile reads: the evidence while the window runs, the blocked events
-/// after promotion when `rollbackAbove` is set; nothing once held or rolled back.
+/// When probation ends for a list promoted at `promoted_at`: one window later.
+fn probation_end(rollout: &Rollout, promoted_at: i64) -> i64 {
+    let window_ms = i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX);
+    promoted_at.saturating_add(window_ms)
+}
+
+/// What this reconcile reads: the evidence while the window runs; what the list
+/// blocked since promotion, on probation when `rollbackAboveSources` is set; nothing
+/// once held, rolled back or past probation.
 pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTime<Utc>) -> Option<Read> {
     let now_ms = now.timestamp_millis();
     let window_ms = i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX);
@@ -130,10 +145,10 @@ pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTi
             let to = now_ms.min(from.saturating_add(window_ms));
             (to > from).then_some(Read::Evidence { from, to })
         }
-        RolloutStage::Promoted if rollout.rollback_above.is_some() => {
-            let promoted = status.promoted_at.as_deref().and_then(millis).unwrap_or(now_ms);
-            let from = promoted.max(now_ms - window_ms);
-            (now_ms > from).then_some(Read::Blocked { from, to: now_ms })
+        RolloutStage::Promoted if rollout.rollback_above_sources.is_some() => {
+            let from = status.promoted_at.as_deref().and_then(millis)?;
+            let to = now_ms.min(probation_end(rollout, from));
+            (to > from).then_some(Read::Blocked { from, to })
         }
         _ => None,
     }
@@ -141,7 +156,8 @@ pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTi
 
 /// The searches of a read, for the list `list_id`: by the rollout's filters, or by
 /// `feature eq access_list` and `ruleId eq <list_id>`. Evidence: by feature with the
-/// sparkline, then the top values of ip, country, asn and url. Blocked: by feature.
+/// sparkline, then the top values of ip, country, asn and url. Blocked: by feature,
+/// then by ip (its total is the distinct sources).
 pub(crate) fn searches(read: Read, rollout: &Rollout, list_id: i64) -> Vec<EventLogsSearchRequest> {
     let (from, to) = match read {
         Read::Evidence { from, to } | Read::Blocked { from, to } => (from, to),
@@ -161,7 +177,7 @@ pub(crate) fn searches(read: Read, rollout: &Rollout, list_id: i64) -> Vec<Event
     }
     let by_feature = base.clone().group_by([Dimension::Feature]).page_size(500);
     match read {
-        Read::Blocked { .. } => vec![by_feature],
+        Read::Blocked { .. } => vec![by_feature, base.group_by([Dimension::Ip]).page_size(1)],
         Read::Evidence { .. } => {
             let buckets = ((to - from) / 1000).clamp(1, SPARKLINE_BUCKETS);
             let mut all = vec![by_feature.buckets(i32::try_from(buckets).unwrap_or(1))];
@@ -228,7 +244,8 @@ pub(crate) fn evidence(from: i64, to: i64, answers: &[EventLogsSearchResponse]) 
     evidence
 }
 
-/// A short hash of everything the evidence shows but its digest.
+/// A hash of everything the evidence shows but its digest: 128 bits, so that no other
+/// evidence can be made to show the same digest.
 pub(crate) fn digest(evidence: &Evidence) -> String {
     let tallies =
         |tallies: &[Tally]| -> Vec<String> { tallies.iter().map(|t| format!("{}={}", t.value, t.count)).collect() };
@@ -245,16 +262,19 @@ pub(crate) fn digest(evidence: &Evidence) -> String {
     ]
     .into_iter()
     .collect();
-    short_digest(format!("{shown:?}").as_bytes())
+    hex_digest(format!("{shown:?}").as_bytes(), 16)
 }
 
-/// The events the list blocked or challenged, from the answer to a [`Read::Blocked`].
-pub(crate) fn blocked(answers: &[EventLogsSearchResponse]) -> i64 {
-    groups(answers.first())
-        .iter()
-        .filter_map(|group| group.context.as_ref())
-        .map(|context| context.blocked + context.challenged)
-        .sum()
+/// What the list blocked or challenged, from the answers to a [`Read::Blocked`].
+pub(crate) fn blocked(answers: &[EventLogsSearchResponse]) -> Blocked {
+    Blocked {
+        events: groups(answers.first())
+            .iter()
+            .filter_map(|group| group.context.as_ref())
+            .map(|context| context.blocked + context.challenged)
+            .sum(),
+        sources: answers.get(1).map_or(0, |answer| answer.total),
+    }
 }
 
 /// What exceeds the gate, by how much; `None` while it holds.
@@ -297,7 +317,7 @@ pub(crate) fn step(
     rollout: &Rollout,
     current: Current,
     evidence: Option<Evidence>,
-    blocked: Option<i64>,
+    blocked: Option<Blocked>,
     approval: Option<&str>,
     now: DateTime<Utc>,
 ) -> Step {
@@ -322,8 +342,9 @@ pub(crate) fn step(
     if evidence.is_some() {
         status.evidence = evidence;
     }
-    if blocked.is_some() {
-        status.blocked = blocked;
+    if let Some(blocked) = blocked {
+        status.blocked = Some(blocked.events);
+        status.blocked_sources = Some(blocked.sources);
     }
     let log = AccessListAction::Log;
     match status.stage {
@@ -348,7 +369,7 @@ pub(crate) fn step(
                     .as_ref()
                     .map(|e| (AccessListReason::RolloutHeld, e.matches));
                 status.stage = RolloutStage::Held;
-                let message = held_because(&over);
+                let message = held_because(&over, status.evidence.as_ref());
                 events.push(Notice::warning(AccessListReason::RolloutHeld, message.clone()));
                 return Step {
                     action: log,
@@ -364,7 +385,7 @@ pub(crate) fn step(
             let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
             let approved = rollout.promotion == Promotion::Manual && approval.is_some() && approval == digest;
             if (elapsed && rollout.promotion == Promotion::Automatic) || approved {
-                return promote(rollout, status, events, now);
+                return promote(rollout, status, events, approved, now);
             }
             if let Some(stale) = approval.filter(|_| rollout.promotion == Promotion::Manual && !approved) {
                 events.push(Notice::warning(
@@ -400,48 +421,57 @@ pub(crate) fn step(
             }
         }
         RolloutStage::Held => {
+            let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
+            if approval.is_some() && approval == digest {
+                return promote(rollout, status, events, true, now);
+            }
             let over = status
                 .evidence
                 .as_ref()
                 .and_then(|e| exceeded(rollout, e))
                 .unwrap_or_else(|| summary(status.evidence.as_ref()));
+            let message = held_because(&over, status.evidence.as_ref());
             Step {
                 action: log,
                 status,
                 events,
-                ready: (false, AccessListReason::RolloutHeld, held_because(&over)),
+                ready: (false, AccessListReason::RolloutHeld, message),
                 check_within: None,
                 decided_on: None,
             }
         }
-        RolloutStage::Promoted => match (rollout.rollback_above, status.blocked) {
-            (Some(limit), Some(blocked)) if blocked > limit => {
-                status.stage = RolloutStage::RolledBack;
-                status.rolled_back_at = Some(rfc3339(now));
-                let message = format!(
-                    "back to Log: {blocked} events {} within {} exceed rollbackAbove {limit}; change the spec to start again",
-                    past_tense(target),
-                    humantime(window)
-                );
-                events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
-                Step {
-                    action: log,
-                    status,
-                    events,
-                    ready: (false, AccessListReason::RolledBack, message),
-                    check_within: None,
-                    decided_on: None,
+        RolloutStage::Promoted => {
+            let limit = rollout.rollback_above_sources;
+            match (limit, status.blocked_sources) {
+                (Some(limit), Some(sources)) if sources > limit => {
+                    status.stage = RolloutStage::RolledBack;
+                    status.rolled_back_at = Some(rfc3339(now));
+                    let message = format!(
+                        "back to Log: requests {} from {sources} sources ({} events) on probation since {} exceed rollbackAboveSources {limit}; change the spec to start again",
+                        past_tense(target),
+                        status.blocked.unwrap_or_default(),
+                        status.promoted_at.as_deref().unwrap_or_default(),
+                    );
+                    events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
+                    Step {
+                        action: log,
+                        status,
+                        events,
+                        ready: (false, AccessListReason::RolledBack, message),
+                        check_within: None,
+                        decided_on: None,
+                    }
                 }
+                _ => promoted(rollout, status, events, now),
             }
-            _ => promoted(rollout, status, events),
-        },
+        }
         RolloutStage::RolledBack => {
             let message = format!(
-                "back to Log since {}: {} events {} exceeded rollbackAbove {}; change the spec to start again",
+                "back to Log since {}: requests {} from {} sources on probation exceeded rollbackAboveSources {}; change the spec to start again",
                 status.rolled_back_at.as_deref().unwrap_or_default(),
-                status.blocked.unwrap_or_default(),
                 past_tense(target),
-                rollout.rollback_above.unwrap_or_default()
+                status.blocked_sources.unwrap_or_default(),
+                rollout.rollback_above_sources.unwrap_or_default()
             );
             Step {
                 action: log,
@@ -477,22 +507,26 @@ pub(crate) fn with_step(
     status
 }
 
+/// Promotes at `now`, on the gate or on a person's `approved` digest; with
+/// `rollbackAboveSources`, on probation for one window.
 fn promote(
     rollout: &Rollout,
     mut status: RolloutStatus,
     mut events: Vec<Notice<AccessListReason>>,
+    approved: bool,
     now: DateTime<Utc>,
 ) -> Step {
     status.stage = RolloutStage::Promoted;
     status.promoted_at = Some(rfc3339(now));
+    if rollout.rollback_above_sources.is_some() {
+        let ends = probation_end(rollout, now.timestamp_millis());
+        status.probation_ends = DateTime::from_timestamp_millis(ends).map(rfc3339);
+    }
     events.push(Notice::normal(
         AccessListReason::Promoted,
         format!(
             "{} promotion to {}: {}",
-            match rollout.promotion {
-                Promotion::Automatic => "automatic",
-                Promotion::Manual => "approved",
-            },
+            if approved { "approved" } else { "automatic" },
             rollout.action.action().name(),
             summary(status.evidence.as_ref())
         ),
@@ -503,30 +537,49 @@ fn promote(
         .map(|e| (AccessListReason::Promoted, e.matches));
     Step {
         decided_on: matches,
-        ..promoted(rollout, status, events)
+        ..promoted(rollout, status, events, now)
     }
 }
 
-fn promoted(rollout: &Rollout, status: RolloutStatus, events: Vec<Notice<AccessListReason>>) -> Step {
+/// The promoted list: looked at again when probation ends, after which it stays.
+fn promoted(
+    rollout: &Rollout,
+    status: RolloutStatus,
+    events: Vec<Notice<AccessListReason>>,
+    now: DateTime<Utc>,
+) -> Step {
     let target = rollout.action.action();
+    let probation_ends = status.probation_ends.as_deref().and_then(millis);
+    let on_probation = probation_ends.filter(|&ends| ends > now.timestamp_millis());
+    let probation = match (&status.probation_ends, on_probation) {
+        (Some(ends), Some(_)) => format!("; on probation until {ends}"),
+        (Some(ends), None) => format!("; probation ended {ends}"),
+        (None, _) => String::new(),
+    };
     let message = format!(
-        "promoted to {} at {}: {}",
+        "promoted to {} at {}: {}{probation}",
         target.name(),
         status.promoted_at.as_deref().unwrap_or_default(),
         summary(status.evidence.as_ref())
     );
+    let check_within = on_probation
+        .and_then(|ends| u64::try_from(ends - now.timestamp_millis()).ok())
+        .map(Duration::from_millis);
     Step {
         action: target,
         status,
         events,
         ready: (true, AccessListReason::Promoted, message),
-        check_within: None,
+        check_within,
         decided_on: None,
     }
 }
 
-fn held_because(over: &str) -> String {
-    format!("held in Log: {over}; change the spec to start again")
+fn held_because(over: &str, evidence: Option<&Evidence>) -> String {
+    let digest = evidence.map_or("", |e| e.digest.as_str());
+    format!(
+        "held in Log: {over}; promote by hand with the annotation edgeplatform.io/promote={digest}, or change the spec to start again"
+    )
 }
 
 fn past_tense(action: AccessListAction) -> &'static str {

@@ -38,7 +38,7 @@ async fn a_restore_point_is_written_only_on_the_version_read() {
         action: 1,
     };
     let changed_meanwhile = ClaimRecords::default()
-        .record_restore_point(&kube, Claim::from(record), values)
+        .record_restore_point(&kube, &Claim::from(record), values)
         .await;
     assert!(
         matches!(changed_meanwhile, Err(ReconcileError::Stale)),

@@ -17,7 +17,7 @@ fn rollout(promotion: Promotion) -> Rollout {
         promotion,
         max_matches: Some(100),
         max_distinct_ips: None,
-        rollback_above: Some(10),
+        rollback_above_sources: Some(10),
         filters: Vec::new(),
     }
 }
@@ -93,7 +93,7 @@ fn a_rollout_starts_again_with_a_new_generation_and_its_window_once_the_list_log
 }
 
 #[test]
-fn the_window_is_read_until_its_end_and_after_promotion_only_with_rollback_above() {
+fn the_window_is_read_until_its_end_and_after_promotion_only_on_probation_with_rollback_above_sources() {
     let spec = rollout(Promotion::Automatic);
     let current = logging_since(START);
     let start = at(START).timestamp_millis();
@@ -118,14 +118,23 @@ fn the_window_is_read_until_its_end_and_after_promotion_only_with_rollback_above
         ..current.status.clone()
     };
     assert_eq!(
-        read_needed(&spec, &promoted, at("2026-11-28T13:00:00Z")),
+        read_needed(&spec, &promoted, at("2026-11-28T11:20:00Z")),
         Some(Read::Blocked {
-            from: start + 2 * 3_600_000,
-            to: start + 3 * 3_600_000
-        })
+            from: start + 3_600_000,
+            to: start + 3_600_000 + 20 * 60_000
+        }),
+        "on probation: everything blocked since promotion"
+    );
+    assert_eq!(
+        read_needed(&spec, &promoted, at("2026-11-28T12:00:00.001Z")),
+        Some(Read::Blocked {
+            from: start + 3_600_000,
+            to: start + 2 * 3_600_000
+        }),
+        "the first read after probation covers it whole"
     );
     let without_rollback = Rollout {
-        rollback_above: None,
+        rollback_above_sources: None,
         ..spec.clone()
     };
     assert_eq!(
@@ -181,11 +190,14 @@ fn the_list_s_events_are_searched_by_feature_and_rule_id_unless_the_spec_filters
         ..rollout(Promotion::Automatic)
     };
     let blocked = searches(Read::Blocked { from: 0, to: 1 }, &filtered, LIST);
-    assert_eq!(blocked.len(), 1);
-    assert_eq!(
-        blocked[0].filters.clone().unwrap_or_default(),
-        [EventLogsFilter::new(Dimension::RuleId, FilterOp::In, ["waf-11"])]
-    );
+    assert_eq!(blocked.len(), 2, "by feature, then by ip for the distinct sources");
+    for search in &blocked {
+        assert_eq!(
+            search.filters.clone().unwrap_or_default(),
+            [EventLogsFilter::new(Dimension::RuleId, FilterOp::In, ["waf-11"])]
+        );
+    }
+    assert_eq!(blocked[1].group_by, Some(vec![Dimension::Ip]));
 }
 
 #[test]
@@ -210,7 +222,7 @@ fn evidence_counts_tops_and_a_digest_of_what_it_shows() {
         (evidence.from.as_str(), evidence.to.as_str()),
         (START, "2026-11-28T10:30:00Z")
     );
-    assert_eq!(evidence.digest.len(), 10);
+    assert_eq!(evidence.digest.len(), 32, "128 bits: no other evidence shows it");
     assert_eq!(
         evidence.digest,
         evidence_of(42).digest,
@@ -227,8 +239,12 @@ fn blocked_events_are_counted_from_the_groups_context_whatever_the_action_s_spel
         challenged: 2,
         ..GroupContext::default()
     });
-    assert_eq!(blocked(&[answer(1, vec![feature])]), 9);
-    assert_eq!(blocked(&[]), 0);
+    let by_ip = answer(4, vec![group(Dimension::Ip, "192.0.2.1", 3)]);
+    assert_eq!(
+        blocked(&[answer(1, vec![feature]), by_ip]),
+        Blocked { events: 9, sources: 4 }
+    );
+    assert_eq!(blocked(&[]), Blocked { events: 0, sources: 0 });
 }
 
 #[test]
@@ -337,24 +353,52 @@ fn a_manual_rollout_promotes_on_the_digest_shown_and_not_on_a_stale_one() {
     );
 }
 
-#[test]
-fn more_blocked_than_rollback_above_returns_the_list_to_log_once() {
-    let spec = rollout(Promotion::Automatic);
-    let promoted = Current {
-        status: RolloutStatus {
-            stage: RolloutStage::Promoted,
-            promoted_at: Some("2026-11-28T11:00:00Z".into()),
-            ..logging_since(START).status
-        },
-        window_started: false,
-    };
-    let now = at("2026-11-28T11:30:00Z");
-    let within = step(&spec, promoted.clone(), None, Some(10), None, now);
-    assert_eq!(
-        (within.action, within.status.blocked),
-        (AccessListAction::Block, Some(10))
+fn promoted_at(spec: &Rollout, at_time: &str) -> Current {
+    let approved = step(
+        spec,
+        logging_since(START),
+        Some(evidence_of(5)),
+        None,
+        None,
+        at(at_time),
     );
-    let back = step(&spec, promoted, None, Some(11), None, now);
+    assert_eq!(approved.status.stage, RolloutStage::Promoted);
+    Current {
+        status: approved.status,
+        window_started: false,
+    }
+}
+
+#[test]
+fn blocked_requests_from_more_sources_than_rollback_above_sources_on_probation_return_the_list_to_log_once() {
+    let spec = rollout(Promotion::Automatic);
+    let promoted = promoted_at(&spec, "2026-11-28T11:00:00Z");
+    assert_eq!(
+        promoted.status.probation_ends.as_deref(),
+        Some("2026-11-28T12:00:00Z"),
+        "on probation for one window"
+    );
+    let now = at("2026-11-28T11:30:00Z");
+    let one_flooding_source = Blocked {
+        events: 10_000,
+        sources: 1,
+    };
+    let within = step(&spec, promoted.clone(), None, Some(one_flooding_source), None, now);
+    assert_eq!(
+        (within.action, within.status.blocked, within.status.blocked_sources),
+        (AccessListAction::Block, Some(10_000), Some(1)),
+        "any number of requests from few sources is no signal"
+    );
+    assert_eq!(
+        within.check_within,
+        Some(Duration::from_secs(30 * 60)),
+        "looks again when probation ends"
+    );
+    let many = Blocked {
+        events: 22,
+        sources: 11,
+    };
+    let back = step(&spec, promoted, None, Some(many), None, now);
     assert_eq!(
         (back.action, back.status.stage),
         (AccessListAction::Log, RolloutStage::RolledBack)
@@ -362,7 +406,7 @@ fn more_blocked_than_rollback_above_returns_the_list_to_log_once() {
     assert!(
         back.ready
             .2
-            .contains("11 events blocked within 1h exceed rollbackAbove 10"),
+            .contains("requests blocked from 11 sources (22 events) on probation since 2026-11-28T11:00:00Z exceed rollbackAboveSources 10"),
         "{}",
         back.ready.2
     );
@@ -377,6 +421,83 @@ fn more_blocked_than_rollback_above_returns_the_list_to_log_once() {
         (AccessListAction::Log, RolloutStage::RolledBack)
     );
     assert!(stays.events.is_empty(), "rolled back once");
+}
+
+#[test]
+fn after_probation_no_amount_of_blocked_traffic_returns_the_list_to_log() {
+    let spec = rollout(Promotion::Automatic);
+    let promoted = promoted_at(&spec, "2026-11-28T11:00:00Z");
+    let after = at("2026-11-28T12:00:01Z");
+    assert_eq!(
+        read_needed(&spec, &promoted.status, at("2026-11-28T13:00:00Z")),
+        Some(Read::Blocked {
+            from: at("2026-11-28T11:00:00Z").timestamp_millis(),
+            to: at("2026-11-28T12:00:00Z").timestamp_millis(),
+        }),
+        "what is read after probation is probation only"
+    );
+    let kept = step(&spec, promoted, None, None, None, after);
+    assert_eq!(
+        (kept.action, kept.status.stage),
+        (AccessListAction::Block, RolloutStage::Promoted)
+    );
+    assert!(
+        kept.ready.2.contains("probation ended 2026-11-28T12:00:00Z"),
+        "{}",
+        kept.ready.2
+    );
+    assert_eq!(kept.check_within, None, "nothing left to look at");
+}
+
+#[test]
+fn a_held_rollout_is_promoted_by_hand_with_the_digest_of_the_evidence_that_held_it() {
+    let spec = rollout(Promotion::Automatic);
+    let flood = evidence_of(101);
+    let held = step(
+        &spec,
+        logging_since(START),
+        Some(flood.clone()),
+        None,
+        None,
+        at("2026-11-28T10:30:00Z"),
+    );
+    assert_eq!(held.status.stage, RolloutStage::Held);
+    assert!(
+        held.ready.2.contains("101 matches exceed maxMatches 100 by 1"),
+        "says which signal held it: {}",
+        held.ready.2
+    );
+    assert!(
+        held.ready
+            .2
+            .contains(&format!("edgeplatform.io/promote={}", flood.digest)),
+        "{}",
+        held.ready.2
+    );
+    let current = || Current {
+        status: held.status.clone(),
+        window_started: false,
+    };
+    let later = at("2026-11-28T10:40:00Z");
+    let other = step(
+        &spec,
+        current(),
+        None,
+        None,
+        Some("0123456789abcdef0123456789abcdef"),
+        later,
+    );
+    assert_eq!(other.status.stage, RolloutStage::Held, "only the digest shown promotes");
+    let approved = step(&spec, current(), None, None, Some(&flood.digest), later);
+    assert_eq!(
+        (approved.action, approved.status.stage),
+        (AccessListAction::Block, RolloutStage::Promoted)
+    );
+    assert!(
+        approved.events[0].message.starts_with("approved promotion"),
+        "{}",
+        approved.events[0].message
+    );
 }
 
 #[test]
