@@ -102,7 +102,9 @@ pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> 
         None => None,
     };
     let uid = object.uid().unwrap_or_default();
-    let recorded = record.filter(|record| record.spec.owner.uid == uid).and_then(|record| record.spec.rollout);
+    let recorded = record
+        .filter(|record| record.spec.owner.uid == uid)
+        .and_then(|record| record.spec.rollout);
     let shown = view(object)?;
     let evidence = approvable(&shown, recorded.as_ref())?;
     let patch = json!({"metadata": {"annotations": {ANNOTATION_PROMOTE: evidence.digest}}});

@@ -171,12 +171,11 @@ impl AccessListConfig {
         // Windows are measured in the platform's time, as its events are.
         let client = cx.client().await?;
         let now = client.platform_now();
-        let current = rollout::current(
-            claim.and_then(|claim| claim.rollout.as_deref()),
-            self.metadata.generation,
-            observed.list.action,
-            now,
-        );
+        let generation = self.metadata.generation;
+        let list = (observed.list.is_enabled, observed.list.action);
+        let recorded = claim.and_then(|claim| claim.rollout.as_deref());
+        let previous = rollout::recorded_or_adopted(spec, recorded, generation, list, now);
+        let current = rollout::current(previous.as_ref(), generation, observed.list.action, now);
         let (mut evidence, mut blocked) = (None, None);
         if let Some(read) = rollout::read_needed(spec, &current.status, now) {
             let mut answers = Vec::new();

@@ -81,6 +81,28 @@ fn millis(at: &str) -> Option<i64> {
     DateTime::parse_from_rfc3339(at).ok().map(|t| t.timestamp_millis())
 }
 
+/// The rollout the operator recorded, or, where it recorded none (a first reconcile,
+/// or the first after an upgrade from a release that kept rollouts in status), a list
+/// the platform already has enabled with the rollout's action counted as promoted,
+/// without probation: a rollout never weakens what the list does already.
+pub(crate) fn recorded_or_adopted(
+    rollout: &Rollout,
+    recorded: Option<&RolloutStatus>,
+    generation: Option<i64>,
+    (enabled, platform_action): (bool, i32),
+    now: DateTime<Utc>,
+) -> Option<RolloutStatus> {
+    if recorded.is_some() || !enabled || platform_action != rollout.action.action().code() {
+        return recorded.cloned();
+    }
+    Some(RolloutStatus {
+        stage: RolloutStage::Promoted,
+        observed_generation: generation,
+        promoted_at: Some(rfc3339(now)),
+        ..RolloutStatus::default()
+    })
+}
+
 /// The rollout of `generation` as this reconcile finds it: started again when the spec
 /// changed, its window started once the platform logs (`platform_action`).
 pub(crate) fn current(
@@ -147,7 +169,8 @@ pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTi
         }
         RolloutStage::Promoted if rollout.rollback_above_sources.is_some() => {
             let from = status.promoted_at.as_deref().and_then(millis)?;
-            let to = now_ms.min(probation_end(rollout, from));
+            let ends = status.probation_ends.as_deref().and_then(millis)?;
+            let to = now_ms.min(ends);
             (to > from).then_some(Read::Blocked { from, to })
         }
         _ => None,

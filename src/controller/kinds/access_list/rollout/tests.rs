@@ -115,6 +115,7 @@ fn the_window_is_read_until_its_end_and_after_promotion_only_on_probation_with_r
     let promoted = RolloutStatus {
         stage: RolloutStage::Promoted,
         promoted_at: Some("2026-11-28T11:00:00Z".into()),
+        probation_ends: Some("2026-11-28T12:00:00Z".into()),
         ..current.status.clone()
     };
     assert_eq!(
@@ -537,5 +538,45 @@ fn the_write_that_makes_the_list_log_starts_the_window_at_its_answer() {
         after_write(&spec, running.clone(), AccessListAction::Log.code(), None, answered),
         running,
         "a window already running keeps its start"
+    );
+}
+
+#[test]
+fn a_list_already_taking_the_rollout_s_action_with_no_record_is_promoted_without_probation() {
+    let spec = rollout(Promotion::Automatic);
+    let now = at(START);
+    let block = AccessListAction::Block.code();
+    let adopted = recorded_or_adopted(&spec, None, Some(2), (true, block), now).expect("adopted");
+    assert_eq!(
+        (adopted.stage, adopted.probation_ends.as_deref()),
+        (RolloutStage::Promoted, None)
+    );
+    assert_eq!(
+        read_needed(&spec, &adopted, at("2026-11-28T10:10:00Z")),
+        None,
+        "no probation"
+    );
+    let kept = step(
+        &spec,
+        current(Some(&adopted), Some(2), block, now),
+        None,
+        None,
+        None,
+        now,
+    );
+    assert_eq!(kept.action, AccessListAction::Block, "the list keeps blocking");
+
+    assert_eq!(
+        recorded_or_adopted(&spec, None, Some(2), (false, block), now),
+        None,
+        "a disabled list blocks nothing"
+    );
+    let log = AccessListAction::Log.code();
+    assert_eq!(recorded_or_adopted(&spec, None, Some(2), (true, log), now), None);
+    let recorded = logging_since(START).status;
+    assert_eq!(
+        recorded_or_adopted(&spec, Some(&recorded), Some(2), (true, block), now),
+        Some(recorded),
+        "a record decides"
     );
 }
