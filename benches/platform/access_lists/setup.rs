@@ -225,6 +225,7 @@ pub(super) fn claim(platform: &str, namespace: &str, i: usize, item: &AccessList
                 read_at: Some(now.to_string()),
             },
             restore_point: None,
+            restore_point_lost: false,
             rollout: None,
         },
     );

@@ -120,11 +120,13 @@ impl Kind {
         match self {
             Kind::AccessListConfig => {
                 let reconciler = access_lists.clone();
+                let record = settings.access_lists.carry_over_record.clone();
                 async move {
                     let shared = &reconciler.shared;
                     let (objects, watch) = (runner.api(), runner.watch_config());
                     let platform = shared.access_keys.platform_url();
-                    let carried = ClaimRecords::carry_over(&shared.kube, platform, &objects, &watch).await;
+                    let record = record.as_ref();
+                    let carried = ClaimRecords::carry_over(&shared.kube, platform, record, &objects, &watch).await;
                     if carried > 0 {
                         tracing::info!(
                             carried,

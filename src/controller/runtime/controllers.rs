@@ -513,6 +513,7 @@ mod tests {
             min_poll_interval: Duration::from_secs(5),
             protect_secrets: true,
             secret_finalizer: SecretFinalizer::default(),
+            carry_over_record: None,
         };
         let object = |policy: &str, poll: &str| -> AccessListConfig {
             serde_json::from_value(json!({

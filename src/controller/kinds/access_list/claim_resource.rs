@@ -49,6 +49,10 @@ pub struct AccessListClaimSpec {
     /// `deletionPolicy: Restore` puts back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_point: Option<RecordedValues>,
+    /// The owner's restore point was lost with an earlier record of this claim, deleted
+    /// while no operator ran: a deletion with Restore restores nothing and says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restore_point_lost: bool,
     /// The owner's spec.rollout as the operator decided it: the stage, the window and
     /// the evidence an approval names. The object's status.rollout mirrors it; nothing
     /// written to that status changes what the operator does.

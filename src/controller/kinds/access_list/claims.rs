@@ -81,6 +81,17 @@ fn owner_of(object: &AccessListConfig) -> ClaimOwner {
     }
 }
 
+/// Whether `object`'s status shows a restore point of `configuration`: the object had a
+/// record of it, which is gone. Only ever a loss of the object's own restore.
+fn shows_lost_restore_point(object: &AccessListConfig, configuration: i64) -> bool {
+    let zone = object.spec.shield_zone_id;
+    object
+        .status
+        .as_ref()
+        .and_then(|status| status.restore_point)
+        .is_some_and(|point| point.configuration_id == configuration && point.shield_zone_id.is_none_or(|z| z == zone))
+}
+
 /// The record `object` creates for `configuration` of its zone on `platform`, its key
 /// having read the zone at `now`.
 fn new_record(platform: &str, object: &AccessListConfig, configuration: i64, now: &str) -> AccessListClaim {
@@ -94,6 +105,7 @@ fn new_record(platform: &str, object: &AccessListConfig, configuration: i64, now
             owner: owner_of(object),
             proof: proof_of(object, Some(now)),
             restore_point: None,
+            restore_point_lost: shows_lost_restore_point(object, configuration),
             rollout: None,
         },
     );
@@ -126,6 +138,7 @@ pub(super) struct Claim {
     owner: ClaimOwner,
     confirmed: bool,
     pub(super) restore_point: Option<RecordedValues>,
+    pub(super) restore_point_lost: bool,
     /// The owner's rollout as the operator last recorded it.
     pub(super) rollout: Option<Box<RolloutStatus>>,
 }
@@ -147,6 +160,7 @@ impl From<AccessListClaim> for Claim {
             owner: record.spec.owner,
             confirmed: record.spec.proof.read_at.is_some(),
             restore_point: record.spec.restore_point,
+            restore_point_lost: record.spec.restore_point_lost,
             rollout: record.spec.rollout.map(Box::new),
         }
     }
@@ -209,23 +223,32 @@ impl ClaimRecords {
     pub async fn follow(&self, client: kube::Client, platform: &str, stop: impl Future<Output = ()> + Send) {
         let tag = platform_tag(platform);
         let of_platform = watcher::Config::default().labels(&format!("{PLATFORM_LABEL}={tag}"));
-        watcher(Api::<AccessListClaim>::all(client), of_platform)
+        let api = Api::<AccessListClaim>::all(client.clone());
+        watcher(api.clone(), of_platform)
             .default_backoff()
             .take_until(stop)
-            .for_each(|event| {
+            .for_each(|event| async {
                 match event {
                     Ok(event) => {
                         let listed = matches!(event, watcher::Event::InitDone);
+                        let deleted = match &event {
+                            watcher::Event::Delete(record) => Some(record.clone()),
+                            _ => None,
+                        };
                         self.index().follow(event);
                         if listed {
                             self.listed.send_replace(true);
+                        }
+                        if let Some(record) = deleted
+                            && let Err(error) = recreate_if_kept(&client, &api, record).await
+                        {
+                            tracing::warn!(%error, "a deleted AccessListClaim is not re-created");
                         }
                     }
                     Err(error) => {
                         tracing::warn!(%error, "the AccessListClaim watch fails; claims are read from the apiserver");
                     }
                 }
-                std::future::ready(())
             })
             .await;
     }
@@ -445,6 +468,38 @@ async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Reconc
         Ok(_) => Ok(()),
         Err(error) if is_code(&error, 404) || is_code(&error, 409) => Ok(()),
         Err(error) => Err(error.into()),
+    }
+}
+
+/// Re-creates, with what it recorded, a claim deleted by someone else than an operator:
+/// one its owner's key confirmed, whose owner exists and is not being deleted. An
+/// operator deletes a claim only once its owner is gone or being deleted, or when the
+/// owner's key never confirmed it.
+async fn recreate_if_kept(
+    kube: &kube::Client,
+    api: &Api<AccessListClaim>,
+    deleted: AccessListClaim,
+) -> Result<(), kube::Error> {
+    if deleted.spec.proof.read_at.is_none() {
+        return Ok(());
+    }
+    let owner = &deleted.spec.owner;
+    let owners: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
+    let kept = owners.get_metadata_opt(&owner.name).await?.is_some_and(|meta| {
+        meta.uid().as_deref() == Some(owner.uid.as_str()) && meta.metadata.deletion_timestamp.is_none()
+    });
+    if !kept {
+        return Ok(());
+    }
+    let mut record = AccessListClaim::new(&deleted.name_any(), deleted.spec);
+    record.metadata.labels = deleted.metadata.labels;
+    match api.create(&PostParams::default(), &record).await {
+        Ok(_) => {
+            tracing::warn!(record = %record.name_any(), "an AccessListClaim deleted by someone else is re-created with what it recorded");
+            Ok(())
+        }
+        Err(error) if is_code(&error, 409) => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

@@ -34,12 +34,12 @@ mod settings;
 pub(crate) mod vocabulary;
 mod zone_lists;
 
-pub use self::settings::{AccessListSettings, SECRET_IN_USE_FINALIZER, SecretFinalizer};
+pub use self::settings::{AccessListSettings, CarryOverRecord, SECRET_IN_USE_FINALIZER, SecretFinalizer};
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
-use self::restore::{AfterRestore, after_restore, restore, wants_finalizer};
+use self::restore::{AfterRestore, after_restore, left_logging, restore, wants_finalizer};
 pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
@@ -296,8 +296,10 @@ impl Reconcilable for AccessListConfig {
         }
         cx.ensure_leader()?;
         protect_own_secret(self, cx).await?;
-        cx.keep_finalizer(self, wants_finalizer(self)).await?;
-        let records_now = plan.patch.is_some() && recorded.is_none() && wants_finalizer(self);
+        cx.keep_finalizer(self, wants_finalizer(self) || self.spec.rollout.is_some())
+            .await?;
+        let lost = claim.as_ref().is_some_and(|claim| claim.restore_point_lost);
+        let records_now = plan.patch.is_some() && recorded.is_none() && !lost && wants_finalizer(self);
         if let (Some(mine), Some(point), true) = (&claim, plan.restore_point, records_now) {
             let values = RecordedValues {
                 is_enabled: point.is_enabled,
@@ -383,9 +385,22 @@ impl Reconcilable for AccessListConfig {
         } else {
             protect_own_secret(self, cx).await?;
         }
+        let restores = wants_finalizer(self) && !paused;
         for record in &records {
-            let values = record.restore_point.filter(|_| wants_finalizer(self) && !paused);
+            let values = record.restore_point.filter(|_| restores);
             let configuration = (record.shield_zone_id, record.configuration_id);
+            if let Some(event) = left_logging(record, restores) {
+                events.push(event);
+            }
+            if restores && values.is_none() && record.restore_point_lost {
+                events.push(Notice::warning(
+                    AccessListReason::RestoreFailed,
+                    format!(
+                        "nothing restored on configuration {} of Shield Zone {}: its restore point was lost with its AccessListClaim, deleted while no operator ran",
+                        record.configuration_id, record.shield_zone_id
+                    ),
+                ));
+            }
             if let Some(values) = values {
                 let restored = restore(cx, configuration, values).await;
                 let deleted_at = self

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::claims::Claim;
 use super::vocabulary::{AccessListError, AccessListReason};
 use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
@@ -11,7 +12,9 @@ use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Notice};
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
-use crate::controller::kinds::access_list::resource::{AccessListConfig, DeletionPolicy, ManagementPolicy};
+use crate::controller::kinds::access_list::resource::{
+    AccessListConfig, DeletionPolicy, ManagementPolicy, RolloutStage,
+};
 
 /// Finalizer of objects with `deletionPolicy: Restore`.
 pub const FINALIZER: &str = "edgeplatform.io/restore-access-list";
@@ -105,6 +108,24 @@ pub(super) async fn restore(
     };
     cx.state.zone_lists.write(&client, zone, configuration, &patch).await?;
     Ok(())
+}
+
+/// The Event of an owner deleted mid-rollout that restores nothing (Orphan, or paused):
+/// the list is left logging instead of taking the rollout's action.
+pub(super) fn left_logging(record: &Claim, restores: bool) -> Option<Notice<AccessListReason>> {
+    let rollout = record
+        .rollout
+        .as_deref()
+        .filter(|r| r.stage != RolloutStage::Promoted)?;
+    (!restores).then(|| {
+        Notice::warning(
+            AccessListReason::LeftLogging,
+            format!(
+                "deleted while its rollout was {:?}, restoring nothing: configuration {} of Shield Zone {} is left logging (action Log)",
+                rollout.stage, record.configuration_id, record.shield_zone_id
+            ),
+        )
+    })
 }
 
 pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -220,5 +241,47 @@ mod tests {
             verdict(rejected(), soon).starts_with("warning:RestoreFailed"),
             "no one can fix a 400"
         );
+    }
+
+    #[test]
+    fn an_owner_deleted_mid_rollout_without_a_restore_says_the_list_is_left_logging() {
+        use crate::controller::kinds::access_list::claim_resource::{
+            AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof,
+        };
+        use crate::controller::kinds::access_list::resource::RolloutStatus;
+        let claim = |stage: RolloutStage| {
+            Claim::from(AccessListClaim::new(
+                "1001-9101-x",
+                AccessListClaimSpec {
+                    platform: "https://api.edge.example".into(),
+                    shield_zone_id: 1001,
+                    configuration_id: 9101,
+                    owner: ClaimOwner {
+                        namespace: "shop".into(),
+                        name: "staged".into(),
+                        uid: "u1".into(),
+                    },
+                    proof: ClaimProof {
+                        secret: None,
+                        read_at: Some("2026-11-20T10:00:00Z".into()),
+                    },
+                    restore_point: None,
+                    restore_point_lost: false,
+                    rollout: Some(RolloutStatus {
+                        stage,
+                        ..RolloutStatus::default()
+                    }),
+                },
+            ))
+        };
+        let left = left_logging(&claim(RolloutStage::AwaitingApproval), false).expect("an Event");
+        assert_eq!(left.reason, AccessListReason::LeftLogging.into());
+        assert!(left.message.contains("AwaitingApproval"), "{}", left.message);
+        assert!(left.message.contains("left logging"), "{}", left.message);
+        assert!(
+            left_logging(&claim(RolloutStage::Promoted), false).is_none(),
+            "it blocks"
+        );
+        assert!(left_logging(&claim(RolloutStage::Logging), true).is_none(), "restored");
     }
 }

@@ -24,6 +24,32 @@ pub struct AccessListSettings {
     /// The finalizer that protection puts on Secrets: one per shard, set by the runtime.
     #[arg(skip = SecretFinalizer::default())]
     pub secret_finalizer: SecretFinalizer,
+    /// `<namespace>/<name>` of the ConfigMap (created by the operator) recording that
+    /// the owners release 0.2.0 decided were carried over: at the first start on a
+    /// platform, once. Without it, no owner is ever taken from a status.
+    #[arg(long)]
+    pub carry_over_record: Option<CarryOverRecord>,
+}
+
+/// Where the carry-over of 0.2.0's owners is recorded: one key per platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarryOverRecord {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::str::FromStr for CarryOverRecord {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        match raw.split_once('/') {
+            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => Ok(Self {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            }),
+            _ => Err(format!("{raw:?} is not <namespace>/<name>")),
+        }
+    }
 }
 
 impl AccessListSettings {
@@ -74,6 +100,7 @@ mod tests {
             min_poll_interval: Duration::from_secs(floor),
             protect_secrets: true,
             secret_finalizer: SecretFinalizer::default(),
+            carry_over_record: None,
         };
         let annotated = |value: &str| {
             let mut object = AccessListConfig::new("x", super::super::fixtures::spec(true, None));

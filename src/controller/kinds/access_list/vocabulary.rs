@@ -34,8 +34,12 @@ pub enum AccessListReason {
     RolloutHeld,
     /// spec.rollout: the list takes the rollout's action.
     Promoted,
-    /// spec.rollout: blocked more than rollbackAbove after promotion; back to Log.
+    /// spec.rollout: blocked from more sources than rollbackAboveSources on probation;
+    /// back to Log.
     RolledBack,
+    /// spec.rollout: the object was deleted before promotion and restores nothing: the
+    /// list keeps logging (an Event).
+    LeftLogging,
 }
 
 impl KindReason for AccessListReason {

@@ -1,24 +1,31 @@
-//! The owners release 0.2.0 decided, recorded once: at a start that finds no record of
-//! the operator's platform, the first after an upgrade.
+//! The owners release 0.2.0 decided, recorded once per platform: at the first start
+//! that finds no record of the platform's owners, the first after an upgrade; a
+//! ConfigMap of the operator's own says it ran, so no later start takes an owner from
+//! a status again.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
+use serde_json::json;
 
 use super::super::FINALIZER;
 use super::{ClaimRecords, is_code, new_record, proof_of};
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
+use crate::controller::framework::status::time::rfc3339;
 use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, PLATFORM_LABEL, RecordedValues, platform_tag,
 };
 use crate::controller::kinds::access_list::resource::{AccessListConfig, ManagementPolicy};
+use crate::controller::kinds::access_list::settings::CarryOverRecord;
 use crate::crd::ConditionStatus;
 
 /// How long the carry-over of 0.2.0's owners may take at start.
@@ -28,23 +35,32 @@ const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
 const CARRY_OVER_RETRY: Duration = Duration::from_secs(2);
 
 impl ClaimRecords {
-    /// At a start that finds no record of `platform` at all, records the owners release
-    /// 0.2.0 decided among `objects` (see [`PreviousOwners`]), read as the kind's watch
-    /// reads them (`initial_list`: one object at a time where the apiserver streams
-    /// them, else in pages of the largest objects that fit); how many. Tried again
-    /// while the apiserver does not serve the records yet (a chart upgrade applies
-    /// their CRD beside the new operator), for [`CARRY_OVER_WITHIN`] at most; given up
-    /// at once when the operator may not read or write them.
+    /// Once per platform, as `record` keeps count: at a start that finds no record of
+    /// `platform` at all, records the owners release 0.2.0 decided among `objects`
+    /// (see [`PreviousOwners`]), read as the kind's watch reads them (`initial_list`:
+    /// one object at a time where the apiserver streams them, else in pages of the
+    /// largest objects that fit); how many. Tried again while the apiserver does not
+    /// serve the records yet (a chart upgrade applies their CRD beside the new
+    /// operator), for [`CARRY_OVER_WITHIN`] at most; given up at once when the operator
+    /// may not read or write them. Without `record`, nothing is carried over.
     pub async fn carry_over(
         client: &kube::Client,
         platform: &str,
+        record: Option<&CarryOverRecord>,
         objects: &Api<AccessListConfig>,
         initial_list: &watcher::Config,
     ) -> usize {
+        let Some(record) = record else {
+            tracing::info!("no --carry-over-record: no owner is taken from a status");
+            return 0;
+        };
         let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
         loop {
-            let attempt =
-                tokio::time::timeout_at(deadline, try_carry_over(client, platform, objects, initial_list)).await;
+            let attempt = tokio::time::timeout_at(
+                deadline,
+                try_carry_over(client, platform, record, objects, initial_list),
+            )
+            .await;
             match attempt {
                 Ok(Ok(count)) => return count,
                 Ok(Err(error))
@@ -114,6 +130,7 @@ impl PreviousOwners {
                 is_enabled: p.is_enabled,
                 action: p.action,
             });
+        record.spec.restore_point_lost = false;
         self.chosen.insert((zone, configuration), (age, record));
     }
 
@@ -125,7 +142,61 @@ impl PreviousOwners {
     }
 }
 
+/// Whether `record` says the carry-over of the platform tagged `tag` ran.
+async fn carried_over(marks: &Api<ConfigMap>, record: &CarryOverRecord, tag: &str) -> Result<bool, kube::Error> {
+    let found = marks.get_opt(&record.name).await?;
+    Ok(found
+        .and_then(|map| map.data)
+        .is_some_and(|data| data.contains_key(tag)))
+}
+
+/// Records in `record` that the carry-over of the platform tagged `tag` ran.
+async fn mark_carried_over(
+    marks: &Api<ConfigMap>,
+    record: &CarryOverRecord,
+    tag: &str,
+    created: usize,
+) -> Result<(), kube::Error> {
+    let value = format!("{created} owners recorded at {}", rfc3339(chrono::Utc::now()));
+    let mark = json!({ "data": { tag: value } });
+    match marks
+        .patch(&record.name, &PatchParams::default(), &Patch::Merge(&mark))
+        .await
+    {
+        Err(error) if is_code(&error, 404) => {
+            let map = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(record.name.clone()),
+                    namespace: Some(record.namespace.clone()),
+                    ..ObjectMeta::default()
+                },
+                data: Some([(tag.to_string(), value)].into()),
+                ..ConfigMap::default()
+            };
+            marks.create(&PostParams::default(), &map).await.map(drop)
+        }
+        answer => answer.map(drop),
+    }
+}
+
 async fn try_carry_over(
+    client: &kube::Client,
+    platform: &str,
+    record: &CarryOverRecord,
+    objects: &Api<AccessListConfig>,
+    initial_list: &watcher::Config,
+) -> Result<usize, kube::Error> {
+    let tag = platform_tag(platform);
+    let marks: Api<ConfigMap> = Api::namespaced(client.clone(), &record.namespace);
+    if carried_over(&marks, record, &tag).await? {
+        return Ok(0);
+    }
+    let created = carry_over_unmarked(client, platform, objects, initial_list).await?;
+    mark_carried_over(&marks, record, &tag, created).await?;
+    Ok(created)
+}
+
+async fn carry_over_unmarked(
     client: &kube::Client,
     platform: &str,
     objects: &Api<AccessListConfig>,

@@ -189,3 +189,26 @@ fn the_owners_0_2_decided_are_carried_over_oldest_first_with_their_restore_point
         "a point of another zone is not kept"
     );
 }
+
+#[test]
+fn a_record_made_anew_for_an_object_whose_status_shows_a_restore_point_says_that_point_was_lost() {
+    let fresh = object("fresh", "team", "2026-11-20T10:00:00Z");
+    assert!(!new_record(PLATFORM, &fresh, 9101, "now").spec.restore_point_lost);
+    let mut restored_before = fresh.clone();
+    restored_before.status = Some(AccessListConfigStatus {
+        restore_point: Some(RestorePoint {
+            shield_zone_id: Some(1),
+            configuration_id: 9101,
+            is_enabled: false,
+            action: 2,
+        }),
+        ..AccessListConfigStatus::default()
+    });
+    let record = new_record(PLATFORM, &restored_before, 9101, "now");
+    assert!(record.spec.restore_point_lost, "its record, and the values it held, are gone");
+    assert_eq!(record.spec.restore_point, None, "a status never gives the values");
+    assert!(
+        !new_record(PLATFORM, &restored_before, 9102, "now").spec.restore_point_lost,
+        "another configuration lost nothing"
+    );
+}
