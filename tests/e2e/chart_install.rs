@@ -7,11 +7,76 @@ use crate::support::cluster::{TestNamespace, cluster, repo_root};
 use crate::support::helm::{CRDS_APPLIED_APART, chart, helm};
 use crate::support::manifest::Manifest;
 use crate::support::operator::{HasConditions, Operator, eventually, free_port};
-use crate::support::sim::{example_fixtures, start};
+use crate::support::sim::{example_fixtures, platform_list, start};
+use edge_operator::controller::kinds::access_list::claim_resource::AccessListClaim;
 use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use kube::Api;
 
 pub(crate) const API_URL: &str = "--set=platform.apiUrl=https://api.example.net";
+
+/// Another ServiceAccount granted AccessListClaims by RBAC may not write one (the
+/// chart's admission policy); a claim a cluster administrator deletes is re-created by
+/// the operator with its restore point.
+async fn claims_are_written_by_operators_only_and_one_deleted_comes_back(api: &Api<AccessListConfig>, namespace: &str) {
+    let name = api
+        .get("rbac")
+        .await
+        .ok()
+        .and_then(|o| o.status)
+        .and_then(|s| s.claim)
+        .expect("status names the claim");
+    let intruder = format!("system:serviceaccount:{namespace}:intruder");
+    let grant = format!("{namespace}-claims-intruder");
+    cluster().apply(format!(
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {grant}}}
+rules: [{{apiGroups: [edgeplatform.io], resources: [accesslistclaims], verbs: [get, list, create, patch, update, delete]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {grant}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {grant}}}
+subjects: [{{kind: ServiceAccount, name: intruder, namespace: {namespace}}}]
+"
+    ));
+    let as_intruder = format!("--as={intruder}");
+    for attempt in [
+        vec![
+            "label",
+            "accesslistclaim",
+            name.as_str(),
+            "taken=yes",
+            as_intruder.as_str(),
+        ],
+        vec!["delete", "accesslistclaim", name.as_str(), as_intruder.as_str()],
+    ] {
+        let (ok, _, err) = cluster().kubectl(&attempt, None);
+        assert!(
+            !ok && err.contains("written by the edge-operator only"),
+            "{attempt:?}: {err}"
+        );
+    }
+    let claims: Api<AccessListClaim> = Api::all(cluster().client().await);
+    let before = claims.get(&name).await.expect("the claim");
+    let (ok, _, err) = cluster().kubectl(&["delete", "accesslistclaim", &name], None);
+    assert!(ok, "an administrator may delete a claim: {err}");
+    let again = eventually("the claim re-created", Duration::from_secs(30), || async {
+        claims
+            .get_opt(&name)
+            .await
+            .ok()
+            .flatten()
+            .filter(|claim| claim.metadata.uid != before.metadata.uid)
+    })
+    .await;
+    assert_eq!(again.spec, before.spec, "with what it held");
+    assert!(again.spec.restore_point.is_some());
+    for kind in ["clusterrolebinding", "clusterrole"] {
+        let (ok, _, err) = cluster().kubectl(&["delete", kind, &grant], None);
+        assert!(ok, "{err}");
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
@@ -60,6 +125,18 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
             format!("{fullname}-secret-finalizers-only"),
             false,
         ),
+        (
+            "validatingadmissionpolicy",
+            format!("{fullname}-claims-by-operators-only"),
+            false,
+        ),
+        (
+            "validatingadmissionpolicybinding",
+            format!("{fullname}-claims-by-operators-only"),
+            false,
+        ),
+        ("clusterrole", format!("{fullname}-rollout-approver"), false),
+        ("role", format!("{fullname}-carry-over"), true),
     ] {
         let mut args = vec!["get", kind, name.as_str()];
         if namespaced {
@@ -131,6 +208,7 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
             .then_some(())
     })
     .await;
+    claims_are_written_by_operators_only_and_one_deleted_comes_back(&api, &namespace.name).await;
     let (ok, _, err) = cluster().kubectl(
         &[
             "delete",
@@ -143,6 +221,11 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
         None,
     );
     assert!(ok, "the finalizer is removed with the granted verbs: {err}");
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((false, 2)),
+        "restored what the re-created claim held"
+    );
 
     let as_operator = format!("--as={service_account}");
     let can_i = |verb: &str, resource: &str, scope: &str| cluster().can_i(&service_account, verb, resource, scope);

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::gitops::{Verdict, judge};
 use crate::support::manifest::Manifest;
-use crate::support::operator::{Operator, events_of, eventually, wait_for_condition};
+use crate::support::operator::{HasConditions, Operator, events_of, eventually, wait_for_condition};
 use crate::support::sim::{example_fixtures, http, journal_count, platform_list, start};
 use edge_operator::controller::kinds::access_list::resource::{AccessListConfig, RolloutStage, RolloutStatus};
 use edge_operator::sim::RunningSim;
@@ -59,19 +59,25 @@ async fn traffic(sim: &RunningSim, at: DateTime<Utc>, clients: &[(&str, &str, u6
     inserted["inserted"].as_u64().expect("inserted")
 }
 
-/// `edgectl` with the test cluster's kubeconfig: its standard output, once it succeeded.
-fn edgectl(args: &[&str]) -> String {
+/// `edgectl` with the test cluster's kubeconfig: whether it succeeded, its standard
+/// output and its standard error.
+fn run_edgectl(args: &[&str]) -> (bool, String, String) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_edgectl"))
         .args(args)
         .env("KUBECONFIG", &cluster().kubeconfig)
         .output()
         .expect("edgectl runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
+    (
         output.status.success(),
-        "edgectl {args:?}: {stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+/// `edgectl`'s standard output, once it succeeded.
+fn edgectl(args: &[&str]) -> String {
+    let (ok, stdout, stderr) = run_edgectl(args);
+    assert!(ok, "edgectl {args:?}: {stdout}{stderr}");
     stdout
 }
 
@@ -429,4 +435,149 @@ async fn requests_logged_right_after_the_write_to_log_are_evidence_and_hold_the_
     assert!(from <= written, "the evidence starts at the write, {from} > {written}");
     assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, LOG)), "held in Log");
     assert_eq!(patches(&sim), 1, "nothing written but Log");
+
+    // A person who read the evidence promotes the held rollout by hand.
+    let approved = edgectl(&["rollout", "promote", "staged", "-n", ns]);
+    assert!(approved.contains(&evidence.digest), "{approved}");
+    wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
+    assert_eq!(platform_list(&sim, CONFIGURATION), Some((true, BLOCK)));
+    assert_eq!(patches(&sim), 2);
+}
+
+/// Writes `rollout` into the object's `status.rollout`, as anyone granted
+/// `accesslistconfigs/status` could.
+fn forge_rollout(namespace: &str, rollout: Value) {
+    let patch = json!({"status": {"rollout": rollout}}).to_string();
+    let (ok, _, stderr) = cluster().kubectl(
+        &[
+            "patch",
+            "accesslistconfig",
+            "staged",
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_status_rollout_changes_no_action_and_edgectl_refuses_to_approve_it() {
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    } = stage(
+        "rollout-forged",
+        json!({"action": "Block", "window": "1h", "promotion": "Manual"}),
+    )
+    .await;
+    let ns = namespace.name.as_str();
+    sim.sim.set_clock(Some(minutes(start, 5)));
+
+    forge_rollout(
+        ns,
+        json!({"stage": "Promoted", "observedGeneration": 1, "promotedAt": start.to_rfc3339()}),
+    );
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    let rewritten = rollout_where(&api, "staged", "the operator's rollout shown again", |r| {
+        r.stage == RolloutStage::Logging
+    })
+    .await;
+    assert!(rewritten.window_start.is_some(), "{rewritten:?}");
+    assert_eq!(
+        platform_list(&sim, CONFIGURATION),
+        Some((true, LOG)),
+        "a forged stage promotes nothing"
+    );
+    assert_eq!(patches(&sim), 1);
+
+    let forged_digest = "0123456789abcdef0123456789abcdef";
+    forge_rollout(
+        ns,
+        json!({"stage": "AwaitingApproval", "observedGeneration": 1, "windowStart": start.to_rfc3339(),
+               "evidence": {"from": start.to_rfc3339(), "to": minutes(start, 60).to_rfc3339(),
+                            "matches": 0, "distinctIps": 0, "digest": forged_digest}}),
+    );
+    let (ok, stdout, stderr) = run_edgectl(&["rollout", "promote", "staged", "-n", ns]);
+    assert!(!ok, "approved forged evidence: {stdout}");
+    assert!(stderr.contains("not what the operator recorded"), "{stderr}");
+    let annotations = api.get("staged").await.expect("the object").metadata.annotations;
+    assert!(
+        annotations.is_none_or(|a| !a.contains_key("edgeplatform.io/promote")),
+        "nothing approved"
+    );
+
+    let value = format!("edgeplatform.io/promote={forged_digest}");
+    let (ok, _, stderr) = cluster().kubectl(
+        &["annotate", "--overwrite", "-n", ns, "accesslistconfig/staged", &value],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    eventually("a StaleApproval Event", WAIT, || async {
+        (!events_of(ns, "StaleApproval").await.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        platform_list(&sim, CONFIGURATION),
+        Some((true, LOG)),
+        "an approval of forged evidence promotes nothing"
+    );
+    assert_eq!(patches(&sim), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_list_after_probation_still_blocks_ten_thousand_requests_from_five_hundred_sources() {
+    let Staged {
+        sim,
+        namespace,
+        operator,
+        api,
+        start,
+    } = stage(
+        "rollout-probation",
+        json!({"action": "Block", "window": "1m", "maxMatches": 1000, "rollbackAboveSources": 10}),
+    )
+    .await;
+    let ns = namespace.name.as_str();
+    sim.sim.set_clock(Some(minutes(start, 2)));
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
+    let promoted = rollout_of(&api, "staged").await.expect("a rollout");
+    let ends: DateTime<Utc> = promoted
+        .probation_ends
+        .as_deref()
+        .and_then(|at| at.parse().ok())
+        .expect("probation ends");
+
+    sim.sim.set_clock(Some(ends + chrono::Duration::minutes(5)));
+    let sources: Vec<String> = (0..500)
+        .map(|i| format!("198.18.{}.{}", i / 250, i % 250 + 1))
+        .collect();
+    let clients: Vec<(&str, &str, u64)> = sources.iter().map(|ip| (ip.as_str(), "NL", 20)).collect();
+    let blocked = traffic(&sim, ends + chrono::Duration::minutes(1), &clients).await;
+    assert_eq!(blocked, 10_000);
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    let after = wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
+    let ready = after.condition("Ready").map(|c| c.message).unwrap_or_default();
+    assert!(ready.contains("probation ended"), "{ready}");
+    assert_eq!(
+        platform_list(&sim, CONFIGURATION),
+        Some((true, BLOCK)),
+        "after probation the list keeps blocking"
+    );
+    assert_eq!(patches(&sim), 2, "nothing written after the promotion");
+    assert!(events_of(ns, "RolledBack").await.is_empty());
 }

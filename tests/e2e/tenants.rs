@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use edge_operator::controller::kinds::access_list::claim_resource::AccessListClaim;
 use edge_operator::controller::kinds::access_list::resource::AccessListConfig;
 use edge_operator::sim::SimDocument;
 use edge_operator::sim::document::Account;
@@ -11,7 +12,7 @@ use serde_json::json;
 
 use crate::support::cluster::{TestNamespace, cluster};
 use crate::support::manifest::{Manifest, stream};
-use crate::support::operator::{Operator, wait_for_condition};
+use crate::support::operator::{Operator, events_of, wait_for_condition};
 use crate::support::sim::{ACCESS_KEY, TEAM_B_KEY, example_fixtures, journal_count, platform_list, start};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -208,4 +209,73 @@ async fn a_forged_status_in_a_default_key_namespace_changes_nothing() {
         Some((false, 2)),
         "B's deletion restored what B's claim recorded, not A's forged point"
     );
+}
+
+/// The operator's first start on a platform records that the owners of 0.2.0 were
+/// carried over; at a later, ordinary start a status forged to read as 0.2.0's owner
+/// (`Synced=True` on configuration 9101, a restore point that would turn the list into
+/// Bypass) earns nothing from it: the forger claims as any object does, its record
+/// never holds the forged values, and the forged restore point only costs the forger
+/// its own restore.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_status_at_an_ordinary_restart_earns_no_claim() {
+    let sim = start(example_fixtures()).await;
+    let namespace = TestNamespace::create("carry-once");
+    let ns = namespace.name.as_str();
+    let record = format!("{ns}/edge-operator-carry-over");
+    let flags = ["--carry-over-record", record.as_str()];
+    let first = Operator::start(ns, &sim.base_url(), &flags);
+    let client = cluster().client().await;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+    let marked = crate::support::operator::eventually("the carry-over recorded", WAIT, || async {
+        let data = maps.get_opt("edge-operator-carry-over").await.ok()??.data?;
+        (data.len() == 1).then_some(data)
+    })
+    .await;
+    assert!(
+        marked.values().all(|value| value.starts_with("0 owners recorded at ")),
+        "{marked:?}"
+    );
+    drop(first);
+
+    let spec = json!({"configurationId": 9101, "enabled": true, "action": "Block", "deletionPolicy": "Restore"});
+    cluster().apply(Manifest::access_list(ns, "forger", json!({"shieldZoneId": 1001})).with_spec(spec));
+    let mut forged = claims_9101();
+    forged["restorePoint"] = json!({"shieldZoneId": 1001, "configurationId": 9101, "isEnabled": true, "action": 5});
+    forged["conditions"] = json!([{"type": "Synced", "status": "True", "reason": "Applied", "message": "",
+                                    "lastTransitionTime": "2026-11-01T00:00:00Z"}]);
+    forge_status(ns, "forger", forged);
+
+    let _restarted = Operator::start(ns, &sim.base_url(), &flags);
+    let objects: Api<AccessListConfig> = Api::namespaced(client.clone(), ns);
+    let ready = wait_for_condition(&objects, "forger", "Ready", Some("True"), "InSync", WAIT).await;
+    let claim_name = ready.status.and_then(|s| s.claim).expect("status names the claim");
+    let claims: Api<AccessListClaim> = Api::all(client);
+    let claim = claims.get(&claim_name).await.expect("the claim");
+    assert!(
+        claim.spec.proof.read_at.is_some(),
+        "claimed by a read, not carried over"
+    );
+    assert_eq!(
+        (claim.spec.restore_point, claim.spec.restore_point_lost),
+        (None, true),
+        "never the forged Bypass: a status showing a restore point with no record is a lost one"
+    );
+    let data = maps
+        .get("edge-operator-carry-over")
+        .await
+        .expect("the record")
+        .data
+        .unwrap_or_default();
+    assert_eq!(data, marked, "the restart carried nothing over");
+    kubectl(
+        &["delete", "accesslistconfig", "forger", "-n", ns, "--timeout=60s"],
+        None,
+    );
+    assert_eq!(
+        platform_list(&sim, 9101),
+        Some((true, 2)),
+        "nothing restored, Bypass never written"
+    );
+    assert_eq!(events_of(ns, "RestoreFailed").await.len(), 1, "and said so");
 }

@@ -205,10 +205,15 @@ fn a_record_made_anew_for_an_object_whose_status_shows_a_restore_point_says_that
         ..AccessListConfigStatus::default()
     });
     let record = new_record(PLATFORM, &restored_before, 9101, "now");
-    assert!(record.spec.restore_point_lost, "its record, and the values it held, are gone");
+    assert!(
+        record.spec.restore_point_lost,
+        "its record, and the values it held, are gone"
+    );
     assert_eq!(record.spec.restore_point, None, "a status never gives the values");
     assert!(
-        !new_record(PLATFORM, &restored_before, 9102, "now").spec.restore_point_lost,
+        !new_record(PLATFORM, &restored_before, 9102, "now")
+            .spec
+            .restore_point_lost,
         "another configuration lost nothing"
     );
 }
