@@ -447,38 +447,18 @@ async fn requests_logged_right_after_the_write_to_log_are_evidence_and_hold_the_
 /// Writes `rollout` into the object's `status.rollout`, as anyone granted
 /// `accesslistconfigs/status` could.
 fn forge_rollout(namespace: &str, rollout: Value) {
-    let patch = json!({"status": {"rollout": rollout}}).to_string();
-    let (ok, _, stderr) = cluster().kubectl(
-        &[
-            "patch",
-            "accesslistconfig",
-            "staged",
-            "-n",
-            namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &patch,
-        ],
-        None,
-    );
-    assert!(ok, "{stderr}");
+    cluster().patch_status(namespace, "accesslistconfig/staged", json!({ "rollout": rollout }));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_status_rollout_changes_no_action_and_edgectl_refuses_to_approve_it() {
-    let Staged {
-        sim,
-        namespace,
-        operator,
-        api,
-        start,
-    } = stage(
+    let staged = stage(
         "rollout-forged",
         json!({"action": "Block", "window": "1h", "promotion": "Manual"}),
     )
     .await;
-    let ns = namespace.name.as_str();
+    let (sim, operator, api) = (&staged.sim, &staged.operator, &staged.api);
+    let (start, ns) = (staged.start, staged.namespace.name.as_str());
     sim.sim.set_clock(Some(minutes(start, 5)));
 
     forge_rollout(
@@ -488,17 +468,17 @@ async fn a_forged_status_rollout_changes_no_action_and_edgectl_refuses_to_approv
     operator
         .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
         .await;
-    let rewritten = rollout_where(&api, "staged", "the operator's rollout shown again", |r| {
+    let rewritten = rollout_where(api, "staged", "the operator's rollout shown again", |r| {
         r.stage == RolloutStage::Logging
     })
     .await;
     assert!(rewritten.window_start.is_some(), "{rewritten:?}");
     assert_eq!(
-        platform_list(&sim, CONFIGURATION),
+        platform_list(sim, CONFIGURATION),
         Some((true, LOG)),
         "a forged stage promotes nothing"
     );
-    assert_eq!(patches(&sim), 1);
+    assert_eq!(patches(sim), 1);
 
     let forged_digest = "0123456789abcdef0123456789abcdef";
     forge_rollout(
@@ -527,33 +507,28 @@ async fn a_forged_status_rollout_changes_no_action_and_edgectl_refuses_to_approv
     })
     .await;
     assert_eq!(
-        platform_list(&sim, CONFIGURATION),
+        platform_list(sim, CONFIGURATION),
         Some((true, LOG)),
         "an approval of forged evidence promotes nothing"
     );
-    assert_eq!(patches(&sim), 1);
+    assert_eq!(patches(sim), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_promoted_list_after_probation_still_blocks_ten_thousand_requests_from_five_hundred_sources() {
-    let Staged {
-        sim,
-        namespace,
-        operator,
-        api,
-        start,
-    } = stage(
+    let staged = stage(
         "rollout-probation",
         json!({"action": "Block", "window": "1m", "maxMatches": 1000, "rollbackAboveSources": 10}),
     )
     .await;
-    let ns = namespace.name.as_str();
+    let (sim, operator, api) = (&staged.sim, &staged.operator, &staged.api);
+    let (start, ns) = (staged.start, staged.namespace.name.as_str());
     sim.sim.set_clock(Some(minutes(start, 2)));
     operator
         .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
         .await;
-    wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
-    let promoted = rollout_of(&api, "staged").await.expect("a rollout");
+    wait_for_condition(api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
+    let promoted = rollout_of(api, "staged").await.expect("a rollout");
     let ends: DateTime<Utc> = promoted
         .probation_ends
         .as_deref()
@@ -565,19 +540,19 @@ async fn a_promoted_list_after_probation_still_blocks_ten_thousand_requests_from
         .map(|i| format!("198.18.{}.{}", i / 250, i % 250 + 1))
         .collect();
     let clients: Vec<(&str, &str, u64)> = sources.iter().map(|ip| (ip.as_str(), "NL", 20)).collect();
-    let blocked = traffic(&sim, ends + chrono::Duration::minutes(1), &clients).await;
+    let blocked = traffic(sim, ends + chrono::Duration::minutes(1), &clients).await;
     assert_eq!(blocked, 10_000);
     operator
         .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
         .await;
-    let after = wait_for_condition(&api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
+    let after = wait_for_condition(api, "staged", "Ready", Some("True"), "Promoted", WAIT).await;
     let ready = after.condition("Ready").map(|c| c.message).unwrap_or_default();
     assert!(ready.contains("probation ended"), "{ready}");
     assert_eq!(
-        platform_list(&sim, CONFIGURATION),
+        platform_list(sim, CONFIGURATION),
         Some((true, BLOCK)),
         "after probation the list keeps blocking"
     );
-    assert_eq!(patches(&sim), 2, "nothing written after the promotion");
+    assert_eq!(patches(sim), 2, "nothing written after the promotion");
     assert!(events_of(ns, "RolledBack").await.is_empty());
 }

@@ -45,21 +45,7 @@ fn access_list(namespace: &str, name: &str, label: &str, spec: serde_json::Value
 
 /// Writes `status` as someone granted `accesslistconfigs/status` could.
 fn forge_status(namespace: &str, name: &str, status: serde_json::Value) {
-    let patch = json!({ "status": status }).to_string();
-    kubectl(
-        &[
-            "patch",
-            "accesslistconfig",
-            name,
-            "-n",
-            namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &patch,
-        ],
-        None,
-    );
+    cluster().patch_status(namespace, &format!("accesslistconfig/{name}"), status);
 }
 
 /// What a squatter's status claims: that it wrote configuration 9101 and may restore it.

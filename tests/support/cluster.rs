@@ -280,6 +280,26 @@ impl Cluster {
         file
     }
 
+    /// Merges `status` into the status of `object` (`kind/name`) of `namespace`, as
+    /// anyone granted its `/status` could.
+    pub(crate) fn patch_status(&self, namespace: &str, object: &str, status: serde_json::Value) {
+        let patch = serde_json::json!({ "status": status }).to_string();
+        let (ok, _, stderr) = self.kubectl(
+            &[
+                "patch",
+                object,
+                "-n",
+                namespace,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &patch,
+            ],
+            None,
+        );
+        assert!(ok, "{stderr}");
+    }
+
     /// `kubectl apply` of a YAML document (or several, `---` apart), or of a [`Manifest`].
     ///
     /// [`Manifest`]: super::manifest::Manifest

@@ -476,14 +476,7 @@ pub(crate) fn step(
                         status.promoted_at.as_deref().unwrap_or_default(),
                     );
                     events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
-                    Step {
-                        action: log,
-                        status,
-                        events,
-                        ready: (false, AccessListReason::RolledBack, message),
-                        check_within: None,
-                        decided_on: None,
-                    }
+                    rolled_back(status, events, message)
                 }
                 _ => promoted(rollout, status, events, now),
             }
@@ -496,15 +489,20 @@ pub(crate) fn step(
                 status.blocked_sources.unwrap_or_default(),
                 rollout.rollback_above_sources.unwrap_or_default()
             );
-            Step {
-                action: log,
-                status,
-                events,
-                ready: (false, AccessListReason::RolledBack, message),
-                check_within: None,
-                decided_on: None,
-            }
+            rolled_back(status, events, message)
         }
+    }
+}
+
+/// The list back in Log, for good, until the spec changes.
+fn rolled_back(status: RolloutStatus, events: Vec<Notice<AccessListReason>>, message: String) -> Step {
+    Step {
+        action: AccessListAction::Log,
+        status,
+        events,
+        ready: (false, AccessListReason::RolledBack, message),
+        check_within: None,
+        decided_on: None,
     }
 }
 
