@@ -11,7 +11,7 @@ use super::args::RolloutArgs;
 use super::render::{escaped, sparkline};
 use crate::controller::kinds::access_list::claim_resource::AccessListClaim;
 use crate::controller::kinds::access_list::resource::{
-    AccessListConfig, Evidence, Promotion, Rollout, RolloutAction, RolloutStage, RolloutStatus, Tally,
+    AccessListConfig, Evidence, Rollout, RolloutAction, RolloutStage, RolloutStatus, Tally,
 };
 use crate::crd::ANNOTATION_PROMOTE;
 
@@ -101,10 +101,11 @@ pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> 
             })?,
         None => None,
     };
-    let uid = object.uid().unwrap_or_default();
+    let (uid, generation) = (object.uid().unwrap_or_default(), object.metadata.generation);
     let recorded = record
         .filter(|record| record.spec.owner.uid == uid)
-        .and_then(|record| record.spec.rollout);
+        .and_then(|record| record.spec.rollout)
+        .filter(|rollout| rollout.observed_generation == generation);
     let shown = view(object)?;
     let evidence = approvable(&shown, recorded.as_ref())?;
     let patch = json!({"metadata": {"annotations": {ANNOTATION_PROMOTE: evidence.digest}}});
@@ -122,40 +123,40 @@ pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> 
     ))
 }
 
-/// The evidence a person may approve: the one status shows, if the operator's record
-/// holds the same and the rollout's stage lets a person promote it.
+/// The evidence a person may approve: the one status shows, if the rollout awaits
+/// approval or is held, and the operator's record holds the same evidence.
 fn approvable<'a>(shown: &'a RolloutView, recorded: Option<&RolloutStatus>) -> Result<&'a Evidence, CommandError> {
     let name = &shown.name;
+    let Some(recorded) = recorded else {
+        return Err(CommandError::Refused(format!(
+            "{name}'s evidence cannot be verified: no AccessListClaim of this object records a rollout of its generation; nothing approved"
+        )));
+    };
+    match recorded.stage {
+        RolloutStage::Held | RolloutStage::AwaitingApproval => {}
+        RolloutStage::Logging => {
+            return Err(CommandError::Refused(format!(
+                "{name}'s window is still running, its evidence growing: approve once it awaits approval"
+            )));
+        }
+        stage => {
+            return Err(CommandError::Refused(format!(
+                "{name}'s rollout is {stage:?}: nothing to approve"
+            )));
+        }
+    }
     let evidence = shown
         .status
         .evidence
         .as_ref()
-        .ok_or_else(|| CommandError::Refused(format!("{name} shows no evidence yet: nothing to approve")))?;
-    let Some(recorded) = recorded else {
-        return Err(CommandError::Refused(format!(
-            "{name}'s evidence cannot be verified: no AccessListClaim of this object records a rollout; nothing approved"
-        )));
-    };
-    if recorded.evidence.as_ref() != Some(evidence) || recorded.stage != shown.status.stage {
-        return Err(CommandError::Refused(format!(
+        .filter(|&evidence| recorded.evidence.as_ref() == Some(evidence) && recorded.stage == shown.status.stage);
+    evidence.ok_or_else(|| {
+        CommandError::Refused(format!(
             "{name}'s status.rollout is not what the operator recorded (evidence {} in status, {} in its record): not written by the operator, or not yet mirrored; nothing approved",
-            escaped(&evidence.digest),
+            shown.status.evidence.as_ref().map_or("none".to_string(), |e| escaped(&e.digest)),
             recorded.evidence.as_ref().map_or("none", |e| e.digest.as_str())
-        )));
-    }
-    match (recorded.stage, shown.rollout.promotion) {
-        (RolloutStage::Held, _) | (RolloutStage::Logging | RolloutStage::AwaitingApproval, Promotion::Manual) => {
-            Ok(evidence)
-        }
-        (RolloutStage::Logging | RolloutStage::AwaitingApproval, Promotion::Automatic) => {
-            Err(CommandError::Refused(format!(
-                "{name} is promoted automatically (spec.rollout.promotion Automatic) unless its gate holds it: nothing to approve"
-            )))
-        }
-        (stage, _) => Err(CommandError::Refused(format!(
-            "{name}'s rollout is {stage:?}: nothing to approve"
-        ))),
-    }
+        ))
+    })
 }
 
 fn tallies(tallies: &[Tally]) -> String {
@@ -258,7 +259,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, AccessListConfigStatus};
+    use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, AccessListConfigStatus, Promotion};
 
     fn object(rollout: Option<Rollout>, status: Option<RolloutStatus>) -> AccessListConfig {
         let mut object = AccessListConfig::new(
@@ -379,7 +380,7 @@ mod tests {
     }
 
     #[test]
-    fn a_held_rollout_is_approved_by_hand_whatever_its_promotion_and_a_running_automatic_one_is_not() {
+    fn a_held_rollout_is_approved_by_hand_whatever_its_promotion_and_a_running_window_is_not() {
         let automatic = Rollout {
             promotion: Promotion::Automatic,
             ..rollout()
@@ -390,9 +391,12 @@ mod tests {
         };
         let shown = view(object(Some(automatic.clone()), Some(held.clone()))).expect("a rollout");
         assert!(approvable(&shown, Some(&held)).is_ok());
-        let logging = awaiting("ffeeddccbbaa99887766554433221100");
+        let logging = RolloutStatus {
+            stage: RolloutStage::Logging,
+            ..awaiting("ffeeddccbbaa99887766554433221100")
+        };
         let shown = view(object(Some(automatic), Some(logging.clone()))).expect("a rollout");
-        assert!(refusal(approvable(&shown, Some(&logging))).contains("automatically"));
+        assert!(refusal(approvable(&shown, Some(&logging))).contains("still running"));
     }
 
     #[test]

@@ -136,7 +136,6 @@ async fn install_creates_every_object_and_its_rbac_is_enough_and_no_more() {
             false,
         ),
         ("clusterrole", format!("{fullname}-rollout-approver"), false),
-        ("role", format!("{fullname}-carry-over"), true),
     ] {
         let mut args = vec!["get", kind, name.as_str()];
         if namespaced {

@@ -480,6 +480,12 @@ async fn a_forged_status_rollout_changes_no_action_and_edgectl_refuses_to_approv
     );
     assert_eq!(patches(sim), 1);
 
+    // The window ends: the evidence the operator recorded awaits approval.
+    sim.sim.set_clock(Some(minutes(start, 61)));
+    operator
+        .look_again(ns, "accesslistconfigs", "AccessListConfig", 1)
+        .await;
+    wait_for_condition(api, "staged", "Ready", Some("False"), "AwaitingApproval", WAIT).await;
     let forged_digest = "0123456789abcdef0123456789abcdef";
     forge_rollout(
         ns,

@@ -472,9 +472,10 @@ async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Reconc
 }
 
 /// Re-creates, with what it recorded, a claim deleted by someone else than an operator:
-/// one its owner's key confirmed, whose owner exists and is not being deleted. An
-/// operator deletes a claim only once its owner is gone or being deleted, or when the
-/// owner's key never confirmed it.
+/// one its owner's key confirmed, whose owner exists, is not being deleted and still
+/// names that zone and configuration. An operator deletes a claim only once its owner
+/// is gone or being deleted, or when the owner's key never confirmed it; a claim the
+/// owner no longer names stays deleted, so an administrator can clear it.
 async fn recreate_if_kept(
     kube: &kube::Client,
     api: &Api<AccessListClaim>,
@@ -485,8 +486,14 @@ async fn recreate_if_kept(
     }
     let owner = &deleted.spec.owner;
     let owners: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
-    let kept = owners.get_metadata_opt(&owner.name).await?.is_some_and(|meta| {
-        meta.uid().as_deref() == Some(owner.uid.as_str()) && meta.metadata.deletion_timestamp.is_none()
+    let kept = owners.get_opt(&owner.name).await?.is_some_and(|object| {
+        object.uid().as_deref() == Some(owner.uid.as_str())
+            && object.metadata.deletion_timestamp.is_none()
+            && object.spec.shield_zone_id == deleted.spec.shield_zone_id
+            && object
+                .spec
+                .configuration_id
+                .is_none_or(|configuration| configuration == deleted.spec.configuration_id)
     });
     if !kept {
         return Ok(());

@@ -174,7 +174,8 @@ impl AccessListConfig {
         let generation = self.metadata.generation;
         let list = (observed.list.is_enabled, observed.list.action);
         let recorded = claim.and_then(|claim| claim.rollout.as_deref());
-        let previous = rollout::recorded_or_adopted(spec, recorded, generation, list, now);
+        let shown = cx.previous.rollout.as_ref();
+        let previous = rollout::recorded_or_adopted(spec, recorded, shown, generation, list, now);
         let current = rollout::current(previous.as_ref(), generation, observed.list.action, now);
         let (mut evidence, mut blocked) = (None, None);
         if let Some(read) = rollout::read_needed(spec, &current.status, now) {
@@ -319,15 +320,11 @@ impl Reconcilable for AccessListConfig {
             }
             None => (observed.list, step),
         };
-        if let (Some(mine), Some(step)) = (&claim, &step)
-            && mine.rollout.as_deref() != Some(&step.status)
-        {
-            claim = Some(
-                cx.state
-                    .claims
-                    .record_rollout(&cx.shared.kube, mine, &step.status)
-                    .await?,
-            );
+        if let (Some(mine), Some(step)) = (&claim, &step) {
+            let record = rollout::recorded(&step.status);
+            if mine.rollout.as_deref() != Some(&record) {
+                claim = Some(cx.state.claims.record_rollout(&cx.shared.kube, mine, &record).await?);
+            }
         }
         let now = cx.now.rfc3339();
         let mut status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
@@ -389,7 +386,7 @@ impl Reconcilable for AccessListConfig {
         for record in &records {
             let values = record.restore_point.filter(|_| restores);
             let configuration = (record.shield_zone_id, record.configuration_id);
-            if let Some(event) = left_logging(record, restores) {
+            if let Some(event) = left_logging(record, self.metadata.generation, restores) {
                 events.push(event);
             }
             if restores && values.is_none() && record.restore_point_lost {

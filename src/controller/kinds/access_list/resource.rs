@@ -284,6 +284,9 @@ pub struct RolloutStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub probation_ends: Option<String>,
+    /// Probation ended and was read whole: nothing returns the list to Log any more.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probation_over: bool,
     /// Events the list blocked (or challenged) on probation, as last read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<i64>,

@@ -111,12 +111,17 @@ pub(super) async fn restore(
 }
 
 /// The Event of an owner deleted mid-rollout that restores nothing (Orphan, or paused):
-/// the list is left logging instead of taking the rollout's action.
-pub(super) fn left_logging(record: &Claim, restores: bool) -> Option<Notice<AccessListReason>> {
+/// the list is left logging instead of taking the rollout's action. A rollout recorded
+/// for an earlier generation (its spec since changed) says nothing.
+pub(super) fn left_logging(
+    record: &Claim,
+    generation: Option<i64>,
+    restores: bool,
+) -> Option<Notice<AccessListReason>> {
     let rollout = record
         .rollout
         .as_deref()
-        .filter(|r| r.stage != RolloutStage::Promoted)?;
+        .filter(|r| r.stage != RolloutStage::Promoted && r.observed_generation == generation)?;
     (!restores).then(|| {
         Notice::warning(
             AccessListReason::LeftLogging,
@@ -269,19 +274,27 @@ mod tests {
                     restore_point_lost: false,
                     rollout: Some(RolloutStatus {
                         stage,
+                        observed_generation: Some(3),
                         ..RolloutStatus::default()
                     }),
                 },
             ))
         };
-        let left = left_logging(&claim(RolloutStage::AwaitingApproval), false).expect("an Event");
+        let left = left_logging(&claim(RolloutStage::AwaitingApproval), Some(3), false).expect("an Event");
         assert_eq!(left.reason, AccessListReason::LeftLogging.into());
         assert!(left.message.contains("AwaitingApproval"), "{}", left.message);
         assert!(left.message.contains("left logging"), "{}", left.message);
         assert!(
-            left_logging(&claim(RolloutStage::Promoted), false).is_none(),
+            left_logging(&claim(RolloutStage::Promoted), Some(3), false).is_none(),
             "it blocks"
         );
-        assert!(left_logging(&claim(RolloutStage::Logging), true).is_none(), "restored");
+        assert!(
+            left_logging(&claim(RolloutStage::Logging), Some(3), true).is_none(),
+            "restored"
+        );
+        assert!(
+            left_logging(&claim(RolloutStage::Logging), Some(4), false).is_none(),
+            "a rollout the spec no longer asks for"
+        );
     }
 }

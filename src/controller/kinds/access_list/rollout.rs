@@ -3,7 +3,6 @@
 //! A rollout belongs to one generation: a new spec starts it again. Time and readings
 //! are passed in; the reconcile does the reads these functions ask for.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -81,19 +80,36 @@ fn millis(at: &str) -> Option<i64> {
     DateTime::parse_from_rfc3339(at).ok().map(|t| t.timestamp_millis())
 }
 
-/// The rollout the operator recorded, or, where it recorded none (a first reconcile,
-/// or the first after an upgrade from a release that kept rollouts in status), a list
-/// the platform already has enabled with the rollout's action counted as promoted,
+/// The rollout the operator recorded. Where it recorded none (a first reconcile, or
+/// the first after an upgrade from a release that kept rollouts in status): a status
+/// that shows this generation held or rolled back keeps the list in Log (status is
+/// trusted only to hold back the object's own list, never its evidence); else a list
+/// the platform already has enabled with the rollout's action counts as promoted,
 /// without probation: a rollout never weakens what the list does already.
 pub(crate) fn recorded_or_adopted(
     rollout: &Rollout,
     recorded: Option<&RolloutStatus>,
+    shown: Option<&RolloutStatus>,
     generation: Option<i64>,
     (enabled, platform_action): (bool, i32),
     now: DateTime<Utc>,
 ) -> Option<RolloutStatus> {
-    if recorded.is_some() || !enabled || platform_action != rollout.action.action().code() {
+    if recorded.is_some() {
         return recorded.cloned();
+    }
+    if let Some(stopped) = shown
+        .filter(|shown| shown.observed_generation == generation)
+        .filter(|shown| matches!(shown.stage, RolloutStage::Held | RolloutStage::RolledBack))
+    {
+        return Some(RolloutStatus {
+            stage: stopped.stage,
+            observed_generation: generation,
+            rolled_back_at: stopped.rolled_back_at.clone(),
+            ..RolloutStatus::default()
+        });
+    }
+    if !enabled || platform_action != rollout.action.action().code() {
+        return None;
     }
     Some(RolloutStatus {
         stage: RolloutStage::Promoted,
@@ -155,22 +171,29 @@ fn probation_end(rollout: &Rollout, promoted_at: i64) -> i64 {
     promoted_at.saturating_add(window_ms)
 }
 
+/// How far back the platform's security events reach: a search may not start earlier.
+const EVENTS_REACH: Duration = Duration::from_secs(71 * 3600);
+
 /// What this reconcile reads: the evidence while the window runs; what the list
-/// blocked since promotion, on probation when `rollbackAboveSources` is set; nothing
-/// once held, rolled back or past probation.
+/// blocked since promotion, on probation when `rollbackAboveSources` is set, until the
+/// first reconcile after probation; nothing once held, rolled back or past probation.
+/// Never earlier than the platform's events reach.
 pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTime<Utc>) -> Option<Read> {
     let now_ms = now.timestamp_millis();
     let window_ms = i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX);
+    let reach = now_ms.saturating_sub(i64::try_from(EVENTS_REACH.as_millis()).unwrap_or(i64::MAX));
     match status.stage {
         RolloutStage::Logging => {
-            let from = status.window_start.as_deref().and_then(millis)?;
-            let to = now_ms.min(from.saturating_add(window_ms));
+            let start = status.window_start.as_deref().and_then(millis)?;
+            let to = now_ms.min(start.saturating_add(window_ms));
+            let from = start.max(reach);
             (to > from).then_some(Read::Evidence { from, to })
         }
-        RolloutStage::Promoted if rollout.rollback_above_sources.is_some() => {
-            let from = status.promoted_at.as_deref().and_then(millis)?;
+        RolloutStage::Promoted if rollout.rollback_above_sources.is_some() && !status.probation_over => {
+            let promoted = status.promoted_at.as_deref().and_then(millis)?;
             let ends = status.probation_ends.as_deref().and_then(millis)?;
             let to = now_ms.min(ends);
+            let from = promoted.max(reach);
             (to > from).then_some(Read::Blocked { from, to })
         }
         _ => None,
@@ -270,22 +293,12 @@ pub(crate) fn evidence(from: i64, to: i64, answers: &[EventLogsSearchResponse]) 
 /// A hash of everything the evidence shows but its digest: 128 bits, so that no other
 /// evidence can be made to show the same digest.
 pub(crate) fn digest(evidence: &Evidence) -> String {
-    let tallies =
-        |tallies: &[Tally]| -> Vec<String> { tallies.iter().map(|t| format!("{}={}", t.value, t.count)).collect() };
-    let shown: BTreeMap<&str, String> = [
-        ("from", evidence.from.clone()),
-        ("to", evidence.to.clone()),
-        ("matches", evidence.matches.to_string()),
-        ("distinctIps", evidence.distinct_ips.to_string()),
-        ("topIps", tallies(&evidence.top_ips).join(",")),
-        ("topCountries", tallies(&evidence.top_countries).join(",")),
-        ("topAsns", tallies(&evidence.top_asns).join(",")),
-        ("topUrls", tallies(&evidence.top_urls).join(",")),
-        ("sparkline", format!("{:?}", evidence.sparkline)),
-    ]
-    .into_iter()
-    .collect();
-    hex_digest(format!("{shown:?}").as_bytes(), 16)
+    let shown = Evidence {
+        digest: String::new(),
+        ..evidence.clone()
+    };
+    // JSON: every value quoted and escaped, so no two evidences read the same.
+    hex_digest(serde_json::to_string(&shown).unwrap_or_default().as_bytes(), 16)
 }
 
 /// What the list blocked or challenged, from the answers to a [`Read::Blocked`].
@@ -406,9 +419,21 @@ pub(crate) fn step(
             let end = start.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
             let elapsed = now.timestamp_millis() >= end;
             let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
-            let approved = rollout.promotion == Promotion::Manual && approval.is_some() && approval == digest;
-            if (elapsed && rollout.promotion == Promotion::Automatic) || approved {
-                return promote(rollout, status, events, approved, now);
+            let approvable = rollout.promotion == Promotion::Manual || elapsed;
+            let approved = approvable && approval.is_some() && approval == digest;
+            // Promoted on the gate only with evidence of the whole window: one read
+            // beyond the platform's reach waits for a person.
+            let whole_window = status
+                .evidence
+                .as_ref()
+                .is_some_and(|e| millis(&e.from) == Some(start) && millis(&e.to) == Some(end));
+            if (elapsed && whole_window && rollout.promotion == Promotion::Automatic) || approved {
+                let promotion = if approved {
+                    Promotion::Manual
+                } else {
+                    Promotion::Automatic
+                };
+                return promote(rollout, status, events, promotion, true, now);
             }
             if let Some(stale) = approval.filter(|_| rollout.promotion == Promotion::Manual && !approved) {
                 events.push(Notice::warning(
@@ -446,7 +471,8 @@ pub(crate) fn step(
         RolloutStage::Held => {
             let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
             if approval.is_some() && approval == digest {
-                return promote(rollout, status, events, true, now);
+                // A person promoted it over what held it: what held it is no signal.
+                return promote(rollout, status, events, Promotion::Manual, false, now);
             }
             let over = status
                 .evidence
@@ -506,6 +532,21 @@ fn rolled_back(status: RolloutStatus, events: Vec<Notice<AccessListReason>>, mes
     }
 }
 
+/// What the claim records of a step's rollout: what decides, not the readings that
+/// change at every reconcile (the evidence while the window runs, what was blocked,
+/// unless it rolled the list back).
+pub(crate) fn recorded(status: &RolloutStatus) -> RolloutStatus {
+    let mut recorded = status.clone();
+    if recorded.stage == RolloutStage::Logging {
+        recorded.evidence = None;
+    }
+    if recorded.stage != RolloutStage::RolledBack {
+        recorded.blocked = None;
+        recorded.blocked_sources = None;
+    }
+    recorded
+}
+
 /// `status`, converged on the step's action, with the rollout's state; its Ready is the
 /// step's once the platform takes that action (a Ready saying the list differs stays).
 pub(crate) fn with_step(
@@ -528,18 +569,19 @@ pub(crate) fn with_step(
     status
 }
 
-/// Promotes at `now`, on the gate or on a person's `approved` digest; with
-/// `rollbackAboveSources`, on probation for one window.
+/// Promotes at `now`, on the gate (Automatic) or on a person's approval (Manual); with
+/// `rollbackAboveSources` and `probation`, on probation for one window.
 fn promote(
     rollout: &Rollout,
     mut status: RolloutStatus,
     mut events: Vec<Notice<AccessListReason>>,
-    approved: bool,
+    by: Promotion,
+    probation: bool,
     now: DateTime<Utc>,
 ) -> Step {
     status.stage = RolloutStage::Promoted;
     status.promoted_at = Some(rfc3339(now));
-    if rollout.rollback_above_sources.is_some() {
+    if rollout.rollback_above_sources.is_some() && probation {
         let ends = probation_end(rollout, now.timestamp_millis());
         status.probation_ends = DateTime::from_timestamp_millis(ends).map(rfc3339);
     }
@@ -547,7 +589,10 @@ fn promote(
         AccessListReason::Promoted,
         format!(
             "{} promotion to {}: {}",
-            if approved { "approved" } else { "automatic" },
+            match by {
+                Promotion::Manual => "approved",
+                Promotion::Automatic => "automatic",
+            },
             rollout.action.action().name(),
             summary(status.evidence.as_ref())
         ),
@@ -562,16 +607,20 @@ fn promote(
     }
 }
 
-/// The promoted list: looked at again when probation ends, after which it stays.
+/// The promoted list: looked at again when probation ends; the first reconcile after
+/// it (having read probation whole) ends it, and the list stays.
 fn promoted(
     rollout: &Rollout,
-    status: RolloutStatus,
+    mut status: RolloutStatus,
     events: Vec<Notice<AccessListReason>>,
     now: DateTime<Utc>,
 ) -> Step {
     let target = rollout.action.action();
     let probation_ends = status.probation_ends.as_deref().and_then(millis);
     let on_probation = probation_ends.filter(|&ends| ends > now.timestamp_millis());
+    if probation_ends.is_some() && on_probation.is_none() {
+        status.probation_over = true;
+    }
     let probation = match (&status.probation_ends, on_probation) {
         (Some(ends), Some(_)) => format!("; on probation until {ends}"),
         (Some(ends), None) => format!("; probation ended {ends}"),

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -22,11 +22,12 @@ use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::rfc3339;
 use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::controller::kinds::access_list::claim_resource::{
-    AccessListClaim, PLATFORM_LABEL, RecordedValues, platform_tag,
+    AccessListClaim, PLATFORM_LABEL, RecordedValues, claim_name, platform_tag,
 };
 use crate::controller::kinds::access_list::resource::{AccessListConfig, ManagementPolicy};
 use crate::controller::kinds::access_list::settings::CarryOverRecord;
 use crate::crd::ConditionStatus;
+use crate::crd::short_digest;
 
 /// How long the carry-over of 0.2.0's owners may take at start.
 const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
@@ -238,5 +239,48 @@ fn apiserver_error(error: watcher::Error) -> kube::Error {
         | watcher::Error::WatchFailed(error) => error,
         watcher::Error::WatchError(status) => kube::Error::Api(status),
         other => kube::Error::Service(Box::new(other)),
+    }
+}
+
+/// Records listed per request while renaming.
+const RENAME_PAGE: u32 = 100;
+
+impl ClaimRecords {
+    /// Renames the records release 0.3.0 named by the platform's URL as spelled
+    /// (trimmed of `/`) to the names of its normalised URL, where the two differ (a host
+    /// in capitals, an explicit default port); how many. Each is created under its new
+    /// name, then deleted under the old one, a page at a time: a start that stops half
+    /// way renames the rest at the next.
+    pub async fn rename_respelled(client: &kube::Client, platform: &str) -> Result<usize, kube::Error> {
+        let spelled = short_digest(platform.trim_end_matches('/').as_bytes());
+        let tag = platform_tag(platform);
+        if spelled == tag {
+            return Ok(0);
+        }
+        let records: Api<AccessListClaim> = Api::all(client.clone());
+        let of_spelling = ListParams::default()
+            .labels(&format!("{PLATFORM_LABEL}={spelled}"))
+            .limit(RENAME_PAGE);
+        let mut renamed = 0;
+        loop {
+            let page = records.list(&of_spelling).await?;
+            if page.items.is_empty() {
+                return Ok(renamed);
+            }
+            for old in page.items {
+                let spec = old.spec.clone();
+                let mut record =
+                    AccessListClaim::new(&claim_name(platform, spec.shield_zone_id, spec.configuration_id), spec);
+                record.labels_mut().insert(PLATFORM_LABEL.to_string(), tag.clone());
+                match records.create(&PostParams::default(), &record).await {
+                    Err(error) if !is_code(&error, 409) => return Err(error),
+                    _ => {}
+                }
+                match records.delete(&old.name_any(), &DeleteParams::default()).await {
+                    Err(error) if !is_code(&error, 404) => return Err(error),
+                    _ => renamed += 1,
+                }
+            }
+        }
     }
 }

@@ -50,7 +50,17 @@ fn answer(total: i64, groups: Vec<EventGroup>) -> EventLogsSearchResponse {
     }
 }
 
+/// Evidence of the first half of the window.
 fn evidence_of(matches: i64) -> Evidence {
+    evidence_until(matches, "2026-11-28T10:30:00Z")
+}
+
+/// Evidence of the whole window.
+fn whole_window(matches: i64) -> Evidence {
+    evidence_until(matches, "2026-11-28T11:00:00Z")
+}
+
+fn evidence_until(matches: i64, to: &str) -> Evidence {
     let mut by_feature = group(Dimension::Feature, "access_list", matches);
     by_feature.sparkline = Some(vec![matches - 1, 1]);
     let ips = (0..7)
@@ -58,7 +68,7 @@ fn evidence_of(matches: i64) -> Evidence {
         .collect();
     evidence(
         at(START).timestamp_millis(),
-        at("2026-11-28T10:30:00Z").timestamp_millis(),
+        at(to).timestamp_millis(),
         &[
             answer(1, vec![by_feature]),
             answer(7, ips),
@@ -275,7 +285,7 @@ fn automatic_promotion_after_the_whole_window_with_the_gate_holding() {
     assert!(running.ready.2.contains("42 matches from 7 IPs"), "{}", running.ready.2);
 
     let end = at("2026-11-28T11:00:00Z");
-    let done = step(&spec, logging_since(START), Some(evidence_of(42)), None, None, end);
+    let done = step(&spec, logging_since(START), Some(whole_window(42)), None, None, end);
     assert_eq!(done.action, AccessListAction::Block);
     assert_eq!(done.status.stage, RolloutStage::Promoted);
     assert_eq!(done.status.promoted_at.as_deref(), Some("2026-11-28T11:00:00Z"));
@@ -283,7 +293,7 @@ fn automatic_promotion_after_the_whole_window_with_the_gate_holding() {
     assert_eq!(done.events[0].reason, AccessListReason::Promoted.into());
     assert_eq!(
         done.status.evidence,
-        Some(evidence_of(42)),
+        Some(whole_window(42)),
         "the evidence stays in status"
     );
     assert_eq!(running.decided_on, None);
@@ -358,7 +368,7 @@ fn promoted_at(spec: &Rollout, at_time: &str) -> Current {
     let approved = step(
         spec,
         logging_since(START),
-        Some(evidence_of(5)),
+        Some(whole_window(5)),
         None,
         None,
         at(at_time),
@@ -448,6 +458,116 @@ fn after_probation_no_amount_of_blocked_traffic_returns_the_list_to_log() {
         kept.ready.2
     );
     assert_eq!(kept.check_within, None, "nothing left to look at");
+    assert!(kept.status.probation_over, "read whole, probation is over");
+    assert_eq!(
+        read_needed(&spec, &kept.status, at("2026-11-28T13:00:00Z")),
+        None,
+        "no more reads: a search beyond the platform's 72 h would fail every reconcile"
+    );
+}
+
+#[test]
+fn no_read_reaches_past_the_platform_s_events_and_an_unreadable_window_waits_for_a_person() {
+    let spec = rollout(Promotion::Automatic);
+    let days_later = at("2026-12-01T12:00:00Z");
+    if let Some(read) = read_needed(&spec, &logging_since(START).status, days_later) {
+        panic!("the whole window is beyond the platform's reach: {read:?}");
+    }
+    let unread = step(&spec, logging_since(START), None, None, None, days_later);
+    assert_eq!(
+        (unread.action, unread.status.stage),
+        (AccessListAction::Log, RolloutStage::AwaitingApproval),
+        "promoted on the gate only with evidence of the whole window"
+    );
+    let partial = step(
+        &spec,
+        logging_since(START),
+        Some(evidence_of(5)),
+        None,
+        None,
+        days_later,
+    );
+    assert_eq!(
+        partial.status.stage,
+        RolloutStage::AwaitingApproval,
+        "evidence of half the window"
+    );
+    let digest = partial
+        .status
+        .evidence
+        .as_ref()
+        .map(|e| e.digest.clone())
+        .expect("evidence");
+    let current = Current {
+        status: partial.status,
+        window_started: false,
+    };
+    let approved = step(&spec, current, None, None, Some(&digest), days_later);
+    assert_eq!(approved.status.stage, RolloutStage::Promoted, "a person may approve it");
+}
+
+#[test]
+fn the_claim_records_what_decides_not_the_readings_of_each_reconcile() {
+    let spec = rollout(Promotion::Automatic);
+    let reading = step(
+        &spec,
+        logging_since(START),
+        Some(evidence_of(5)),
+        None,
+        None,
+        at("2026-11-28T10:10:00Z"),
+    );
+    assert!(reading.status.evidence.is_some(), "status shows the evidence so far");
+    assert_eq!(
+        recorded(&reading.status),
+        logging_since(START).status,
+        "the window only"
+    );
+    let promoted = promoted_at(&spec, "2026-11-28T11:00:00Z");
+    let read = step(
+        &spec,
+        promoted.clone(),
+        None,
+        Some(Blocked { events: 9, sources: 2 }),
+        None,
+        at("2026-11-28T11:10:00Z"),
+    );
+    assert_eq!(
+        recorded(&read.status),
+        promoted.status,
+        "nothing to write while on probation"
+    );
+    assert!(
+        recorded(&read.status).evidence.is_some(),
+        "the evidence it was promoted on stays"
+    );
+}
+
+#[test]
+fn with_no_record_a_status_held_or_rolled_back_keeps_the_list_in_log_and_shows_no_evidence() {
+    let spec = rollout(Promotion::Automatic);
+    let block = AccessListAction::Block.code();
+    let rolled_back = RolloutStatus {
+        stage: RolloutStage::RolledBack,
+        observed_generation: Some(2),
+        rolled_back_at: Some(START.into()),
+        evidence: Some(evidence_of(5)),
+        ..RolloutStatus::default()
+    };
+    let kept =
+        recorded_or_adopted(&spec, None, Some(&rolled_back), Some(2), (true, block), at(START)).expect("kept back");
+    assert_eq!((kept.stage, kept.evidence), (RolloutStage::RolledBack, None));
+    let older = recorded_or_adopted(&spec, None, Some(&rolled_back), Some(3), (false, block), at(START));
+    assert_eq!(older, None, "a status of another generation says nothing");
+    let promoted = RolloutStatus {
+        stage: RolloutStage::Promoted,
+        ..rolled_back
+    };
+    assert_eq!(
+        recorded_or_adopted(&spec, None, Some(&promoted), Some(2), (false, block), at(START)),
+        None,
+        "a status never promotes"
+    );
 }
 
 #[test]
@@ -499,6 +619,10 @@ fn a_held_rollout_is_promoted_by_hand_with_the_digest_of_the_evidence_that_held_
         "{}",
         approved.events[0].message
     );
+    assert_eq!(
+        approved.status.probation_ends, None,
+        "what held it is no signal to roll back on"
+    );
 }
 
 #[test]
@@ -546,7 +670,7 @@ fn a_list_already_taking_the_rollout_s_action_with_no_record_is_promoted_without
     let spec = rollout(Promotion::Automatic);
     let now = at(START);
     let block = AccessListAction::Block.code();
-    let adopted = recorded_or_adopted(&spec, None, Some(2), (true, block), now).expect("adopted");
+    let adopted = recorded_or_adopted(&spec, None, None, Some(2), (true, block), now).expect("adopted");
     assert_eq!(
         (adopted.stage, adopted.probation_ends.as_deref()),
         (RolloutStage::Promoted, None)
@@ -567,15 +691,15 @@ fn a_list_already_taking_the_rollout_s_action_with_no_record_is_promoted_without
     assert_eq!(kept.action, AccessListAction::Block, "the list keeps blocking");
 
     assert_eq!(
-        recorded_or_adopted(&spec, None, Some(2), (false, block), now),
+        recorded_or_adopted(&spec, None, None, Some(2), (false, block), now),
         None,
         "a disabled list blocks nothing"
     );
     let log = AccessListAction::Log.code();
-    assert_eq!(recorded_or_adopted(&spec, None, Some(2), (true, log), now), None);
+    assert_eq!(recorded_or_adopted(&spec, None, None, Some(2), (true, log), now), None);
     let recorded = logging_since(START).status;
     assert_eq!(
-        recorded_or_adopted(&spec, Some(&recorded), Some(2), (true, block), now),
+        recorded_or_adopted(&spec, Some(&recorded), None, Some(2), (true, block), now),
         Some(recorded),
         "a record decides"
     );
