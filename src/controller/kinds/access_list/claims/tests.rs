@@ -217,3 +217,67 @@ fn a_record_made_anew_for_an_object_whose_status_shows_a_restore_point_says_that
         "another configuration lost nothing"
     );
 }
+
+#[tokio::test]
+async fn records_named_by_a_url_as_spelled_are_renamed_to_its_normalised_form_once() {
+    let spelled = "HTTPS://API.Example.com:443/";
+    let legacy_tag = crate::crd::short_digest(spelled.trim_end_matches('/').as_bytes());
+    let old_name = format!("1-9101-{legacy_tag}");
+    let mut old = new_record(spelled, &object("a", "team", "2026-11-20T10:00:00Z"), 9101, "now");
+    old.metadata.name = Some(old_name.clone());
+    let listed = std::sync::Arc::new(std::sync::Mutex::new(vec![old]));
+    let (sent, calls) = std::sync::mpsc::channel();
+    let kube = crate::controller::framework::mock_apiserver::client({
+        let listed = listed.clone();
+        move |request, body| {
+            let query = request.uri.query().unwrap_or_default().to_string();
+            let _ = sent.send((
+                request.method.to_string(),
+                request.uri.path().to_string(),
+                query.clone(),
+                body.clone(),
+            ));
+            let mut listed = listed.lock().unwrap_or_else(|e| e.into_inner());
+            match request.method.as_str() {
+                "GET" => (
+                    200,
+                    json!({"apiVersion": "edgeplatform.io/v1alpha1", "kind": "AccessListClaimList",
+                           "metadata": {}, "items": *listed}),
+                ),
+                "DELETE" => {
+                    listed.clear();
+                    (200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}))
+                }
+                _ => (201, body),
+            }
+        }
+    });
+    let renamed = ClaimRecords::rename_respelled(&kube, spelled).await.expect("renamed");
+    assert_eq!(renamed, 1);
+    let calls: Vec<_> = calls.try_iter().collect();
+    let (_, _, query, _) = &calls[0];
+    assert!(
+        query.contains(&legacy_tag),
+        "lists the records of the old spelling: {query}"
+    );
+    let (method, _, _, created) = &calls[1];
+    assert_eq!(method, "POST");
+    assert_eq!(
+        created["metadata"]["name"],
+        claim_name("https://api.example.com", 1, 9101)
+    );
+    assert_eq!(
+        created["metadata"]["labels"][PLATFORM_LABEL],
+        platform_tag("https://api.example.com")
+    );
+    assert_eq!(created["spec"]["owner"]["uid"], "uid-a", "the record moves whole");
+    let (method, path, _, _) = &calls[2];
+    assert_eq!((method.as_str(), path.ends_with(&old_name)), ("DELETE", true));
+    assert_eq!(
+        ClaimRecords::rename_respelled(&kube, "https://api.example.com")
+            .await
+            .expect("nothing"),
+        0,
+        "a canonical URL keeps its records' names"
+    );
+}
