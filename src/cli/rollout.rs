@@ -79,9 +79,9 @@ fn view(object: AccessListConfig) -> Result<RolloutView, CommandError> {
     })
 }
 
-/// Approves the evidence shown: the annotation with its digest. Refused unless a person
-/// may promote the rollout (Manual while it logs or awaits approval; any held one) and
-/// the evidence is the operator's: the one its AccessListClaim records for the object.
+/// Approves the evidence shown: the annotation with its digest. Refused unless the
+/// rollout awaits approval or is held, and the evidence is the operator's: the one the
+/// object's AccessListClaim records for its generation.
 pub(crate) async fn promote(args: &RolloutArgs) -> Result<String, CommandError> {
     let api = objects(args).await?;
     let object = api

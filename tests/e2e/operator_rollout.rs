@@ -562,3 +562,29 @@ async fn a_promoted_list_after_probation_still_blocks_ten_thousand_requests_from
     assert_eq!(patches(sim), 2, "nothing written after the promotion");
     assert!(events_of(ns, "RolledBack").await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_deleted_mid_rollout_that_restores_nothing_says_the_list_is_left_logging() {
+    let staged = stage(
+        "rollout-orphan",
+        json!({"action": "Block", "window": "1h", "maxMatches": 10}),
+    )
+    .await;
+    let (sim, ns) = (&staged.sim, staged.namespace.name.as_str());
+    let (ok, _, stderr) = cluster().kubectl(
+        &["delete", "accesslistconfig", "staged", "-n", ns, "--timeout=45s"],
+        None,
+    );
+    assert!(ok, "the finalizer a rollout keeps is removed: {stderr}");
+    let left = eventually("a LeftLogging Event", WAIT, || async {
+        let events = events_of(ns, "LeftLogging").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(
+        platform_list(sim, CONFIGURATION),
+        Some((true, LOG)),
+        "deletionPolicy Orphan: the list is left as it is, logging"
+    );
+}

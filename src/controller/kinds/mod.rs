@@ -125,11 +125,7 @@ impl Kind {
                     let shared = &reconciler.shared;
                     let (objects, watch) = (runner.api(), runner.watch_config());
                     let platform = shared.access_keys.platform_url();
-                    match ClaimRecords::rename_respelled(&shared.kube, platform).await {
-                        Ok(0) => {}
-                        Ok(renamed) => tracing::info!(renamed, "records named by the platform's URL as spelled renamed"),
-                        Err(error) => tracing::error!(%error, "records named by the platform's URL as spelled are not renamed yet"),
-                    }
+                    ClaimRecords::rename_all_respelled(&shared.kube, platform).await;
                     let record = record.as_ref();
                     let carried = ClaimRecords::carry_over(&shared.kube, platform, record, &objects, &watch).await;
                     if carried > 0 {

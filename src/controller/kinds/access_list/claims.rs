@@ -487,13 +487,15 @@ async fn recreate_if_kept(
     let owner = &deleted.spec.owner;
     let owners: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
     let kept = owners.get_opt(&owner.name).await?.is_some_and(|object| {
+        // An object naming its list by name: the configuration it last resolved.
+        let named = object.spec.configuration_id.or_else(|| {
+            let observed = object.status.as_ref().and_then(|s| s.at_provider.as_ref());
+            observed.map(|provider| provider.configuration_id)
+        });
         object.uid().as_deref() == Some(owner.uid.as_str())
             && object.metadata.deletion_timestamp.is_none()
             && object.spec.shield_zone_id == deleted.spec.shield_zone_id
-            && object
-                .spec
-                .configuration_id
-                .is_none_or(|configuration| configuration == deleted.spec.configuration_id)
+            && named == Some(deleted.spec.configuration_id)
     });
     if !kept {
         return Ok(());

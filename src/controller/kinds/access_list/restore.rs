@@ -112,7 +112,7 @@ pub(super) async fn restore(
 
 /// The Event of an owner deleted mid-rollout that restores nothing (Orphan, or paused):
 /// the list is left logging instead of taking the rollout's action. A rollout recorded
-/// for an earlier generation (its spec since changed) says nothing.
+/// for an earlier spec says nothing.
 pub(super) fn left_logging(
     record: &Claim,
     generation: Option<i64>,
@@ -121,7 +121,7 @@ pub(super) fn left_logging(
     let rollout = record
         .rollout
         .as_deref()
-        .filter(|r| r.stage != RolloutStage::Promoted && r.observed_generation == generation)?;
+        .filter(|r| r.stage != RolloutStage::Promoted && of_this_spec(r.observed_generation, generation))?;
     (!restores).then(|| {
         Notice::warning(
             AccessListReason::LeftLogging,
@@ -131,6 +131,15 @@ pub(super) fn left_logging(
             ),
         )
     })
+}
+
+/// Whether a rollout recorded for `recorded` is that of an object now at `generation`,
+/// being deleted: the apiserver counts the deletion request as one more generation.
+fn of_this_spec(recorded: Option<i64>, generation: Option<i64>) -> bool {
+    match (recorded, generation) {
+        (Some(recorded), Some(now)) => recorded == now || recorded + 1 == now,
+        _ => false,
+    }
 }
 
 pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
@@ -280,7 +289,7 @@ mod tests {
                 },
             ))
         };
-        let left = left_logging(&claim(RolloutStage::AwaitingApproval), Some(3), false).expect("an Event");
+        let left = left_logging(&claim(RolloutStage::AwaitingApproval), Some(4), false).expect("an Event");
         assert_eq!(left.reason, AccessListReason::LeftLogging.into());
         assert!(left.message.contains("AwaitingApproval"), "{}", left.message);
         assert!(left.message.contains("left logging"), "{}", left.message);
@@ -293,7 +302,7 @@ mod tests {
             "restored"
         );
         assert!(
-            left_logging(&claim(RolloutStage::Logging), Some(4), false).is_none(),
+            left_logging(&claim(RolloutStage::Logging), Some(5), false).is_none(),
             "a rollout the spec no longer asks for"
         );
     }

@@ -81,11 +81,11 @@ fn millis(at: &str) -> Option<i64> {
 }
 
 /// The rollout the operator recorded. Where it recorded none (a first reconcile, or
-/// the first after an upgrade from a release that kept rollouts in status): a status
-/// that shows this generation held or rolled back keeps the list in Log (status is
-/// trusted only to hold back the object's own list, never its evidence); else a list
-/// the platform already has enabled with the rollout's action counts as promoted,
-/// without probation: a rollout never weakens what the list does already.
+/// the first after an upgrade from a release that kept rollouts in status): a list the
+/// platform already has enabled with the rollout's action counts as promoted, without
+/// probation (a rollout never weakens what the list does already); else a status that
+/// shows this generation rolled back keeps the list in Log until the spec changes
+/// (status is trusted only to hold back the object's own list, never for evidence).
 pub(crate) fn recorded_or_adopted(
     rollout: &Rollout,
     recorded: Option<&RolloutStatus>,
@@ -97,24 +97,21 @@ pub(crate) fn recorded_or_adopted(
     if recorded.is_some() {
         return recorded.cloned();
     }
-    if let Some(stopped) = shown
-        .filter(|shown| shown.observed_generation == generation)
-        .filter(|shown| matches!(shown.stage, RolloutStage::Held | RolloutStage::RolledBack))
-    {
+    if enabled && platform_action == rollout.action.action().code() {
         return Some(RolloutStatus {
-            stage: stopped.stage,
+            stage: RolloutStage::Promoted,
             observed_generation: generation,
-            rolled_back_at: stopped.rolled_back_at.clone(),
+            promoted_at: Some(rfc3339(now)),
             ..RolloutStatus::default()
         });
     }
-    if !enabled || platform_action != rollout.action.action().code() {
-        return None;
-    }
+    let rolled_back = shown
+        .filter(|shown| shown.observed_generation == generation)
+        .filter(|shown| shown.stage == RolloutStage::RolledBack)?;
     Some(RolloutStatus {
-        stage: RolloutStage::Promoted,
+        stage: RolloutStage::RolledBack,
         observed_generation: generation,
-        promoted_at: Some(rfc3339(now)),
+        rolled_back_at: rolled_back.rolled_back_at.clone(),
         ..RolloutStatus::default()
     })
 }
@@ -418,15 +415,19 @@ pub(crate) fn step(
             }
             let end = start.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
             let elapsed = now.timestamp_millis() >= end;
+            if elapsed && status.evidence.is_none() {
+                return unread_window_again(rollout, status, events, now);
+            }
             let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
             let approvable = rollout.promotion == Promotion::Manual || elapsed;
             let approved = approvable && approval.is_some() && approval == digest;
             // Promoted on the gate only with evidence of the whole window: one read
             // beyond the platform's reach waits for a person.
+            let instant = |ms: i64| DateTime::from_timestamp_millis(ms).map(rfc3339);
             let whole_window = status
                 .evidence
                 .as_ref()
-                .is_some_and(|e| millis(&e.from) == Some(start) && millis(&e.to) == Some(end));
+                .is_some_and(|e| Some(&e.from) == instant(start).as_ref() && Some(&e.to) == instant(end).as_ref());
             if (elapsed && whole_window && rollout.promotion == Promotion::Automatic) || approved {
                 let promotion = if approved {
                     Promotion::Manual
@@ -517,6 +518,33 @@ pub(crate) fn step(
             );
             rolled_back(status, events, message)
         }
+    }
+}
+
+/// A window that ended with nothing read of it (beyond the platform's reach): the list
+/// keeps logging and a new window starts now.
+fn unread_window_again(
+    rollout: &Rollout,
+    mut status: RolloutStatus,
+    mut events: Vec<Notice<AccessListReason>>,
+    now: DateTime<Utc>,
+) -> Step {
+    status.stage = RolloutStage::Logging;
+    status.window_start = Some(rfc3339(now));
+    let window = window_of(rollout);
+    let message = format!(
+        "the window ended beyond the platform's reach of events, unread: the list logs for a new window of {} from {}",
+        humantime(window),
+        rfc3339(now)
+    );
+    events.push(Notice::normal(AccessListReason::RolloutStarted, message.clone()));
+    Step {
+        action: AccessListAction::Log,
+        status,
+        events,
+        ready: (false, AccessListReason::RolloutLogging, message),
+        check_within: Some(window),
+        decided_on: None,
     }
 }
 

@@ -246,6 +246,29 @@ fn apiserver_error(error: watcher::Error) -> kube::Error {
 const RENAME_PAGE: u32 = 100;
 
 impl ClaimRecords {
+    /// [`Self::rename_respelled`], tried again while it fails, for
+    /// [`CARRY_OVER_WITHIN`] at most, before any reconcile claims under the new names.
+    pub async fn rename_all_respelled(client: &kube::Client, platform: &str) {
+        let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
+        loop {
+            match Self::rename_respelled(client, platform).await {
+                Ok(0) => return,
+                Ok(renamed) => {
+                    tracing::info!(renamed, "records named by the platform's URL as spelled renamed");
+                    return;
+                }
+                Err(error) if tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline => {
+                    tracing::warn!(%error, "records named by the platform's URL as spelled are not renamed yet; trying again");
+                    tokio::time::sleep(CARRY_OVER_RETRY).await;
+                }
+                Err(error) => {
+                    tracing::error!(%error, "records named by the platform's URL as spelled are not renamed");
+                    return;
+                }
+            }
+        }
+    }
+
     /// Renames the records release 0.3.0 named by the platform's URL as spelled
     /// (trimmed of `/`) to the names of its normalised URL, where the two differ (a host
     /// in capitals, an explicit default port); how many. Each is created under its new
@@ -258,29 +281,51 @@ impl ClaimRecords {
             return Ok(0);
         }
         let records: Api<AccessListClaim> = Api::all(client.clone());
-        let of_spelling = ListParams::default()
+        let mut of_spelling = ListParams::default()
             .labels(&format!("{PLATFORM_LABEL}={spelled}"))
             .limit(RENAME_PAGE);
         let mut renamed = 0;
         loop {
             let page = records.list(&of_spelling).await?;
-            if page.items.is_empty() {
-                return Ok(renamed);
-            }
             for old in page.items {
-                let spec = old.spec.clone();
-                let mut record =
-                    AccessListClaim::new(&claim_name(platform, spec.shield_zone_id, spec.configuration_id), spec);
-                record.labels_mut().insert(PLATFORM_LABEL.to_string(), tag.clone());
-                match records.create(&PostParams::default(), &record).await {
-                    Err(error) if !is_code(&error, 409) => return Err(error),
-                    _ => {}
+                if rename(&records, platform, &tag, old).await? {
+                    renamed += 1;
                 }
-                match records.delete(&old.name_any(), &DeleteParams::default()).await {
-                    Err(error) if !is_code(&error, 404) => return Err(error),
-                    _ => renamed += 1,
-                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => of_spelling = of_spelling.continue_token(&token),
+                _ => return Ok(renamed),
             }
         }
+    }
+}
+
+/// Creates `old` under its name on `platform` (tagged `tag`), then deletes it under the
+/// old one; whether it did. A record already under the new name for another owner
+/// (a claimant came first) keeps both, and says so.
+async fn rename(
+    records: &Api<AccessListClaim>,
+    platform: &str,
+    tag: &str,
+    old: AccessListClaim,
+) -> Result<bool, kube::Error> {
+    let spec = old.spec.clone();
+    let name = claim_name(platform, spec.shield_zone_id, spec.configuration_id);
+    let mut record = AccessListClaim::new(&name, spec);
+    record.labels_mut().insert(PLATFORM_LABEL.to_string(), tag.to_string());
+    match records.create(&PostParams::default(), &record).await {
+        Ok(_) => {}
+        Err(error) if is_code(&error, 409) => {
+            let existing = records.get_opt(&name).await?;
+            if existing.is_some_and(|existing| existing.spec.owner.uid != old.spec.owner.uid) {
+                tracing::error!(old = %old.name_any(), new = %name, "a record of another owner holds the new name; both are kept");
+                return Ok(false);
+            }
+        }
+        Err(error) => return Err(error),
+    }
+    match records.delete(&old.name_any(), &DeleteParams::default()).await {
+        Err(error) if !is_code(&error, 404) => Err(error),
+        _ => Ok(true),
     }
 }

@@ -467,7 +467,7 @@ fn after_probation_no_amount_of_blocked_traffic_returns_the_list_to_log() {
 }
 
 #[test]
-fn no_read_reaches_past_the_platform_s_events_and_an_unreadable_window_waits_for_a_person() {
+fn no_read_reaches_past_the_platform_s_events_an_unread_window_starts_again_and_a_partial_one_waits_for_a_person() {
     let spec = rollout(Promotion::Automatic);
     let days_later = at("2026-12-01T12:00:00Z");
     if let Some(read) = read_needed(&spec, &logging_since(START).status, days_later) {
@@ -475,10 +475,19 @@ fn no_read_reaches_past_the_platform_s_events_and_an_unreadable_window_waits_for
     }
     let unread = step(&spec, logging_since(START), None, None, None, days_later);
     assert_eq!(
-        (unread.action, unread.status.stage),
-        (AccessListAction::Log, RolloutStage::AwaitingApproval),
-        "promoted on the gate only with evidence of the whole window"
+        (
+            unread.action,
+            unread.status.stage,
+            unread.status.window_start.as_deref()
+        ),
+        (
+            AccessListAction::Log,
+            RolloutStage::Logging,
+            Some("2026-12-01T12:00:00Z")
+        ),
+        "a window nothing could be read of starts again"
     );
+    assert_eq!(unread.check_within, Some(window_of(&spec)));
     let partial = step(
         &spec,
         logging_since(START),
@@ -544,7 +553,7 @@ fn the_claim_records_what_decides_not_the_readings_of_each_reconcile() {
 }
 
 #[test]
-fn with_no_record_a_status_held_or_rolled_back_keeps_the_list_in_log_and_shows_no_evidence() {
+fn with_no_record_a_blocking_list_stays_promoted_and_a_status_rolled_back_keeps_the_list_in_log() {
     let spec = rollout(Promotion::Automatic);
     let block = AccessListAction::Block.code();
     let rolled_back = RolloutStatus {
@@ -554,9 +563,25 @@ fn with_no_record_a_status_held_or_rolled_back_keeps_the_list_in_log_and_shows_n
         evidence: Some(evidence_of(5)),
         ..RolloutStatus::default()
     };
+    let log = AccessListAction::Log.code();
     let kept =
-        recorded_or_adopted(&spec, None, Some(&rolled_back), Some(2), (true, block), at(START)).expect("kept back");
+        recorded_or_adopted(&spec, None, Some(&rolled_back), Some(2), (true, log), at(START)).expect("kept back");
     assert_eq!((kept.stage, kept.evidence), (RolloutStage::RolledBack, None));
+    let blocking = recorded_or_adopted(&spec, None, Some(&rolled_back), Some(2), (true, block), at(START));
+    assert_eq!(
+        blocking.map(|r| r.stage),
+        Some(RolloutStage::Promoted),
+        "a status never turns a blocking list back to Log"
+    );
+    let held = RolloutStatus {
+        stage: RolloutStage::Held,
+        ..rolled_back.clone()
+    };
+    assert_eq!(
+        recorded_or_adopted(&spec, None, Some(&held), Some(2), (true, log), at(START)),
+        None,
+        "held: a new window, in Log"
+    );
     let older = recorded_or_adopted(&spec, None, Some(&rolled_back), Some(3), (false, block), at(START));
     assert_eq!(older, None, "a status of another generation says nothing");
     let promoted = RolloutStatus {
