@@ -8,6 +8,7 @@ use edge_operator::cli::commands;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    stop_quietly_when_the_reader_goes();
     // Every error exits 1, bad usage included: 2 is `plan`'s "something would change".
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -24,3 +25,18 @@ async fn main() -> ExitCode {
         }
     }
 }
+
+/// A reader that goes away (`edgectl completion bash | head -1`) ends edgectl as it ends
+/// any Unix tool, by SIGPIPE, with nothing printed: Rust ignores SIGPIPE, so a write to
+/// a closed pipe would otherwise fail, and `print!` panic.
+#[cfg(unix)]
+fn stop_quietly_when_the_reader_goes() {
+    // SAFETY: setting a signal's disposition to its default installs no handler; it
+    // only undoes the runtime's "ignore", process-wide.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_quietly_when_the_reader_goes() {}

@@ -454,6 +454,26 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
     assert!(main_api.stderr.contains("EDGE_ACCESS_KEY"), "{}", main_api.stderr);
 }
 
+#[test]
+fn a_reader_that_goes_away_ends_edgectl_quietly_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    // A pipe whose reader is gone before edgectl writes, as `| head -1` leaves it.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args(["completion", "bash"])
+        .stdout(writer)
+        .output()
+        .expect("edgectl runs");
+    assert_eq!(
+        output.status.signal(),
+        Some(libc::SIGPIPE),
+        "ended by SIGPIPE, as any Unix tool: {:?}",
+        output.status
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "", "no panic, no message");
+}
+
 #[tokio::test]
 async fn completion_scripts_load_in_their_shell_and_complete_subcommands() {
     let script = edgectl("http://127.0.0.1:9", &["completion", "bash"]).await;
