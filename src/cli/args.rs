@@ -115,6 +115,13 @@ pub struct RolloutArgs {
     /// Its namespace [default: the kubeconfig context's].
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+    /// The kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else the
+    /// in-cluster ServiceAccount].
+    #[arg(long)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context [default: its current context].
+    #[arg(long)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! the current kubeconfig context, and its Manual promotion.
 
 use kube::api::{Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
@@ -26,14 +27,33 @@ pub(crate) struct RolloutView {
     pub ready: Option<String>,
 }
 
+/// The cluster of `--kubeconfig` and `--context`, as kubectl would find it otherwise.
+async fn config(args: &RolloutArgs) -> Result<kube::Config, String> {
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    match (&args.kubeconfig, &args.context) {
+        (Some(path), _) => {
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(|e| e.to_string()),
+        (None, None) => kube::Config::infer().await.map_err(|e| e.to_string()),
+    }
+}
+
 async fn objects(args: &RolloutArgs) -> Result<Api<AccessListConfig>, CommandError> {
-    let client = kube::Client::try_default()
-        .await
-        .map_err(|e| CommandError::Refused(format!("cannot reach the cluster of the kubeconfig: {e}")))?;
-    Ok(match &args.namespace {
-        Some(namespace) => Api::namespaced(client, namespace),
-        None => Api::default_namespaced(client),
-    })
+    let unreachable = |e: String| CommandError::Refused(format!("cannot reach the cluster of the kubeconfig: {e}"));
+    let config = config(args).await.map_err(unreachable)?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = kube::Client::try_from(config).map_err(|e| unreachable(e.to_string()))?;
+    Ok(Api::namespaced(client, &namespace))
 }
 
 fn refused(args: &RolloutArgs, what: &str, error: kube::Error) -> CommandError {

@@ -370,6 +370,21 @@ async fn a_manual_rollout_is_promoted_by_the_digest_shown_and_not_by_a_stale_one
     assert_eq!(patches(&sim), 1);
 
     let status = edgectl(&["rollout", "status", "staged", "-n", ns]);
+    // The same cluster named by flags alone, $KUBECONFIG pointing nowhere.
+    let (_, context, _) = cluster().kubectl(&["config", "current-context"], None);
+    let kubeconfig = cluster().kubeconfig.display().to_string();
+    let by_flags = std::process::Command::new(env!("CARGO_BIN_EXE_edgectl"))
+        .args(["rollout", "status", "staged", "-n", ns, "--kubeconfig", &kubeconfig])
+        .args(["--context", context.trim()])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("edgectl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&by_flags.stdout),
+        status,
+        "{}",
+        String::from_utf8_lossy(&by_flags.stderr)
+    );
     for expected in [
         "AwaitingApproval",
         "Matches        2 from 1 IPs",

@@ -454,6 +454,46 @@ async fn logs_of_a_day_file_and_with_a_bearer_token() {
     assert!(main_api.stderr.contains("EDGE_ACCESS_KEY"), "{}", main_api.stderr);
 }
 
+#[tokio::test]
+async fn rollout_reads_the_kubeconfig_and_context_it_is_given_and_says_which_is_wrong() {
+    let missing = edgectl(
+        "http://127.0.0.1:9",
+        &["rollout", "status", "staged", "--kubeconfig", "/nonexistent/kubeconfig"],
+    )
+    .await;
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("/nonexistent/kubeconfig"), "{}", missing.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n\
+         users: [{name: u, user: {token: t}}]\ncontexts: [{name: here, context: {cluster: c, user: u}}]\n\
+         current-context: here\n",
+    )
+    .expect("kubeconfig written");
+    let path = path.display().to_string();
+    let unknown = edgectl(
+        "http://127.0.0.1:9",
+        &[
+            "rollout",
+            "status",
+            "staged",
+            "--kubeconfig",
+            &path,
+            "--context",
+            "elsewhere",
+        ],
+    )
+    .await;
+    assert_eq!(unknown.code, 1);
+    assert!(
+        unknown.stderr.contains("elsewhere"),
+        "names the context: {}",
+        unknown.stderr
+    );
+}
+
 #[test]
 fn a_reader_that_goes_away_ends_edgectl_quietly_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
