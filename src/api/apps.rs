@@ -35,14 +35,15 @@ pub(crate) fn path_segment(what: &str, raw: &str) -> Result<String, ApiError> {
     {
         return refused("may not hold '/', '?', '#', '%', spaces or control characters");
     }
-    Ok(raw
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect())
+    Ok(percent_encoding::utf8_percent_encode(raw, PATH_SEGMENT).to_string())
 }
+
+/// What a path segment percent-encodes: all but RFC 3986's unreserved characters.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 impl EdgeClient {
     /// `GET /mc/apps/{appId}`.

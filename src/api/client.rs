@@ -76,6 +76,26 @@ fn clock_offset(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Opt
     Some(offset.clamp(-MAX_CLOCK_OFFSET_MS, MAX_CLOCK_OFFSET_MS))
 }
 
+/// How long `Retry-After` asks to wait, at most [`MAX_RETRY_AFTER`]: delay-seconds, or
+/// an HTTP date measured from the answer's own `Date` (else `now`); a date passed asks
+/// for no wait. `None` without a valid value.
+fn retry_after(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => {
+            let at = DateTime::parse_from_rfc2822(value).ok()?;
+            let answered = headers
+                .get(reqwest::header::DATE)
+                .and_then(|date| date.to_str().ok())
+                .and_then(|date| DateTime::parse_from_rfc2822(date).ok())
+                .map_or(now, |date| date.with_timezone(&Utc));
+            (at.with_timezone(&Utc) - answered).to_std().unwrap_or_default()
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
 /// The most a platform's clock is taken to differ from this process's: the event
 /// search's reach (72 hours).
 const MAX_CLOCK_OFFSET_MS: i64 = 72 * 3_600_000;
@@ -307,12 +327,7 @@ impl EdgeClient {
                 .unwrap_or_else(|| "no valid Location".into());
             return Err(ApiError::Redirected { status, host });
         }
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+        let retry_after = retry_after(response.headers(), Utc::now());
         // Within the answer budget like any body: error answers come in bursts too.
         let body = self.body(response, ERROR_BODY_BYTES).await;
         let bytes = body.as_ref().map(|answer| answer.bytes.as_slice()).unwrap_or_default();

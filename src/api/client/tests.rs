@@ -24,6 +24,37 @@ fn the_platform_clock_is_read_from_the_date_of_its_answers_within_bounds() {
     assert_eq!(clock_offset(&reqwest::header::HeaderMap::new(), now), None);
 }
 
+#[test]
+fn retry_after_is_read_as_seconds_or_as_an_http_date_from_the_answer_s_own_date() {
+    let now: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().expect("time");
+    let answer = |retry: &str, date: Option<&str>| {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_str(retry).expect("header"));
+        if let Some(date) = date {
+            headers.insert(reqwest::header::DATE, HeaderValue::from_str(date).expect("header"));
+        }
+        retry_after(&headers, now)
+    };
+    assert_eq!(answer("120", None), Some(Duration::from_secs(120)));
+    assert_eq!(
+        answer("Sat, 28 Nov 2026 10:00:30 GMT", None),
+        Some(Duration::from_secs(30)),
+        "a date, from this process's clock"
+    );
+    assert_eq!(
+        answer("Sat, 28 Nov 2026 12:00:30 GMT", Some("Sat, 28 Nov 2026 12:00:00 GMT")),
+        Some(Duration::from_secs(30)),
+        "a date, from the answer's own Date: clocks that differ do not matter"
+    );
+    assert_eq!(
+        answer("Sat, 28 Nov 2026 09:00:00 GMT", None),
+        Some(Duration::ZERO),
+        "a date passed"
+    );
+    assert_eq!(answer("Sat, 28 Nov 2099 10:00:00 GMT", None), Some(MAX_RETRY_AFTER));
+    assert_eq!(answer("soon", None), None);
+}
+
 /// A listing that always says "more": pages of `size` bytes.
 fn endless(size: usize, limits: WalkLimits) -> impl Stream<Item = Result<u64, ApiError>> {
     paginate(
