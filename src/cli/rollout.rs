@@ -12,7 +12,7 @@ use super::args::RolloutArgs;
 use super::render::{escaped, sparkline};
 use crate::controller::kinds::access_list::claim_resource::AccessListClaim;
 use crate::controller::kinds::access_list::resource::{
-    AccessListConfig, Evidence, Rollout, RolloutAction, RolloutStage, RolloutStatus, Tally,
+    AccessListConfig, Evidence, Rollout, RolloutStage, RolloutStatus, Tally,
 };
 use crate::crd::ANNOTATION_PROMOTE;
 
@@ -187,13 +187,6 @@ fn tallies(tallies: &[Tally]) -> String {
     shown.join(", ")
 }
 
-fn past_tense(rollout: &Rollout) -> &'static str {
-    match rollout.action {
-        RolloutAction::Block => "blocked",
-        RolloutAction::Challenge => "challenged",
-    }
-}
-
 /// The status as a table of its members.
 pub(crate) fn render(view: &RolloutView) -> String {
     let rollout = &view.rollout;
@@ -261,7 +254,10 @@ pub(crate) fn render(view: &RolloutView) -> String {
         let sources = status.blocked_sources.unwrap_or_default();
         rows.push((
             "Probation",
-            format!("until {ends}: {blocked} {} from {sources} sources", past_tense(rollout)),
+            format!(
+                "until {ends}: {blocked} {} from {sources} sources",
+                rollout.action.past_tense()
+            ),
         ));
     }
     if let Some(at) = &status.rolled_back_at {
@@ -279,7 +275,9 @@ pub(crate) fn render(view: &RolloutView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, AccessListConfigStatus, Promotion};
+    use crate::controller::kinds::access_list::resource::{
+        AccessListConfigSpec, AccessListConfigStatus, Promotion, RolloutAction,
+    };
 
     fn object(rollout: Option<Rollout>, status: Option<RolloutStatus>) -> AccessListConfig {
         let mut object = AccessListConfig::new(

@@ -29,7 +29,7 @@ use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,
 };
-use crate::controller::kinds::access_list::resource::{AccessListConfig, RolloutStatus};
+use crate::controller::kinds::access_list::resource::{AccessListConfig, RestorePoint, RolloutStatus};
 
 /// Attempts at settling a record in one reconcile: a create that lost a race, then the
 /// release of an owner found gone, then the create again.
@@ -81,15 +81,15 @@ fn owner_of(object: &AccessListConfig) -> ClaimOwner {
     }
 }
 
-/// Whether `object`'s status shows a restore point of `configuration`: the object had a
-/// record of it, which is gone. Only ever a loss of the object's own restore.
-fn shows_lost_restore_point(object: &AccessListConfig, configuration: i64) -> bool {
+/// The restore point `object`'s status shows for `configuration` of its zone. Never the
+/// values a restore writes: only a hint that the object had a record of it.
+fn restore_point_shown(object: &AccessListConfig, configuration: i64) -> Option<RestorePoint> {
     let zone = object.spec.shield_zone_id;
     object
         .status
         .as_ref()
         .and_then(|status| status.restore_point)
-        .is_some_and(|point| point.configuration_id == configuration && point.shield_zone_id.is_none_or(|z| z == zone))
+        .filter(|point| point.configuration_id == configuration && point.shield_zone_id.is_none_or(|z| z == zone))
 }
 
 /// The record `object` creates for `configuration` of its zone on `platform`, its key
@@ -105,7 +105,9 @@ fn new_record(platform: &str, object: &AccessListConfig, configuration: i64, now
             owner: owner_of(object),
             proof: proof_of(object, Some(now)),
             restore_point: None,
-            restore_point_lost: shows_lost_restore_point(object, configuration),
+            // A status showing a restore point with no record: the record, and the
+            // values it held, are gone. Only ever a loss of the object's own restore.
+            restore_point_lost: restore_point_shown(object, configuration).is_some(),
             rollout: None,
         },
     );

@@ -138,6 +138,14 @@ impl RolloutAction {
             RolloutAction::Challenge => AccessListAction::Challenge,
         }
     }
+
+    /// What the list does to a request it matches, once promoted: `blocked`, `challenged`.
+    pub fn past_tense(self) -> &'static str {
+        match self {
+            RolloutAction::Block => "blocked",
+            RolloutAction::Challenge => "challenged",
+        }
+    }
 }
 
 /// How a rollout is promoted: Automatic (on its gate) or Manual (on an approval).

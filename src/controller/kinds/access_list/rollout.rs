@@ -76,6 +76,16 @@ pub(crate) fn window_of(rollout: &Rollout) -> Duration {
     parse_go_duration(&rollout.window).unwrap_or(Duration::from_secs(3600))
 }
 
+/// The rollout's window in milliseconds.
+fn window_ms(rollout: &Rollout) -> i64 {
+    i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX)
+}
+
+/// `ms` (Unix milliseconds) as status writes an instant.
+fn instant(ms: i64) -> Option<String> {
+    DateTime::from_timestamp_millis(ms).map(rfc3339)
+}
+
 fn millis(at: &str) -> Option<i64> {
     DateTime::parse_from_rfc3339(at).ok().map(|t| t.timestamp_millis())
 }
@@ -164,8 +174,7 @@ pub(crate) fn after_write(
 
 /// When probation ends for a list promoted at `promoted_at`: one window later.
 fn probation_end(rollout: &Rollout, promoted_at: i64) -> i64 {
-    let window_ms = i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX);
-    promoted_at.saturating_add(window_ms)
+    promoted_at.saturating_add(window_ms(rollout))
 }
 
 /// How far back the platform's security events reach: a search may not start earlier.
@@ -177,7 +186,7 @@ const EVENTS_REACH: Duration = Duration::from_secs(71 * 3600);
 /// Never earlier than the platform's events reach.
 pub(crate) fn read_needed(rollout: &Rollout, status: &RolloutStatus, now: DateTime<Utc>) -> Option<Read> {
     let now_ms = now.timestamp_millis();
-    let window_ms = i64::try_from(window_of(rollout).as_millis()).unwrap_or(i64::MAX);
+    let window_ms = window_ms(rollout);
     let reach = now_ms.saturating_sub(i64::try_from(EVENTS_REACH.as_millis()).unwrap_or(i64::MAX));
     match status.stage {
         RolloutStage::Logging => {
@@ -270,7 +279,7 @@ pub(crate) fn evidence(from: i64, to: i64, answers: &[EventLogsSearchResponse]) 
         }
     }
     sparkline.truncate(SPARKLINE_BUCKETS as usize);
-    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(rfc3339).unwrap_or_default();
+    let at = |ms: i64| instant(ms).unwrap_or_default();
     let mut evidence = Evidence {
         from: at(from),
         to: at(to),
@@ -413,7 +422,7 @@ pub(crate) fn step(
                     decided_on: status_matches,
                 };
             }
-            let end = start.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+            let end = start.saturating_add(window_ms(rollout));
             let elapsed = now.timestamp_millis() >= end;
             if elapsed && status.evidence.is_none() {
                 return unread_window_again(rollout, status, events, now);
@@ -423,7 +432,6 @@ pub(crate) fn step(
             let approved = approvable && approval.is_some() && approval == digest;
             // Promoted on the gate only with evidence of the whole window: one read
             // beyond the platform's reach waits for a person.
-            let instant = |ms: i64| DateTime::from_timestamp_millis(ms).map(rfc3339);
             let whole_window = status
                 .evidence
                 .as_ref()
@@ -454,7 +462,7 @@ pub(crate) fn step(
                 );
                 (AccessListReason::AwaitingApproval, message)
             } else {
-                let at = DateTime::from_timestamp_millis(end).map(rfc3339).unwrap_or_default();
+                let at = instant(end).unwrap_or_default();
                 (AccessListReason::RolloutLogging, format!("logging until {at}: {shown}"))
             };
             let remaining = u64::try_from(end - now.timestamp_millis())
@@ -498,7 +506,7 @@ pub(crate) fn step(
                     status.rolled_back_at = Some(rfc3339(now));
                     let message = format!(
                         "back to Log: requests {} from {sources} sources ({} events) on probation since {} exceed rollbackAboveSources {limit}; change the spec to start again",
-                        past_tense(target),
+                        rollout.action.past_tense(),
                         status.blocked.unwrap_or_default(),
                         status.promoted_at.as_deref().unwrap_or_default(),
                     );
@@ -512,7 +520,7 @@ pub(crate) fn step(
             let message = format!(
                 "back to Log since {}: requests {} from {} sources on probation exceeded rollbackAboveSources {}; change the spec to start again",
                 status.rolled_back_at.as_deref().unwrap_or_default(),
-                past_tense(target),
+                rollout.action.past_tense(),
                 status.blocked_sources.unwrap_or_default(),
                 rollout.rollback_above_sources.unwrap_or_default()
             );
@@ -611,7 +619,7 @@ fn promote(
     status.promoted_at = Some(rfc3339(now));
     if rollout.rollback_above_sources.is_some() && probation {
         let ends = probation_end(rollout, now.timestamp_millis());
-        status.probation_ends = DateTime::from_timestamp_millis(ends).map(rfc3339);
+        status.probation_ends = instant(ends);
     }
     events.push(Notice::normal(
         AccessListReason::Promoted,
@@ -678,13 +686,6 @@ fn held_because(over: &str, evidence: Option<&Evidence>) -> String {
     format!(
         "held in Log: {over}; promote by hand with the annotation edgeplatform.io/promote={digest}, or change the spec to start again"
     )
-}
-
-fn past_tense(action: AccessListAction) -> &'static str {
-    match action {
-        AccessListAction::Challenge => "challenged",
-        _ => "blocked",
-    }
 }
 
 /// `1h`, `90m`, `45s`: the window as a person would write it.

@@ -16,7 +16,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::super::FINALIZER;
-use super::{ClaimRecords, is_code, new_record, proof_of};
+use super::{ClaimRecords, is_code, new_record, proof_of, restore_point_shown};
 use crate::controller::framework::object::is_paused;
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::rfc3339;
@@ -56,31 +56,47 @@ impl ClaimRecords {
             return 0;
         };
         let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
-        loop {
-            let attempt = tokio::time::timeout_at(
-                deadline,
-                try_carry_over(client, platform, record, objects, initial_list),
-            )
-            .await;
-            match attempt {
-                Ok(Ok(count)) => return count,
-                Ok(Err(error))
-                    if !is_code(&error, 401)
-                        && !is_code(&error, 403)
-                        && tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline =>
-                {
-                    tracing::warn!(%error, "the owners of 0.2.0 are not recorded yet; trying again");
-                    tokio::time::sleep(CARRY_OVER_RETRY).await;
-                }
-                Ok(Err(error)) => {
-                    tracing::error!(%error, "the owners of 0.2.0 could not be recorded; claims go to the first claimant");
-                    return 0;
-                }
-                Err(_) => {
-                    tracing::error!(within = ?CARRY_OVER_WITHIN, "recording the owners of 0.2.0 took too long");
-                    return 0;
-                }
+        let attempts = retried_until(deadline, "the owners of 0.2.0 are not recorded yet", || {
+            try_carry_over(client, platform, record, objects, initial_list)
+        });
+        match tokio::time::timeout_at(deadline, attempts).await {
+            Ok(Ok(count)) => count,
+            Ok(Err(error)) => {
+                tracing::error!(%error, "the owners of 0.2.0 could not be recorded; claims go to the first claimant");
+                0
             }
+            Err(_) => {
+                tracing::error!(within = ?CARRY_OVER_WITHIN, "recording the owners of 0.2.0 took too long");
+                0
+            }
+        }
+    }
+}
+
+/// `attempt` until it succeeds, tried again every [`CARRY_OVER_RETRY`] while it fails
+/// for a reason waiting may mend (the apiserver not serving a kind yet; not a refusal,
+/// 401 or 403) and `deadline` is not reached; its last error otherwise.
+async fn retried_until<T, F, Fut>(
+    deadline: tokio::time::Instant,
+    waiting: &str,
+    mut attempt: F,
+) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error)
+                if !is_code(&error, 401)
+                    && !is_code(&error, 403)
+                    && tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline =>
+            {
+                tracing::warn!(%error, "{waiting}; trying again");
+                tokio::time::sleep(CARRY_OVER_RETRY).await;
+            }
+            Err(error) => return Err(error),
         }
     }
 }
@@ -124,13 +140,10 @@ impl PreviousOwners {
         }
         let mut record = new_record(platform, object, configuration, "");
         record.spec.proof = proof_of(object, None);
-        record.spec.restore_point = status
-            .restore_point
-            .filter(|p| p.configuration_id == configuration && p.shield_zone_id.is_none_or(|z| z == zone))
-            .map(|p| RecordedValues {
-                is_enabled: p.is_enabled,
-                action: p.action,
-            });
+        record.spec.restore_point = restore_point_shown(object, configuration).map(|p| RecordedValues {
+            is_enabled: p.is_enabled,
+            action: p.action,
+        });
         record.spec.restore_point_lost = false;
         self.chosen.insert((zone, configuration), (age, record));
     }
@@ -246,26 +259,16 @@ fn apiserver_error(error: watcher::Error) -> kube::Error {
 const RENAME_PAGE: u32 = 100;
 
 impl ClaimRecords {
-    /// [`Self::rename_respelled`], tried again while it fails, for
-    /// [`CARRY_OVER_WITHIN`] at most, before any reconcile claims under the new names.
+    /// [`Self::rename_respelled`], tried again while it fails for a reason waiting may
+    /// mend, for [`CARRY_OVER_WITHIN`] at most, before any reconcile claims under the
+    /// new names.
     pub async fn rename_all_respelled(client: &kube::Client, platform: &str) {
         let deadline = tokio::time::Instant::now() + CARRY_OVER_WITHIN;
-        loop {
-            match Self::rename_respelled(client, platform).await {
-                Ok(0) => return,
-                Ok(renamed) => {
-                    tracing::info!(renamed, "records named by the platform's URL as spelled renamed");
-                    return;
-                }
-                Err(error) if tokio::time::Instant::now() + CARRY_OVER_RETRY < deadline => {
-                    tracing::warn!(%error, "records named by the platform's URL as spelled are not renamed yet; trying again");
-                    tokio::time::sleep(CARRY_OVER_RETRY).await;
-                }
-                Err(error) => {
-                    tracing::error!(%error, "records named by the platform's URL as spelled are not renamed");
-                    return;
-                }
-            }
+        let waiting = "records named by the platform's URL as spelled are not renamed yet";
+        match retried_until(deadline, waiting, || Self::rename_respelled(client, platform)).await {
+            Ok(0) => {}
+            Ok(renamed) => tracing::info!(renamed, "records named by the platform's URL as spelled renamed"),
+            Err(error) => tracing::error!(%error, "records named by the platform's URL as spelled are not renamed"),
         }
     }
 
