@@ -44,6 +44,8 @@ fn the_chart_and_every_image_tag_the_docs_give_carry_cargos_version() {
         "edge-operator/edge-sim:",
         "edge-operator-",
         "edge-sim-",
+        "charts/edge-operator:",
+        "targetRevision: ",
     ];
     let mut tags = 0;
     for file in files {
@@ -54,6 +56,38 @@ fn the_chart_and_every_image_tag_the_docs_give_carry_cargos_version() {
         }
     }
     assert!(tags >= 4, "the docs name the images and archives: {tags}");
+}
+
+#[test]
+fn the_gitops_examples_install_this_version() {
+    let read = |file: &str| -> Vec<serde_yaml::Value> {
+        let text = std::fs::read_to_string(repo_root().join("examples/gitops").join(file)).expect("the example");
+        serde_yaml::Deserializer::from_str(&text)
+            .map(|document| serde::Deserialize::deserialize(document).expect("YAML"))
+            .collect()
+    };
+    let application = read("argocd/application.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "Application")
+        .expect("an Application");
+    assert_eq!(
+        application["spec"]["source"]["targetRevision"].as_str(),
+        Some(VERSION),
+        "examples/gitops/argocd/application.yaml installs this version"
+    );
+    let [major, minor, _] = [0, 1, 2].map(|at| {
+        VERSION
+            .split('.')
+            .nth(at)
+            .and_then(|n| n.parse::<u64>().ok())
+            .expect("a version x.y.z")
+    });
+    let source = read("flux/operator/ocirepository.yaml").remove(0);
+    assert_eq!(
+        source["spec"]["ref"]["semver"].as_str(),
+        Some(format!(">={major}.{minor}.0 <{major}.{}.0", minor + 1).as_str()),
+        "examples/gitops/flux/operator/ocirepository.yaml takes the releases of this minor version"
+    );
 }
 
 #[test]

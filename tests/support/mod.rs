@@ -7,5 +7,6 @@ pub(crate) mod helm;
 pub(crate) mod hostile_server;
 pub(crate) mod manifest;
 pub(crate) mod operator;
+pub(crate) mod recipe;
 pub(crate) mod sim;
 pub(crate) mod tls;

@@ -13,6 +13,7 @@ use crate::support::cluster::{cluster, pinned, repo_root};
 use crate::support::gitops::{get_json, judge};
 use crate::support::helm::{chart, helm};
 use crate::support::operator::eventually;
+use crate::support::recipe;
 
 const WAIT: Duration = Duration::from_secs(90);
 /// The chart's default `leaderElection.leaseDuration`.
@@ -267,6 +268,49 @@ fn diagnosis(namespace: &str) -> String {
     format!("{objects}\noperator log:\n{log}")
 }
 
+/// The release folder whose chart the documented upgrade installs: `hack/release.sh`'s
+/// (`EDGE_TEST_RELEASE_DIR`, which `make e2e-kind` sets), else one holding the working
+/// tree's chart packaged as that script packages it; removed when dropped.
+enum ReleaseFolder {
+    Given(PathBuf),
+    Packaged(tempfile::TempDir),
+}
+
+impl ReleaseFolder {
+    fn new() -> Self {
+        if let Some(dir) = std::env::var_os("EDGE_TEST_RELEASE_DIR") {
+            return Self::Given(PathBuf::from(dir));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("edge-operator-release-")
+            .tempdir()
+            .expect("a temporary directory");
+        let destination = dir.path().display().to_string();
+        let (ok, _, err) = helm(&["package", &chart(), "--destination", &destination]);
+        assert!(ok, "helm package: {err}");
+        Self::Packaged(dir)
+    }
+
+    fn path(&self) -> String {
+        match self {
+            Self::Given(dir) => dir.display().to_string(),
+            Self::Packaged(dir) => dir.path().display().to_string(),
+        }
+    }
+}
+
+/// Runs one command of a documented block, in the repository root (where cargo runs the
+/// tests: `crds/` there is the new release's), against the test cluster.
+fn run_documented(command: &[String]) {
+    let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+    let (ok, _, err) = match command[0].as_str() {
+        "helm" => helm(&args),
+        "kubectl" => cluster().kubectl(&args, None),
+        other => panic!("the documented upgrade runs {other}, which the test does not run: {command:?}"),
+    };
+    assert!(ok, "{}: {err}", command.join(" "));
+}
+
 /// How the new CRDs reach the cluster (docs/operations.md, "Upgrading").
 #[derive(Debug, Clone, Copy)]
 enum CrdUpgrade {
@@ -430,16 +474,13 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
     assert_crd_owners(crds, &release.name, &crds_folder, "before the upgrade");
     let writes_before = platform_writes(&release).await;
 
-    if let CrdUpgrade::Apart = crds {
-        // The step for CRDs installed apart: the new ones first, applied server-side.
-        kubectl(
-            &["apply", "--server-side", "--force-conflicts", "-f", &crds_folder],
-            None,
-        );
-    }
-
-    // `helm upgrade --reset-then-reuse-values` (docs/operations.md) while a change
-    // arrives, with the chart's default image (its appVersion's tag).
+    // The documented upgrade, as written (the README's block; docs/operations.md's for
+    // CRDs installed apart: the new CRDs applied server-side, then the same helm
+    // upgrade), while a change arrives, with the chart's default image (its appVersion's
+    // tag).
+    let folder = ReleaseFolder::new();
+    let commands = recipe::upgrade(matches!(crds, CrdUpgrade::Apart), &folder.path(), &release.name, &ns);
+    println!("the documented upgrade: {commands:?}");
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = release.sample_rollout(old_pod.clone(), stop.clone());
     let change = tokio::task::spawn_blocking({
@@ -449,23 +490,8 @@ async fn upgrade_from_the_previous_release(crds: CrdUpgrade) {
         let ns = ns.clone();
         move || kubectl(&["apply", "-n", &ns, "-f", "-"], Some(&yaml))
     });
-    let current_chart = chart();
-    let mut args = vec![
-        "upgrade",
-        &release.name,
-        &current_chart,
-        "--namespace",
-        &ns,
-        "--reset-then-reuse-values",
-        "--wait",
-        "--timeout=120s",
-    ];
-    if let CrdUpgrade::Apart = crds {
-        args.push("--set=crds.enabled=false");
-    }
     let upgrade_started = Instant::now();
-    let (ok, _, err) = tokio::task::block_in_place(|| helm(&args));
-    assert!(ok, "helm upgrade to the working tree: {err}");
+    tokio::task::block_in_place(|| commands.iter().for_each(|command| run_documented(command)));
     change.await.expect("the change is applied");
     kubectl(
         &[
