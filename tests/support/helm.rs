@@ -1,5 +1,6 @@
 //! Helm against the test cluster, with its own cache and configuration directories.
 
+use std::path::Path;
 use std::process::Command;
 
 use super::cluster::{cluster, repo_root, test_tool};
@@ -13,11 +14,21 @@ pub(crate) fn chart() -> String {
 /// applied apart (`crds/`), as a cluster shared by several releases would.
 pub(crate) const CRDS_APPLIED_APART: &str = "--set=crds.enabled=false";
 
-/// Runs helm, returning (success, stdout, stderr).
+/// Runs helm against the test cluster, returning (success, stdout, stderr).
 pub(crate) fn helm(args: &[&str]) -> (bool, String, String) {
+    run(args, &cluster().kubeconfig)
+}
+
+/// Runs helm with no cluster (`helm template`, `helm lint`: `lookup` finds nothing, as
+/// under Argo CD), returning (success, stdout, stderr).
+pub(crate) fn helm_offline(args: &[&str]) -> (bool, String, String) {
+    run(args, Path::new("/dev/null"))
+}
+
+fn run(args: &[&str], kubeconfig: &Path) -> (bool, String, String) {
     let output = Command::new(test_tool("helm"))
         .args(args)
-        .env("KUBECONFIG", &cluster().kubeconfig)
+        .env("KUBECONFIG", kubeconfig)
         .env("HELM_CACHE_HOME", std::env::temp_dir().join("edge-operator-helm-cache"))
         .env(
             "HELM_CONFIG_HOME",

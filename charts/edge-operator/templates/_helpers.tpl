@@ -30,20 +30,53 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- end -}}
 
-{{- /* Where every Pod of the release may run: the operator's, the emulator's and the test's. */ -}}
+{{- /* Where a Pod of the release may run: `own` is its component's values (`emulator`,
+`tests`; none for the operator), and each of nodeSelector, tolerations and affinity it
+leaves unset (null) is the top-level value. An empty one of its own is kept: none. */ -}}
 {{- define "edge-operator.scheduling" -}}
-{{- with .Values.nodeSelector }}
-nodeSelector:
+{{- $own := .own | default dict -}}
+{{- range $key := list "nodeSelector" "tolerations" "affinity" -}}
+{{- $value := index $.root.Values $key -}}
+{{- if not (kindIs "invalid" (index $own $key)) -}}
+{{- $value = index $own $key -}}
+{{- end -}}
+{{- with $value }}
+{{ $key }}:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The operator's update strategy. A Pod without leader election holds no Lease, so a
+Pod started beside it would lead at once and both would act; the chart cannot see the
+running Pods, so it never starts a Pod beside one that may not elect. One replica (the
+only way the chart runs without leader election): Recreate, which starts the new Pod
+once the old one is gone, and a `strategy` other than Recreate fails the render. More
+replicas always elect: `strategy`, else a rolling update of one surged Pod at a time. */ -}}
+{{- define "edge-operator.strategy" -}}
+{{- $strategy := .Values.strategy | default dict -}}
+{{- $type := $strategy.type | default (ternary "RollingUpdate" "" (hasKey $strategy "rollingUpdate")) -}}
+{{- if and (eq $type "Recreate") $strategy.rollingUpdate -}}
+{{- fail "strategy.rollingUpdate is for type RollingUpdate, not Recreate" -}}
+{{- end -}}
+{{- if and (le (int .Values.replicas) 1) (not (has $type (list "" "Recreate"))) -}}
+{{- fail (printf "strategy %s with one replica: the operator is replaced with Recreate, so that two operators never act at once (a Pod without leader election holds no Lease, and the chart cannot see whether the running one elects). Leave strategy empty, or set replicas above 1 for a rolling update" (toJson $strategy)) -}}
+{{- end -}}
+{{- if or (le (int .Values.replicas) 1) (eq $type "Recreate") -}}
+type: Recreate
+rollingUpdate: null
+{{- else if $strategy -}}
+type: RollingUpdate
+{{- with $strategy.rollingUpdate }}
+rollingUpdate:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
-tolerations:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .Values.affinity }}
-affinity:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
+{{- else -}}
+type: RollingUpdate
+rollingUpdate:
+  maxSurge: 1
+  maxUnavailable: 0
+{{- end -}}
 {{- end -}}
 
 {{- define "edge-operator.serviceAccountName" -}}
