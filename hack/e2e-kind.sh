@@ -69,8 +69,12 @@ export EDGE_IMAGE_PROFILE="${EDGE_IMAGE_PROFILE:-dev}"
 # The previous release's operator first: it is built in the same target directory, and
 # the release folder's build then links this version's binaries back.
 previous="$(hack/image/build.sh previous)"
-release_dir="$(hack/release.sh --profile "$EDGE_IMAGE_PROFILE" --platforms linux/amd64 --out "$work/release" | tail -n1)"
-export EDGE_TEST_RELEASE_DIR="$release_dir"
+release_dir="$(hack/release.sh --profile "$EDGE_IMAGE_PROFILE" --platforms linux/amd64,linux/arm64 --out "$work/release" | tail -n1)"
+# shellcheck source=hack/image/tools.sh
+source hack/image/tools.sh
+release_tools
+# The node suite checks the folder's SBOMs with the schema check hack/release.sh ran.
+export EDGE_TEST_RELEASE_DIR="$release_dir" EDGE_RELEASE_PYTHON="$RELEASE_PYTHON"
 images=("$release_dir"/*.oci.tar "$previous")
 took "release folder"
 

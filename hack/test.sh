@@ -4,8 +4,8 @@
 # the benchmark; then `make e2e-kind` (the upgrade test, the node suite and the README's
 # kind recipe on kind, with a Docker engine it starts and stops, as root).
 #
-# The Go builds (the tools the tests run, the kind node's binaries) and cargo-cyclonedx
-# run in the background from the start, at a low CPU priority (nice 10 for the tools the
+# The Go builds (the tools the tests run, the kind node's binaries), cargo-deny and the
+# release's tools (hack/image/tools.sh) run in the background from the start, at a low CPU priority (nice 10 for the tools the
 # tests need first, 19 for the rest): they take the cores the Rust builds leave idle and
 # the time the suites wait. A step that needs one waits for it; its log is printed then
 # (or its end, when it failed).
@@ -58,10 +58,11 @@ await() {
 hack/install-packages.sh lua5.1 shellcheck
 
 # The tools come first: the tests need them. The node's binaries (kind's step 1) and
-# cargo-cyclonedx (the release folder's SBOMs) are needed only by `make e2e-kind`.
+# the release's tools are needed only by `make e2e-kind`.
 background tools 10 hack/k8s/build.sh --tools
 background node-binaries 19 hack/kind/build.sh --binaries
 background release-tools 19 hack/release.sh --tools
+background deny-tool 10 hack/deny.sh --tools
 
 step "shellcheck: the scripts of hack/ and .ci/ (no status masked, see .shellcheckrc)"
 listed="$(grep -rlE '^#!/usr/bin/env bash' hack .ci)"
@@ -76,6 +77,10 @@ cargo fmt --check
 step "cargo clippy --all-targets -- -D warnings (and the node and upgrade suites)"
 cargo clippy --all-targets --locked -- -D warnings
 cargo clippy --test node --test upgrade --locked -- -D warnings
+
+await deny-tool
+step "cargo deny: the crates' licences, bans and sources (deny.toml)"
+hack/deny.sh
 
 step "edge-sim parity with the platform's published answers (tests/recordings/published)"
 cargo run --quiet --locked --bin edge-sim -- parity tests/recordings/published

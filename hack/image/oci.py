@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Assembles an OCI image archive from a root file system, without a container engine.
+"""Assembles a multi-platform OCI image archive from root file systems, without a container engine.
 
-The archive holds one layer, the image config and manifest, an OCI index annotated
-with the image name (for `ctr images import` and `kind load image-archive`) and a
-Docker `manifest.json` (for `docker load`). File owners, modes and times are fixed,
-so the same inputs give the same image digest.
+The archive holds, per platform, one layer, the image config and manifest; an image
+index listing them by platform; the layout's index.json pointing at that index,
+annotated with the image name (for `ctr images import --all-platforms`, which
+`kind load image-archive` runs, and `skopeo copy --all oci-archive:`); and a Docker
+`manifest.json` naming the first platform's image (for `docker load`, which takes one
+platform). File owners, modes and times are fixed, so the same inputs give the same
+digests.
 
-    oci.py --rootfs DIR --name REF --entrypoint PATH [--cmd ARG]... [--user UID:GID]
-           [--label KEY=VALUE]... --output FILE
+    oci.py --rootfs linux/amd64=DIR [--rootfs linux/arm64=DIR]... --name REF
+           --entrypoint PATH [--cmd ARG]... [--user UID:GID] [--label KEY=VALUE]... --output FILE
 """
 
 import argparse
@@ -47,31 +50,33 @@ def digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rootfs", required=True)
-    parser.add_argument("--name", required=True, help="image reference, e.g. ghcr.io/org/app:1.0")
-    parser.add_argument("--entrypoint", required=True)
-    parser.add_argument("--cmd", action="append", default=[])
-    parser.add_argument("--user", default="")
-    parser.add_argument("--label", action="append", default=[])
-    parser.add_argument("--output", required=True)
-    args = parser.parse_args()
-    if not os.path.isdir(args.rootfs):
-        print(f"oci.py: {args.rootfs} is not a directory", file=sys.stderr)
-        return 1
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+INDEX = "application/vnd.oci.image.index.v1+json"
 
-    uncompressed, layer = layer_tar(args.rootfs)
+
+def compact(value: dict) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def blob_path(data: bytes) -> str:
+    return "blobs/sha256/" + digest(data).split(":", 1)[1]
+
+
+def platform_image(platform: str, rootfs: str, args: argparse.Namespace) -> tuple[dict, list[bytes], dict]:
+    """The manifest descriptor of one platform's image, its blobs (config, manifest,
+    layer) and its entry of Docker's manifest.json."""
+    os_name, architecture = platform.split("/", 1)
+    uncompressed, layer = layer_tar(rootfs)
     labels = dict(label.split("=", 1) for label in args.label)
     config = {
-        "architecture": "amd64",
-        "os": "linux",
+        "architecture": architecture,
+        "os": os_name,
         "created": "1970-01-01T00:00:00Z",
         "config": {
             "Entrypoint": [args.entrypoint],
             "Cmd": args.cmd or None,
             "User": args.user,
-            "Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"],
+            "Env": ["PATH=/usr/local/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"],
             "WorkingDir": "/",
             "Labels": labels or None,
         },
@@ -79,33 +84,54 @@ def main() -> int:
         "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "hack/image/oci.py"}],
     }
     config["config"] = {k: v for k, v in config["config"].items() if v}
-    config_blob = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    config_blob = compact(config)
     manifest = {
         "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {
-            "mediaType": "application/vnd.oci.image.config.v1+json",
-            "digest": digest(config_blob),
-            "size": len(config_blob),
-        },
-        "layers": [
-            {
-                "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                "digest": digest(layer),
-                "size": len(layer),
-            }
-        ],
+        "mediaType": MANIFEST,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(config_blob), "size": len(config_blob)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(layer), "size": len(layer)}],
     }
-    manifest_blob = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-    index = {
+    manifest_blob = compact(manifest)
+    descriptor = {
+        "mediaType": MANIFEST,
+        "digest": digest(manifest_blob),
+        "size": len(manifest_blob),
+        "platform": {"architecture": architecture, "os": os_name},
+    }
+    docker = {"Config": blob_path(config_blob), "RepoTags": [args.name], "Layers": [blob_path(layer)]}
+    return descriptor, [config_blob, manifest_blob, layer], docker
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rootfs", action="append", required=True, help="PLATFORM=DIR, e.g. linux/arm64=rootfs-arm64")
+    parser.add_argument("--name", required=True, help="image reference, e.g. ghcr.io/org/app:1.0")
+    parser.add_argument("--entrypoint", required=True)
+    parser.add_argument("--cmd", action="append", default=[])
+    parser.add_argument("--user", default="")
+    parser.add_argument("--label", action="append", default=[])
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args()
+
+    descriptors, blobs, docker_manifest = [], [], []
+    for entry in args.rootfs:
+        platform, _, rootfs = entry.partition("=")
+        if platform.count("/") != 1 or not os.path.isdir(rootfs):
+            print(f"oci.py: --rootfs {entry} is not PLATFORM=DIR of an existing directory", file=sys.stderr)
+            return 1
+        descriptor, platform_blobs, docker = platform_image(platform, rootfs, args)
+        descriptors.append(descriptor)
+        blobs.extend(platform_blobs)
+        docker_manifest = docker_manifest or [docker]
+    image_index_blob = compact({"schemaVersion": 2, "mediaType": INDEX, "manifests": descriptors})
+    layout_index = {
         "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "mediaType": INDEX,
         "manifests": [
             {
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": digest(manifest_blob),
-                "size": len(manifest_blob),
-                "platform": {"architecture": "amd64", "os": "linux"},
+                "mediaType": INDEX,
+                "digest": digest(image_index_blob),
+                "size": len(image_index_blob),
                 "annotations": {
                     "io.containerd.image.name": args.name,
                     "org.opencontainers.image.ref.name": args.name.rsplit(":", 1)[-1],
@@ -113,18 +139,12 @@ def main() -> int:
             }
         ],
     }
-    blob_path = lambda data: "blobs/sha256/" + digest(data).split(":", 1)[1]  # noqa: E731
-    docker_manifest = [
-        {"Config": blob_path(config_blob), "RepoTags": [args.name], "Layers": [blob_path(layer)]}
-    ]
     entries = [
         ("oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode()),
-        ("index.json", json.dumps(index, sort_keys=True).encode()),
+        ("index.json", json.dumps(layout_index, sort_keys=True).encode()),
         ("manifest.json", json.dumps(docker_manifest).encode()),
-        (blob_path(config_blob), config_blob),
-        (blob_path(manifest_blob), manifest_blob),
-        (blob_path(layer), layer),
-    ]
+        (blob_path(image_index_blob), image_index_blob),
+    ] + list({blob_path(blob): blob for blob in blobs}.items())
     temporary = args.output + ".tmp"
     with tarfile.open(temporary, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for directory in ("blobs", "blobs/sha256"):
@@ -136,7 +156,8 @@ def main() -> int:
             info.size, info.mode = len(data), 0o644
             archive.addfile(info, io.BytesIO(data))
     os.replace(temporary, args.output)
-    print(f"{args.output}: {args.name} {digest(manifest_blob)} (layer {len(layer)} bytes)")
+    platforms = ", ".join(d["platform"]["architecture"] for d in descriptors)
+    print(f"{args.output}: {args.name} {digest(image_index_blob)} ({platforms})")
     return 0
 
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the CycloneDX SBOM of an image archive of hack/image/oci.py.
+"""Writes the CycloneDX SBOM of an image archive of hack/image/oci.py, valid by the schema.
 
-The image is the SBOM's subject; its components are the crate its binaries are built
-from, with every crate that crate's SBOM (cargo-cyclonedx) lists, and the Debian
-package of every other file in the image (the shared libraries, the CA bundle), as the
-machine that built the image has them installed. A file no package owns, other than
-the user database the build writes, fails the run: the SBOM would be incomplete.
+The image (its index, every platform) is the SBOM's subject. Its components are each
+binary of each platform, with every crate that binary's SBOM from cargo-cyclonedx
+lists, and the CA bundle with the package it comes from. Nothing else may be in the
+image but the user database the build writes: any other file fails the run, as the
+SBOM would not say what is inside. The SBOM is validated against the CycloneDX JSON
+schema (cyclonedx-python-lib's copy) before it is written.
 
-    sbom.py --crates CRATE.cdx.json --image ARCHIVE --timestamp RFC3339 --output FILE
+    sbom.py --crates DIR --image ARCHIVE --ca-bundle certifi==VERSION --timestamp RFC3339 --output FILE
+    sbom.py --check FILE     validates an SBOM; exit 1 with the schema's complaint
 """
 
 import argparse
@@ -15,103 +17,150 @@ import gzip
 import hashlib
 import io
 import json
-import subprocess
+import os
 import sys
 import tarfile
 import uuid
 
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+
 # Files the image build writes itself (hack/image/build.sh).
 WRITTEN_BY_THE_BUILD = {"etc/passwd", "etc/group"}
-# Made from a package by update-ca-certificates, so dpkg does not list it.
-GENERATED_FROM = {"etc/ssl/certs/ca-certificates.crt": "ca-certificates"}
+CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
+BINARIES = "usr/local/bin/"
+TARGETS = {"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
 
 
-def image_files(archive: str) -> tuple[str, str, list[str]]:
-    """The image's name, manifest digest and the regular files of its layer."""
+def schema_complaint(text: str) -> str | None:
+    """What the CycloneDX 1.5 schema finds wrong with the SBOM `text`, or None."""
+    error = JsonStrictValidator(SchemaVersion.V1_5).validate_str(text)
+    return None if error is None else str(getattr(error, "data", error)).splitlines()[0]
+
+
+def image_platforms(archive: str) -> tuple[str, str, dict[str, dict[str, bytes]]]:
+    """The image's name, index digest and, per architecture, its layer's regular files."""
     with tarfile.open(archive) as outer:
-        index = json.load(outer.extractfile("index.json"))
-        descriptor = index["manifests"][0]
-        name = descriptor["annotations"]["io.containerd.image.name"]
         blob = lambda digest: outer.extractfile("blobs/sha256/" + digest.split(":", 1)[1]).read()  # noqa: E731
-        manifest = json.loads(blob(descriptor["digest"]))
-        layer = gzip.decompress(blob(manifest["layers"][0]["digest"]))
-    with tarfile.open(fileobj=io.BytesIO(layer)) as inner:
-        files = [member.name for member in inner.getmembers() if member.isfile()]
-    return name, descriptor["digest"], files
+        top = json.load(outer.extractfile("index.json"))["manifests"][0]
+        name = top["annotations"]["io.containerd.image.name"]
+        platforms = {}
+        for descriptor in json.loads(blob(top["digest"]))["manifests"]:
+            manifest = json.loads(blob(descriptor["digest"]))
+            layer = gzip.decompress(blob(manifest["layers"][0]["digest"]))
+            with tarfile.open(fileobj=io.BytesIO(layer)) as inner:
+                files = {m.name: inner.extractfile(m).read() for m in inner.getmembers() if m.isfile()}
+            platforms[descriptor["platform"]["architecture"]] = files
+    return name, top["digest"], platforms
 
 
-def owning_package(path: str) -> str | None:
-    """The installed Debian package (name:arch) that owns `path`, under either root of a
-    merged /usr."""
-    candidates = ["/" + path]
-    if path.startswith("usr/"):
-        candidates.append("/" + path[len("usr/") :])
-    else:
-        candidates.append("/usr/" + path)
-    for candidate in candidates:
-        found = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
-        if found.returncode == 0:
-            # "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6"; the first of several owners.
-            return found.stdout.split(": ", 1)[0].split(", ")[0]
-    return None
+def binary_sbom(crates_dir: str, binary: str, target: str) -> dict:
+    path = os.path.join(crates_dir, f"{binary}_bin_{target}.cdx.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"sbom.py: no SBOM of {binary} for {target} ({path}) from cargo-cyclonedx")
+    with open(path) as source:
+        return json.load(source)
 
 
-def deb_component(package: str) -> dict:
-    version, arch = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version} ${Architecture}", package],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split(" ")
-    name = package.split(":", 1)[0]
-    purl = f"pkg:deb/debian/{name}@{version}?arch={arch}"
-    return {"type": "library", "bom-ref": purl, "name": name, "version": version, "purl": purl}
+def sha256(data: bytes) -> list[dict]:
+    return [{"alg": "SHA-256", "content": hashlib.sha256(data).hexdigest()}]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crates", required=True, help="the crate's SBOM from cargo-cyclonedx")
-    parser.add_argument("--image", required=True, help="an image archive of hack/image/oci.py")
-    parser.add_argument("--timestamp", required=True, help="the SBOM's time (the release commit's)")
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--check", help="only validate this SBOM")
+    parser.add_argument("--crates", help="the folder of cargo-cyclonedx's SBOMs, one per binary and target")
+    parser.add_argument("--image", help="an image archive of hack/image/oci.py")
+    parser.add_argument("--ca-bundle", help="the CA bundle's PyPI package, NAME==VERSION")
+    parser.add_argument("--timestamp", help="the SBOM's time (the release commit's)")
+    parser.add_argument("--output")
     args = parser.parse_args()
-
-    with open(args.crates) as source:
-        crates = json.load(source)
-    name, manifest_digest, files = image_files(args.image)
-    packages = set()
-    for path in files:
-        if path.startswith("usr/local/bin/") or path in WRITTEN_BY_THE_BUILD:
-            continue
-        package = GENERATED_FROM.get(path) or owning_package(path)
-        if package is None:
-            print(f"sbom.py: no Debian package owns /{path} of {name}", file=sys.stderr)
+    if args.check:
+        with open(args.check) as source:
+            complaint = schema_complaint(source.read())
+        if complaint:
+            print(f"sbom.py: {args.check} is not a valid CycloneDX 1.5 SBOM: {complaint}", file=sys.stderr)
             return 1
-        packages.add(package)
-    debs = [deb_component(package) for package in sorted(packages)]
+        return 0
+    if not all([args.crates, args.image, args.ca_bundle, args.timestamp, args.output]):
+        parser.error("--crates, --image, --ca-bundle, --timestamp and --output are needed to write an SBOM")
 
-    application = crates["metadata"]["component"]
+    name, index_digest, platforms = image_platforms(args.image)
     repository, tag = name.rsplit(":", 1)
-    image_ref = f"pkg:oci/{repository.rsplit('/', 1)[-1]}@{manifest_digest}?repository_url={repository}&tag={tag}"
-    image = {"type": "container", "bom-ref": image_ref, "name": repository, "version": tag, "purl": image_ref}
+    image_ref = f"pkg:oci/{repository.rsplit('/', 1)[-1]}@{index_digest}?repository_url={repository}&tag={tag}"
+    ca_package, ca_version = args.ca_bundle.split("==", 1)
+    ca_ref = f"pkg:pypi/{ca_package}@{ca_version}"
+    components: dict[str, dict] = {}
+    dependencies: dict[str, set[str]] = {image_ref: {ca_ref}}
+    ca_hashes = None
+    for architecture, files in sorted(platforms.items()):
+        target = TARGETS.get(architecture)
+        if target is None:
+            print(f"sbom.py: {name} has an image for {architecture}, which has no build", file=sys.stderr)
+            return 1
+        for path, content in sorted(files.items()):
+            if path in WRITTEN_BY_THE_BUILD:
+                continue
+            if path == CA_BUNDLE:
+                ca_hashes = sha256(content)
+                continue
+            if not path.startswith(BINARIES):
+                print(f"sbom.py: /{path} of {name} ({architecture}) is from no build step the SBOM describes", file=sys.stderr)
+                return 1
+            binary = path[len(BINARIES) :]
+            crates = binary_sbom(args.crates, binary, target)
+            application = dict(crates["metadata"]["component"])
+            package_ref = application["bom-ref"]
+            binary_ref = f"{application['purl']}&target={target}"
+            application.update({"bom-ref": binary_ref, "hashes": sha256(content)})
+            application["properties"] = [{"name": "cdx:rustc:sbom:target:triple", "value": target}]
+            components[binary_ref] = application
+            dependencies[image_ref].add(binary_ref)
+            for crate in crates.get("components", []):
+                components.setdefault(crate["bom-ref"], crate)
+            for dependency in crates.get("dependencies", []):
+                ref = binary_ref if dependency["ref"] == package_ref else dependency["ref"]
+                dependencies.setdefault(ref, set()).update(dependency.get("dependsOn", []))
+    for architecture, files in platforms.items():
+        if not any(path.startswith(BINARIES) for path in files):
+            print(f"sbom.py: {name} ({architecture}) holds no binary in /{BINARIES}", file=sys.stderr)
+            return 1
+    if ca_hashes is None:
+        print(f"sbom.py: {name} has no CA bundle at /{CA_BUNDLE}", file=sys.stderr)
+        return 1
+    components[ca_ref] = {
+        "type": "data",
+        "bom-ref": ca_ref,
+        "name": ca_package,
+        "version": ca_version,
+        "description": f"Mozilla's CA bundle, /{CA_BUNDLE} in the image, as the PyPI package {ca_package} ships it",
+        "purl": ca_ref,
+        "hashes": ca_hashes,
+        "licenses": [{"expression": "MPL-2.0"}],
+    }
     sbom = {
         "bomFormat": "CycloneDX",
-        "specVersion": crates.get("specVersion", "1.5"),
-        "serialNumber": "urn:uuid:" + str(uuid.UUID(hashlib.sha256(manifest_digest.encode()).hexdigest()[:32], version=4)),
+        "specVersion": "1.5",
+        "serialNumber": "urn:uuid:" + str(uuid.UUID(hashlib.sha256(index_digest.encode()).hexdigest()[:32], version=4)),
         "version": 1,
         "metadata": {
             "timestamp": args.timestamp,
-            "tools": crates["metadata"].get("tools", []),
-            "component": image,
+            "tools": [{"vendor": "CycloneDX", "name": "cargo-cyclonedx"}, {"name": "hack/image/sbom.py"}],
+            "component": {"type": "container", "bom-ref": image_ref, "name": repository, "version": tag, "purl": image_ref},
         },
-        "components": [application] + crates.get("components", []) + debs,
-        "dependencies": crates.get("dependencies", [])
-        + [{"ref": image_ref, "dependsOn": [application["bom-ref"]] + [deb["bom-ref"] for deb in debs]}],
+        "components": [components[ref] for ref in sorted(components)],
+        "dependencies": [{"ref": ref, "dependsOn": sorted(on)} for ref, on in sorted(dependencies.items())],
     }
+    text = json.dumps(sbom, indent=2, sort_keys=True) + "\n"
+    complaint = schema_complaint(text)
+    if complaint:
+        print(f"sbom.py: the SBOM of {name} is not valid CycloneDX 1.5: {complaint}", file=sys.stderr)
+        return 1
     with open(args.output, "w") as sink:
-        json.dump(sbom, sink, indent=2, sort_keys=True)
-        sink.write("\n")
-    print(f"{args.output}: {name}, {len(crates.get('components', []))} crates, {len(debs)} Debian packages")
+        sink.write(text)
+    binaries = sum(1 for c in components.values() if c.get("type") == "application")
+    crates = len(components) - binaries - 1
+    print(f"{args.output}: {name}, {len(platforms)} platforms, {binaries} binaries, {crates} crates, the CA bundle ({args.ca_bundle})")
     return 0
 
 

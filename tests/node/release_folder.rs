@@ -36,6 +36,10 @@ fn run(program: &std::path::Path, args: &[&str], dir: &std::path::Path) -> Strin
     all
 }
 
+/// The release's platforms: (platform suffix, ELF machine, image architecture).
+const PLATFORMS: [(&str, u16, &str); 2] = [("linux-amd64", 62, "amd64"), ("linux-arm64", 183, "arm64")];
+const BINARIES: [&str; 3] = ["edge-operator", "edge-sim", "edgectl"];
+
 #[test]
 fn the_release_folder_holds_every_artefact_with_a_checksum_that_verifies() {
     let dir = release_dir();
@@ -49,12 +53,13 @@ fn the_release_folder_holds_every_artefact_with_a_checksum_that_verifies() {
         format!("edge-operator-{VERSION}.oci.tar"),
         format!("edge-operator-{VERSION}.oci.tar.cdx.json"),
         format!("edge-operator-{VERSION}.tgz"),
-        format!("edge-sim-{VERSION}-linux-amd64"),
         format!("edge-sim-{VERSION}.oci.tar"),
         format!("edge-sim-{VERSION}.oci.tar.cdx.json"),
-        format!("edgectl-{VERSION}-linux-amd64"),
         "SHA256SUMS".to_string(),
     ];
+    for (platform, _, _) in PLATFORMS {
+        expected.extend(BINARIES.map(|binary| format!("{binary}-{VERSION}-{platform}")));
+    }
     expected.sort();
     assert_eq!(files, expected);
 
@@ -69,10 +74,96 @@ fn the_release_folder_holds_every_artefact_with_a_checksum_that_verifies() {
         "every other file is listed and verifies: {checked}"
     );
 
+    let edgectl = dir.join(format!("edgectl-{VERSION}-linux-amd64"));
+    assert!(run(&edgectl, &["--version"], &dir).contains(VERSION));
+    let sim = dir.join(format!("edge-sim-{VERSION}-linux-amd64"));
+    assert!(run(&sim, &["--version"], &dir).contains(VERSION));
+}
+
+/// The ELF machine of `binary` and whether it asks for a dynamic loader or has a
+/// dynamic section (program header types PT_INTERP 3, PT_DYNAMIC 2).
+fn elf_machine_and_dynamic(binary: &std::path::Path) -> (u16, bool) {
+    let bytes = std::fs::read(binary).expect("the binary");
+    assert_eq!(&bytes[..4], b"\x7fELF", "{} is an ELF file", binary.display());
+    assert_eq!(bytes[4], 2, "{} is 64-bit", binary.display());
+    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let program_headers = u64::from_le_bytes(bytes[0x20..0x28].try_into().expect("8 bytes")) as usize;
+    let (entry_size, entries) = (usize::from(u16_at(0x36)), usize::from(u16_at(0x38)));
+    let dynamic = (0..entries)
+        .map(|index| u32_at(program_headers + index * entry_size))
+        .any(|kind| kind == 2 || kind == 3);
+    (u16_at(0x12), dynamic)
+}
+
+#[test]
+fn every_binary_of_the_release_is_static_and_built_for_its_platform() {
+    let dir = release_dir();
+    for (platform, machine, _) in PLATFORMS {
+        for binary in BINARIES {
+            let path = dir.join(format!("{binary}-{VERSION}-{platform}"));
+            let (found_machine, dynamic) = elf_machine_and_dynamic(&path);
+            assert_eq!(found_machine, machine, "{} is built for {platform}", path.display());
+            assert!(
+                !dynamic,
+                "{} has no dynamic loader and no dynamic section",
+                path.display()
+            );
+        }
+    }
+}
+
+/// A file of the archive `tar`, by `tar -xO`.
+fn archive_file(tar: &std::path::Path, name: &str) -> Vec<u8> {
+    let output = Command::new("tar")
+        .arg("-xOf")
+        .arg(tar)
+        .arg(name)
+        .output()
+        .expect("tar runs");
+    assert!(output.status.success(), "{name} in {}", tar.display());
+    output.stdout
+}
+
+#[test]
+fn each_image_lists_amd64_and_arm64_under_one_index_and_runs_as_non_root() {
+    let dir = release_dir();
+    for image in ["edge-operator", "edge-sim"] {
+        let archive = dir.join(format!("{image}-{VERSION}.oci.tar"));
+        let json = |name: &str| -> serde_json::Value {
+            serde_json::from_slice(&archive_file(&archive, name)).expect("the archive's JSON")
+        };
+        let blob = |digest: &serde_json::Value| {
+            let digest = digest.as_str().expect("a digest");
+            json(&format!("blobs/sha256/{}", digest.trim_start_matches("sha256:")))
+        };
+        let top = &json("index.json")["manifests"][0];
+        assert_eq!(
+            top["annotations"]["io.containerd.image.name"],
+            format!("ghcr.io/edge-operator/{image}:{VERSION}")
+        );
+        let index = blob(&top["digest"]);
+        let manifests = index["manifests"].as_array().expect("the image index");
+        let architectures: Vec<&str> = manifests
+            .iter()
+            .map(|manifest| manifest["platform"]["architecture"].as_str().expect("an architecture"))
+            .collect();
+        assert_eq!(architectures, PLATFORMS.map(|(_, _, architecture)| architecture));
+        for manifest in manifests {
+            let config = blob(&blob(&manifest["digest"])["config"]["digest"]);
+            assert_eq!(config["architecture"], manifest["platform"]["architecture"]);
+            assert_eq!(config["config"]["User"], "65532:65532", "{image} runs as nonroot");
+        }
+    }
+}
+
+#[test]
+fn each_sbom_validates_and_names_every_binary_its_crates_and_the_ca_bundle_and_no_host_package() {
+    let dir = release_dir();
     for image in ["edge-operator", "edge-sim"] {
         let path = dir.join(format!("{image}-{VERSION}.oci.tar.cdx.json"));
-        let sbom: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("the SBOM")).expect("the SBOM is JSON");
+        let text = std::fs::read_to_string(&path).expect("the SBOM");
+        let sbom: serde_json::Value = serde_json::from_str(&text).expect("the SBOM is JSON");
         assert_eq!(sbom["bomFormat"], "CycloneDX");
         let subject = &sbom["metadata"]["component"];
         assert_eq!(subject["type"], "container");
@@ -80,15 +171,58 @@ fn the_release_folder_holds_every_artefact_with_a_checksum_that_verifies() {
         assert_eq!(subject["version"], VERSION);
         let components = sbom["components"].as_array().expect("components");
         let named = |name: &str| components.iter().any(|c| c["name"] == name);
-        for name in ["edge-operator", "kube", "tokio", "rustls", "libc6", "ca-certificates"] {
+        for name in ["kube", "tokio", "rustls", "certifi"].into_iter().chain(BINARIES) {
             assert!(named(name), "{image}'s SBOM lists {name}");
         }
-    }
+        for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
+            let binaries = components
+                .iter()
+                .filter(|c| c["type"] == "application" && c["bom-ref"].as_str().is_some_and(|r| r.ends_with(target)))
+                .count();
+            assert_eq!(
+                binaries,
+                BINARIES.len(),
+                "{image}'s SBOM has each binary built for {target}"
+            );
+        }
+        let purls: Vec<&str> = components.iter().filter_map(|c| c["purl"].as_str()).collect();
+        assert!(
+            purls
+                .iter()
+                .all(|purl| purl.starts_with("pkg:cargo/") || purl.starts_with("pkg:pypi/certifi@")),
+            "{image}'s SBOM names crates and the CA bundle only: {:?}",
+            purls
+                .iter()
+                .filter(|p| !p.starts_with("pkg:cargo/"))
+                .collect::<Vec<_>>()
+        );
 
-    let edgectl = dir.join(format!("edgectl-{VERSION}-linux-amd64"));
-    assert!(run(&edgectl, &["--version"], &dir).contains(VERSION));
-    let sim = dir.join(format!("edge-sim-{VERSION}-linux-amd64"));
-    assert!(run(&sim, &["--version"], &dir).contains(VERSION));
+        // The schema check the release ran, on this file and on a spoiled copy of it.
+        let Some(python) = std::env::var_os("EDGE_RELEASE_PYTHON") else {
+            panic!("EDGE_RELEASE_PYTHON names the Python of hack/image/tools.sh (make e2e-kind sets it)")
+        };
+        let check = |file: &std::path::Path| {
+            Command::new(&python)
+                .arg(crate::support::cluster::repo_root().join("hack/image/sbom.py"))
+                .arg("--check")
+                .arg(file)
+                .output()
+                .expect("sbom.py runs")
+        };
+        assert!(check(&path).status.success(), "{image}'s SBOM is valid CycloneDX 1.5");
+        let spoiled = tempfile::NamedTempFile::new().expect("a temporary file");
+        std::fs::write(
+            spoiled.path(),
+            text.replacen("\"type\": \"library\"", "\"type\": \"crate\"", 1),
+        )
+        .expect("the spoiled copy");
+        let refused = check(spoiled.path());
+        assert!(
+            !refused.status.success(),
+            "a component of type crate is refused by the schema"
+        );
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("not a valid CycloneDX 1.5 SBOM"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
