@@ -78,14 +78,30 @@ export EDGE_TEST_RELEASE_DIR="$release_dir" EDGE_RELEASE_PYTHON="$RELEASE_PYTHON
 images=("$release_dir"/*.oci.tar "$previous")
 took "release folder"
 
+# load_images CLUSTER: the images into every node of the cluster, as a registry would
+# serve them: `kind load` names an image by its tag; a pull by digest (the release's
+# chart pins its images so) names it by its digest too, which `ctr images tag` adds.
+load_images() {
+  local image reference name digest node nodes
+  nodes="$(kind get nodes --name "$1")"
+  for image in "${images[@]}"; do
+    kind load image-archive --name "$1" "$image"
+    reference="$(python3 -c 'import json, sys, tarfile
+top = json.load(tarfile.open(sys.argv[1]).extractfile("index.json"))["manifests"][0]
+print(top["annotations"]["io.containerd.image.name"], top["digest"])' "$image")"
+    read -r name digest <<<"$reference"
+    for node in $nodes; do
+      docker exec "$node" ctr -n k8s.io images tag --force "$name" "${name%:*}@$digest" >/dev/null
+    done
+  done
+}
+
 step "kind create cluster --name $cluster"
 require_node_image
 kind create cluster --name "$cluster" --image "$KIND_NODE_IMAGE" --config hack/kind/suites-cluster.yaml --wait 120s
 took "cluster create"
 step "kind load image-archive"
-for image in "${images[@]}"; do
-  kind load image-archive --name "$cluster" "$image"
-done
+load_images "$cluster"
 took "image load"
 step "upgrade test and node suite"
 # The upgrade test replaces the CRDs with the previous release's: it runs first, alone.
@@ -120,9 +136,7 @@ recipe install "$work/install.sh"
 recipe first-object "$work/first-object.sh"
 require_node_image
 kind create cluster --name "$install_cluster" --image "$KIND_NODE_IMAGE" --wait 120s
-for image in "${images[@]}"; do
-  kind load image-archive --name "$install_cluster" "$image"
-done
+load_images "$install_cluster"
 node_ip="$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$install_cluster-control-plane")"
 # A private CA no system trusts, and the stand-in's certificate for the node's address.
 pki="$work/pki"

@@ -7,7 +7,8 @@
 #   <image archive>.cdx.json          an SBOM per image (CycloneDX 1.5, validated against
 #                                     its schema): the crates of each binary of each
 #                                     platform (cargo-cyclonedx) and the CA bundle
-#   edge-operator-<version>.tgz       the chart (helm package; version = app version)
+#   edge-operator-<version>.tgz       the chart (helm package; version = app version), its
+#                                     default images pinned by the digests of these
 #   edge-operator-<version>-linux-<arch>
 #   edgectl-<version>-linux-<arch>    the three binaries for each platform, static (musl):
 #   edge-sim-<version>-linux-<arch>   they run on any Linux of that architecture
@@ -94,8 +95,25 @@ for image in "${images[@]}"; do
     --ca-bundle "certifi==$CERTIFI_VERSION" --output "$out/$(basename "$image").cdx.json" >&2
 done
 
-log "chart"
-"$tools/helm" package charts/edge-operator --version "$version" --app-version "$version" -d "$out" >&2
+log "chart, its default images pinned by digest"
+# The digest of an image is its index's, which `skopeo copy --all --preserve-digests`
+# keeps in any registry.
+index_digest() { tar -xOf "$1" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])'; }
+operator_digest="$(index_digest "$out/edge-operator-$version.oci.tar")"
+sim_digest="$(index_digest "$out/edge-sim-$version.oci.tar")"
+cp -r charts/edge-operator "$work/chart"
+python3 - "$work/chart/values.yaml" "$operator_digest" "$sim_digest" <<'PIN'
+import re, sys
+path, operator, sim = sys.argv[1:]
+text = open(path).read()
+# image.digest (indented 2) and emulator.image.digest (indented 4), each once.
+for indent, digest in (("  ", operator), ("    ", sim)):
+    text, count = re.subn(rf'^{indent}digest: ""$', f'{indent}digest: "{digest}"', text, count=1, flags=re.M)
+    if count != 1:
+        sys.exit(f"values.yaml has no line '{indent}digest: \"\"' to pin")
+open(path, "w").write(text)
+PIN
+"$tools/helm" package "$work/chart" --version "$version" --app-version "$version" -d "$out" >&2
 
 log "binaries"
 for platform in ${platforms//,/ }; do

@@ -149,6 +149,13 @@ fn each_image_lists_amd64_and_arm64_under_one_index_and_runs_as_non_root() {
             .map(|manifest| manifest["platform"]["architecture"].as_str().expect("an architecture"))
             .collect();
         assert_eq!(architectures, PLATFORMS.map(|(_, _, architecture)| architecture));
+        let chart = dir.join(format!("edge-operator-{VERSION}.tgz"));
+        let values = String::from_utf8(archive_file(&chart, "edge-operator/values.yaml")).expect("values.yaml");
+        let pinned = format!("digest: {}", top["digest"]);
+        assert!(
+            values.contains(&pinned),
+            "the packaged chart pins {image} by its index: {pinned}"
+        );
         for manifest in manifests {
             let config = blob(&blob(&manifest["digest"])["config"]["digest"]);
             assert_eq!(config["architecture"], manifest["platform"]["architecture"]);

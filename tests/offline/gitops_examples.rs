@@ -3,13 +3,11 @@
 //! Application names one version. Both examples' values render the chart with `helm
 //! template` (which enforces values.schema.json), the same twice.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde::Deserialize;
 use serde_yaml::Value;
 
-use crate::support::cluster::{repo_root, test_tool};
+use crate::support::cluster::repo_root;
+use crate::support::helm::{chart, helm_offline};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
@@ -58,24 +56,8 @@ fn template(name: &str, namespace: &str, values: &Value) -> (bool, String, Strin
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let file = scratch.path().join("values.yaml");
     std::fs::write(&file, serde_yaml::to_string(values).expect("values")).expect("write the values");
-    let chart = repo_root().join("charts/edge-operator");
-    let helm_home = |dir: &str| scratch.path().join(dir);
-    let output = Command::new(test_tool("helm"))
-        .args(["template", name])
-        .arg(&chart)
-        .args(["--namespace", namespace, "--values"])
-        .arg(&file)
-        .env("KUBECONFIG", Path::new("/dev/null"))
-        .env("HELM_CACHE_HOME", helm_home("cache"))
-        .env("HELM_CONFIG_HOME", helm_home("config"))
-        .env("HELM_DATA_HOME", helm_home("data"))
-        .output()
-        .expect("helm runs");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let file = file.display().to_string();
+    helm_offline(&["template", name, &chart(), "--namespace", namespace, "--values", &file])
 }
 
 /// The chart with an example's values: renders, as the chart's schema allows, the same
