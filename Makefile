@@ -3,8 +3,8 @@
 #   make test    run every test (fmt, clippy, unit, emulator, client, e2e)
 #   make bench   the benchmark table (event search, operator at scale, rate discipline)
 #   make images  the operator and edge-sim images as OCI archives (no container engine)
-#   make release  what a release publishes, into dist/<version>: images, SBOMs, the chart,
-#                 edgectl and edge-sim for linux/amd64 and arm64, SHA256SUMS
+#   make release  what a release publishes, into dist/<version>: multi-arch images, SBOMs,
+#                 the chart, static binaries for linux/amd64 and arm64, SHA256SUMS
 #   make e2e-kind  the Pod-level suites and the README's kind recipe on kind (root: starts
 #                  a Docker engine when none runs, builds kind and its node image)
 SHELL := /bin/bash

@@ -65,7 +65,7 @@ if [ "$profile" = release ] && [ -n "$changes" ]; then
   exit 1
 fi
 
-tools="$(hack/k8s/build.sh --tools | tail -n1)"
+tools="$(hack/k8s/build.sh --helm | tail -n1)"
 release_tools
 rm -rf "$out"
 mkdir -p "$out"
@@ -90,9 +90,10 @@ for platform in ${platforms//,/ }; do
   mv ./*_bin_"$target".cdx.json "$work/crates/"
 done
 commit_time="$(git log -1 --format=%cI)"
+rustc_version="$(rustc --version | cut -d' ' -f2)"
 for image in "${images[@]}"; do
   "$RELEASE_PYTHON" hack/image/sbom.py --crates "$work/crates" --image "$image" --timestamp "$commit_time" \
-    --ca-bundle "certifi==$CERTIFI_VERSION" --output "$out/$(basename "$image").cdx.json" >&2
+    --ca-bundle "certifi==$CERTIFI_VERSION" --rustc "$rustc_version" --zig "$ZIGLANG_VERSION" --output "$out/$(basename "$image").cdx.json" >&2
 done
 
 log "chart, its default images pinned by digest"

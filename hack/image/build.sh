@@ -71,7 +71,6 @@ rootfs_of() {
   install -m 0644 "$CA_BUNDLE" "$rootfs/etc/ssl/certs/ca-certificates.crt"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
-  chown 65532:65532 "$rootfs/home/nonroot"
 }
 
 # One root file system per platform under $1, holding $2...; sets rootfs_args, the

@@ -23,8 +23,12 @@ import sys
 import tarfile
 
 
+# Files owned by another user than root: the non-root user's home.
+OWNERS = {"home/nonroot": 65532}
+
+
 def layer_tar(rootfs: str) -> tuple[bytes, bytes]:
-    """The tar of `rootfs` (sorted, owned by root, dated at the epoch) and its gzip."""
+    """The tar of `rootfs` (sorted, owned by root but for OWNERS, dated at the epoch) and its gzip."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for directory, subdirectories, files in os.walk(rootfs):
@@ -32,7 +36,12 @@ def layer_tar(rootfs: str) -> tuple[bytes, bytes]:
             for name in sorted(subdirectories) + sorted(files):
                 path = os.path.join(directory, name)
                 info = tar.gettarinfo(path, arcname=os.path.relpath(path, rootfs))
-                info.uid = info.gid = 0
+                info.uid = info.gid = OWNERS.get(info.name, 0)
+                # Modes whatever the build's umask: the sticky /tmp, executables, the rest read-only.
+                if info.isdir():
+                    info.mode = 0o1777 if info.name == "tmp" else 0o755
+                else:
+                    info.mode = 0o755 if info.mode & 0o100 else 0o644
                 info.uname = info.gname = ""
                 info.mtime = 0
                 if info.isfile():

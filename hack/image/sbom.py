@@ -3,12 +3,14 @@
 
 The image (its index, every platform) is the SBOM's subject. Its components are each
 binary of each platform, with every crate that binary's SBOM from cargo-cyclonedx
-lists, and the CA bundle with the package it comes from. Nothing else may be in the
+lists and what the toolchain links into it statically (Rust's standard library, the
+musl C library zig ships), and the CA bundle with the package it comes from. Nothing else may be in the
 image but the user database the build writes: any other file fails the run, as the
 SBOM would not say what is inside. The SBOM is validated against the CycloneDX JSON
 schema (cyclonedx-python-lib's copy) before it is written.
 
-    sbom.py --crates DIR --image ARCHIVE --ca-bundle certifi==VERSION --timestamp RFC3339 --output FILE
+    sbom.py --crates DIR --image ARCHIVE --ca-bundle certifi==VERSION --rustc VERSION --zig VERSION
+            --timestamp RFC3339 --output FILE
     sbom.py --check FILE     validates an SBOM; exit 1 with the schema's complaint
 """
 
@@ -72,6 +74,8 @@ def main() -> int:
     parser.add_argument("--crates", help="the folder of cargo-cyclonedx's SBOMs, one per binary and target")
     parser.add_argument("--image", help="an image archive of hack/image/oci.py")
     parser.add_argument("--ca-bundle", help="the CA bundle's PyPI package, NAME==VERSION")
+    parser.add_argument("--rustc", help="the version of rustc, whose standard library the binaries link")
+    parser.add_argument("--zig", help="the version of zig (PyPI's ziglang), whose musl the binaries link")
     parser.add_argument("--timestamp", help="the SBOM's time (the release commit's)")
     parser.add_argument("--output")
     args = parser.parse_args()
@@ -82,15 +86,36 @@ def main() -> int:
             print(f"sbom.py: {args.check} is not a valid CycloneDX 1.5 SBOM: {complaint}", file=sys.stderr)
             return 1
         return 0
-    if not all([args.crates, args.image, args.ca_bundle, args.timestamp, args.output]):
-        parser.error("--crates, --image, --ca-bundle, --timestamp and --output are needed to write an SBOM")
+    if not all([args.crates, args.image, args.ca_bundle, args.rustc, args.zig, args.timestamp, args.output]):
+        parser.error("--crates, --image, --ca-bundle, --rustc, --zig, --timestamp and --output are needed to write an SBOM")
 
     name, index_digest, platforms = image_platforms(args.image)
     repository, tag = name.rsplit(":", 1)
     image_ref = f"pkg:oci/{repository.rsplit('/', 1)[-1]}@{index_digest}?repository_url={repository}&tag={tag}"
     ca_package, ca_version = args.ca_bundle.split("==", 1)
     ca_ref = f"pkg:pypi/{ca_package}@{ca_version}"
-    components: dict[str, dict] = {}
+    rust_std = f"pkg:generic/rust-std@{args.rustc}"
+    musl = f"pkg:generic/musl?download_url=https://pypi.org/project/ziglang/{args.zig}/"
+    components: dict[str, dict] = {
+        rust_std: {
+            "type": "library",
+            "bom-ref": rust_std,
+            "name": "rust-std",
+            "version": args.rustc,
+            "description": "Rust's standard library (std, core, alloc), linked statically into each binary",
+            "purl": rust_std,
+            "licenses": [{"expression": "MIT OR Apache-2.0"}],
+        },
+        musl: {
+            "type": "library",
+            "bom-ref": musl,
+            "name": "musl",
+            "description": f"the musl C library, linked statically into each binary, as zig {args.zig} (PyPI's ziglang) ships it",
+            "purl": musl,
+            "licenses": [{"expression": "MIT"}],
+        },
+    }
+    linked = {rust_std, musl}
     dependencies: dict[str, set[str]] = {image_ref: {ca_ref}}
     ca_hashes = None
     for architecture, files in sorted(platforms.items()):
@@ -116,6 +141,7 @@ def main() -> int:
             application["properties"] = [{"name": "cdx:rustc:sbom:target:triple", "value": target}]
             components[binary_ref] = application
             dependencies[image_ref].add(binary_ref)
+            dependencies.setdefault(binary_ref, set()).update(linked)
             for crate in crates.get("components", []):
                 components.setdefault(crate["bom-ref"], crate)
             for dependency in crates.get("dependencies", []):
@@ -145,7 +171,12 @@ def main() -> int:
         "version": 1,
         "metadata": {
             "timestamp": args.timestamp,
-            "tools": [{"vendor": "CycloneDX", "name": "cargo-cyclonedx"}, {"name": "hack/image/sbom.py"}],
+            "tools": [
+                {"vendor": "CycloneDX", "name": "cargo-cyclonedx"},
+                {"name": "rustc", "version": args.rustc},
+                {"name": "zig", "version": args.zig},
+                {"name": "hack/image/sbom.py"},
+            ],
             "component": {"type": "container", "bom-ref": image_ref, "name": repository, "version": tag, "purl": image_ref},
         },
         "components": [components[ref] for ref in sorted(components)],
@@ -159,8 +190,8 @@ def main() -> int:
     with open(args.output, "w") as sink:
         sink.write(text)
     binaries = sum(1 for c in components.values() if c.get("type") == "application")
-    crates = len(components) - binaries - 1
-    print(f"{args.output}: {name}, {len(platforms)} platforms, {binaries} binaries, {crates} crates, the CA bundle ({args.ca_bundle})")
+    crates = len(components) - binaries - 3
+    print(f"{args.output}: {name}, {len(platforms)} platforms, {binaries} binaries, {crates} crates, rust-std {args.rustc}, musl of zig {args.zig}, the CA bundle ({args.ca_bundle})")
     return 0
 
 

@@ -4,15 +4,18 @@
 # needs (the versions are hack/k8s/versions.sh's), and sets:
 #   ZIGBUILD        cargo-zigbuild (crates.io), linking with zig (PyPI's ziglang)
 #   CYCLONEDX       cargo-cyclonedx (crates.io)
-#   RELEASE_PYTHON  a Python with certifi (the CA bundle) and cyclonedx-python-lib (the
-#                   CycloneDX schemas) from PyPI
-#   CA_BUNDLE       Mozilla's CA bundle as certifi $CERTIFI_VERSION ships it
+#   RELEASE_PYTHON  a Python with hack/image/requirements.txt: zig, certifi (the CA
+#                   bundle) and cyclonedx-python-lib (the CycloneDX schemas)
+#   CA_BUNDLE       Mozilla's CA bundle as certifi ships it
+#   CERTIFI_VERSION, ZIGLANG_VERSION  their versions, for the SBOMs
 # and adds rustup's musl targets of every platform.
 release_tools() {
   local tools="$EDGE_CACHE_DIR/tools"
   local zigbuild_root="$tools/cargo-zigbuild-$CARGO_ZIGBUILD_VERSION"
   local cyclonedx_root="$tools/cargo-cyclonedx-$CARGO_CYCLONEDX_VERSION"
-  local venv="$tools/release-python-zig$ZIGLANG_VERSION-certifi$CERTIFI_VERSION-cyclonedx$CYCLONEDX_PYTHON_LIB_VERSION"
+  local requirements="hack/image/requirements.txt" venv digest
+  digest="$(sha256sum "$requirements")"
+  venv="$tools/release-python-${digest:0:16}"
   if [ ! -x "$zigbuild_root/bin/cargo-zigbuild" ]; then
     printf '[tools] installing cargo-zigbuild %s (crates.io)\n' "$CARGO_ZIGBUILD_VERSION" >&2
     cargo install --quiet --locked "cargo-zigbuild@$CARGO_ZIGBUILD_VERSION" --root "$zigbuild_root" >&2
@@ -22,11 +25,11 @@ release_tools() {
     cargo install --quiet --locked "cargo-cyclonedx@$CARGO_CYCLONEDX_VERSION" --root "$cyclonedx_root" >&2
   fi
   if [ ! -f "$venv/ready" ]; then
-    printf '[tools] installing ziglang, certifi and cyclonedx-python-lib (PyPI)\n' >&2
+    printf '[tools] installing %s (PyPI)\n' "$requirements" >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "ziglang==$ZIGLANG_VERSION" \
-      "certifi==$CERTIFI_VERSION" "cyclonedx-python-lib[json-validation]==$CYCLONEDX_PYTHON_LIB_VERSION" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: --no-deps \
+      --requirement "$requirements" >&2
     touch "$venv/ready"
   fi
   local installed
@@ -39,6 +42,8 @@ release_tools() {
   CYCLONEDX="$cyclonedx_root/bin/cargo-cyclonedx"
   RELEASE_PYTHON="$venv/bin/python"
   CA_BUNDLE="$("$RELEASE_PYTHON" -c 'import certifi; print(certifi.where())')"
+  CERTIFI_VERSION="$(sed -n 's/^certifi==//p' "$requirements")"
+  ZIGLANG_VERSION="$(sed -n 's/^ziglang==//p' "$requirements")"
   # cargo-zigbuild runs zig as `$RELEASE_PYTHON -m ziglang`.
   export CARGO_ZIGBUILD_PYTHON_PATH="$RELEASE_PYTHON"
 }

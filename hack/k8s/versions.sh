@@ -13,15 +13,11 @@ HELM_K8S_MINOR=37
 PROMETHEUS_DEBIAN_VERSION=2.42.0+ds-5+deb12u1
 # What `make test` checks the release workflow with (.github/workflows).
 ACTIONLINT_VERSION=v1.7.12
-# What `make release` builds and describes with: the SBOM of each binary (crates.io);
-# static musl binaries for linux/amd64 and linux/arm64, linked by zig (cargo-zigbuild
-# from crates.io, zig from PyPI's ziglang); the images' CA bundle (Mozilla's, as PyPI's
-# certifi ships it); the CycloneDX schemas the SBOMs are validated against (PyPI).
+# What `make release` builds and describes with (crates.io): the SBOM of each binary;
+# static musl binaries for linux/amd64 and linux/arm64, linked by zig (cargo-zigbuild;
+# zig and the rest from PyPI: hack/image/requirements.txt).
 CARGO_CYCLONEDX_VERSION=0.5.9
 CARGO_ZIGBUILD_VERSION=0.24.1
-ZIGLANG_VERSION=0.17.1
-CERTIFI_VERSION=2026.10.19.post1
-CYCLONEDX_PYTHON_LIB_VERSION=11.12.0
 # The licence, ban and source policy of the crates (deny.toml), checked by `make test`.
 CARGO_DENY_VERSION=0.20.2
 # The Prometheus Operator whose ServiceMonitor and PrometheusRule CRDs the chart targets.

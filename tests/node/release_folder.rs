@@ -178,7 +178,10 @@ fn each_sbom_validates_and_names_every_binary_its_crates_and_the_ca_bundle_and_n
         assert_eq!(subject["version"], VERSION);
         let components = sbom["components"].as_array().expect("components");
         let named = |name: &str| components.iter().any(|c| c["name"] == name);
-        for name in ["kube", "tokio", "rustls", "certifi"].into_iter().chain(BINARIES) {
+        for name in ["kube", "tokio", "rustls", "certifi", "rust-std", "musl"]
+            .into_iter()
+            .chain(BINARIES)
+        {
             assert!(named(name), "{image}'s SBOM lists {name}");
         }
         for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
@@ -194,10 +197,17 @@ fn each_sbom_validates_and_names_every_binary_its_crates_and_the_ca_bundle_and_n
         }
         let purls: Vec<&str> = components.iter().filter_map(|c| c["purl"].as_str()).collect();
         assert!(
-            purls
+            purls.iter().all(|purl| {
+                [
+                    "pkg:cargo/",
+                    "pkg:pypi/certifi@",
+                    "pkg:generic/rust-std@",
+                    "pkg:generic/musl?",
+                ]
                 .iter()
-                .all(|purl| purl.starts_with("pkg:cargo/") || purl.starts_with("pkg:pypi/certifi@")),
-            "{image}'s SBOM names crates and the CA bundle only: {:?}",
+                .any(|origin| purl.starts_with(origin))
+            }),
+            "{image}'s SBOM names crates, what the toolchain links and the CA bundle only: {:?}",
             purls
                 .iter()
                 .filter(|p| !p.starts_with("pkg:cargo/"))

@@ -10,6 +10,12 @@ use crate::support::cluster::repo_root;
 use crate::support::helm::{chart, helm_offline};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The first version of the minor series after Cargo's: outside the Flux example's range.
+fn next_minor() -> String {
+    let minor: u64 = env!("CARGO_PKG_VERSION_MINOR").parse().expect("a minor version");
+    format!("{}.{}.0", env!("CARGO_PKG_VERSION_MAJOR"), minor + 1)
+}
+
 const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
 
 /// The YAML documents of a file under examples/gitops.
@@ -153,6 +159,11 @@ fn the_flux_example_installs_the_signed_chart_of_one_minor_version() {
         format!("{repository}/.github/workflows/ci.yaml@refs/tags/v{VERSION}"),
         format!("https://github.com/someone/edge-operator/.github/workflows/release.yaml@refs/tags/v{VERSION}"),
         format!("{repository}/.github/workflows/release.yaml@refs/tags/v{VERSION}.evil"),
+        // A release of another minor, which the range does not take, re-tagged into it.
+        format!(
+            "{repository}/.github/workflows/release.yaml@refs/tags/v{}",
+            next_minor()
+        ),
     ] {
         assert!(!subject.is_match(&other), "a signature of {other} is refused");
     }

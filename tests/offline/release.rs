@@ -88,6 +88,51 @@ fn the_gitops_examples_install_this_version() {
         Some(format!(">={major}.{minor}.0 <{major}.{}.0", minor + 1).as_str()),
         "examples/gitops/flux/operator/ocirepository.yaml takes the releases of this minor version"
     );
+    let subject = source["spec"]["verify"]["matchOIDCIdentity"][0]["subject"]
+        .as_str()
+        .expect("the signer's subject");
+    assert!(
+        subject.ends_with(&format!("@refs/tags/v{major}\\.{minor}\\.[0-9]+$")),
+        "the Flux example accepts signatures of this minor version's tags only: {subject}"
+    );
+}
+
+/// Every signature check the docs show names the release workflow of this version
+/// exactly: no regular expression another tag, workflow or repository could match.
+#[test]
+fn the_docs_verify_signatures_against_the_exact_release_workflow_of_this_version() {
+    let workflow = ".github/workflows/release.yaml";
+    assert!(repo_root().join(workflow).exists(), "{workflow} signs the release");
+    let identity = format!("https://github.com/edge-operator/edge-operator/{workflow}@refs/tags/v");
+    let mut checks = 0;
+    for file in ["README.md", "docs/operations.md", "docs/gitops.md"] {
+        let text = std::fs::read_to_string(repo_root().join(file)).expect("the doc");
+        assert!(
+            !text.contains("--certificate-identity-regexp"),
+            "{file} matches identities by a regexp"
+        );
+        for (at, _) in text.match_indices("--certificate-identity ") {
+            let named = text[at..]
+                .split_whitespace()
+                .nth(1)
+                .expect("an identity")
+                .trim_matches('"');
+            let named = if named == "$identity" {
+                let defined = text.find("identity=\"").expect("the doc defines $identity") + "identity=\"".len();
+                text[defined..].split('"').next().expect("a quoted identity")
+            } else {
+                named
+            };
+            let tail = if named.ends_with("$VERSION") {
+                "$VERSION"
+            } else {
+                VERSION
+            };
+            assert_eq!(named, format!("{identity}{tail}"), "{file}");
+            checks += 1;
+        }
+    }
+    assert!(checks >= 2, "the README and docs/gitops.md verify signatures: {checks}");
 }
 
 #[test]
