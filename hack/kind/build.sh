@@ -259,7 +259,8 @@ tar -C "$work/release" -czf "$work/kubernetes-server-linux-amd64.tar.gz" kuberne
 rm -rf "$work/release"
 log "kind build node-image"
 intermediate+=("$KIND_NODE_IMAGE-kind")
-if ! "$KIND_DIR/bin/kind" build node-image --type file --base-image "$base_image" --image "$KIND_NODE_IMAGE-kind" \
+# kind extracts the tarball under TMPDIR and leaves it there: in $work, removed at exit.
+if ! TMPDIR="$work" "$KIND_DIR/bin/kind" build node-image --type file --base-image "$base_image" --image "$KIND_NODE_IMAGE-kind" \
   "$work/kubernetes-server-linux-amd64.tar.gz" >&2; then
   log "error: kind build node-image failed; the Docker engine's log ends:"
   "$here/docker.sh" log
