@@ -86,9 +86,7 @@ load_images() {
   nodes="$(kind get nodes --name "$1")"
   for image in "${images[@]}"; do
     kind load image-archive --name "$1" "$image"
-    reference="$(python3 -c 'import json, sys, tarfile
-top = json.load(tarfile.open(sys.argv[1]).extractfile("index.json"))["manifests"][0]
-print(top["annotations"]["io.containerd.image.name"], top["digest"])' "$image")"
+    reference="$(python3 hack/image/oci.py --reference "$image")"
     read -r name digest <<<"$reference"
     for node in $nodes; do
       docker exec "$node" ctr -n k8s.io images tag --force "$name" "${name%:*}@$digest" >/dev/null

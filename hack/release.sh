@@ -99,9 +99,10 @@ done
 log "chart, its default images pinned by digest"
 # The digest of an image is its index's, which `skopeo copy --all --preserve-digests`
 # keeps in any registry.
-index_digest() { tar -xOf "$1" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])'; }
-operator_digest="$(index_digest "$out/edge-operator-$version.oci.tar")"
-sim_digest="$(index_digest "$out/edge-sim-$version.oci.tar")"
+operator_reference="$(python3 hack/image/oci.py --reference "$out/edge-operator-$version.oci.tar")"
+sim_reference="$(python3 hack/image/oci.py --reference "$out/edge-sim-$version.oci.tar")"
+operator_digest="${operator_reference#* }"
+sim_digest="${sim_reference#* }"
 cp -r charts/edge-operator "$work/chart"
 python3 - "$work/chart/values.yaml" "$operator_digest" "$sim_digest" <<'PIN'
 import re, sys

@@ -11,6 +11,7 @@ digests.
 
     oci.py --rootfs linux/amd64=DIR [--rootfs linux/arm64=DIR]... --name REF
            --entrypoint PATH [--cmd ARG]... [--user UID:GID] [--label KEY=VALUE]... --output FILE
+    oci.py --reference ARCHIVE   prints the name and the index digest of an archive it wrote
 """
 
 import argparse
@@ -111,16 +112,30 @@ def platform_image(platform: str, rootfs: str, args: argparse.Namespace) -> tupl
     return descriptor, [config_blob, manifest_blob, layer], docker
 
 
+def reference(archive: str) -> str:
+    """`NAME DIGEST`: the image's name and the digest of its index, which names every
+    platform's image (what a registry keeps under `skopeo copy --all --preserve-digests`)."""
+    with tarfile.open(archive) as tar:
+        top = json.load(tar.extractfile("index.json"))["manifests"][0]
+    return f'{top["annotations"]["io.containerd.image.name"]} {top["digest"]}'
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rootfs", action="append", required=True, help="PLATFORM=DIR, e.g. linux/arm64=rootfs-arm64")
-    parser.add_argument("--name", required=True, help="image reference, e.g. ghcr.io/org/app:1.0")
-    parser.add_argument("--entrypoint", required=True)
+    parser.add_argument("--reference", metavar="ARCHIVE", help="print NAME DIGEST of an archive and stop")
+    parser.add_argument("--rootfs", action="append", help="PLATFORM=DIR, e.g. linux/arm64=rootfs-arm64")
+    parser.add_argument("--name", help="image reference, e.g. ghcr.io/org/app:1.0")
+    parser.add_argument("--entrypoint")
     parser.add_argument("--cmd", action="append", default=[])
     parser.add_argument("--user", default="")
     parser.add_argument("--label", action="append", default=[])
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--output")
     args = parser.parse_args()
+    if args.reference:
+        print(reference(args.reference))
+        return 0
+    if not (args.rootfs and args.name and args.entrypoint and args.output):
+        parser.error("--rootfs, --name, --entrypoint and --output are needed to write an archive")
 
     descriptors, blobs, docker_manifest = [], [], []
     for entry in args.rootfs:

@@ -8,6 +8,7 @@
 #                   bundle) and cyclonedx-python-lib (the CycloneDX schemas)
 #   CA_BUNDLE       Mozilla's CA bundle as certifi ships it
 #   CERTIFI_VERSION, ZIGLANG_VERSION  their versions, for the SBOMs
+#   RUST_SYSROOT, RUST_HOST  the toolchain's, for strip_binary
 # and adds rustup's musl targets of every platform.
 release_tools() {
   local tools="$EDGE_CACHE_DIR/tools"
@@ -44,17 +45,17 @@ release_tools() {
   CA_BUNDLE="$("$RELEASE_PYTHON" -c 'import certifi; print(certifi.where())')"
   CERTIFI_VERSION="$(sed -n 's/^certifi==//p' "$requirements")"
   ZIGLANG_VERSION="$(sed -n 's/^ziglang==//p' "$requirements")"
+  RUST_SYSROOT="$(rustc --print sysroot)"
+  RUST_HOST="$(rustc --print host-tuple)"
   # cargo-zigbuild runs zig as `$RELEASE_PYTHON -m ziglang`.
   export CARGO_ZIGBUILD_PYTHON_PATH="$RELEASE_PYTHON"
 }
 
 # strip_binary SOURCE DESTINATION: the binary without symbols, by the toolchain's
-# rust-objcopy, which reads every platform's (it loads the toolchain's LLVM).
+# rust-objcopy, which reads every platform's (it loads the toolchain's LLVM, in
+# RUST_SYSROOT, which release_tools sets).
 strip_binary() {
-  local sysroot host
-  sysroot="$(rustc --print sysroot)"
-  host="$(rustc --print host-tuple)"
-  LD_LIBRARY_PATH="$sysroot/lib" "$sysroot/lib/rustlib/$host/bin/rust-objcopy" --strip-all "$1" "$2"
+  LD_LIBRARY_PATH="$RUST_SYSROOT/lib" "$RUST_SYSROOT/lib/rustlib/$RUST_HOST/bin/rust-objcopy" --strip-all "$1" "$2"
   chmod 0755 "$2"
 }
 
