@@ -15,6 +15,7 @@ use super::parse::{parse_action, parse_dimensions, parse_filter, parse_time};
 use super::{CommandError, certificates, doctor, logs, plan, render, rollout, show, since};
 use crate::api::models::shield::{EventLogsSearchRequest, ListSelector};
 use crate::api::{ClientConfig, Credentials, EdgeClient, PlainHttp, SecretValue};
+use crate::controller::kinds::access_list::export;
 
 /// A client of the platform at `--api-url` (and `--logging-url`, by default the same)
 /// with `credentials`; a missing API URL is reported before missing credentials.
@@ -243,8 +244,8 @@ pub async fn run(cli: Cli) -> Result<u8, CommandError> {
             namespace,
         }) => {
             let lists = platform()?.access_lists(*zone).await?;
-            let objects = plan::export_access_lists(*zone, &lists, *manage, namespace.as_deref());
-            let yaml = plan::to_yaml_stream(*zone, &objects)
+            let objects = export::export_access_lists(*zone, &lists, *manage, namespace.as_deref());
+            let yaml = export::to_yaml_stream(*zone, &objects)
                 .map_err(|e| CommandError::Refused(format!("cannot write YAML: {e}")))?;
             print!("{yaml}");
         }

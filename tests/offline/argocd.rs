@@ -9,9 +9,9 @@ use crate::support::gitops::{argocd_health, argocd_script};
 
 /// Every kind the operator has.
 fn kinds() -> impl Iterator<Item = &'static str> {
-    edge_operator::controller::kinds::Kind::ALL
-        .into_iter()
-        .map(edge_operator::controller::kinds::Kind::name)
+    edge_operator::controller::kinds::Kind::all()
+        .iter()
+        .map(|kind| kind.name())
 }
 
 #[test]

@@ -124,7 +124,10 @@ fn every_text_list_and_map_of_a_status_is_bounded() {
         }
     }
     let mut unbounded = Vec::new();
-    for crd in edge_operator::controller::kinds::Kind::ALL.map(edge_operator::controller::kinds::Kind::crd) {
+    for crd in edge_operator::controller::kinds::Kind::all()
+        .iter()
+        .map(|kind| kind.crd())
+    {
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
         let status = &schema["openAPIV3Schema"]["properties"]["status"];
         assert!(status.is_object(), "{} has a status schema", crd.spec.names.kind);

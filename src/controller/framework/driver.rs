@@ -51,7 +51,7 @@ pub(crate) async fn reconcile<K: Reconcilable>(
         shared.failures.forget(&object_key(object.as_ref()));
     }
     shared.metrics.reconciled(
-        K::KIND,
+        K::kind_name(),
         started.elapsed(),
         result.as_ref().err().map(ReconcileError::reason::<K::Reason>),
     );
@@ -166,11 +166,11 @@ async fn report<K: Reconcilable>(
     match written {
         // NewCondition from a stale copy: the next reconcile decides again, from the new one.
         StatusWrite::Stale => return Ok(written),
-        StatusWrite::Written(_) => cx.shared.metrics.status_written(K::KIND),
+        StatusWrite::Written(_) => cx.shared.metrics.status_written(K::kind_name()),
         StatusWrite::Unchanged => {}
     }
     cx.shared.metrics.set_conditions::<K::Reason>(
-        K::KIND,
+        K::kind_name(),
         &cx.namespace,
         &object.name_any(),
         status.conditions(),
@@ -263,7 +263,7 @@ pub(crate) fn failure_event<K: Reconcilable>(previous: &[Condition], error: &Fai
 /// Publishes an Event within its namespace's budget; failures are logged, never fatal.
 pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event: &Notice<K::Reason>) {
     if !shared.event_budget.spend(&object.namespace().unwrap_or_default()) {
-        shared.metrics.event_dropped(K::KIND);
+        shared.metrics.event_dropped(K::kind_name());
         return;
     }
     let published = KubeEvent {
@@ -278,7 +278,9 @@ pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event:
         secondary: None,
     };
     match shared.recorder.publish(&published, &object.object_ref(&())).await {
-        Ok(()) => shared.metrics.event_published(K::KIND, event.reason, event.warning),
+        Ok(()) => shared
+            .metrics
+            .event_published(K::kind_name(), event.reason, event.warning),
         Err(error) => tracing::warn!(%error, reason = %event.reason, "cannot publish Event"),
     }
 }
@@ -290,7 +292,7 @@ pub(crate) async fn publish<K: Reconcilable>(shared: &Shared, object: &K, event:
 async fn delete<K: Reconcilable>(cached: &K, reconciler: &Reconciler<K>, now: Now) -> Result<Action, Failure<K>> {
     let name = cached.name_any();
     let namespace = cached.namespace().unwrap_or_default();
-    reconciler.shared.metrics.forget(K::KIND, &namespace, &name);
+    reconciler.shared.metrics.forget(K::kind_name(), &namespace, &name);
     reconciler.shared.failures.forget(&object_key(cached));
     let Some(finalizer) = K::FINALIZER else {
         return Ok(Action::await_change());

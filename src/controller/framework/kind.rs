@@ -6,13 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, CustomResourceExt, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 use super::error::ReconcileError;
+use super::plan::Verdict;
 use super::shared::Shared;
 use super::status::conditions::find;
 use super::status::time::rfc3339;
@@ -232,12 +240,24 @@ impl<'a, K: Reconcilable> Context<'a, K> {
     }
 }
 
+/// A manifest of a kind that the kind's CRD must refuse: `edge-operator check` creates
+/// it (a dry run) to learn that the CRD's validation rules are installed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedExample {
+    pub object: serde_json::Value,
+    /// What makes it invalid, as the check says it ("naming both a … and a …").
+    pub rule: &'static str,
+}
+
 /// A kind the driver reconciles. The driver owns the envelope (leadership, pause,
 /// deletion and the finalizer, the status contract and its fenced write, Events,
 /// metrics, requeue); the kind owns one pass over a live object and its clean-up.
+/// It joins the operator with one line of the registry (`controller::kinds`); its
+/// name is its CRD's (`#[kube(kind = ..)]`).
 pub(crate) trait Reconcilable:
     EdgeObject
     + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + CustomResourceExt
     + ResourceExt
     + Clone
     + DeserializeOwned
@@ -246,8 +266,11 @@ pub(crate) trait Reconcilable:
     + Sync
     + 'static
 {
-    /// The kind's name: metric label and bookkeeping key.
-    const KIND: &'static str;
+    /// Its example manifest (in `examples/`).
+    const EXAMPLE: &'static str;
+    /// Whether it only reads the platform: its reconciles are polls, `--poll-concurrency`
+    /// of them at once rather than `--concurrency`.
+    const POLLS: bool = false;
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
     /// The condition types it writes beside [`ConditionType`]'s: a cached status keeps
@@ -259,9 +282,17 @@ pub(crate) trait Reconcilable:
     /// Its reasons beside those of every kind, one for each of its failures.
     type Reason: KindReason + for<'e> From<&'e Self::Error> + Send + Sync + 'static;
     /// Its flags of `edge-operator run`.
-    type Settings: clap::Args + clap::FromArgMatches + Send + Sync + 'static;
+    type Settings: clap::Args + clap::FromArgMatches + Clone + std::fmt::Debug + Send + Sync + 'static;
     /// What the kind keeps between reconciles.
     type State: Default + Send + Sync + 'static;
+
+    /// The kind's name: its CRD's kind, metric label and bookkeeping key.
+    fn kind_name() -> &'static str {
+        match Self::kind(&()) {
+            std::borrow::Cow::Borrowed(name) => name,
+            std::borrow::Cow::Owned(_) => std::any::type_name::<Self>(),
+        }
+    }
 
     /// Follows the kind's watch: what the state keeps of every object (an index, what
     /// a deleted object leaves).
@@ -291,6 +322,81 @@ pub(crate) trait Reconcilable:
     ) -> impl Future<Output = Result<Vec<Notice<Self::Reason>>, Failure<Self>>> + Send {
         async { Ok(Vec::new()) }
     }
+
+    /// Runs the kind's controllers until shutdown: its one controller, unless the kind
+    /// keeps records or protections beside its objects. Every subscription is taken
+    /// before the future is returned.
+    fn controllers<'a, R: Runner>(reconciler: Arc<Reconciler<Self>>, runner: &'a R) -> BoxFuture<'a, ()> {
+        let secret_changes = runner.secret_changes();
+        runner.run(reconciler, secret_changes).boxed()
+    }
+
+    /// The CRDs of the records its controllers keep beside its objects.
+    fn own_crds() -> Vec<CustomResourceDefinition> {
+        Vec::new()
+    }
+
+    /// A manifest its CRD's validation rules refuse, if it has rules.
+    fn refused_example() -> Option<RefusedExample> {
+        None
+    }
+
+    /// The settings of one shard of several operators, named `shard`.
+    fn for_shard(_settings: &mut Self::Settings, _shard: &str) {}
+
+    /// The finalizer its controllers put on Secrets, which the Secret watch keeps.
+    fn secret_finalizer(_settings: &Self::Settings) -> Option<&str> {
+        None
+    }
+
+    /// What `edgectl plan` says for each object (with its platform client, or why it
+    /// has none), in their order.
+    fn plan(objects: Vec<(Self, Result<EdgeClient, String>)>) -> impl Future<Output = Vec<Verdict>> + Send {
+        let verdicts = objects
+            .iter()
+            .map(|_| Verdict::Change {
+                detail: "the operator would reconcile it".to_string(),
+                changes: Vec::new(),
+            })
+            .collect();
+        async move { verdicts }
+    }
+}
+
+/// The Secrets whose metadata the runtime watches for every kind.
+pub(crate) type SecretMeta = PartialObjectMeta<Secret>;
+
+/// The Secrets that changed, as a subscriber receives them.
+pub(crate) type SecretChanges = BoxStream<'static, Arc<SecretMeta>>;
+
+/// What runs each kind's controllers (the runtime).
+pub(crate) trait Runner: Sync {
+    /// The objects of kind `K` in the namespace watched.
+    fn api<K: Reconcilable>(&self) -> Api<K>;
+
+    /// The namespace watched (all when `None`).
+    fn namespace(&self) -> Option<&str>;
+
+    /// How every kind's watch lists its objects, at start and at every relist.
+    fn watch_config(&self) -> watcher::Config;
+
+    /// A subscription to the changes of Secrets, taken before the Secret watch runs
+    /// and polled while it runs.
+    fn secret_changes(&self) -> SecretChanges;
+
+    /// The Secrets the Secret watch holds.
+    fn secrets(&self) -> Store<SecretMeta>;
+
+    /// Resolves when the process stops.
+    fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static;
+
+    /// Runs the controller of kind `K` until shutdown: its objects are reconciled
+    /// again when a Secret they reference changes.
+    fn run<K: Reconcilable>(
+        &self,
+        reconciler: Arc<Reconciler<K>>,
+        secret_changes: SecretChanges,
+    ) -> impl Future<Output = ()> + Send + '_;
 }
 
 /// Whether `status` is Ready for `generation`.

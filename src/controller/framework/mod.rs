@@ -17,8 +17,9 @@ pub(crate) mod metrics;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
 pub(crate) mod object;
+pub(crate) mod plan;
 mod process_metrics;
-pub(crate) mod runner;
+pub mod registry;
 pub(crate) mod shared;
 pub(crate) mod shared_reads;
 pub mod status;

@@ -65,7 +65,7 @@ const CACHED_STATUS_BYTES: usize = DECIDED_STATUS_BYTES + (16 << 10);
 /// observedGeneration, so what paused objects hold does not grow with the status they
 /// carry. Resuming is a change of the object, which the watch brings whole.
 pub(crate) fn keep_what_is_read_of<K: Reconcilable>(object: &mut K) {
-    keep_what_is_read(object.meta_mut(), K::FINALIZER);
+    keep_what_is_read(object.meta_mut(), K::FINALIZER.as_slice());
     let paused = is_paused(object);
     if let Some(status) = object.status_mut() {
         let kept = own_conditions(status.conditions(), K::OWN_CONDITION_TYPES);
@@ -117,12 +117,12 @@ const ANNOTATION_VALUE_BYTES: usize = 128;
 /// ~1.4 MiB of finalizers on each object, and `kubectl apply` copies a whole Secret
 /// into an annotation. A write of the finalizer list reads the object from the
 /// apiserver first, never from the cache.
-pub(crate) fn keep_what_is_read(meta: &mut ObjectMeta, own_finalizer: Option<&str>) {
+pub(crate) fn keep_what_is_read(meta: &mut ObjectMeta, own_finalizers: &[impl AsRef<str>]) {
     meta.managed_fields = None;
     meta.labels = None;
     meta.owner_references = None;
     if let Some(finalizers) = &mut meta.finalizers {
-        finalizers.retain(|finalizer| Some(finalizer.as_str()) == own_finalizer);
+        finalizers.retain(|finalizer| own_finalizers.iter().any(|own| own.as_ref() == finalizer));
         finalizers.shrink_to_fit();
     }
     if let Some(annotations) = &mut meta.annotations {
@@ -156,7 +156,7 @@ mod tests {
             name: Some("kept".into()),
             ..ObjectMeta::default()
         };
-        keep_what_is_read(&mut meta, Some(own));
+        keep_what_is_read(&mut meta, &[own]);
         assert_eq!(meta.finalizers, Some(vec![own.to_string()]));
         assert_eq!(meta.owner_references, None);
         assert_eq!(meta.labels, None);
@@ -171,7 +171,7 @@ mod tests {
             finalizers: Some(flood),
             ..ObjectMeta::default()
         };
-        keep_what_is_read(&mut foreign_only, None);
+        keep_what_is_read(&mut foreign_only, &[] as &[&str]);
         assert_eq!(foreign_only.finalizers.map(|f| f.capacity()), Some(0), "nothing held");
     }
 

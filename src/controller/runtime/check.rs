@@ -8,7 +8,8 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde::Serialize;
 
-use crate::controller::kinds::{AccessListConfig, Kind};
+use crate::controller::framework::kind::RefusedExample;
+use crate::controller::kinds::Kind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -23,9 +24,9 @@ pub enum CheckError {
     )]
     Pruned { kind: String, field: String },
     #[error(
-        "the apiserver accepted an AccessListConfig with both spec.configurationId and spec.listName: the installed CRD lacks this operator's validation rules; apply its CRDs"
+        "the apiserver accepted an object of kind {kind} {rule}: the installed CRD lacks this operator's validation rules; apply its CRDs"
     )]
-    NotValidated,
+    NotValidated { kind: String, rule: String },
     #[error("the validation check failed unexpectedly: {0}")]
     Unexpected(kube::Error),
 }
@@ -39,10 +40,14 @@ pub async fn check_installation(
     namespace: &str,
 ) -> Result<Vec<String>, CheckError> {
     let mut passed = vec![operator_ready(health_url, ready_within).await?];
-    for kind in Kind::ALL {
-        passed.push(round_trip(&client, namespace, kind).await?);
+    for kind in Kind::all() {
+        passed.push(round_trip(&client, namespace, *kind).await?);
     }
-    passed.push(forbidden_spec_refused(&client, namespace).await?);
+    for kind in Kind::all() {
+        if let Some(refused) = kind.refused_example() {
+            passed.push(forbidden_spec_refused(&client, namespace, *kind, refused).await?);
+        }
+    }
     Ok(passed)
 }
 
@@ -145,20 +150,27 @@ fn spec_of<K: Serialize>(object: &K) -> serde_json::Value {
 }
 
 /// The CRD's validation rules are installed: a spec they forbid is refused.
-async fn forbidden_spec_refused(client: &kube::Client, namespace: &str) -> Result<String, CheckError> {
-    let mut object: AccessListConfig =
-        serde_yaml::from_str(Kind::AccessListConfig.example()).map_err(|source| CheckError::Example {
-            kind: "AccessListConfig".to_string(),
-            source,
-        })?;
-    object.spec.configuration_id = Some(1);
+async fn forbidden_spec_refused(
+    client: &kube::Client,
+    namespace: &str,
+    of: Kind,
+    refused: RefusedExample,
+) -> Result<String, CheckError> {
+    let kind = of.name();
+    let mut object: DynamicObject = serde_json::from_value(refused.object).map_err(|error| CheckError::Example {
+        kind: kind.to_string(),
+        source: <serde_yaml::Error as serde::de::Error>::custom(error),
+    })?;
     dry_run_identity(&mut object.metadata, namespace);
-    let api: Api<AccessListConfig> = Api::namespaced(client.clone(), namespace);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &of.api_resource());
     match api.create(&dry_run(), &object).await {
         Err(kube::Error::Api(status)) if status.code == 422 => {
-            Ok("an AccessListConfig naming both a configurationId and a listName is refused".to_string())
+            Ok(format!("an object of kind {kind} {} is refused", refused.rule))
         }
-        Ok(_) => Err(CheckError::NotValidated),
+        Ok(_) => Err(CheckError::NotValidated {
+            kind: kind.to_string(),
+            rule: refused.rule.to_string(),
+        }),
         Err(error) => Err(CheckError::Unexpected(error)),
     }
 }
@@ -179,6 +191,10 @@ mod tests {
             );
             answer(body)
         })
+    }
+
+    fn kind(name: &str) -> Kind {
+        Kind::of(name).expect("a registered kind")
     }
 
     fn named(mut object: Value) -> Value {
@@ -208,7 +224,7 @@ mod tests {
             }
             (201, named(object))
         });
-        let error = round_trip(&client, "ns", Kind::AccessListConfig)
+        let error = round_trip(&client, "ns", kind("AccessListConfig"))
             .await
             .expect_err("a pruned field fails the check");
         assert!(
@@ -224,7 +240,7 @@ mod tests {
             assert!(object["metadata"]["name"].is_null(), "never the example's own name");
             (201, named(object))
         });
-        let passed = round_trip(&client, "ns", Kind::ContainerAppWatch)
+        let passed = round_trip(&client, "ns", kind("ContainerAppWatch"))
             .await
             .expect("the example round-trips");
         assert_eq!(
@@ -235,9 +251,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_crd_without_the_validation_rules_is_reported() {
+        let access_lists = kind("AccessListConfig");
+        let refused_example = || access_lists.refused_example().expect("the kind has validation rules");
         let accepted = apiserver(|object| (201, named(object)));
-        let error = forbidden_spec_refused(&accepted, "ns").await.expect_err("accepted");
-        assert!(matches!(error, CheckError::NotValidated), "{error}");
+        let error = forbidden_spec_refused(&accepted, "ns", access_lists, refused_example())
+            .await
+            .expect_err("accepted");
+        assert!(matches!(error, CheckError::NotValidated { .. }), "{error}");
 
         let refused = apiserver(|_| {
             (
@@ -245,8 +265,12 @@ mod tests {
                 json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422}),
             )
         });
-        forbidden_spec_refused(&refused, "ns")
+        let passed = forbidden_spec_refused(&refused, "ns", access_lists, refused_example())
             .await
             .expect("refused as it should be");
+        assert!(
+            passed.ends_with("naming both a configurationId and a listName is refused"),
+            "{passed}"
+        );
     }
 }

@@ -15,14 +15,13 @@ use kube::runtime::{Predicate, PredicateConfig, WatchStreamExt, predicates, watc
 use kube::{Api, Resource};
 
 use super::list_gate::ListGate;
-use super::secret_watch::{SecretChanges, SecretMeta};
+use super::secret_watch::SecretWatch;
 use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::driver;
-use crate::controller::framework::kind::{Failure, Now, Reconcilable, Reconciler};
+use crate::controller::framework::kind::{Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta};
 use crate::controller::framework::object::{keep_what_is_read_of, object_key};
-use crate::controller::framework::runner::Runner;
 use crate::fairness::FairQueue;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
@@ -46,7 +45,7 @@ fn report_controller_event<K: Reconcilable>(
     match result {
         Err(controller::Error::QueueError(error)) => {
             health.watch_failed(failing);
-            tracing::error!(kind = K::KIND, %error, "the watch of this kind fails; /readyz reports it");
+            tracing::error!(kind = K::kind_name(), %error, "the watch of this kind fails; /readyz reports it");
         }
         Err(error) => tracing::debug!(%error, "controller event"),
         Ok(_) => health.watch_recovered(failing),
@@ -66,9 +65,9 @@ fn forget_deleted<K: Reconcilable>(
         Ok(watcher::Event::Delete(object)) => forget::<K>(reconciler, object),
         Ok(watcher::Event::InitDone) => {
             let held = |namespace: &str, name: &str| store.get(&ObjectRef::new(name).within(namespace)).is_some();
-            shared.metrics.forget_all_but(K::KIND, held);
+            shared.metrics.forget_all_but(K::kind_name(), held);
             let listed: HashSet<String> = store.state().iter().map(|object| object_key(object.as_ref())).collect();
-            let prefix = format!("{}/", K::KIND);
+            let prefix = format!("{}/", K::kind_name());
             shared
                 .failures
                 .retain(|key| !key.starts_with(&prefix) || listed.contains(key));
@@ -80,9 +79,11 @@ fn forget_deleted<K: Reconcilable>(
 /// Forgets what the operator keeps of a deleted object (its metrics and failure count).
 fn forget<K: Reconcilable>(reconciler: &Reconciler<K>, object: &K) {
     let shared = &reconciler.shared;
-    shared
-        .metrics
-        .forget(K::KIND, &object.namespace().unwrap_or_default(), &object.name_any());
+    shared.metrics.forget(
+        K::kind_name(),
+        &object.namespace().unwrap_or_default(),
+        &object.name_any(),
+    );
     shared.failures.forget(&object_key(object));
 }
 
@@ -107,7 +108,7 @@ fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler:
     let reason = error.reason::<K::Reason>();
     let delay = retry_delay(object.as_ref(), &reconciler.settings, failures, error, &Now::current());
     tracing::warn!(
-        kind = K::KIND,
+        kind = K::kind_name(),
         namespace = object.namespace().as_deref().unwrap_or_default(),
         name = %object.name_any(),
         %reason,
@@ -277,7 +278,10 @@ impl<K: Reconcilable> FairTurns<K> {
         async move {
             let namespace = due.namespace().unwrap_or_default();
             let _seat = seats.enter(&namespace).await;
-            reconciler.shared.metrics.reconcile_waiting(K::KIND, seats.waiting());
+            reconciler
+                .shared
+                .metrics
+                .reconcile_waiting(K::kind_name(), seats.waiting());
             // Gone from the watch while it waited: deleted (an object with our finalizer
             // stays until its clean-up removes it), nothing left to reconcile.
             let Some(object) = store.get(&ObjectRef::from_obj(due.as_ref())) else {
@@ -327,33 +331,47 @@ pub(super) struct Controllers<'a> {
     pub initial_list: InitialList,
     /// What every paged list waits for (the Secret watch's too).
     pub list_gate: ListGate,
+    /// The Secret watch every kind subscribes to.
+    pub secret_watch: &'a SecretWatch,
+    /// Reconciles at once per kind: `--concurrency` of those that write, ...
+    pub reconciles: u16,
+    /// ... `--poll-concurrency` of those that poll.
+    pub polls: u16,
 }
 
-/// A kind's subscription is to the Secret watch: an object is reconciled again when a
-/// Secret it references changes.
 impl Runner for Controllers<'_> {
-    type Subscription = SecretChanges;
-
     fn api<K: Reconcilable>(&self) -> Api<K> {
         api::<K>(self.client, self.namespace)
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 
     fn watch_config(&self) -> watcher::Config {
         self.initial_list.watch_config(self.label_selector)
     }
 
-    async fn run<K: Reconcilable>(
-        &self,
-        reconciler: Arc<Reconciler<K>>,
-        secret_changes: SecretChanges,
-        concurrency: u16,
-    ) {
+    fn secret_changes(&self) -> SecretChanges {
+        self.secret_watch.subscribe()
+    }
+
+    fn secrets(&self) -> Store<SecretMeta> {
+        self.secret_watch.store()
+    }
+
+    fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
+        self.shutdown.clone().requested()
+    }
+
+    async fn run<K: Reconcilable>(&self, reconciler: Arc<Reconciler<K>>, secret_changes: SecretChanges) {
+        let concurrency = if K::POLLS { self.polls } else { self.reconciles };
         // Only changes of generation (spec, deletion), annotations (paused, requests) and
         // finalizers trigger a reconcile; the operator's own status writes do not.
         let (reader, writer) = kube::runtime::reflector::store();
         let failing = Arc::new(AtomicBool::new(false));
         let objects = api::<K>(self.client, self.namespace);
-        tracing::info!(kind = K::KIND, initial_list = ?self.initial_list, "watching");
+        tracing::info!(kind = K::kind_name(), initial_list = ?self.initial_list, "watching");
         let events = self
             .list_gate
             .guard(watcher::watcher(objects, self.watch_config()).boxed())

@@ -4,10 +4,10 @@
 pub mod check;
 mod controllers;
 pub use controllers::{LIST_PAGE_SIZE, NO_OBJECT};
+mod kinds;
 mod kube_client;
 mod leadership;
 mod list_gate;
-mod secret_protection;
 mod secret_watch;
 mod server;
 pub mod shutdown;
@@ -15,7 +15,7 @@ pub mod shutdown;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
@@ -28,15 +28,13 @@ use self::server::{Health, serve_health};
 use self::shutdown::Shutdown;
 use crate::api::{ClientConfig, EdgeClient, Hooks, PlainHttp, RetryPolicy, USER_AGENT};
 use crate::controller::framework::backoff::FailureCounts;
-use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet};
+use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
 use crate::controller::framework::event_budget::EventBudget;
-use crate::controller::framework::kind::Reconciler;
 use crate::controller::framework::leader::LeaderGate;
 use crate::controller::framework::metrics::Metrics;
 use crate::controller::framework::shared::{Shared, duration_of_at_least};
 use crate::controller::framework::status::MANAGER;
-use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
-use crate::controller::kinds::{AccessListConfig, Concurrency, Kind, KindSettings};
+use crate::controller::kinds::KindSettings;
 use crate::telemetry::LogFormat;
 
 /// The flags of `edge-operator run`.
@@ -60,10 +58,11 @@ pub struct RunConfig {
     /// own selector and its own --lease-name. Secrets are watched whole.
     #[arg(long, value_parser = non_empty)]
     pub watch_label_selector: Option<String>,
-    /// Reconciles running at once per kind (AccessListConfig, PullZoneCertificate).
+    /// Reconciles running at once per kind that writes to the platform.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
-    /// ContainerAppWatch polls running at once. They mostly wait for the platform quota;
+    /// Polls running at once per kind that only reads the platform (its reconciles are
+    /// polls). They mostly wait for the platform quota;
     /// beyond this many, due polls wait for a turn, handed to namespaces in turn, each
     /// one's in the order they fell due. Each running poll holds its reconcile's state
     /// (about 10 KB).
@@ -134,18 +133,18 @@ impl RunConfig {
         self.leader_election.enabled.then_some(&self.leader_election)
     }
 
-    /// The AccessListConfig settings, with the Secret finalizer of this shard.
-    fn access_list_settings(&self) -> Result<AccessListSettings, RunError> {
-        let mut settings = self.kinds.access_lists.clone();
+    /// Each kind's settings, as those of this shard (named by its Lease) when it is one.
+    fn kind_settings(&self) -> Result<KindSettings, RunError> {
+        let mut settings = self.kinds.clone();
         if self.watch_label_selector.is_some() {
             if self.leader_election.lease_name == DEFAULT_LEASE_NAME {
                 return Err(RunError::Shard(
                     "with --watch-label-selector, give this shard its own --lease-name: it names the shard's Lease \
-                     and the finalizer its Secret protection uses"
+                     and the finalizers it puts on Secrets"
                         .into(),
                 ));
             }
-            settings.secret_finalizer = SecretFinalizer::of_shard(&self.leader_election.lease_name);
+            kinds::for_shard(&mut settings, &self.leader_election.lease_name);
         }
         Ok(settings)
     }
@@ -226,9 +225,8 @@ fn health_server_ended(served: Result<Result<(), RunError>, tokio::task::JoinErr
 
 /// Refuses a selector the apiserver does not parse, before any watch retries it.
 async fn check_label_selector(client: &kube::Client, namespace: Option<&str>, selector: &str) -> Result<(), RunError> {
-    let api: kube::Api<AccessListConfig> = match namespace {
-        Some(namespace) => kube::Api::namespaced(client.clone(), namespace),
-        None => kube::Api::all(client.clone()),
+    let Some(api) = kinds::probed_api(client, namespace) else {
+        return Ok(());
     };
     let params = kube::api::ListParams::default().labels(selector).limit(1);
     match api.list_metadata(&params).await {
@@ -254,69 +252,19 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
 }
 
 async fn operate(config: RunConfig) -> Result<(), RunError> {
-    let access_list_settings = config.access_list_settings()?;
-    let default_key = config
-        .access_key_file
-        .clone()
-        .map(DefaultKey::file)
-        .transpose()
-        .map_err(RunError::AccessKey)?;
-    let secret_namespaces = config.secret_namespaces();
-    let mut kube_config = kube::Config::infer().await?;
-    // Names the operator in the apiserver's audit log and metrics.
-    kube_config
-        .headers
-        .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
-    let kube_client = kube_client::seated_client(kube_config, config.kube_api_concurrency.into())?;
+    let kind_settings = config.kind_settings()?;
+    let kube_client = kube_client(&config).await?;
     if let Some(selector) = &config.watch_label_selector {
         check_label_selector(&kube_client, config.namespace.as_deref(), selector).await?;
     }
     let metrics = Arc::new(Metrics::new(config.object_metrics));
-    let mut platform_config =
-        ClientConfig::without_credentials(config.api_url.clone(), config.logging_url().to_string());
-    platform_config.retry = RetryPolicy {
-        max_retries: 1,
-        ..RetryPolicy::default()
-    };
-    platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
-    platform_config.plain_http = PlainHttp::allowing_in_cluster(config.allow_http_in_cluster);
-    platform_config.answer_budget_bytes = config.answer_budget_bytes;
-    config
-        .transport
-        .apply(&mut platform_config.transport)
-        .map_err(RunError::PlatformConnection)?;
     let leader = Arc::new(match config.election() {
         Some(election) => LeaderGate::elected(election.lease_duration),
         None => LeaderGate::sole(),
     });
-    let hooks = Hooks {
-        observer: Some(metrics.clone()),
-        write_gate: Some(leader.clone()),
-    };
-    let platform = EdgeClient::with_hooks(platform_config, hooks)?;
-    let reporter = Reporter {
-        controller: MANAGER.to_string(),
-        instance: config.election().map(|l| l.identity.clone()),
-    };
-    let (secret_watch, secret_index) = SecretWatch::new(access_list_settings.secret_finalizer.clone());
-    let shared = Arc::new(Shared {
-        kube: kube_client.clone(),
-        access_keys: AccessKeys::new(kube_client.clone(), platform, default_key, secret_index)
-            .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
-            .with_secret_namespaces(secret_namespaces.clone()),
-        failures: FailureCounts::default(),
-        metrics: metrics.clone(),
-        recorder: Recorder::new(kube_client.clone(), reporter),
-        event_budget: EventBudget::new(config.namespace_events_per_minute),
-        leader,
-    });
-    let health = Arc::new(Health {
-        metrics,
-        leader: shared.leader.clone(),
-        ready: AtomicBool::new(false),
-        failing_watches: Default::default(),
-        failing_since: Default::default(),
-    });
+    let (secret_watch, secret_index) = SecretWatch::new(kinds::secret_finalizers(&kind_settings));
+    let shared = Arc::new(shared(&config, &kube_client, (metrics.clone(), leader), secret_index)?);
+    let health = Arc::new(Health::new(metrics, shared.leader.clone()));
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
     let shutdown = Shutdown::on_signals();
@@ -332,11 +280,10 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     };
     health.ready.store(true, Ordering::Relaxed);
 
-    let initial_list = InitialList::probe(&self::controllers::api::<AccessListConfig>(
-        &kube_client,
-        &config.namespace,
-    ))
-    .await;
+    let initial_list = match kinds::probed_api(&kube_client, config.namespace.as_deref()) {
+        Some(api) => InitialList::probe(&api).await,
+        None => InitialList::Paged,
+    };
     let controllers = Controllers {
         client: &kube_client,
         namespace: &config.namespace,
@@ -345,49 +292,25 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         shutdown: &shutdown,
         initial_list,
         list_gate: initial_list.gate(),
-    };
-    let access_lists = Arc::new(Reconciler::<AccessListConfig>::new(
-        shared.clone(),
-        access_list_settings,
-    ));
-    let concurrency = Concurrency {
+        secret_watch: &secret_watch,
         reconciles: config.concurrency,
         polls: config.poll_concurrency,
     };
-    let kinds = Kind::ALL.map(|kind| {
-        let secret_changes = secret_watch.subscribe();
-        kind.controller(
-            &controllers,
-            secret_changes,
-            &shared,
-            &config.kinds,
-            concurrency,
-            &access_lists,
-        )
-    });
-    let claims = access_lists.clone();
-    let protection = controllers.protect_secrets(access_lists, secret_watch.subscribe(), secret_watch.store());
+    let running = kinds::controllers(&controllers, &shared, &kind_settings);
+    let secrets = Listing {
+        config: initial_list.watch_config(None),
+        gate: controllers.list_gate.clone(),
+    };
     let running = async {
-        tokio::join!(
-            secret_watch.run(
-                kube_client.clone(),
-                Listing {
-                    config: initial_list.watch_config(None),
-                    gate: controllers.list_gate.clone(),
-                },
-                secret_namespaces,
-                shared.clone(),
-                health.clone(),
-                shutdown.clone().requested()
-            ),
-            protection,
-            claims.state.claims.follow(
-                kube_client.clone(),
-                shared.access_keys.platform_url(),
-                shutdown.clone().requested()
-            ),
-            futures::future::join_all(kinds),
+        let secrets = secret_watch.run(
+            kube_client.clone(),
+            secrets,
+            config.secret_namespaces(),
+            shared.clone(),
+            health.clone(),
+            shutdown.clone().requested(),
         );
+        tokio::join!(secrets, futures::future::join_all(running));
     };
     let running = async {
         if !shutdown::bounded(running, shutdown.clone(), shutdown::GRACE).await {
@@ -413,11 +336,80 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     outcome
 }
 
+/// The Kubernetes client, its requests seated `--kube-api-concurrency` at once.
+async fn kube_client(config: &RunConfig) -> Result<kube::Client, RunError> {
+    let mut kube_config = kube::Config::infer().await?;
+    // Names the operator in the apiserver's audit log and metrics.
+    kube_config
+        .headers
+        .push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
+    Ok(kube_client::seated_client(
+        kube_config,
+        config.kube_api_concurrency.into(),
+    )?)
+}
+
+/// The platform client every object's client derives from: retried once, within the
+/// shared quota, its writes gated on leadership and its calls observed by `metrics`.
+fn platform_client(config: &RunConfig, metrics: Arc<Metrics>, leader: Arc<LeaderGate>) -> Result<EdgeClient, RunError> {
+    let mut platform_config =
+        ClientConfig::without_credentials(config.api_url.clone(), config.logging_url().to_string());
+    platform_config.retry = RetryPolicy {
+        max_retries: 1,
+        ..RetryPolicy::default()
+    };
+    platform_config.global_quota = std::num::NonZeroU32::new(config.platform_rate).map(governor::Quota::per_second);
+    platform_config.plain_http = PlainHttp::allowing_in_cluster(config.allow_http_in_cluster);
+    platform_config.answer_budget_bytes = config.answer_budget_bytes;
+    config
+        .transport
+        .apply(&mut platform_config.transport)
+        .map_err(RunError::PlatformConnection)?;
+    let hooks = Hooks {
+        observer: Some(metrics),
+        write_gate: Some(leader),
+    };
+    Ok(EdgeClient::with_hooks(platform_config, hooks)?)
+}
+
+/// What every kind's reconciles share.
+fn shared(
+    config: &RunConfig,
+    kube_client: &kube::Client,
+    (metrics, leader): (Arc<Metrics>, Arc<LeaderGate>),
+    secret_index: SecretIndex,
+) -> Result<Shared, RunError> {
+    let default_key = config
+        .access_key_file
+        .clone()
+        .map(DefaultKey::file)
+        .transpose()
+        .map_err(RunError::AccessKey)?;
+    let platform = platform_client(config, metrics.clone(), leader.clone())?;
+    let reporter = Reporter {
+        controller: MANAGER.to_string(),
+        instance: config.election().map(|l| l.identity.clone()),
+    };
+    Ok(Shared {
+        kube: kube_client.clone(),
+        access_keys: AccessKeys::new(kube_client.clone(), platform, default_key, secret_index)
+            .with_default_key_namespaces(NamespaceSet::parse(&config.default_key_namespaces))
+            .with_secret_namespaces(config.secret_namespaces()),
+        failures: FailureCounts::default(),
+        metrics,
+        recorder: Recorder::new(kube_client.clone(), reporter),
+        event_budget: EventBudget::new(config.namespace_events_per_minute),
+        leader,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
 
     use super::*;
+    use crate::controller::kinds::access_list::SecretFinalizer;
+    use crate::controller::kinds::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
     #[derive(Parser)]
     struct Cli {
@@ -435,13 +427,16 @@ mod tests {
         let config = parse(&["--namespace", "team", "--certificate-backoff", "1m"]).expect("valid flags");
         assert_eq!(config.logging_url(), "http://api");
         assert_eq!(config.secret_namespaces(), NamespaceSet::parse(&["team".to_string()]));
-        assert_eq!(config.kinds.access_lists.resync, Duration::from_secs(600));
+        let access_lists = config.kinds.get::<AccessListConfig>().expect("registered");
+        assert_eq!(access_lists.resync, Duration::from_secs(600));
+        assert!(access_lists.protect_secrets);
+        let certificates = config.kinds.get::<PullZoneCertificate>().expect("registered");
         assert_eq!(
-            config.kinds.certificates.certificate_backoff.initial_backoff,
+            certificates.certificate_backoff.initial_backoff,
             Duration::from_secs(60)
         );
-        assert_eq!(config.kinds.app_watches.status_refresh, Duration::from_secs(3600));
-        assert!(config.kinds.access_lists.protect_secrets);
+        let app_watches = config.kinds.get::<ContainerAppWatch>().expect("registered");
+        assert_eq!(app_watches.status_refresh, Duration::from_secs(3600));
         assert!(config.election().is_none());
         let elected =
             parse(&["--leader-elect", "--identity", "pod-a", "--logging-url", "http://logs"]).expect("valid flags");
@@ -453,16 +448,13 @@ mod tests {
     #[test]
     fn a_shard_needs_its_own_lease_name_which_names_its_secret_finalizer() {
         let whole = parse(&[]).expect("valid flags");
+        let finalizers = |config: &RunConfig| config.kind_settings().map(|s| kinds::secret_finalizers(&s)).ok();
         assert_eq!(
-            whole.access_list_settings().map(|s| s.secret_finalizer).ok(),
-            Some(SecretFinalizer::default())
+            finalizers(&whole),
+            Some(vec![SecretFinalizer::default().as_str().to_string()])
         );
         let unnamed = parse(&["--watch-label-selector", "sharding.edgeplatform.io/key=a"]).expect("valid flags");
-        let refused = unnamed
-            .access_list_settings()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let refused = unnamed.kind_settings().err().map(|e| e.to_string()).unwrap_or_default();
         assert!(refused.contains("--lease-name"), "{refused}");
         let shard = parse(&[
             "--watch-label-selector",
@@ -472,8 +464,8 @@ mod tests {
         ])
         .expect("valid flags");
         assert_eq!(
-            shard.access_list_settings().map(|s| s.secret_finalizer).ok(),
-            Some(SecretFinalizer::of_shard("edge-operator-a"))
+            finalizers(&shard),
+            Some(vec![SecretFinalizer::of_shard("edge-operator-a").as_str().to_string()])
         );
         let empty = parse(&["--watch-label-selector", " "]).err().map(|e| e.to_string());
         assert!(empty.is_some_and(|e| e.contains("must not be empty")));

@@ -6,48 +6,48 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::list_gate::Listing;
 use super::server::Health;
 use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
+use crate::controller::framework::kind::{SecretChanges, SecretMeta};
 use crate::controller::framework::object::keep_what_is_read;
 use crate::controller::framework::shared::Shared;
-use crate::controller::kinds::access_list::SecretFinalizer;
-
-pub(super) type SecretMeta = PartialObjectMeta<Secret>;
-
-/// The Secrets that changed, as a subscriber receives them.
-pub(super) type SecretChanges = BoxStream<'static, Arc<SecretMeta>>;
 
 /// Secret changes kept for the slowest subscriber before the watch waits for it.
 const SUBSCRIBER_BUFFER: usize = 1024;
 
 pub(super) struct SecretWatch {
-    writer: Writer<SecretMeta>,
-    /// The one finalizer of a Secret's that its store keeps.
-    finalizer: SecretFinalizer,
+    /// Taken by [`SecretWatch::run`]: subscriptions come before.
+    writer: std::sync::Mutex<Option<Writer<SecretMeta>>>,
+    store: Store<SecretMeta>,
+    /// The finalizers of a Secret's that its store keeps: those the kinds put on Secrets.
+    finalizers: Arc<[String]>,
 }
 
 impl SecretWatch {
-    pub(super) fn new(finalizer: SecretFinalizer) -> (Self, SecretIndex) {
+    pub(super) fn new(finalizers: Vec<String>) -> (Self, SecretIndex) {
         let (store, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
-        (Self { writer, finalizer }, SecretIndex::new(store))
+        let watch = Self {
+            writer: std::sync::Mutex::new(Some(writer)),
+            store: store.clone(),
+            finalizers: finalizers.into(),
+        };
+        (watch, SecretIndex::new(store))
     }
 
     pub(super) fn store(&self) -> Store<SecretMeta> {
-        self.writer.as_reader()
+        self.store.clone()
     }
 
     /// A stream of the Secrets that change; every subscriber must be taken before
     /// [`SecretWatch::run`] and polled while it runs.
     pub(super) fn subscribe(&self) -> SecretChanges {
-        match self.writer.subscribe() {
+        let writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match writer.as_ref().and_then(Writer::subscribe) {
             Some(changes) => changes.boxed(),
             None => futures::stream::empty().boxed(),
         }
@@ -59,7 +59,7 @@ impl SecretWatch {
     /// of the process at a time. A failing watch is logged and counted so that /readyz
     /// fails until it answers again.
     pub(super) async fn run(
-        self,
+        &self,
         client: kube::Client,
         listing: Listing,
         namespaces: NamespaceSet,
@@ -67,16 +67,23 @@ impl SecretWatch {
         health: Arc<Health>,
         stop: impl Future<Output = ()> + Send,
     ) {
-        let finalizer = self.finalizer.clone();
+        let taken = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(writer) = taken else {
+            tracing::error!("the Secret metadata watch runs once");
+            return;
+        };
+        let finalizers = self.finalizers.clone();
         let watch = |api: Api<SecretMeta>| {
-            let finalizer = finalizer.clone();
+            let finalizers = finalizers.clone();
             listing
                 .gate
                 .guard(watcher(api, listing.config.clone()).boxed())
                 .default_backoff()
-                .modify(move |secret: &mut SecretMeta| {
-                    keep_what_is_read(&mut secret.metadata, Some(finalizer.as_str()))
-                })
+                .modify(move |secret: &mut SecretMeta| keep_what_is_read(&mut secret.metadata, &finalizers))
                 .boxed()
         };
         let events = match &namespaces {
@@ -88,7 +95,7 @@ impl SecretWatch {
         };
         let failing = AtomicBool::new(false);
         events
-            .reflect_shared(self.writer)
+            .reflect_shared(writer)
             .take_until(stop)
             .for_each(|event| {
                 match event {

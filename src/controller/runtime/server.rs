@@ -32,6 +32,17 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
 
 impl Health {
+    /// Not ready yet, no watch failing.
+    pub(super) fn new(metrics: Arc<Metrics>, leader: Arc<LeaderGate>) -> Self {
+        Self {
+            metrics,
+            leader,
+            ready: AtomicBool::new(false),
+            failing_watches: Default::default(),
+            failing_since: Default::default(),
+        }
+    }
+
     pub(super) fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed) && self.failing_watches.load(Ordering::Relaxed) == 0
     }

@@ -2,7 +2,11 @@
 //! (pure) → record the restore point in the claim, PATCH → status, drift Events,
 //! zone-aligned requeue.
 
-use kube::ResourceExt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResourceExt, ResourceExt};
 
 pub use self::claims::ClaimRecords;
 use self::claims::{Claim, Claimed};
@@ -12,7 +16,10 @@ use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::kind::{
+    Context, Notice, Now, Outcome, Reconcilable, Reconciler, RefusedExample, Requeue, Runner,
+};
+use crate::controller::framework::plan::Verdict;
 use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -20,8 +27,11 @@ use crate::controller::kinds::access_list::resource::{
 };
 use crate::crd::ANNOTATION_PROMOTE;
 
+pub(crate) mod approval;
 pub mod claim_resource;
 mod claims;
+mod controllers;
+pub(crate) mod export;
 #[cfg(test)]
 mod fixtures;
 mod plan;
@@ -31,6 +41,7 @@ mod rollout;
 mod secret_needs;
 mod secret_protection;
 mod settings;
+mod verdict;
 pub(crate) mod vocabulary;
 mod zone_lists;
 
@@ -40,7 +51,6 @@ pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync};
 pub use self::restore::FINALIZER;
 use self::restore::{AfterRestore, after_restore, left_logging, restore, wants_finalizer};
-pub(crate) use self::secret_protection::{ProtectionChange, change_protection};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
 pub use self::zone_lists::ZONE_LISTS_TTL;
 
@@ -255,7 +265,7 @@ fn cannot_see_its_list(error: &ReconcileError<AccessListError>) -> bool {
 }
 
 impl Reconcilable for AccessListConfig {
-    const KIND: &'static str = "AccessListConfig";
+    const EXAMPLE: &'static str = include_str!("../../../../examples/access-list-config.yaml");
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
     type Error = AccessListError;
@@ -265,6 +275,36 @@ impl Reconcilable for AccessListConfig {
 
     fn on_watch(state: &State, event: &kube::runtime::watcher::Event<Self>) {
         state.secret_triggers.send(state.secret_needs.follow(event));
+    }
+
+    fn controllers<'a, R: Runner>(reconciler: Arc<Reconciler<Self>>, runner: &'a R) -> BoxFuture<'a, ()> {
+        controllers::run(reconciler, runner)
+    }
+
+    fn own_crds() -> Vec<CustomResourceDefinition> {
+        vec![claim_resource::AccessListClaim::crd()]
+    }
+
+    /// The example naming a configurationId beside its listName.
+    fn refused_example() -> Option<RefusedExample> {
+        let mut object: serde_json::Value = serde_yaml::from_str(Self::EXAMPLE).ok()?;
+        object["spec"]["configurationId"] = serde_json::json!(1);
+        Some(RefusedExample {
+            object,
+            rule: "naming both a configurationId and a listName",
+        })
+    }
+
+    fn for_shard(settings: &mut AccessListSettings, shard: &str) {
+        settings.secret_finalizer = SecretFinalizer::of_shard(shard);
+    }
+
+    fn secret_finalizer(settings: &AccessListSettings) -> Option<&str> {
+        Some(settings.secret_finalizer.as_str())
+    }
+
+    async fn plan(objects: Vec<(Self, Result<EdgeClient, String>)>) -> Vec<Verdict> {
+        verdict::plan_all(objects).await
     }
 
     /// Reads the list and claims it, plans the PATCH; before writing, protects the
@@ -337,7 +377,7 @@ impl Reconcilable for AccessListConfig {
                 if let Some((reason, matches)) = step.decided_on {
                     cx.shared
                         .metrics
-                        .decided_on(Self::KIND, AnyReason::Own(reason), matches);
+                        .decided_on(Self::kind_name(), AnyReason::Own(reason), matches);
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));

@@ -38,6 +38,7 @@ use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
+use crate::controller::framework::plan::Verdict;
 use crate::controller::framework::status::conditions::find;
 use crate::controller::framework::status::time::parse_go_duration;
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
@@ -228,7 +229,8 @@ impl ContainerAppWatch {
 
 /// A watch never writes to the platform.
 impl Reconcilable for ContainerAppWatch {
-    const KIND: &'static str = "ContainerAppWatch";
+    const EXAMPLE: &'static str = include_str!("../../../../examples/container-app-watch.yaml");
+    const POLLS: bool = true;
     const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
     type Error = Infallible;
@@ -259,7 +261,7 @@ impl Reconcilable for ContainerAppWatch {
             PollDecision::Poll { late } => late,
         };
         let client = cx.client().await?;
-        cx.shared.metrics.polled(Self::KIND, late);
+        cx.shared.metrics.polled(Self::kind_name(), late);
         let reads = self.read(cx, &client).await;
         let generation = self.metadata.generation;
         let failed_before = last
@@ -286,6 +288,23 @@ impl Reconcilable for ContainerAppWatch {
             status,
             requeue: Requeue::At(due_ms),
         })
+    }
+
+    /// A watch never writes: its plan is what it would observe now.
+    async fn plan(objects: Vec<(Self, Result<EdgeClient, String>)>) -> Vec<Verdict> {
+        let mut verdicts = Vec::with_capacity(objects.len());
+        for (object, client) in objects {
+            verdicts.push(match client {
+                Ok(client) => match client.get_app(&object.spec.app_id).await {
+                    Ok(app) => Verdict::NoChange {
+                        detail: format!("observes app {} (status {}); never writes", app.id, app.status),
+                    },
+                    Err(error) => Verdict::platform_error(&error),
+                },
+                Err(detail) => Verdict::Error { detail },
+            });
+        }
+        verdicts
     }
 }
 

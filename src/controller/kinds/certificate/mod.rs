@@ -18,11 +18,12 @@ use kube::ResourceExt;
 
 use self::ledger::{Completer, CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
-use crate::api::{ApiError, ApiFailure, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
+use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::error::ReconcileError;
 use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::plan::Verdict;
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
@@ -325,7 +326,7 @@ impl PullZoneCertificate {
 }
 
 impl Reconcilable for PullZoneCertificate {
-    const KIND: &'static str = "PullZoneCertificate";
+    const EXAMPLE: &'static str = include_str!("../../../../examples/pull-zone-certificate.yaml");
 
     type Error = Infallible;
     type Reason = CertificateReason;
@@ -367,6 +368,20 @@ impl Reconcilable for PullZoneCertificate {
             &cx.settings.certificate_backoff,
             &cx.now,
         ))
+    }
+
+    /// The platform offers no read of a certificate: a plan can only say it would call.
+    async fn plan(objects: Vec<(Self, Result<EdgeClient, String>)>) -> Vec<Verdict> {
+        objects
+            .iter()
+            .map(|(object, _)| Verdict::Change {
+                detail: format!(
+                    "unknown whether {} is issued: the platform offers no read of a certificate; the operator would call completeExternalHttpCertificate",
+                    object.spec.hostname
+                ),
+                changes: Vec::new(),
+            })
+            .collect()
     }
 }
 

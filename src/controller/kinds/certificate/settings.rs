@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::api::RetryPolicy;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
-pub struct CertificateSettings {
+pub(crate) struct CertificateSettings {
     /// First delay between certificate completion attempts (doubles up to 1h).
     #[arg(long, default_value = "30s", value_parser = certificate_backoff)]
     pub certificate_backoff: RetryPolicy,

@@ -163,7 +163,7 @@ impl Harness {
     /// another holds).
     pub(super) fn reconciler<K: Reconcilable>(&self) -> Arc<Reconciler<K>> {
         let mut reconcilers = self.reconcilers.lock().unwrap_or_else(|e| e.into_inner());
-        let reconciler = reconcilers.entry(K::KIND).or_insert_with(|| {
+        let reconciler = reconcilers.entry(K::kind_name()).or_insert_with(|| {
             let reconciler = Reconciler::<K>::new(self.shared.clone(), defaults());
             K::on_watch(&reconciler.state, &kube::runtime::watcher::Event::InitDone);
             Arc::new(reconciler)

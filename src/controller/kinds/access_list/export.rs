@@ -1,12 +1,11 @@
 //! `edgectl export access-lists`: a zone's lists as AccessListConfig manifests.
 
+use super::resource::{AccessListConfig, AccessListConfigSpec, ManagementPolicy};
 use crate::api::models::shield::{AccessListAction, AccessListsResponse};
-use crate::controller::kinds::AccessListConfig;
-use crate::controller::kinds::access_list::resource::{AccessListConfigSpec, ManagementPolicy};
 
 /// A DNS-1123 name from a list name: lower case, runs of other characters as `-`, at
 /// most 63 characters; `list-<configurationId>` when nothing is left.
-pub(crate) fn object_name(list_name: &str, configuration_id: i64) -> String {
+fn object_name(list_name: &str, configuration_id: i64) -> String {
     let mut name = String::new();
     for c in list_name.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() {
@@ -82,4 +81,33 @@ pub(crate) fn to_yaml_stream(zone: i64, objects: &[AccessListConfig]) -> Result<
         out.push_str(&serde_yaml::to_string(&value)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_dns_1123_and_unique() {
+        assert_eq!(object_name("Known bad actors", 1), "known-bad-actors");
+        assert_eq!(object_name("  Tor exit nodes!! ", 1), "tor-exit-nodes");
+        assert_eq!(object_name("日本", 9101), "list-9101");
+        assert_eq!(object_name(&"a".repeat(80), 1).len(), 63);
+        let lists: AccessListsResponse = serde_json::from_value(serde_json::json!({
+            "managedLists": [{"configurationId": 1, "name": "dup", "isEnabled": true, "action": 2}],
+            "customLists": [{"configurationId": 2, "name": "dup", "isEnabled": false, "action": 9}]
+        }))
+        .expect("lists");
+        let objects = export_access_lists(7, &lists, false, Some("team"));
+        let names: Vec<String> = objects
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["dup", "dup-2"]);
+        assert_eq!(
+            objects[1].spec.action, None,
+            "an unknown action code is left to the platform"
+        );
+        assert_eq!(objects[0].spec.management_policy, ManagementPolicy::Observe);
+    }
 }
