@@ -23,11 +23,12 @@ test:
 bench:
 	hack/bench/run.sh
 
-# Regenerates the CRDs from the Rust types: crds/, the chart's templates of them and
-# the Argo CD health checks of each kind.
+# Regenerates the CRDs from the Rust types: crds/, the chart's templates of them, its
+# list of kinds and the Argo CD health checks of each kind.
 crds:
 	source hack/k8s/versions.sh && CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$$EDGE_CACHE_DIR/target}" \
-	  cargo run --quiet --bin edge-operator -- crds --dir crds --chart-templates charts/edge-operator/templates/crds
+	  cargo run --quiet --bin edge-operator -- crds --dir crds --chart-templates charts/edge-operator/templates/crds \
+	    --chart-kinds charts/edge-operator/templates/_kinds.tpl
 	hack/argocd-health.sh
 
 # Writes the parity report of tests/recordings/published into docs/emulator.md.

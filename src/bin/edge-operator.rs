@@ -53,6 +53,10 @@ enum Command {
         /// this directory (`make crds`: `charts/edge-operator/templates/crds`).
         #[arg(long)]
         chart_templates: Option<PathBuf>,
+        /// Write the chart's list of kinds (its `_kinds.tpl`) into this file (`make
+        /// crds`: `charts/edge-operator/templates/_kinds.tpl`).
+        #[arg(long)]
+        chart_kinds: Option<PathBuf>,
     },
 }
 
@@ -82,13 +86,17 @@ async fn main() -> anyhow::Result<()> {
                 println!("ok: {passed}");
             }
         }
-        Command::Crds { dir, chart_templates } => {
+        Command::Crds {
+            dir,
+            chart_templates,
+            chart_kinds,
+        } => {
             let write = |path: PathBuf, text: &str| {
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
             };
             for crd in edge_operator::controller::kinds::crds() {
                 let yaml = edge_operator::crd::to_yaml(&crd)?;
-                if dir.is_empty() && chart_templates.is_none() {
+                if dir.is_empty() && chart_templates.is_none() && chart_kinds.is_none() {
                     print!("{yaml}");
                 }
                 for dir in &dir {
@@ -98,6 +106,9 @@ async fn main() -> anyhow::Result<()> {
                     let template = edge_operator::crd::to_chart_template(&crd)?;
                     write(templates.join(edge_operator::crd::file_name(&crd)), &template)?;
                 }
+            }
+            if let Some(path) = chart_kinds {
+                write(path, &edge_operator::controller::kinds::chart_kinds_template())?;
             }
         }
     }

@@ -41,6 +41,21 @@ fn the_charts_crd_templates_match_the_rust_types() {
 }
 
 #[test]
+fn the_charts_list_of_kinds_is_the_registrys() {
+    let path = repo_root().join("charts/edge-operator/templates/_kinds.tpl");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == edge_operator::controller::kinds::chart_kinds_template(),
+        "{} is out of date with the registry of kinds; regenerate with `make crds`",
+        path.display()
+    );
+    assert!(
+        committed.contains(r#""ContainerAppWatch" "containerappwatches""#),
+        "{committed}"
+    );
+}
+
+#[test]
 fn every_schema_property_has_a_description() {
     fn walk(path: &str, schema: &serde_json::Value, missing: &mut Vec<String>) {
         if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {

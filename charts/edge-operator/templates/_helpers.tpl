@@ -198,11 +198,7 @@ secret: {secretName: {{ include "edge-operator.emulatorTlsSecret" . }}, items: [
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
 {{- end -}}
 
-{{- /* The custom resource kinds and their resources: the chart's one list of them. */ -}}
-{{- define "edge-operator.kinds" -}}
-{{- dict "AccessListConfig" "accesslistconfigs" "PullZoneCertificate" "pullzonecertificates" "ContainerAppWatch" "containerappwatches" | toJson -}}
-{{- end -}}
-
+{{- /* The kinds and their resources: "edge-operator.kinds" of _kinds.tpl. */ -}}
 {{- define "edge-operator.kindResources" -}}
 {{- values (include "edge-operator.kinds" . | fromJson) | sortAlpha | toJson -}}
 {{- end -}}

@@ -394,3 +394,61 @@ async fn an_app_watch_reads_then_writes_status_once() {
         "{calls:?}"
     );
 }
+
+/// The test-only kind `Greeting` joined with its one registry line: the registry lists
+/// it with its CRD and flags, and the driver reconciles it like any kind, paused or not.
+#[tokio::test]
+async fn a_kind_registered_with_one_line_is_reconciled_by_the_driver_like_any_other() {
+    use crate::controller::kinds::greeting::Greeting;
+    use crate::controller::kinds::{Kind, KindSettings};
+
+    let kind = Kind::of("Greeting").expect("registered by its one line");
+    assert_eq!(kind.crd().spec.names.plural, "greetings");
+    assert_eq!(kind.api_resource().group, "edgeplatform.io");
+    let flags = <KindSettings as clap::Args>::augment_args(clap::Command::new("edge-operator"));
+    let parsed = <KindSettings as clap::FromArgMatches>::from_arg_matches(&flags.get_matches_from(["edge-operator"]));
+    assert!(parsed.is_ok_and(|settings| settings.get::<Greeting>().is_some()));
+
+    let greeting = |annotations: Value| {
+        json!({
+            "apiVersion": "edgeplatform.io/v1alpha1", "kind": "Greeting",
+            "metadata": {"name": "hello", "namespace": "team", "generation": 2, "uid": "u9", "annotations": annotations},
+            "spec": {"message": "hello", "shieldZoneId": 1001},
+        })
+    };
+    let value = greeting(json!({}));
+    let h = harness(Some(&value), document()).await;
+    let action = reconcile(object::<Greeting>(&value), h.reconciler()).await;
+    assert!(action.is_ok(), "{action:?}");
+    assert_eq!(h.log.count("platform list_access_lists"), 1, "{:?}", h.log.calls());
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let status_path = "kube PATCH /apis/edgeplatform.io/v1alpha1/namespaces/team/greetings/hello/status";
+    let status = &bodies
+        .iter()
+        .find(|(call, _)| call == status_path)
+        .unwrap_or_else(|| panic!("a status write: {:?}", h.log.calls()))
+        .1["status"];
+    let ready = condition(status, "Ready");
+    assert_eq!(
+        (&ready["status"], &ready["reason"]),
+        (&json!("True"), &json!("Greeted"))
+    );
+    assert!(
+        ready["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("access lists of Shield Zone 1001"))
+    );
+    assert_eq!(status["observedGeneration"], json!(2));
+    let event = bodies
+        .iter()
+        .find(|(call, _)| call.contains("/events"))
+        .expect("an Event");
+    assert_eq!(event.1["reason"], "Greeted");
+
+    let paused = greeting(json!({"edgeplatform.io/paused": "true"}));
+    let h = harness(Some(&paused), document()).await;
+    assert!(reconcile(object::<Greeting>(&paused), h.reconciler()).await.is_ok());
+    assert_eq!(h.log.count("platform"), 0, "a paused object reaches no platform");
+    let bodies = h.bodies.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(condition(&bodies[0].1["status"], "Synced")["reason"], "Paused");
+}
