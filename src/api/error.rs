@@ -203,10 +203,7 @@ impl ApiError {
 
     /// Whether the same request may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ApiError::RateLimited { .. } | ApiError::Server { .. } | ApiError::Timeout | ApiError::Transport(_)
-        )
+        self.reason().is_retryable()
     }
 
     /// The platform's `Retry-After`, when it sent one.
@@ -285,6 +282,19 @@ pub enum ApiFailure {
     InvalidInput,
     /// The client held a write back: this process may no longer act.
     WriteWithheld,
+}
+
+impl ApiFailure {
+    /// Whether the same request may succeed later without any change: the platform was
+    /// busy, down or unreachable. Every other failure waits for a change of the
+    /// request, the key or the platform's configuration (or, for a withheld write, of
+    /// the leader).
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ApiFailure::RateLimited | ApiFailure::ServerError | ApiFailure::Timeout | ApiFailure::TransportError
+        )
+    }
 }
 
 #[cfg(test)]

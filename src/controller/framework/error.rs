@@ -1,9 +1,42 @@
-//! Reconcile failures: those any kind can have, and a kind's own (`E`). Each
-//! failure's [`ReconcileError::reason`] is the condition reason, Event reason and
-//! metric label.
+//! Reconcile failures: those any kind can have, and a kind's own (`E`, a
+//! [`KindFailure`]). Each failure's [`ReconcileError::reason`] is the condition reason,
+//! Event reason and metric label.
 
 use super::status::vocabulary::{AnyReason, KindReason, Reason};
 use crate::api::{ApiError, ApiFailure};
+
+/// A kind's own failures: an enum whose variants are named as the reasons they are
+/// written with (`strum::IntoStaticStr`, `strum::VariantNames`), so the name is the one
+/// map from a failure to its reason. A unit test of the registry checks that each
+/// kind's reasons hold every name.
+pub trait KindFailure: std::error::Error + strum::VariantNames + Send + Sync + 'static {
+    /// The reason this failure is written with.
+    fn reason_name(&self) -> &'static str;
+}
+
+impl<E> KindFailure for E
+where
+    E: std::error::Error + strum::VariantNames + Send + Sync + 'static,
+    for<'e> &'e E: Into<&'static str>,
+{
+    fn reason_name(&self) -> &'static str {
+        self.into()
+    }
+}
+
+/// The failures of a kind that has none of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum NoFailure {}
+
+impl From<&NoFailure> for &'static str {
+    fn from(never: &NoFailure) -> Self {
+        match *never {}
+    }
+}
+
+impl strum::VariantNames for NoFailure {
+    const VARIANTS: &'static [&'static str] = &[];
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError<E> {
@@ -37,11 +70,12 @@ pub enum ReconcileError<E> {
     Kind(E),
 }
 
+/// A platform failure whose reason is `NotLeader` (a withheld write) is that failure.
 impl<E> From<ApiError> for ReconcileError<E> {
     fn from(error: ApiError) -> Self {
-        match error {
-            ApiError::WriteWithheld => ReconcileError::NotLeader,
-            error => ReconcileError::Platform(error),
+        match AnyReason::<Reason>::from(error.reason()) {
+            AnyReason::Common(Reason::NotLeader) => ReconcileError::NotLeader,
+            _ => ReconcileError::Platform(error),
         }
     }
 }
@@ -56,15 +90,15 @@ impl<E> ReconcileError<E> {
     }
 }
 
-impl<E: std::error::Error + 'static> ReconcileError<E> {
+impl<E: KindFailure> ReconcileError<E> {
     /// The condition reason, Event reason and metric label, in the words of a kind
     /// whose own reasons are `R`.
-    pub(crate) fn reason<R>(&self) -> AnyReason<R>
-    where
-        R: KindReason + for<'e> From<&'e E>,
-    {
+    pub(crate) fn reason<R: KindReason>(&self) -> AnyReason<R> {
         match self {
-            ReconcileError::Kind(error) => AnyReason::Own(R::from(error)),
+            // Never the fallback: every registered kind's reasons hold its failures' names.
+            ReconcileError::Kind(error) => {
+                AnyReason::parse(error.reason_name()).unwrap_or(AnyReason::Common(Reason::KubernetesError))
+            }
             ReconcileError::Platform(error) => error.reason().into(),
             ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError.into(),
             ReconcileError::Credentials { .. }
@@ -79,20 +113,14 @@ impl<E: std::error::Error + 'static> ReconcileError<E> {
 
     /// The reason of the failure behind this one, which its message begins with: a
     /// kind's error keeps it as its `source`, a `Box<ReconcileError<E>>`.
-    pub(crate) fn cause_reason<R>(&self) -> Option<AnyReason<R>>
-    where
-        R: KindReason + for<'e> From<&'e E>,
-    {
+    pub(crate) fn cause_reason<R: KindReason>(&self) -> Option<AnyReason<R>> {
         let cause = std::error::Error::source(self)?.downcast_ref::<Box<ReconcileError<E>>>()?;
         Some(cause.reason())
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
     /// configuration must change first).
-    pub(crate) fn is_transient<R>(&self) -> bool
-    where
-        R: KindReason + for<'e> From<&'e E>,
-    {
+    pub(crate) fn is_transient<R: KindReason>(&self) -> bool {
         !self.reason::<R>().is_terminal()
     }
 }

@@ -19,7 +19,7 @@ use kube::{Api, CustomResourceExt, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::error::ReconcileError;
+use super::error::{KindFailure, ReconcileError};
 use super::plan::Verdict;
 use super::shared::Shared;
 use super::status::conditions::find;
@@ -277,10 +277,11 @@ pub(crate) trait Reconcilable:
     /// only the conditions of these types and those.
     const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
-    /// Its failures beside those of every kind.
-    type Error: std::error::Error + Send + Sync + 'static;
-    /// Its reasons beside those of every kind, one for each of its failures.
-    type Reason: KindReason + for<'e> From<&'e Self::Error> + Send + Sync + 'static;
+    /// Its failures beside those of every kind, each named as its reason
+    /// ([`super::error::NoFailure`] for none).
+    type Error: KindFailure;
+    /// Its reasons beside those of every kind, its failures' among them.
+    type Reason: KindReason + Send + Sync + 'static;
     /// Its flags of `edge-operator run`.
     type Settings: clap::Args + clap::FromArgMatches + Clone + std::fmt::Debug + Send + Sync + 'static;
     /// What the kind keeps between reconciles.

@@ -78,17 +78,7 @@ impl<R: KindReason> AnyReason<R> {
     /// failed reconcile.
     pub(crate) fn is_terminal(self) -> bool {
         match self {
-            AnyReason::Platform(failure) => matches!(
-                failure,
-                ApiFailure::Unauthorized
-                    | ApiFailure::Forbidden
-                    | ApiFailure::NotFound
-                    | ApiFailure::Rejected
-                    | ApiFailure::UnexpectedStatus
-                    | ApiFailure::DecodeError
-                    | ApiFailure::InvalidInput
-                    | ApiFailure::TlsError
-            ),
+            AnyReason::Platform(failure) => !failure.is_retryable(),
             AnyReason::Common(reason) => matches!(reason, Reason::Paused | Reason::CredentialsUnavailable),
             AnyReason::Own(reason) => reason.is_terminal(),
         }

@@ -255,7 +255,7 @@ impl AccessListConfig {
 /// the zone or list is not theirs): then it claims nothing.
 fn cannot_see_its_list(error: &ReconcileError<AccessListError>) -> bool {
     match error {
-        ReconcileError::Kind(error) => matches!(error, AccessListError::NotFound { .. }),
+        ReconcileError::Kind(error) => matches!(error, AccessListError::AccessListNotFound { .. }),
         _ => matches!(
             error.reason::<AccessListReason>(),
             AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden | ApiFailure::NotFound)

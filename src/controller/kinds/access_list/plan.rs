@@ -28,15 +28,15 @@ pub fn resolve<'a>(
     let zone = spec.shield_zone_id;
     lists.find(&selector).map_err(|error| {
         match error {
-            ListLookupError::NoConfiguration(id) => AccessListError::NotFound {
+            ListLookupError::NoConfiguration(id) => AccessListError::AccessListNotFound {
                 zone,
                 what: format!("with configurationId {id}"),
             },
-            ListLookupError::NoName(name) => AccessListError::NotFound {
+            ListLookupError::NoName(name) => AccessListError::AccessListNotFound {
                 zone,
                 what: format!("named {name:?}"),
             },
-            ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousName { zone, name, count },
+            ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousListName { zone, name, count },
         }
         .into()
     })

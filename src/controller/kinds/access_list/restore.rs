@@ -59,7 +59,7 @@ pub(super) fn after_restore(
         Err(error) => error,
     };
     if let ReconcileError::Platform(crate::api::ApiError::NotFound(_))
-    | ReconcileError::Kind(AccessListError::NotFound { .. }) = error
+    | ReconcileError::Kind(AccessListError::AccessListNotFound { .. }) = error
     {
         return AfterRestore::Done(Notice::normal(
             AccessListReason::NothingToRestore,
@@ -75,7 +75,7 @@ pub(super) fn after_restore(
     );
     match (overdue, deadline) {
         (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(
-            AccessListError::RestoreBlocked {
+            AccessListError::RestoreHeld {
                 zone,
                 configuration,
                 deadline: crate::controller::framework::status::time::rfc3339(deadline),

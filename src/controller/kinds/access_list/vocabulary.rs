@@ -57,12 +57,13 @@ impl KindReason for AccessListReason {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+/// Its failures, each variant named as its reason.
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 pub enum AccessListError {
     #[error("Shield Zone {zone} has no access list {what}")]
-    NotFound { zone: i64, what: String },
+    AccessListNotFound { zone: i64, what: String },
     #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
-    AmbiguousName { zone: i64, name: String, count: usize },
+    AmbiguousListName { zone: i64, name: String, count: usize },
     #[error(
         "configuration {configuration} of Shield Zone {zone} is written by {owner}, which claimed it first; only one \
          AccessListConfig writes a configuration"
@@ -77,7 +78,7 @@ pub enum AccessListError {
          the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
          {deadline} it is released without restoring", .cause.reason::<AccessListReason>()
     )]
-    RestoreBlocked {
+    RestoreHeld {
         zone: i64,
         configuration: i64,
         deadline: String,
@@ -89,16 +90,5 @@ pub enum AccessListError {
 impl From<AccessListError> for ReconcileError<AccessListError> {
     fn from(error: AccessListError) -> Self {
         ReconcileError::Kind(error)
-    }
-}
-
-impl From<&AccessListError> for AccessListReason {
-    fn from(error: &AccessListError) -> Self {
-        match error {
-            AccessListError::NotFound { .. } => AccessListReason::AccessListNotFound,
-            AccessListError::AmbiguousName { .. } => AccessListReason::AmbiguousListName,
-            AccessListError::ConfigurationClaimed { .. } => AccessListReason::ConfigurationClaimed,
-            AccessListError::RestoreBlocked { .. } => AccessListReason::RestoreHeld,
-        }
     }
 }

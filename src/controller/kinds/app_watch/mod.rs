@@ -17,7 +17,6 @@ pub use self::settings::AppWatchSettings;
 
 use self::status::{poll_status, transition_events};
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -35,7 +34,7 @@ use crate::api::models::shield::{
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::backoff::failure_delay;
 use crate::controller::framework::credentials::credential_id;
-use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::error::{NoFailure, ReconcileError};
 use crate::controller::framework::kind::{Context, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
 use crate::controller::framework::plan::Verdict;
@@ -233,7 +232,7 @@ impl Reconcilable for ContainerAppWatch {
     const POLLS: bool = true;
     const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
-    type Error = Infallible;
+    type Error = NoFailure;
     type Reason = AppReason;
     type Settings = AppWatchSettings;
     type State = State;
@@ -247,7 +246,7 @@ impl Reconcilable for ContainerAppWatch {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<Infallible>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<NoFailure>> {
         let key = object_key(self);
         let last = cx.state.polls.last(&key);
         let late = match poll_decision(self, last, &cx.now) {

@@ -1,8 +1,6 @@
 //! The words of a ContainerAppWatch's status beside every kind's: its condition types
 //! and reasons.
 
-use std::convert::Infallible;
-
 use crate::api::models::apps::AppStatus;
 use crate::controller::framework::status::vocabulary::KindReason;
 
@@ -65,13 +63,6 @@ impl KindReason for AppReason {
             self,
             AppReason::NoPullZone | AppReason::Failing | AppReason::Inactive | AppReason::Suspended
         )
-    }
-}
-
-/// The kind has no failures of its own: a failed read is written in its condition.
-impl From<&Infallible> for AppReason {
-    fn from(never: &Infallible) -> Self {
-        match *never {}
     }
 }
 

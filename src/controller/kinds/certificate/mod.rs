@@ -10,7 +10,6 @@ mod vocabulary;
 
 pub(crate) use self::settings::CertificateSettings;
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -21,7 +20,7 @@ use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::credentials::credential_id;
 use crate::controller::framework::driver::RECONCILE_TIMEOUT;
-use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::error::{NoFailure, ReconcileError};
 use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::plan::Verdict;
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
@@ -328,7 +327,7 @@ impl PullZoneCertificate {
 impl Reconcilable for PullZoneCertificate {
     const EXAMPLE: &'static str = include_str!("../../../../examples/pull-zone-certificate.yaml");
 
-    type Error = Infallible;
+    type Error = NoFailure;
     type Reason = CertificateReason;
     type Settings = CertificateSettings;
     type State = CompletionLedger;
@@ -339,7 +338,7 @@ impl Reconcilable for PullZoneCertificate {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<Infallible>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<NoFailure>> {
         let generation = self.metadata.generation;
         let decision = decide(&self.spec, &cx.previous, generation, self.requested(), cx.now.time);
         if decision != Decision::Complete {

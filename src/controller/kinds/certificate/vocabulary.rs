@@ -1,7 +1,5 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
-use std::convert::Infallible;
-
 use crate::api::{ApiError, ApiFailure};
 use crate::controller::framework::status::vocabulary::{AnyReason, KindReason};
 
@@ -16,13 +14,6 @@ pub(crate) enum CertificateReason {
 impl KindReason for CertificateReason {
     fn is_terminal(self) -> bool {
         self == CertificateReason::HostnameNotFound
-    }
-}
-
-/// The kind has no failures of its own: a failed completion is written in status.
-impl From<&Infallible> for CertificateReason {
-    fn from(never: &Infallible) -> Self {
-        match *never {}
     }
 }
 

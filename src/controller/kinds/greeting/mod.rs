@@ -6,13 +6,11 @@
 // KubeSchema re-declares the spec privately.
 #![allow(unreachable_pub)]
 
-use std::convert::Infallible;
-
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::error::{NoFailure, ReconcileError};
 use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::status::conditions::{NewCondition, merge};
 use crate::controller::framework::status::vocabulary::{ConditionType, KindReason};
@@ -59,12 +57,6 @@ impl KindReason for GreetingReason {
     }
 }
 
-impl From<&Infallible> for GreetingReason {
-    fn from(never: &Infallible) -> Self {
-        match *never {}
-    }
-}
-
 /// No flags.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct GreetingSettings {}
@@ -72,7 +64,7 @@ pub(crate) struct GreetingSettings {}
 impl Reconcilable for Greeting {
     const EXAMPLE: &'static str = "apiVersion: edgeplatform.io/v1alpha1\nkind: Greeting\nmetadata:\n  name: hello\nspec:\n  message: hello\n  shieldZoneId: 1001\n";
 
-    type Error = Infallible;
+    type Error = NoFailure;
     type Reason = GreetingReason;
     type Settings = GreetingSettings;
     type State = ();
@@ -80,7 +72,7 @@ impl Reconcilable for Greeting {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<GreetingStatus, GreetingReason>, ReconcileError<Infallible>> {
+    ) -> Result<Outcome<GreetingStatus, GreetingReason>, ReconcileError<NoFailure>> {
         let zone = self.spec.shield_zone_id;
         let lists = cx.client().await?.access_lists(zone).await?;
         let count = lists.managed_lists.len() + lists.custom_lists.len();
