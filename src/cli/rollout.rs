@@ -7,7 +7,7 @@ use super::CommandError;
 use super::args::RolloutArgs;
 use super::render::{escaped, sparkline};
 use crate::controller::kinds::access_list::approval::{self, ApprovalRefused, RolloutView};
-use crate::controller::kinds::access_list::resource::Tally;
+use crate::controller::kinds::access_list::resource::{Evidence, Tally};
 
 /// The cluster of `--kubeconfig` and `--context`, as kubectl would find it otherwise.
 async fn config(args: &RolloutArgs) -> Result<kube::Config, String> {
@@ -78,8 +78,25 @@ fn tallies(tallies: &[Tally]) -> String {
     shown.join(", ")
 }
 
+/// One row of the table: its label and value.
+type Row = (&'static str, String);
+
 /// The status as a table of its members.
 pub(crate) fn render(view: &RolloutView) -> String {
+    let mut rows = spec_rows(view);
+    if let Some(evidence) = &view.status.evidence {
+        rows.extend(evidence_rows(evidence));
+    }
+    rows.extend(outcome_rows(view));
+    let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or_default();
+    rows.iter()
+        .map(|(label, value)| format!("{label:<width$}  {}\n", escaped(value)))
+        .collect()
+}
+
+/// What the spec asks and where the rollout stands: action, stage, window, promotion
+/// and its gate.
+fn spec_rows(view: &RolloutView) -> Vec<Row> {
     let rollout = &view.rollout;
     let status = &view.status;
     let gate = [
@@ -93,7 +110,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
     .flatten()
     .collect::<Vec<_>>()
     .join(", ");
-    let mut rows = vec![
+    vec![
         (
             "Rollout",
             format!("{}/{}: Log, then {:?}", view.namespace, view.name, rollout.action),
@@ -119,24 +136,33 @@ pub(crate) fn render(view: &RolloutView) -> String {
                 }
             ),
         ),
-    ];
-    if let Some(evidence) = &status.evidence {
-        rows.extend([
-            (
-                "Evidence",
-                format!("{} to {}, digest {}", evidence.from, evidence.to, evidence.digest),
-            ),
-            (
-                "Matches",
-                format!("{} from {} IPs", evidence.matches, evidence.distinct_ips),
-            ),
-            ("Over time", sparkline(&evidence.sparkline)),
-            ("Top IPs", tallies(&evidence.top_ips)),
-            ("Top countries", tallies(&evidence.top_countries)),
-            ("Top ASNs", tallies(&evidence.top_asns)),
-            ("Top URLs", tallies(&evidence.top_urls)),
-        ]);
-    }
+    ]
+}
+
+/// What the window's evidence shows.
+fn evidence_rows(evidence: &Evidence) -> [Row; 7] {
+    [
+        (
+            "Evidence",
+            format!("{} to {}, digest {}", evidence.from, evidence.to, evidence.digest),
+        ),
+        (
+            "Matches",
+            format!("{} from {} IPs", evidence.matches, evidence.distinct_ips),
+        ),
+        ("Over time", sparkline(&evidence.sparkline)),
+        ("Top IPs", tallies(&evidence.top_ips)),
+        ("Top countries", tallies(&evidence.top_countries)),
+        ("Top ASNs", tallies(&evidence.top_asns)),
+        ("Top URLs", tallies(&evidence.top_urls)),
+    ]
+}
+
+/// What became of the rollout, where it got that far: promotion, probation, rollback,
+/// and the object's Ready.
+fn outcome_rows(view: &RolloutView) -> Vec<Row> {
+    let status = &view.status;
+    let mut rows = Vec::new();
     if let Some(at) = &status.promoted_at {
         rows.push(("Promoted", at.clone()));
     }
@@ -147,7 +173,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
             "Probation",
             format!(
                 "until {ends}: {blocked} {} from {sources} sources",
-                rollout.action.past_tense()
+                view.rollout.action.past_tense()
             ),
         ));
     }
@@ -157,10 +183,7 @@ pub(crate) fn render(view: &RolloutView) -> String {
     if let Some(ready) = &view.ready {
         rows.push(("Ready", ready.clone()));
     }
-    let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or_default();
-    rows.iter()
-        .map(|(label, value)| format!("{label:<width$}  {}\n", escaped(value)))
-        .collect()
+    rows
 }
 
 #[cfg(test)]

@@ -47,10 +47,59 @@ fn lowered(value: &str) -> Option<String> {
     Some(value.to_lowercase())
 }
 
+/// The words of `search`, case-folded: at most [`MAX_SEARCH_TOKENS`], each of at most
+/// [`MAX_TOKEN_CHARS`] characters.
+fn search_tokens(value: &str) -> Result<Vec<String>, String> {
+    let tokens: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
+    if tokens.len() > MAX_SEARCH_TOKENS {
+        return invalid(format!(
+            "`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed",
+            tokens.len()
+        ));
+    }
+    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS) {
+        return invalid(format!(
+            "`search` token of {} characters exceeds {MAX_TOKEN_CHARS}",
+            long.chars().count()
+        ));
+    }
+    Ok(tokens)
+}
+
 impl LogQuery {
     /// Validates the query parameters of `GET /v2/pullzones/{id}/logs` at `now`.
     pub(crate) fn parse(params: &[(String, String)], now: DateTime<Utc>) -> Result<Self, String> {
-        let mut query = LogQuery {
+        let mut query = LogQuery::unfiltered(now);
+        let (mut from, mut to) = (None, None);
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in params {
+            if !seen.insert(name.as_str()) {
+                return invalid(format!("parameter `{name}` is repeated"));
+            }
+            match name.as_str() {
+                "from" => from = Some(parse_time(name, value)?),
+                "to" => to = Some(parse_time(name, value)?),
+                _ => query.set(name, value)?,
+            }
+        }
+        query.to = to.unwrap_or(now);
+        query.from = from.unwrap_or(query.to - DEFAULT_RANGE);
+        if query.to <= query.from {
+            return invalid("`to` must be after `from`");
+        }
+        if query.to - query.from > RETENTION {
+            return invalid("the range from `from` to `to` may span at most 3 days");
+        }
+        if query.from < now - RETENTION {
+            return invalid("`from` reaches past the 3-day retention");
+        }
+        Ok(query)
+    }
+
+    /// The query with no parameters: the last day's entries up to `now`, newest first,
+    /// one default page.
+    fn unfiltered(now: DateTime<Utc>) -> Self {
+        LogQuery {
             from: now - DEFAULT_RANGE,
             to: now,
             status: Vec::new(),
@@ -66,87 +115,52 @@ impl LogQuery {
             limit: DEFAULT_LIMIT,
             offset: 0,
             order: SortOrder::Desc,
-        };
-        let (mut from, mut to) = (None, None);
-        let mut seen = std::collections::HashSet::new();
-        for (name, value) in params {
-            if !seen.insert(name.as_str()) {
-                return invalid(format!("parameter `{name}` is repeated"));
+        }
+    }
+
+    /// Takes the parameter `name` other than the range's `from` and `to`.
+    fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name {
+            "status" => self.status = value.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "cacheStatus" => self.cache_status = value.split(',').map(parse_cache_status).collect::<Result<_, _>>()?,
+            "country" => self.country = lowered(value),
+            "edgeLocation" => self.edge_location = lowered(value),
+            "remoteIp" => self.remote_ip = Some(value.trim().to_string()),
+            "urlContains" => self.url_contains = lowered(value),
+            "userAgentContains" => self.user_agent_contains = lowered(value),
+            "refererContains" => self.referer_contains = lowered(value),
+            "requestId" => self.request_id = Some(value.to_string()),
+            "search" => self.search = search_tokens(value)?,
+            "includeOriginShield" => {
+                value
+                    .parse::<bool>()
+                    .map_err(|_| format!("`includeOriginShield` must be true or false, got `{value}`"))?;
             }
-            match name.as_str() {
-                "from" => from = Some(parse_time(name, value)?),
-                "to" => to = Some(parse_time(name, value)?),
-                "status" => {
-                    query.status = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
-                }
-                "cacheStatus" => {
-                    query.cache_status = value.split(',').map(parse_cache_status).collect::<Result<_, _>>()?;
-                }
-                "country" => query.country = lowered(value),
-                "edgeLocation" => query.edge_location = lowered(value),
-                "remoteIp" => query.remote_ip = Some(value.trim().to_string()),
-                "urlContains" => query.url_contains = lowered(value),
-                "userAgentContains" => query.user_agent_contains = lowered(value),
-                "refererContains" => query.referer_contains = lowered(value),
-                "requestId" => query.request_id = Some(value.clone()),
-                "search" => {
-                    let tokens: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
-                    if tokens.len() > MAX_SEARCH_TOKENS {
+            "limit" => {
+                self.limit = match value.parse::<u64>() {
+                    Ok(n @ 1..=MAX_LIMIT) => n,
+                    _ => {
                         return invalid(format!(
-                            "`search` has {} tokens; at most {MAX_SEARCH_TOKENS} are allowed",
-                            tokens.len()
+                            "`limit` must be an integer from 1 to {MAX_LIMIT}, got `{value}`"
                         ));
                     }
-                    if let Some(long) = tokens.iter().find(|t| t.chars().count() > MAX_TOKEN_CHARS) {
-                        return invalid(format!(
-                            "`search` token of {} characters exceeds {MAX_TOKEN_CHARS}",
-                            long.chars().count()
-                        ));
-                    }
-                    query.search = tokens;
-                }
-                "includeOriginShield" => {
-                    value
-                        .parse::<bool>()
-                        .map_err(|_| format!("`includeOriginShield` must be true or false, got `{value}`"))?;
-                }
-                "limit" => {
-                    query.limit = match value.parse::<u64>() {
-                        Ok(n @ 1..=MAX_LIMIT) => n,
-                        _ => {
-                            return invalid(format!(
-                                "`limit` must be an integer from 1 to {MAX_LIMIT}, got `{value}`"
-                            ));
-                        }
-                    };
-                }
-                "offset" => {
-                    query.offset = value
-                        .parse::<u64>()
-                        .map_err(|_| format!("`offset` must be a non-negative integer, got `{value}`"))?;
-                }
-                "order" => {
-                    query.order = match value.as_str() {
-                        "asc" => SortOrder::Asc,
-                        "desc" => SortOrder::Desc,
-                        _ => return invalid(format!("`order` must be asc or desc, got `{value}`")),
-                    };
-                }
-                other => return invalid(format!("unknown parameter `{other}`")),
+                };
             }
+            "offset" => {
+                self.offset = value
+                    .parse::<u64>()
+                    .map_err(|_| format!("`offset` must be a non-negative integer, got `{value}`"))?;
+            }
+            "order" => {
+                self.order = match value {
+                    "asc" => SortOrder::Asc,
+                    "desc" => SortOrder::Desc,
+                    _ => return invalid(format!("`order` must be asc or desc, got `{value}`")),
+                };
+            }
+            other => return invalid(format!("unknown parameter `{other}`")),
         }
-        query.to = to.unwrap_or(now);
-        query.from = from.unwrap_or(query.to - DEFAULT_RANGE);
-        if query.to <= query.from {
-            return invalid("`to` must be after `from`");
-        }
-        if query.to - query.from > RETENTION {
-            return invalid("the range from `from` to `to` may span at most 3 days");
-        }
-        if query.from < now - RETENTION {
-            return invalid("`from` reaches past the 3-day retention");
-        }
-        Ok(query)
+        Ok(())
     }
 
     fn matches(&self, entry: &LogEntry) -> bool {

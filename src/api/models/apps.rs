@@ -12,8 +12,10 @@ use serde_json::{Map, Value};
 
 use super::lenient::{match_case_insensitive, null_as_default};
 
-/// Lifecycle status of an application.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+/// Lifecycle status of an application. Its [`AppState`] names the state in a word
+/// (`Active`, ...; `UnrecognizedStatus` for a value the documents do not list).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, strum::EnumDiscriminants)]
+#[strum_discriminants(name(AppState), derive(Hash, strum::IntoStaticStr, strum::EnumString))]
 pub enum AppStatus {
     #[default]
     Unknown,
@@ -23,6 +25,7 @@ pub enum AppStatus {
     Failing,
     Suspended,
     /// A value the platform's documents do not list, kept as sent.
+    #[strum_discriminants(strum(serialize = "UnrecognizedStatus"))]
     Unrecognized(String),
 }
 

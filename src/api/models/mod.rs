@@ -54,39 +54,30 @@ pub struct ProblemDetails {
 
 /// `{ErrorKey, Field, Message}`: error body of the Pull Zone certificate endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct FieldError {
-    #[serde(default)]
     pub error_key: Option<String>,
-    #[serde(default)]
     pub field: Option<String>,
-    #[serde(default)]
     pub message: Option<String>,
 }
 
 /// One item of `errors[]` in [`ValidationErrorBody`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ValidationErrorItem {
-    #[serde(default)]
     pub message: Option<String>,
-    #[serde(default)]
     pub field: Option<String>,
 }
 
 /// `{title, status, detail, instance, errors[], id}`: an error body of the container API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ValidationErrorBody {
-    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
     pub status: Option<i32>,
-    #[serde(default)]
     pub detail: Option<String>,
-    #[serde(default)]
     pub instance: Option<String>,
-    #[serde(default)]
     pub errors: Vec<ValidationErrorItem>,
-    #[serde(default)]
     pub id: Option<String>,
 }
 

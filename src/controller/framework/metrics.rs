@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use super::process_metrics::ProcessCollector;
 use super::status::vocabulary::{AnyReason, KindReason, vocabulary_words};
@@ -130,23 +130,169 @@ where
     copy
 }
 
-pub(crate) struct Metrics {
-    registry: Registry,
-    reconciles: Family<ReconcileLabels, Counter>,
+/// `metric`, registered under `name` with `help`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// Reconciles by kind: their results, failures by reason, durations, the due objects
+/// waiting for a turn, and the counts decisions were taken on.
+struct ReconcileMetrics {
+    results: Family<ReconcileLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     durations: Family<KindLabels, Histogram>,
+    waiting: Family<KindLabels, Gauge>,
+    decided_on: Family<DecisionLabels, Histogram>,
+}
+
+impl ReconcileMetrics {
+    fn registered(registry: &mut Registry) -> Self {
+        Self {
+            results: registered(
+                registry,
+                "reconciles",
+                "Reconciles by kind and result (success or error)",
+                Family::default(),
+            ),
+            errors: registered(
+                registry,
+                "reconcile_errors",
+                "Failed reconciles by kind and reason",
+                Family::default(),
+            ),
+            durations: registered(
+                registry,
+                "reconcile_duration_seconds",
+                "Reconcile duration by kind",
+                Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 16))),
+            ),
+            waiting: registered(
+                registry,
+                "reconciles_waiting",
+                "Due objects waiting for a reconcile turn (turns go to namespaces in turn), by kind",
+                Family::default(),
+            ),
+            decided_on: registered(
+                registry,
+                "decided_on",
+                "The count a decision of a reconcile was taken on, by kind and by the reason of the decision",
+                Family::new_with_constructor(|| Histogram::new(exponential_buckets(1.0, 10.0, 7))),
+            ),
+        }
+    }
+}
+
+/// Requests to the platform by operation and status class, their latency, and the
+/// requests waiting for the quota.
+struct PlatformMetrics {
     requests: Family<RequestLabels, Counter>,
-    request_durations: Family<RequestLabels, Histogram>,
+    durations: Family<RequestLabels, Histogram>,
     quota_waiting: Family<LaneLabels, Gauge>,
-    objects: Family<ObjectsLabels, Gauge>,
+}
+
+impl PlatformMetrics {
+    fn registered(registry: &mut Registry) -> Self {
+        Self {
+            requests: registered(
+                registry,
+                "platform_requests",
+                "Requests to the Edge Platform API by operation and status class",
+                Family::default(),
+            ),
+            durations: registered(
+                registry,
+                "platform_request_duration_seconds",
+                "Time from sending a request to the Edge Platform API to its answer's headers, by operation and status class",
+                Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.005, 2.0, 14))),
+            ),
+            quota_waiting: registered(
+                registry,
+                "platform_quota_waiting",
+                "Requests waiting for the shared platform quota (--platform-rate), by lane",
+                Family::default(),
+            ),
+        }
+    }
+}
+
+/// Objects by condition (and, with `per_object`, each object's conditions), their
+/// status writes, and how late their polls started.
+struct ObjectMetrics {
+    counts: Family<ObjectsLabels, Gauge>,
     /// Each object's conditions, only with `--object-metrics`.
     conditions: Option<Family<ConditionLabels, Gauge>>,
     status_writes: Family<KindLabels, Counter>,
     poll_lag: Family<KindLabels, Histogram>,
-    events: Family<EventLabels, Counter>,
-    events_dropped: Family<KindLabels, Counter>,
-    reconciles_waiting: Family<KindLabels, Gauge>,
-    decided_on: Family<DecisionLabels, Histogram>,
+}
+
+impl ObjectMetrics {
+    fn registered(registry: &mut Registry, per_object: bool) -> Self {
+        Self {
+            counts: registered(
+                registry,
+                "objects",
+                "Objects by kind and by the status and reason of each of their conditions",
+                Family::default(),
+            ),
+            conditions: per_object.then(|| {
+                registered(
+                    registry,
+                    "condition",
+                    "1 for each object's current condition status and reason",
+                    Family::default(),
+                )
+            }),
+            status_writes: registered(
+                registry,
+                "status_writes",
+                "Status writes by kind: one per change a reader acts on",
+                Family::default(),
+            ),
+            poll_lag: registered(
+                registry,
+                "poll_lag_seconds",
+                "How long after its due time each poll of an observe-only object started",
+                Family::new_with_constructor(|| {
+                    Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
+                }),
+            ),
+        }
+    }
+}
+
+/// Events published by kind, reason and type, and those dropped over a namespace's
+/// budget.
+struct EventMetrics {
+    published: Family<EventLabels, Counter>,
+    dropped: Family<KindLabels, Counter>,
+}
+
+impl EventMetrics {
+    fn registered(registry: &mut Registry) -> Self {
+        Self {
+            published: registered(
+                registry,
+                "events",
+                "Events published, by kind, reason and type (Normal or Warning)",
+                Family::default(),
+            ),
+            dropped: registered(
+                registry,
+                "events_dropped",
+                "Events not published because their namespace spent its Event budget, by kind",
+                Family::default(),
+            ),
+        }
+    }
+}
+
+pub(crate) struct Metrics {
+    registry: Registry,
+    reconciles: ReconcileMetrics,
+    platform: PlatformMetrics,
+    objects: ObjectMetrics,
+    events: EventMetrics,
     leader: Gauge,
     published: Mutex<PublishedObjects>,
 }
@@ -163,129 +309,29 @@ impl Metrics {
         let mut root = Registry::default();
         root.register_collector(Box::new(ProcessCollector));
         let registry = root.sub_registry_with_prefix("edge_operator");
-        let reconciles = Family::<ReconcileLabels, Counter>::default();
-        let errors = Family::<ErrorLabels, Counter>::default();
-        let durations = Family::<KindLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.001, 2.0, 16))
-        });
-        let requests = Family::<RequestLabels, Counter>::default();
-        let request_durations = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.005, 2.0, 14))
-        });
-        let quota_waiting = Family::<LaneLabels, Gauge>::default();
-        let objects = Family::<ObjectsLabels, Gauge>::default();
-        let conditions = per_object.then(Family::<ConditionLabels, Gauge>::default);
-        let status_writes = Family::<KindLabels, Counter>::default();
-        let poll_lag = Family::<KindLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new([0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
-        });
-        let events = Family::<EventLabels, Counter>::default();
-        let events_dropped = Family::<KindLabels, Counter>::default();
-        let reconciles_waiting = Family::<KindLabels, Gauge>::default();
-        let decided_on = Family::<DecisionLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(1.0, 10.0, 7))
-        });
-        let leader = Gauge::default();
+        let reconciles = ReconcileMetrics::registered(registry);
+        let platform = PlatformMetrics::registered(registry);
+        let objects = ObjectMetrics::registered(registry, per_object);
+        let events = EventMetrics::registered(registry);
+        let leader = registered(
+            registry,
+            "leader",
+            "1 while this process may act (it holds the leader Lease, or runs without election)",
+            Gauge::default(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        registry.register(
-            "reconciles",
-            "Reconciles by kind and result (success or error)",
-            reconciles.clone(),
-        );
-        registry.register(
-            "reconcile_errors",
-            "Failed reconciles by kind and reason",
-            errors.clone(),
-        );
-        registry.register(
-            "reconcile_duration_seconds",
-            "Reconcile duration by kind",
-            durations.clone(),
-        );
-        registry.register(
-            "platform_requests",
-            "Requests to the Edge Platform API by operation and status class",
-            requests.clone(),
-        );
-        registry.register(
-            "platform_request_duration_seconds",
-            "Time from sending a request to the Edge Platform API to its answer's headers, by operation and status class",
-            request_durations.clone(),
-        );
-        registry.register(
-            "platform_quota_waiting",
-            "Requests waiting for the shared platform quota (--platform-rate), by lane",
-            quota_waiting.clone(),
-        );
-        registry.register(
-            "objects",
-            "Objects by kind and by the status and reason of each of their conditions",
-            objects.clone(),
-        );
-        if let Some(conditions) = &conditions {
-            registry.register(
-                "condition",
-                "1 for each object's current condition status and reason",
-                conditions.clone(),
-            );
-        }
-        registry.register(
-            "status_writes",
-            "Status writes by kind: one per change a reader acts on",
-            status_writes.clone(),
-        );
-        registry.register(
-            "poll_lag_seconds",
-            "How long after its due time each poll of an observe-only object started",
-            poll_lag.clone(),
-        );
-        registry.register(
-            "events",
-            "Events published, by kind, reason and type (Normal or Warning)",
-            events.clone(),
-        );
-        registry.register(
-            "events_dropped",
-            "Events not published because their namespace spent its Event budget, by kind",
-            events_dropped.clone(),
-        );
-        registry.register(
-            "reconciles_waiting",
-            "Due objects waiting for a reconcile turn (turns go to namespaces in turn), by kind",
-            reconciles_waiting.clone(),
-        );
-        registry.register(
-            "decided_on",
-            "The count a decision of a reconcile was taken on, by kind and by the reason of the decision",
-            decided_on.clone(),
-        );
-        registry.register(
-            "leader",
-            "1 while this process may act (it holds the leader Lease, or runs without election)",
-            leader.clone(),
-        );
         registry.register("build_info", "The operator's version; always 1", build);
         Self {
             registry: root,
             reconciles,
-            errors,
-            durations,
-            requests,
-            request_durations,
-            quota_waiting,
+            platform,
             objects,
-            conditions,
-            status_writes,
-            poll_lag,
             events,
-            events_dropped,
-            reconciles_waiting,
-            decided_on,
             leader,
             published: Mutex::default(),
         }
@@ -296,23 +342,29 @@ impl Metrics {
     pub(crate) fn reconciled<R: KindReason>(&self, kind: &str, elapsed: Duration, error_reason: Option<AnyReason<R>>) {
         let result = if error_reason.is_some() { "error" } else { "success" };
         self.reconciles
+            .results
             .get_or_create(&ReconcileLabels {
                 kind: kind.to_string(),
                 result,
             })
             .inc();
-        self.durations
+        self.reconciles
+            .durations
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .observe(elapsed.as_secs_f64());
         if let Some(reason) = error_reason {
             let kind = kind.to_string();
             let reason = reason.as_str();
-            self.errors.get_or_create(&ErrorLabels { kind, reason }).inc();
+            self.reconciles
+                .errors
+                .get_or_create(&ErrorLabels { kind, reason })
+                .inc();
         }
     }
 
     pub(crate) fn status_written(&self, kind: &str) {
-        self.status_writes
+        self.objects
+            .status_writes
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .inc();
     }
@@ -320,18 +372,23 @@ impl Metrics {
     pub(crate) fn event_published<R: KindReason>(&self, kind: &'static str, reason: AnyReason<R>, warning: bool) {
         let r#type = if warning { "Warning" } else { "Normal" };
         let reason = reason.as_str();
-        self.events.get_or_create(&EventLabels { kind, reason, r#type }).inc();
+        self.events
+            .published
+            .get_or_create(&EventLabels { kind, reason, r#type })
+            .inc();
     }
 
     pub(crate) fn event_dropped(&self, kind: &str) {
-        self.events_dropped
+        self.events
+            .dropped
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .inc();
     }
 
     /// Due objects of `kind` still waiting for a turn, as a turn starts.
     pub(crate) fn reconcile_waiting(&self, kind: &str, waiting: usize) {
-        self.reconciles_waiting
+        self.reconciles
+            .waiting
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .set(i64::try_from(waiting).unwrap_or(i64::MAX));
     }
@@ -339,7 +396,8 @@ impl Metrics {
     /// The count a decision of `kind`, announced with `reason`, was taken on.
     pub(crate) fn decided_on<R: KindReason>(&self, kind: &'static str, reason: AnyReason<R>, count: i64) {
         let reason = reason.as_str();
-        self.decided_on
+        self.reconciles
+            .decided_on
             .get_or_create(&DecisionLabels { kind, reason })
             .observe(count as f64);
     }
@@ -350,7 +408,8 @@ impl Metrics {
     }
 
     pub(crate) fn polled(&self, kind: &str, late: Duration) {
-        self.poll_lag
+        self.objects
+            .poll_lag
             .get_or_create(&KindLabels { kind: kind.to_string() })
             .observe(late.as_secs_f64());
     }
@@ -392,12 +451,12 @@ impl Metrics {
         self.unpublish(kind, namespace, name, before.iter().filter(|p| !now.contains(p)));
         for condition in now.iter().filter(|p| !before.contains(p)) {
             let state = condition.state();
-            if let Some(family) = &self.conditions {
+            if let Some(family) = &self.objects.conditions {
                 family
                     .get_or_create(&self.object_labels(kind, namespace, name, state.clone()))
                     .set(1);
             }
-            self.objects.get_or_create(&ObjectsLabels { kind, state }).inc();
+            self.objects.counts.get_or_create(&ObjectsLabels { kind, state }).inc();
         }
         let now = interned(&mut published.sets, now.as_slice());
         published.objects.insert(key, now);
@@ -451,12 +510,12 @@ impl Metrics {
     ) {
         for condition in gone {
             let state = condition.state();
-            if let Some(family) = &self.conditions {
+            if let Some(family) = &self.objects.conditions {
                 family.remove(&self.object_labels(kind, namespace, name, state.clone()));
             }
             let labels = ObjectsLabels { kind, state };
-            if self.objects.get_or_create(&labels).dec() <= 1 {
-                self.objects.remove(&labels);
+            if self.objects.counts.get_or_create(&labels).dec() <= 1 {
+                self.objects.counts.remove(&labels);
             }
         }
     }
@@ -477,14 +536,18 @@ impl RequestObserver for Metrics {
             operation: operation.as_str(),
             status_class,
         };
-        self.requests.get_or_create(&labels).inc();
-        self.request_durations
+        self.platform.requests.get_or_create(&labels).inc();
+        self.platform
+            .durations
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
     }
 
     fn quota_wait(&self, lane: Lane, waiting: bool) {
-        let gauge = self.quota_waiting.get_or_create(&LaneLabels { lane: lane.as_str() });
+        let gauge = self
+            .platform
+            .quota_waiting
+            .get_or_create(&LaneLabels { lane: lane.as_str() });
         if waiting {
             gauge.inc();
         } else {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::store::Column;
-use crate::api::models::shield::{Dimension, EventLogsSearchRequest, FilterOp};
+use crate::api::models::shield::{Dimension, EventLogsFilter, EventLogsSearchRequest, FilterOp};
 
 pub(crate) const MAX_PAGE_SIZE: i32 = 500;
 pub(crate) const DEFAULT_PAGE_SIZE: i32 = 50;
@@ -119,15 +119,7 @@ pub(crate) const MAX_TERM_CHARS: usize = 1024;
 
 /// Checks every rule of the spec; `now` is Unix milliseconds.
 pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearch, SearchError> {
-    if request.to <= request.from {
-        return Err(invalid("to", "must be after `from`"));
-    }
-    if request.to > now.saturating_add(MAX_FUTURE_MS) {
-        return Err(invalid("to", "must not be more than 5 minutes in the future"));
-    }
-    if request.to < now.saturating_sub(MAX_AGE_MS) {
-        return Err(invalid("to", "must be within the last 72 hours"));
-    }
+    check_window(request, now)?;
     let page = request.page.unwrap_or(0);
     if page < 0 {
         return Err(invalid("page", "must not be negative"));
@@ -147,6 +139,44 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             format!("at most {MAX_FILTERS} filters are allowed, got {filter_count}"),
         ));
     }
+    let group_by = group_by(request)?;
+    let filters = request
+        .filters
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, filter)| resolved(i, filter))
+        .collect::<Result<Vec<_>, _>>()?;
+    let terms = query_terms(request)?;
+    Ok(ValidSearch {
+        from: request.from,
+        to: request.to,
+        terms,
+        filters,
+        group_by,
+        buckets: buckets.min(MAX_BUCKETS) as usize,
+        page: page as usize,
+        page_size: page_size as usize,
+    })
+}
+
+/// The window `[from, to)`: not empty, ending at most 5 minutes ahead of `now` and
+/// within the last 72 hours.
+fn check_window(request: &EventLogsSearchRequest, now: i64) -> Result<(), SearchError> {
+    if request.to <= request.from {
+        return Err(invalid("to", "must be after `from`"));
+    }
+    if request.to > now.saturating_add(MAX_FUTURE_MS) {
+        return Err(invalid("to", "must not be more than 5 minutes in the future"));
+    }
+    if request.to < now.saturating_sub(MAX_AGE_MS) {
+        return Err(invalid("to", "must be within the last 72 hours"));
+    }
+    Ok(())
+}
+
+/// The dimensions to group by, each named once.
+fn group_by(request: &EventLogsSearchRequest) -> Result<Vec<Dimension>, SearchError> {
     let group_by = request.group_by.clone().unwrap_or_default();
     for (i, dimension) in group_by.iter().enumerate() {
         if group_by[..i].contains(dimension) {
@@ -156,57 +186,63 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             ));
         }
     }
-    let filters = request
-        .filters
+    Ok(group_by)
+}
+
+/// Filter `i` as its field and the predicate its values resolve to: a field, an op and
+/// at most [`MAX_FILTER_VALUES`] values of at most [`MAX_TERM_CHARS`] characters each;
+/// `cidr` on `ip` only, with IP prefixes.
+fn resolved(i: usize, filter: &EventLogsFilter) -> Result<(Dimension, Predicate), SearchError> {
+    let member = |name: &str| format!("filters[{i}].{name}");
+    let field = filter.field.ok_or_else(|| invalid(member("field"), "is required"))?;
+    let op = filter.op.ok_or_else(|| invalid(member("op"), "is required"))?;
+    let values = filter.value.as_deref().unwrap_or_default();
+    if values.is_empty() {
+        return Err(invalid(member("value"), "must hold at least one value"));
+    }
+    if values.len() > MAX_FILTER_VALUES {
+        return Err(invalid(
+            member("value"),
+            format!("at most {MAX_FILTER_VALUES} values are allowed, got {}", values.len()),
+        ));
+    }
+    if let Some(j) = values.iter().position(|v| v.chars().count() > MAX_TERM_CHARS) {
+        return Err(invalid(
+            format!("filters[{i}].value[{j}]"),
+            format!("is longer than {MAX_TERM_CHARS} characters"),
+        ));
+    }
+    let lowered = || values.iter().map(|v| v.to_lowercase()).collect::<Vec<_>>();
+    let predicate = match op {
+        FilterOp::Eq | FilterOp::In => Predicate::Exact(values.to_vec()),
+        FilterOp::Contains => Predicate::Contains(lowered()),
+        FilterOp::Wildcard => Predicate::Wildcard(lowered().iter().map(|v| v.chars().collect()).collect()),
+        FilterOp::Cidr if field != Dimension::Ip => {
+            return Err(invalid(
+                member("op"),
+                format!("`cidr` applies to field `ip` only, not `{field}`"),
+            ));
+        }
+        FilterOp::Cidr => Predicate::Cidr(networks(i, values)?),
+    };
+    Ok((field, predicate))
+}
+
+/// The values of filter `i`, each an IP prefix or address.
+fn networks(i: usize, values: &[String]) -> Result<Vec<IpNet>, SearchError> {
+    values
         .iter()
-        .flatten()
         .enumerate()
-        .map(|(i, filter)| {
-            let member = |name: &str| format!("filters[{i}].{name}");
-            let field = filter.field.ok_or_else(|| invalid(member("field"), "is required"))?;
-            let op = filter.op.ok_or_else(|| invalid(member("op"), "is required"))?;
-            let values = filter.value.as_deref().unwrap_or_default();
-            if values.is_empty() {
-                return Err(invalid(member("value"), "must hold at least one value"));
-            }
-            if values.len() > MAX_FILTER_VALUES {
-                return Err(invalid(
-                    member("value"),
-                    format!("at most {MAX_FILTER_VALUES} values are allowed, got {}", values.len()),
-                ));
-            }
-            if let Some(j) = values.iter().position(|v| v.chars().count() > MAX_TERM_CHARS) {
-                return Err(invalid(
-                    format!("filters[{i}].value[{j}]"),
-                    format!("is longer than {MAX_TERM_CHARS} characters"),
-                ));
-            }
-            let lowered = || values.iter().map(|v| v.to_lowercase()).collect::<Vec<_>>();
-            let predicate = match op {
-                FilterOp::Eq | FilterOp::In => Predicate::Exact(values.to_vec()),
-                FilterOp::Contains => Predicate::Contains(lowered()),
-                FilterOp::Wildcard => Predicate::Wildcard(lowered().iter().map(|v| v.chars().collect()).collect()),
-                FilterOp::Cidr if field != Dimension::Ip => {
-                    return Err(invalid(
-                        member("op"),
-                        format!("`cidr` applies to field `ip` only, not `{field}`"),
-                    ));
-                }
-                FilterOp::Cidr => Predicate::Cidr(
-                    values
-                        .iter()
-                        .enumerate()
-                        .map(|(j, v)| {
-                            parse_network(v).ok_or_else(|| {
-                                invalid(format!("filters[{i}].value[{j}]"), format!("`{v}` is not an IP prefix"))
-                            })
-                        })
-                        .collect::<Result<_, _>>()?,
-                ),
-            };
-            Ok((field, predicate))
+        .map(|(j, v)| {
+            parse_network(v)
+                .ok_or_else(|| invalid(format!("filters[{i}].value[{j}]"), format!("`{v}` is not an IP prefix")))
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
+
+/// The terms of `query`, case-folded: at most [`MAX_QUERY_TERMS`], each of at most
+/// [`MAX_TERM_CHARS`] characters.
+fn query_terms(request: &EventLogsSearchRequest) -> Result<Vec<String>, SearchError> {
     let terms: Vec<String> = request
         .query
         .as_deref()
@@ -226,14 +262,5 @@ pub fn validate(request: &EventLogsSearchRequest, now: i64) -> Result<ValidSearc
             format!("a term is longer than {MAX_TERM_CHARS} characters"),
         ));
     }
-    Ok(ValidSearch {
-        from: request.from,
-        to: request.to,
-        terms,
-        filters,
-        group_by,
-        buckets: buckets.min(MAX_BUCKETS) as usize,
-        page: page as usize,
-        page_size: page_size as usize,
-    })
+    Ok(terms)
 }

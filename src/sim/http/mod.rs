@@ -9,6 +9,7 @@ pub(crate) mod middleware;
 pub(crate) mod platform;
 pub(crate) mod query;
 pub(crate) mod respond;
+mod zone_path;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -16,6 +16,7 @@ use crate::sim::events::{execute, validate};
 use super::middleware::{Caller, RATE_LIMITS_PATH, negotiate, require_access_key, require_json_body};
 use super::query::QueryParams;
 use super::respond::{bad_request, empty, json, off_the_runtime, parse_json, problem};
+use super::zone_path::{ConfigurationPath, Seen, ZoneId, path_id, zone_not_found};
 use crate::api::models::pullzone::CompleteCertificateRequest;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfiguration, AccessListConfigurationPatch, AccessListConfigurationResponse,
@@ -53,31 +54,12 @@ pub(crate) fn router(sim: &Arc<Sim>) -> Router<Arc<Sim>> {
         .layer(middleware::from_fn(negotiate))
 }
 
-fn path_id(raw: &str, member: &str) -> Result<i64, Response> {
-    raw.parse::<i32>()
-        .map(i64::from)
-        .map_err(|_| bad_request(format!("{member}: `{raw}` is not a valid int32"), Some(member)))
-}
-
-fn zone_not_found(id: i64) -> Response {
-    problem(
-        StatusCode::NOT_FOUND,
-        "Not Found",
-        format!("Shield Zone {id} was not found"),
-        None,
-    )
-}
-
 async fn search_events(
     State(sim): State<Arc<Sim>>,
     Extension(caller): Extension<Caller>,
-    Path(zone): Path<String>,
+    ZoneId(zone): ZoneId,
     body: Bytes,
 ) -> Response {
-    let zone = match path_id(&zone, "shieldZoneId") {
-        Ok(zone) => zone,
-        Err(response) => return response,
-    };
     let request: EventLogsSearchRequest = match parse_json(&body) {
         Ok(request) => request,
         Err(response) => return response,
@@ -101,18 +83,7 @@ fn shield_error(error: WorldError) -> Response {
     problem(StatusCode::NOT_FOUND, "Not Found", error.to_string(), None)
 }
 
-async fn access_lists(
-    State(sim): State<Arc<Sim>>,
-    Extension(caller): Extension<Caller>,
-    Path(zone): Path<String>,
-) -> Response {
-    let zone = match path_id(&zone, "shieldZoneId") {
-        Ok(zone) => zone,
-        Err(response) => return response,
-    };
-    if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
-        return zone_not_found(zone);
-    }
+async fn access_lists(State(sim): State<Arc<Sim>>, Seen(ZoneId(zone)): Seen<ZoneId>) -> Response {
     let lists = match sim.world().access_lists(zone) {
         Ok(lists) => lists,
         Err(error) => return shield_error(error),
@@ -147,17 +118,9 @@ fn patch_refused(message: String, error_key: &str) -> Response {
 
 async fn update_access_list(
     State(sim): State<Arc<Sim>>,
-    Extension(caller): Extension<Caller>,
-    Path((zone, configuration)): Path<(String, String)>,
+    Seen(ConfigurationPath { zone, configuration }): Seen<ConfigurationPath>,
     body: Bytes,
 ) -> Response {
-    let (zone, configuration) = match (path_id(&zone, "shieldZoneId"), path_id(&configuration, "id")) {
-        (Ok(zone), Ok(configuration)) => (zone, configuration),
-        (Err(response), _) | (_, Err(response)) => return response,
-    };
-    if !sim.world().sees(&caller.0, &Resource::ShieldZone(zone)) {
-        return zone_not_found(zone);
-    }
     let patch: AccessListConfigurationPatch = match serde_json::from_slice(&body) {
         Ok(patch) => patch,
         Err(error) => return patch_refused(format!("invalid body: {error}"), "validation_error"),
@@ -302,12 +265,8 @@ fn configuration_of(
 async fn shield_zone(
     State(sim): State<Arc<Sim>>,
     Extension(caller): Extension<Caller>,
-    Path(zone): Path<String>,
+    ZoneId(zone): ZoneId,
 ) -> Response {
-    let zone = match path_id(&zone, "shieldZoneId") {
-        Ok(zone) => zone,
-        Err(response) => return response,
-    };
     configuration_of(&sim, &caller, |_| Some(zone), || zone_not_found(zone))
 }
 

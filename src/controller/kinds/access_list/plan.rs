@@ -247,15 +247,14 @@ mod tests {
     use crate::api::models::shield::AccessListsResponse;
     use crate::controller::framework::status::conditions::is_true;
 
+    /// The plan of a new object's first reconcile, the list disabled with action 2.
+    fn first_plan(spec: &AccessListConfigSpec) -> Plan {
+        plan(spec, &AccessListConfigStatus::default(), Some(1), &item(false, 2), None)
+    }
+
     #[test]
     fn patches_only_the_members_that_differ() {
-        let p = plan(
-            &spec(true, None),
-            &AccessListConfigStatus::default(),
-            Some(1),
-            &item(false, 2),
-            None,
-        );
+        let p = first_plan(&spec(true, None));
         assert_eq!(
             p.patch,
             Some(AccessListConfigurationPatch {
@@ -263,13 +262,7 @@ mod tests {
                 action: None
             })
         );
-        let p = plan(
-            &spec(false, Some(AccessListAction::Challenge)),
-            &AccessListConfigStatus::default(),
-            Some(1),
-            &item(false, 2),
-            None,
-        );
+        let p = first_plan(&spec(false, Some(AccessListAction::Challenge)));
         assert_eq!(
             p.patch,
             Some(AccessListConfigurationPatch {
@@ -343,7 +336,7 @@ mod tests {
     #[test]
     fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
         let fresh = AccessListConfigStatus::default();
-        let first = plan(&spec(true, None), &fresh, Some(1), &item(false, 2), None);
+        let first = first_plan(&spec(true, None));
         let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
         let resync = plan(
             &spec(true, None),
@@ -396,13 +389,7 @@ mod tests {
     fn observe_never_patches_and_reports_the_difference() {
         let mut observe = spec(true, None);
         observe.management_policy = ManagementPolicy::Observe;
-        let p = plan(
-            &observe,
-            &AccessListConfigStatus::default(),
-            Some(1),
-            &item(false, 2),
-            None,
-        );
+        let p = first_plan(&observe);
         assert_eq!(p.patch, None);
         assert_eq!(p.restore_point, None);
         let status = converged_status(

@@ -71,6 +71,26 @@ pub(crate) struct Step {
     pub decided_on: Option<(AccessListReason, i64)>,
 }
 
+impl Step {
+    /// The list kept in Log, not Ready for `reason`: looked at again at the zone's
+    /// resync, no decision on evidence.
+    fn in_log(
+        status: RolloutStatus,
+        events: Vec<Notice<AccessListReason>>,
+        reason: AccessListReason,
+        message: String,
+    ) -> Step {
+        Step {
+            action: AccessListAction::Log,
+            status,
+            events,
+            ready: (false, reason, message),
+            check_within: None,
+            decided_on: None,
+        }
+    }
+}
+
 /// The rollout's window, as the spec gives it (validated by the CRD; 1h otherwise).
 pub(crate) fn window_of(rollout: &Rollout) -> Duration {
     parse_go_duration(&rollout.window).unwrap_or(Duration::from_secs(3600))
@@ -367,19 +387,9 @@ pub(crate) fn step(
         mut status,
         window_started,
     } = current;
-    let target = rollout.action.action();
-    let window = window_of(rollout);
     let mut events = Vec::new();
     if window_started {
-        events.push(Notice::normal(
-            AccessListReason::RolloutStarted,
-            format!(
-                "the list logs; {} after {} it may take {}",
-                humantime(window),
-                rfc3339(now),
-                target.name()
-            ),
-        ));
+        events.push(window_started_notice(rollout, now));
     }
     if evidence.is_some() {
         status.evidence = evidence;
@@ -388,145 +398,146 @@ pub(crate) fn step(
         status.blocked = Some(blocked.events);
         status.blocked_sources = Some(blocked.sources);
     }
-    let log = AccessListAction::Log;
     match status.stage {
-        RolloutStage::Logging | RolloutStage::AwaitingApproval => {
-            let Some(start) = status.window_start.as_deref().and_then(millis) else {
-                let message = format!(
-                    "setting the list to Log; the window of {} starts once it logs",
-                    humantime(window)
-                );
-                return Step {
-                    action: log,
-                    status,
-                    events,
-                    ready: (false, AccessListReason::RolloutLogging, message),
-                    check_within: Some(CONFIRM_LOG_WITHIN),
-                    decided_on: None,
-                };
-            };
-            if let Some(over) = status.evidence.as_ref().and_then(|e| exceeded(rollout, e)) {
-                let status_matches = status
-                    .evidence
-                    .as_ref()
-                    .map(|e| (AccessListReason::RolloutHeld, e.matches));
-                status.stage = RolloutStage::Held;
-                let message = held_because(&over, status.evidence.as_ref());
-                events.push(Notice::warning(AccessListReason::RolloutHeld, message.clone()));
-                return Step {
-                    action: log,
-                    status,
-                    events,
-                    ready: (false, AccessListReason::RolloutHeld, message),
-                    check_within: None,
-                    decided_on: status_matches,
-                };
-            }
-            let end = start.saturating_add(window_ms(rollout));
-            let elapsed = now.timestamp_millis() >= end;
-            if elapsed && status.evidence.is_none() {
-                return unread_window_again(rollout, status, events, now);
-            }
-            let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
-            let approvable = rollout.promotion == Promotion::Manual || elapsed;
-            let approved = approvable && approval.is_some() && approval == digest;
-            // Promoted on the gate only with evidence of the whole window: one read
-            // beyond the platform's reach waits for a person.
-            let whole_window = status
-                .evidence
-                .as_ref()
-                .is_some_and(|e| Some(&e.from) == instant(start).as_ref() && Some(&e.to) == instant(end).as_ref());
-            if (elapsed && whole_window && rollout.promotion == Promotion::Automatic) || approved {
-                let promotion = if approved {
-                    Promotion::Manual
-                } else {
-                    Promotion::Automatic
-                };
-                return promote(rollout, status, events, promotion, true, now);
-            }
-            if let Some(stale) = approval.filter(|_| rollout.promotion == Promotion::Manual && !approved) {
-                events.push(Notice::warning(
-                    AccessListReason::StaleApproval,
-                    format!(
-                        "edgeplatform.io/promote is {stale:?}, the evidence shown is {}: nothing promoted",
-                        digest.unwrap_or("not read yet")
-                    ),
-                ));
-            }
-            let shown = summary(status.evidence.as_ref());
-            let (reason, message) = if elapsed {
-                status.stage = RolloutStage::AwaitingApproval;
-                let message = format!(
-                    "the window elapsed: {shown}; promote with the annotation edgeplatform.io/promote={}",
-                    digest.unwrap_or_default()
-                );
-                (AccessListReason::AwaitingApproval, message)
-            } else {
-                let at = instant(end).unwrap_or_default();
-                (AccessListReason::RolloutLogging, format!("logging until {at}: {shown}"))
-            };
-            let remaining = u64::try_from(end - now.timestamp_millis())
-                .ok()
-                .map(Duration::from_millis);
-            Step {
-                action: log,
-                status,
-                events,
-                ready: (false, reason, message),
-                check_within: remaining.filter(|_| !elapsed),
-                decided_on: None,
-            }
-        }
-        RolloutStage::Held => {
-            let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
-            if approval.is_some() && approval == digest {
-                // A person promoted it over what held it: what held it is no signal.
-                return promote(rollout, status, events, Promotion::Manual, false, now);
-            }
-            let over = status
-                .evidence
-                .as_ref()
-                .and_then(|e| exceeded(rollout, e))
-                .unwrap_or_else(|| summary(status.evidence.as_ref()));
-            let message = held_because(&over, status.evidence.as_ref());
-            Step {
-                action: log,
-                status,
-                events,
-                ready: (false, AccessListReason::RolloutHeld, message),
-                check_within: None,
-                decided_on: None,
-            }
-        }
-        RolloutStage::Promoted => {
-            let limit = rollout.rollback_above_sources;
-            match (limit, status.blocked_sources) {
-                (Some(limit), Some(sources)) if sources > limit => {
-                    status.stage = RolloutStage::RolledBack;
-                    status.rolled_back_at = Some(rfc3339(now));
-                    let message = format!(
-                        "back to Log: requests {} from {sources} sources ({} events) on probation since {} exceed rollbackAboveSources {limit}; change the spec to start again",
-                        rollout.action.past_tense(),
-                        status.blocked.unwrap_or_default(),
-                        status.promoted_at.as_deref().unwrap_or_default(),
-                    );
-                    events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
-                    rolled_back(status, events, message)
-                }
-                _ => promoted(rollout, status, events, now),
-            }
-        }
-        RolloutStage::RolledBack => {
-            let message = format!(
-                "back to Log since {}: requests {} from {} sources on probation exceeded rollbackAboveSources {}; change the spec to start again",
-                status.rolled_back_at.as_deref().unwrap_or_default(),
-                rollout.action.past_tense(),
-                status.blocked_sources.unwrap_or_default(),
-                rollout.rollback_above_sources.unwrap_or_default()
-            );
-            rolled_back(status, events, message)
-        }
+        RolloutStage::Logging | RolloutStage::AwaitingApproval => logging(rollout, status, events, approval, now),
+        RolloutStage::Held => held(rollout, status, events, approval, now),
+        RolloutStage::Promoted if probation_failed(rollout, &status) => rolled_back(rollout, status, events, now),
+        RolloutStage::Promoted => promoted(rollout, status, events, now),
+        RolloutStage::RolledBack => rolled_back(rollout, status, events, now),
     }
+}
+
+/// The notice that the list logs, from `now`, for the rollout's window.
+fn window_started_notice(rollout: &Rollout, now: DateTime<Utc>) -> Notice<AccessListReason> {
+    Notice::normal(
+        AccessListReason::RolloutStarted,
+        format!(
+            "the list logs; {} after {} it may take {}",
+            humantime(window_of(rollout)),
+            rfc3339(now),
+            rollout.action.action().name()
+        ),
+    )
+}
+
+/// A rollout in its window, or past it awaiting approval: held when the evidence
+/// exceeds the gate, promoted on the gate or an approval, else logging on.
+fn logging(
+    rollout: &Rollout,
+    status: RolloutStatus,
+    mut events: Vec<Notice<AccessListReason>>,
+    approval: Option<&str>,
+    now: DateTime<Utc>,
+) -> Step {
+    let Some(start) = status.window_start.as_deref().and_then(millis) else {
+        return waiting_for_log(rollout, status, events);
+    };
+    if let Some(over) = status.evidence.as_ref().and_then(|e| exceeded(rollout, e)) {
+        return hold(status, events, &over);
+    }
+    let end = start.saturating_add(window_ms(rollout));
+    let elapsed = now.timestamp_millis() >= end;
+    if elapsed && status.evidence.is_none() {
+        return unread_window_again(rollout, status, events, now);
+    }
+    let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
+    let approvable = rollout.promotion == Promotion::Manual || elapsed;
+    let approved = approvable && approval.is_some() && approval == digest;
+    if approved {
+        return promote(rollout, status, events, Promotion::Manual, true, now);
+    }
+    // Promoted on the gate only with evidence of the whole window: one read beyond the
+    // platform's reach waits for a person.
+    let whole_window = status
+        .evidence
+        .as_ref()
+        .is_some_and(|e| Some(&e.from) == instant(start).as_ref() && Some(&e.to) == instant(end).as_ref());
+    if elapsed && whole_window && rollout.promotion == Promotion::Automatic {
+        return promote(rollout, status, events, Promotion::Automatic, true, now);
+    }
+    if let Some(stale) = approval.filter(|_| rollout.promotion == Promotion::Manual) {
+        events.push(Notice::warning(
+            AccessListReason::StaleApproval,
+            format!(
+                "edgeplatform.io/promote is {stale:?}, the evidence shown is {}: nothing promoted",
+                digest.unwrap_or("not read yet")
+            ),
+        ));
+    }
+    logging_on(status, events, end, now)
+}
+
+/// The list set to Log, its window not started until the platform logs.
+fn waiting_for_log(rollout: &Rollout, status: RolloutStatus, events: Vec<Notice<AccessListReason>>) -> Step {
+    let message = format!(
+        "setting the list to Log; the window of {} starts once it logs",
+        humantime(window_of(rollout))
+    );
+    Step {
+        check_within: Some(CONFIRM_LOG_WITHIN),
+        ..Step::in_log(status, events, AccessListReason::RolloutLogging, message)
+    }
+}
+
+/// Held in Log on the evidence that exceeds the gate by `over`, with a warning.
+fn hold(mut status: RolloutStatus, mut events: Vec<Notice<AccessListReason>>, over: &str) -> Step {
+    let decided_on = status
+        .evidence
+        .as_ref()
+        .map(|e| (AccessListReason::RolloutHeld, e.matches));
+    status.stage = RolloutStage::Held;
+    let message = held_because(over, status.evidence.as_ref());
+    events.push(Notice::warning(AccessListReason::RolloutHeld, message.clone()));
+    Step {
+        decided_on,
+        ..Step::in_log(status, events, AccessListReason::RolloutHeld, message)
+    }
+}
+
+/// The list logging, not promoted: until the window's `end`, looked at again then;
+/// past it, awaiting approval of the evidence shown.
+fn logging_on(mut status: RolloutStatus, events: Vec<Notice<AccessListReason>>, end: i64, now: DateTime<Utc>) -> Step {
+    let elapsed = now.timestamp_millis() >= end;
+    let shown = summary(status.evidence.as_ref());
+    let (reason, message) = if elapsed {
+        status.stage = RolloutStage::AwaitingApproval;
+        let digest = status.evidence.as_ref().map_or("", |e| e.digest.as_str());
+        let message =
+            format!("the window elapsed: {shown}; promote with the annotation edgeplatform.io/promote={digest}");
+        (AccessListReason::AwaitingApproval, message)
+    } else {
+        let at = instant(end).unwrap_or_default();
+        (AccessListReason::RolloutLogging, format!("logging until {at}: {shown}"))
+    };
+    let remaining = u64::try_from(end - now.timestamp_millis())
+        .ok()
+        .map(Duration::from_millis);
+    Step {
+        check_within: remaining.filter(|_| !elapsed),
+        ..Step::in_log(status, events, reason, message)
+    }
+}
+
+/// A held rollout: promoted once a person approves the evidence that held it (without
+/// probation: what held it is no signal), else still held.
+fn held(
+    rollout: &Rollout,
+    status: RolloutStatus,
+    events: Vec<Notice<AccessListReason>>,
+    approval: Option<&str>,
+    now: DateTime<Utc>,
+) -> Step {
+    let digest = status.evidence.as_ref().map(|e| e.digest.as_str());
+    if approval.is_some() && approval == digest {
+        return promote(rollout, status, events, Promotion::Manual, false, now);
+    }
+    let over = status
+        .evidence
+        .as_ref()
+        .and_then(|e| exceeded(rollout, e))
+        .unwrap_or_else(|| summary(status.evidence.as_ref()));
+    let message = held_because(&over, status.evidence.as_ref());
+    Step::in_log(status, events, AccessListReason::RolloutHeld, message)
 }
 
 /// A window that ended with nothing read of it (beyond the platform's reach): the list
@@ -547,25 +558,48 @@ fn unread_window_again(
     );
     events.push(Notice::normal(AccessListReason::RolloutStarted, message.clone()));
     Step {
-        action: AccessListAction::Log,
-        status,
-        events,
-        ready: (false, AccessListReason::RolloutLogging, message),
         check_within: Some(window),
-        decided_on: None,
+        ..Step::in_log(status, events, AccessListReason::RolloutLogging, message)
     }
 }
 
-/// The list back in Log, for good, until the spec changes.
-fn rolled_back(status: RolloutStatus, events: Vec<Notice<AccessListReason>>, message: String) -> Step {
-    Step {
-        action: AccessListAction::Log,
-        status,
-        events,
-        ready: (false, AccessListReason::RolledBack, message),
-        check_within: None,
-        decided_on: None,
-    }
+/// Whether the promoted list blocked requests from more sources on probation than
+/// `rollbackAboveSources` allows.
+fn probation_failed(rollout: &Rollout, status: &RolloutStatus) -> bool {
+    matches!(
+        (rollout.rollback_above_sources, status.blocked_sources),
+        (Some(limit), Some(sources)) if sources > limit
+    )
+}
+
+/// The list back in Log, for good, until the spec changes: rolled back at `now`, with a
+/// warning, when it is not yet (its probation failed).
+fn rolled_back(
+    rollout: &Rollout,
+    mut status: RolloutStatus,
+    mut events: Vec<Notice<AccessListReason>>,
+    now: DateTime<Utc>,
+) -> Step {
+    let limit = rollout.rollback_above_sources.unwrap_or_default();
+    let sources = status.blocked_sources.unwrap_or_default();
+    let requests = rollout.action.past_tense();
+    let message = if status.stage == RolloutStage::RolledBack {
+        format!(
+            "back to Log since {}: requests {requests} from {sources} sources on probation exceeded rollbackAboveSources {limit}; change the spec to start again",
+            status.rolled_back_at.as_deref().unwrap_or_default(),
+        )
+    } else {
+        status.stage = RolloutStage::RolledBack;
+        status.rolled_back_at = Some(rfc3339(now));
+        let message = format!(
+            "back to Log: requests {requests} from {sources} sources ({} events) on probation since {} exceed rollbackAboveSources {limit}; change the spec to start again",
+            status.blocked.unwrap_or_default(),
+            status.promoted_at.as_deref().unwrap_or_default(),
+        );
+        events.push(Notice::warning(AccessListReason::RolledBack, message.clone()));
+        message
+    };
+    Step::in_log(status, events, AccessListReason::RolledBack, message)
 }
 
 /// What the claim records of a step's rollout: what decides, not the readings that

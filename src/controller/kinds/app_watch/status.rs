@@ -344,6 +344,7 @@ pub(super) fn transition_events(
 mod tests {
     use super::super::fixtures::{grouped, watch};
     use super::*;
+    use crate::api::models::apps::AppState;
 
     #[test]
     fn security_events_turn_elevated_at_the_threshold() {
@@ -407,7 +408,10 @@ mod tests {
         let condition = app_condition(&app);
         assert_eq!(
             (condition.status, condition.reason),
-            (crate::crd::ConditionStatus::False, AppReason::Failing.into())
+            (
+                crate::crd::ConditionStatus::False,
+                AppReason::App(AppState::Failing).into()
+            )
         );
     }
 }

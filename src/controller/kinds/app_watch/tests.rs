@@ -1,7 +1,7 @@
 use super::fixtures::{grouped, watch};
 use super::status::unless_only_slid;
 use super::*;
-use crate::api::models::apps::AppStatus;
+use crate::api::models::apps::{AppState, AppStatus};
 use crate::controller::framework::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::status::vocabulary::ConditionType;
 use crate::controller::kinds::app_watch::resource::{CdnSummary, ContainerAppWatchStatus};
@@ -323,7 +323,12 @@ fn lateness_counts_from_this_process_polls_only() {
         observed_at: Some("2026-11-20T10:00:00Z".into()),
         conditions: merge(
             &[],
-            &[NewCondition::new(AppCondition::AppReady, true, AppReason::Active, "")],
+            &[NewCondition::new(
+                AppCondition::AppReady,
+                true,
+                AppReason::App(AppState::Active),
+                "",
+            )],
             Some(1),
             "2026-11-20T10:00:00Z",
         ),

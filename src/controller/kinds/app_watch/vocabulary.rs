@@ -1,7 +1,11 @@
 //! The words of a ContainerAppWatch's status beside every kind's: its condition types
 //! and reasons.
 
-use crate::api::models::apps::AppStatus;
+use std::str::FromStr;
+
+use strum::IntoEnumIterator;
+
+use crate::api::models::apps::{AppState, AppStatus};
 use crate::controller::framework::status::vocabulary::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
@@ -16,7 +20,7 @@ pub(crate) enum AppCondition {
     CdnLogsSynced,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumIter)]
 pub(crate) enum AppReason {
     Polled,
     PolledLate,
@@ -30,28 +34,28 @@ pub(crate) enum AppReason {
     AppActive,
     AppNotReady,
     SecurityEventsElevated,
-    // An application's status, in the platform's own words.
-    Unknown,
-    Active,
-    Progressing,
-    Inactive,
-    Failing,
-    Suspended,
-    /// A status the platform's documents do not list.
-    UnrecognizedStatus,
+    /// An application's status, in the platform's own words.
+    #[strum(transparent)]
+    App(AppState),
 }
 
 impl AppReason {
     pub(crate) fn of_app(status: &AppStatus) -> Self {
-        match status {
-            AppStatus::Unknown => AppReason::Unknown,
-            AppStatus::Active => AppReason::Active,
-            AppStatus::Progressing => AppReason::Progressing,
-            AppStatus::Inactive => AppReason::Inactive,
-            AppStatus::Failing => AppReason::Failing,
-            AppStatus::Suspended => AppReason::Suspended,
-            AppStatus::Unrecognized(_) => AppReason::UnrecognizedStatus,
+        AppReason::App(status.into())
+    }
+}
+
+/// A written reason: an application's state, or one of the watch's own words.
+impl FromStr for AppReason {
+    type Err = strum::ParseError;
+
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        if let Ok(state) = word.parse::<AppState>() {
+            return Ok(AppReason::App(state));
         }
+        AppReason::iter()
+            .find(|reason| <&str>::from(reason) == word)
+            .ok_or(strum::ParseError::VariantNotFound)
     }
 }
 
@@ -61,7 +65,7 @@ impl KindReason for AppReason {
     fn is_terminal(self) -> bool {
         matches!(
             self,
-            AppReason::NoPullZone | AppReason::Failing | AppReason::Inactive | AppReason::Suspended
+            AppReason::NoPullZone | AppReason::App(AppState::Failing | AppState::Inactive | AppState::Suspended)
         )
     }
 }
@@ -97,5 +101,38 @@ mod tests {
         ];
         let written = statuses.map(|status| <&str>::from(AppReason::of_app(&status)));
         assert_eq!(written, ["Active", "Failing", "UnrecognizedStatus"]);
+    }
+
+    #[test]
+    fn every_reason_reads_back_from_the_word_written() {
+        let states = [
+            AppStatus::Unknown,
+            AppStatus::Active,
+            AppStatus::Progressing,
+            AppStatus::Inactive,
+            AppStatus::Failing,
+            AppStatus::Suspended,
+            AppStatus::Unrecognized("Hibernating".into()),
+        ]
+        .map(|status| AppReason::of_app(&status));
+        let words = states.map(<&str>::from);
+        assert_eq!(
+            words,
+            [
+                "Unknown",
+                "Active",
+                "Progressing",
+                "Inactive",
+                "Failing",
+                "Suspended",
+                "UnrecognizedStatus"
+            ]
+        );
+        for reason in AppReason::iter().chain(states) {
+            assert_eq!(<&str>::from(reason).parse::<AppReason>(), Ok(reason));
+        }
+        assert_eq!("Synced".parse::<AppReason>(), Ok(AppReason::Refreshed));
+        assert!("Refreshed".parse::<AppReason>().is_err());
+        assert!("Unrecognized".parse::<AppReason>().is_err());
     }
 }
