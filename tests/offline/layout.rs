@@ -249,3 +249,105 @@ fn kind_folder(name: &str) -> String {
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .unwrap_or_else(|| panic!("no folder of src/controller/kinds declares {name}"))
 }
+
+/// The longest a function of `src/` may be, its tests aside.
+const LONGEST_FUNCTION_LINES: usize = 80;
+
+/// The functions of a file longer than [`LONGEST_FUNCTION_LINES`], `#[cfg(test)]` items
+/// left out.
+struct LongFunctions<'a> {
+    file: &'a str,
+    found: Vec<String>,
+}
+
+impl LongFunctions<'_> {
+    fn measure(&mut self, name: &syn::Ident, body: &syn::Block) {
+        let braces = body.brace_token.span;
+        let lines = braces.close().end().line - braces.open().start().line + 1;
+        if lines > LONGEST_FUNCTION_LINES {
+            self.found.push(format!("{}: {name} ({lines} lines)", self.file));
+        }
+    }
+}
+
+fn is_test_only(attributes: &[syn::Attribute]) -> bool {
+    attributes.iter().any(|attribute| {
+        attribute.path().is_ident("cfg")
+            && attribute
+                .meta
+                .require_list()
+                .is_ok_and(|list| list.tokens.to_string() == "test")
+    })
+}
+
+impl<'ast> syn::visit::Visit<'ast> for LongFunctions<'_> {
+    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+        if !is_test_only(&module.attrs) {
+            syn::visit::visit_item_mod(self, module);
+        }
+    }
+
+    fn visit_item_fn(&mut self, function: &'ast syn::ItemFn) {
+        if !is_test_only(&function.attrs) {
+            self.measure(&function.sig.ident, &function.block);
+            syn::visit::visit_item_fn(self, function);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, function: &'ast syn::ImplItemFn) {
+        if !is_test_only(&function.attrs) {
+            self.measure(&function.sig.ident, &function.block);
+            syn::visit::visit_impl_item_fn(self, function);
+        }
+    }
+
+    fn visit_trait_item_fn(&mut self, function: &'ast syn::TraitItemFn) {
+        if let Some(body) = &function.default {
+            self.measure(&function.sig.ident, body);
+        }
+        syn::visit::visit_trait_item_fn(self, function);
+    }
+}
+
+#[test]
+fn no_function_outside_tests_is_longer_than_eighty_lines() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    let mut long = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !file.components().any(|part| part.as_os_str() == "tests"))
+    {
+        let text = std::fs::read_to_string(file).expect("a readable file");
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let name = file.strip_prefix(repo_root()).unwrap_or(file).display().to_string();
+        let mut visitor = LongFunctions {
+            file: &name,
+            found: Vec::new(),
+        };
+        syn::visit::Visit::visit_file(&mut visitor, &parsed);
+        long.extend(visitor.found);
+    }
+    assert!(files.len() > 100, "{} files read", files.len());
+    assert!(
+        long.is_empty(),
+        "functions over {LONGEST_FUNCTION_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_long_function_is_found_and_a_test_is_not() {
+    let body = "    let x = 1;\n".repeat(LONGEST_FUNCTION_LINES);
+    let text = format!("fn long() {{\n{body}}}\n#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}    }}\n}}\n");
+    let parsed = syn::parse_file(&text).expect("Rust");
+    let mut visitor = LongFunctions {
+        file: "x.rs",
+        found: Vec::new(),
+    };
+    syn::visit::Visit::visit_file(&mut visitor, &parsed);
+    assert_eq!(
+        visitor.found,
+        [format!("x.rs: long ({} lines)", LONGEST_FUNCTION_LINES + 2)]
+    );
+}

@@ -268,7 +268,7 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
     let shutdown = Shutdown::on_signals();
-    let mut leadership = match config.election() {
+    let leadership = match config.election() {
         Some(election) => {
             health.ready.store(true, Ordering::Relaxed);
             match Leadership::acquire(&kube_client, election, &shared, &shutdown).await? {
@@ -318,6 +318,18 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         }
     };
     tracing::info!("controllers started");
+    let outcome = until_stopped(running, leadership, server).await;
+    tracing::info!("stopped");
+    outcome
+}
+
+/// Runs the controllers until they stop (on a signal), the leader lease is lost or the
+/// health server ends; then releases the lease.
+async fn until_stopped(
+    running: impl Future<Output = ()>,
+    mut leadership: Option<Leadership>,
+    server: tokio::task::JoinHandle<Result<(), RunError>>,
+) -> Result<(), RunError> {
     let outcome = match &mut leadership {
         Some(held) => tokio::select! {
             () = running => Ok(()),
@@ -332,7 +344,6 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
     if let Some(held) = leadership {
         held.release().await;
     }
-    tracing::info!("stopped");
     outcome
 }
 
