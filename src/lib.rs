@@ -4,8 +4,9 @@
 //!
 //! - [`api`]: the typed client of the Edge Platform API (`EdgeClient`, its
 //!   configuration, errors and wire models) and the platform's published schemas;
-//! - [`crd`]: the custom resources (`AccessListConfig`, `PullZoneCertificate`,
-//!   `ContainerAppWatch`) and their CRDs;
+//! - [`resources`]: what the custom resources share (conditions, Secret references,
+//!   event filters, annotations, what the driver reads of each) and how their CRDs are
+//!   written; each kind's resource lives in its folder of `controller::kinds`;
 //! - [`controller`]: `edge-operator`, the reconcile framework, one reconcile per kind
 //!   and the runtime around them (`controller::runtime::run`);
 //! - [`sim`]: `edge-sim`, an offline emulator of the whole API, in-process
@@ -15,14 +16,14 @@
 //!   `fairness`: the fair queues that share a budget among tenants, for the client's
 //!   quota lines and the controller's reconcile turns.
 //!
-//! Modules depend one way: `controller` on `api` and `crd`; `cli` on those and the
-//! kinds' pure plans (`edgectl plan`); `sim` on `api`.
+//! Modules depend one way: `controller` on `api` and `resources`; `cli` on those and
+//! the kinds (`edgectl plan`, `export`, `rollout`); `sim` on `api`.
 
 pub mod api;
 pub mod cli;
 pub mod controller;
-pub mod crd;
 mod fairness;
+pub mod resources;
 pub mod signal;
 pub mod sim;
 pub mod telemetry;

@@ -95,16 +95,16 @@ async fn main() -> anyhow::Result<()> {
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
             };
             for crd in edge_operator::controller::kinds::crds() {
-                let yaml = edge_operator::crd::to_yaml(&crd)?;
+                let yaml = edge_operator::resources::to_yaml(&crd)?;
                 if dir.is_empty() && chart_templates.is_none() && chart_kinds.is_none() {
                     print!("{yaml}");
                 }
                 for dir in &dir {
-                    write(dir.join(edge_operator::crd::file_name(&crd)), &yaml)?;
+                    write(dir.join(edge_operator::resources::file_name(&crd)), &yaml)?;
                 }
                 if let Some(templates) = &chart_templates {
-                    let template = edge_operator::crd::to_chart_template(&crd)?;
-                    write(templates.join(edge_operator::crd::file_name(&crd)), &template)?;
+                    let template = edge_operator::resources::to_chart_template(&crd)?;
+                    write(templates.join(edge_operator::resources::file_name(&crd)), &template)?;
                 }
             }
             if let Some(path) = chart_kinds {

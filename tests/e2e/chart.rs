@@ -343,7 +343,7 @@ fn the_chart_renders_the_crds_of_crds_folder_kept_on_uninstall_unless_told() {
     assert_eq!(rendered.len(), crds.len(), "every CRD, by default");
     for crd in &crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
-        let path = repo_root().join("crds").join(edge_operator::crd::file_name(crd));
+        let path = repo_root().join("crds").join(edge_operator::resources::file_name(crd));
         let committed: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(&path).expect("crds/")).expect("YAML");
         let chart = rendered

@@ -195,7 +195,7 @@ async fn a_status_fed_ten_thousand_rules_and_huge_event_keys_stays_under_its_cap
         let synced = |type_: &str| {
             flooded
                 .condition(type_)
-                .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
+                .is_some_and(|c| c.status == edge_operator::resources::ConditionStatus::True)
         };
         (synced("RateLimitsSynced") && synced("SecurityEvents")).then_some(flooded)
     })

@@ -74,7 +74,7 @@ async fn settled_count(api: &Api<AccessListConfig>) -> usize {
                 .is_some_and(|r| r.window_start.is_some());
             logging
                 || o.condition("Ready")
-                    .is_some_and(|c| c.status == edge_operator::crd::ConditionStatus::True)
+                    .is_some_and(|c| c.status == edge_operator::resources::ConditionStatus::True)
         })
         .count()
 }

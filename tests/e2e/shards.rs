@@ -76,7 +76,8 @@ fn object(namespace: &str, name: &str, shard: &str, configuration: i64, enabled:
 
 fn is_ready(object: &AccessListConfig) -> bool {
     object.condition("Ready").is_some_and(|c| {
-        c.status == edge_operator::crd::ConditionStatus::True && c.observed_generation == object.metadata.generation
+        c.status == edge_operator::resources::ConditionStatus::True
+            && c.observed_generation == object.metadata.generation
     })
 }
 

@@ -10,7 +10,7 @@ use crate::support::cluster::repo_root;
 fn assert_committed(dir: &Path, generate: fn(&CustomResourceDefinition) -> Result<String, serde_yaml::Error>) {
     let crds = edge_operator::controller::kinds::crds();
     for crd in &crds {
-        let path = dir.join(edge_operator::crd::file_name(crd));
+        let path = dir.join(edge_operator::resources::file_name(crd));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         let generated = generate(crd).expect("serialisable");
         assert!(
@@ -25,14 +25,14 @@ fn assert_committed(dir: &Path, generate: fn(&CustomResourceDefinition) -> Resul
 
 #[test]
 fn committed_crds_match_the_rust_types() {
-    assert_committed(&repo_root().join("crds"), edge_operator::crd::to_yaml);
+    assert_committed(&repo_root().join("crds"), edge_operator::resources::to_yaml);
 }
 
 #[test]
 fn the_charts_crd_templates_match_the_rust_types() {
     assert_committed(
         &repo_root().join("charts/edge-operator/templates/crds"),
-        edge_operator::crd::to_chart_template,
+        edge_operator::resources::to_chart_template,
     );
     assert!(
         !repo_root().join("charts/edge-operator/crds").exists(),

@@ -289,7 +289,7 @@ fn variants_of(file: &str, name: &str) -> Vec<String> {
 
 #[test]
 fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
-    let mut reasons = variants_of("src/controller/framework/status/vocabulary.rs", "Reason");
+    let mut reasons = variants_of("src/controller/framework/reasons/mod.rs", "Reason");
     // A withheld write is reported as NotLeader; it is never written itself.
     reasons.extend(
         variants_of("src/api/error.rs", "ApiFailure")

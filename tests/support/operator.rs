@@ -261,7 +261,7 @@ where
 pub(crate) trait HasConditions:
     kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug
 {
-    fn conditions(&self) -> Vec<edge_operator::crd::Condition> {
+    fn conditions(&self) -> Vec<edge_operator::resources::Condition> {
         serde_json::to_value(self)
             .ok()
             .and_then(|object| serde_json::from_value(object["status"]["conditions"].clone()).ok())
@@ -269,7 +269,7 @@ pub(crate) trait HasConditions:
     }
 
     /// The condition of `type_`, if the status has one.
-    fn condition(&self, type_: &str) -> Option<edge_operator::crd::Condition> {
+    fn condition(&self, type_: &str) -> Option<edge_operator::resources::Condition> {
         self.conditions().into_iter().find(|c| c.type_ == type_)
     }
 }

@@ -6,7 +6,7 @@
 
 use edge_operator::controller::kinds::ContainerAppWatch;
 use edge_operator::controller::kinds::app_watch::resource::{ContainerAppWatchStatus, RateLimitSummary};
-use edge_operator::crd::ANNOTATION_PAUSED;
+use edge_operator::resources::ANNOTATION_PAUSED;
 use edge_operator::sim::{SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::api::PostParams;

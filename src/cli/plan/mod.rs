@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::api::EdgeClient;
 use crate::cli::CommandError;
-pub(crate) use crate::controller::framework::plan::Verdict;
-use crate::controller::framework::plan::{ClientSource, PlanRequest};
+pub(crate) use crate::controller::framework::pipeline::plan::Verdict;
+use crate::controller::framework::pipeline::plan::{ClientSource, PlanRequest};
 use crate::controller::kinds::Kind;
-use crate::crd::SecretKeyRef;
+use crate::resources::SecretKeyRef;
 
 mod manifests;
 

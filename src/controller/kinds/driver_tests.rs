@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use self::harness::{document, harness, object};
-use crate::controller::framework::driver::reconcile;
+use crate::controller::framework::pipeline::driver::reconcile;
 use crate::controller::kinds::{AccessListConfig, ContainerAppWatch, PullZoneCertificate};
 
 mod harness;

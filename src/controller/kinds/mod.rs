@@ -19,8 +19,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 pub use self::access_list::resource::AccessListConfig;
 pub use self::app_watch::resource::ContainerAppWatch;
 pub use self::certificate::resource::PullZoneCertificate;
-pub use crate::controller::framework::registry::{Kind, KindSettings};
-use crate::controller::framework::registry::{Kinds, Registry, SettingsFlags, SettingsFromFlags};
+pub use crate::controller::framework::pipeline::registry::{Kind, KindSettings};
+use crate::controller::framework::pipeline::registry::{Kinds, Registry, SettingsFlags, SettingsFromFlags};
 
 /// Every kind the operator reconciles, in the order of their CRDs and flags.
 pub(crate) fn register(registry: &mut impl Registry) {
@@ -113,8 +113,8 @@ mod tests {
     use strum::VariantNames;
 
     use super::*;
-    use crate::controller::framework::kind::Reconcilable;
-    use crate::controller::framework::status::vocabulary::AnyReason;
+    use crate::controller::framework::pipeline::kind::Reconcilable;
+    use crate::controller::framework::reasons::AnyReason;
 
     /// Each failure of each kind is written with the reason its variant names.
     #[test]

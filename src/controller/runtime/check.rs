@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde::Serialize;
 
-use crate::controller::framework::kind::RefusedExample;
+use crate::controller::framework::pipeline::kind::RefusedExample;
 use crate::controller::kinds::Kind;
 
 #[derive(Debug, thiserror::Error)]

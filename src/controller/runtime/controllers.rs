@@ -18,10 +18,12 @@ use super::list_gate::ListGate;
 use super::secret_watch::SecretWatch;
 use super::server::Health;
 use super::shutdown::Shutdown;
-use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::driver;
-use crate::controller::framework::kind::{Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta};
-use crate::controller::framework::object::{keep_what_is_read_of, object_key};
+use crate::controller::framework::pipeline::driver;
+use crate::controller::framework::pipeline::kind::{
+    Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta,
+};
+use crate::controller::framework::pipeline::object::{keep_what_is_read_of, object_key};
+use crate::controller::framework::services::backoff::failure_delay;
 use crate::fairness::FairQueue;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
@@ -523,7 +525,7 @@ mod tests {
     #[test]
     fn a_failing_access_list_is_retried_by_its_zones_next_resync_unless_the_platform_asks_to_wait() {
         use crate::api::{ApiError, PlatformMessage};
-        use crate::controller::framework::error::ReconcileError;
+        use crate::controller::framework::reasons::error::ReconcileError;
         use crate::controller::kinds::access_list::{AccessListSettings, SecretFinalizer};
 
         let settings = AccessListSettings {

@@ -8,9 +8,9 @@ use kube::Api;
 use kube::api::DynamicObject;
 
 use super::controllers::Controllers;
-use crate::controller::framework::kind::{Reconcilable, Reconciler};
-use crate::controller::framework::registry::Registry;
-use crate::controller::framework::shared::Shared;
+use crate::controller::framework::pipeline::kind::{Reconcilable, Reconciler};
+use crate::controller::framework::pipeline::registry::Registry;
+use crate::controller::framework::services::shared::Shared;
 use crate::controller::kinds::{Kind, KindSettings, register};
 
 /// Each kind's settings as one shard of several operators, named `shard`.

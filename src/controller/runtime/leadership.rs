@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 
 use super::shutdown::{self, Shutdown};
 use super::{LeaderElection, RunError};
-use crate::controller::framework::leader::{self, Standing};
-use crate::controller::framework::shared::Shared;
+use crate::controller::framework::services::leader::{self, Standing};
+use crate::controller::framework::services::shared::Shared;
 
 type ManagerTask = JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>;
 

@@ -12,10 +12,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use super::list_gate::Listing;
 use super::server::Health;
-use crate::controller::framework::credentials::{NamespaceSet, SecretIndex};
-use crate::controller::framework::kind::{SecretChanges, SecretMeta};
-use crate::controller::framework::object::keep_what_is_read;
-use crate::controller::framework::shared::Shared;
+use crate::controller::framework::pipeline::kind::{SecretChanges, SecretMeta};
+use crate::controller::framework::pipeline::object::keep_what_is_read;
+use crate::controller::framework::services::credentials::{NamespaceSet, SecretIndex};
+use crate::controller::framework::services::shared::Shared;
 
 /// Secret changes kept for the slowest subscriber before the watch waits for it.
 const SUBSCRIBER_BUFFER: usize = 1024;

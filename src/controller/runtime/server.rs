@@ -12,8 +12,8 @@ use axum::http::StatusCode;
 use axum::routing::get;
 
 use super::RunError;
-use crate::controller::framework::leader::LeaderGate;
-use crate::controller::framework::metrics::Metrics;
+use crate::controller::framework::services::leader::LeaderGate;
+use crate::controller::framework::services::metrics::Metrics;
 
 pub(super) struct Health {
     pub(super) metrics: Arc<Metrics>,

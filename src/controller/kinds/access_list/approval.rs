@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::claim_resource::AccessListClaim;
 use super::resource::{AccessListConfig, Evidence, Rollout, RolloutStage, RolloutStatus};
-use crate::crd::ANNOTATION_PROMOTE;
+use crate::resources::ANNOTATION_PROMOTE;
 
 /// What `rollout status` shows: the spec's rollout, where it stands, and Ready.
 #[derive(Debug, Serialize)]

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::controller::kinds::access_list::resource::RolloutStatus;
-use crate::crd::short_digest;
+use crate::resources::short_digest;
 
 /// The record of one configuration's owner, named
 /// `<shieldZoneId>-<configurationId>-<platform>` ([`claim_name`]).

@@ -24,7 +24,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::vocabulary::AccessListError;
-use crate::controller::framework::error::ReconcileError;
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,

@@ -15,8 +15,8 @@ use kube::runtime::reflector::Store;
 use super::claims::ClaimRecords;
 use super::resource::AccessListConfig;
 use super::secret_protection::{ProtectionChange, change_protection};
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Failure, Reconciler, Runner, SecretChanges, SecretMeta};
+use crate::controller::framework::pipeline::kind::{Failure, Reconciler, Runner, SecretChanges, SecretMeta};
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::fairness::FairQueue;
 
 /// Reconciles of Secret protection at once, handed to namespaces in turn: each decides

@@ -2,8 +2,8 @@
 
 use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListItem};
-use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, DeletionPolicy, ManagementPolicy,
 };

@@ -15,17 +15,17 @@ use self::vocabulary::{AccessListError, AccessListReason};
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{
+use crate::controller::framework::pipeline::kind::{
     Context, Notice, Now, Outcome, Reconcilable, Reconciler, RefusedExample, Requeue, Runner,
 };
-use crate::controller::framework::plan::Verdict;
-use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
+use crate::controller::framework::pipeline::plan::Verdict;
+use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint,
 };
-use crate::crd::ANNOTATION_PROMOTE;
+use crate::resources::ANNOTATION_PROMOTE;
 
 pub(crate) mod approval;
 pub mod claim_resource;

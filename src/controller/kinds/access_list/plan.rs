@@ -8,10 +8,10 @@ use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Notice, is_ready};
-use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
+use crate::controller::framework::pipeline::kind::{Notice, is_ready};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::reasons::{AnyReason, ConditionType};
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
@@ -147,7 +147,7 @@ pub fn converged_status(
     let (ready, synced) = if remaining.is_empty() {
         let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
             AnyReason::parse(&c.reason) == Some(AnyReason::Own(AccessListReason::Applied))
-                && c.status == crate::crd::ConditionStatus::True
+                && c.status == crate::resources::ConditionStatus::True
                 && c.observed_generation == generation
         });
         // A resync that finds nothing to change keeps the reason of this generation's
@@ -245,7 +245,7 @@ mod tests {
     use super::super::fixtures::{converged, item, spec};
     use super::*;
     use crate::api::models::shield::AccessListsResponse;
-    use crate::controller::framework::status::conditions::is_true;
+    use crate::controller::framework::pipeline::status::conditions::is_true;
 
     /// The plan of a new object's first reconcile, the list disabled with action 2.
     fn first_plan(spec: &AccessListConfigSpec) -> Plan {

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::shield::AccessListAction;
-use crate::crd::{Condition, EventFilter, SecretKeyRef};
+use crate::resources::{Condition, EventFilter, SecretKeyRef};
 
 /// Desired state of one access-list configuration of a Shield Zone.
 #[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -356,4 +356,4 @@ pub struct Tally {
     pub count: i64,
 }
 
-crate::crd::edge_object!(AccessListConfig => AccessListConfigStatus);
+crate::resources::edge_object!(AccessListConfig => AccessListConfigStatus);

@@ -8,9 +8,9 @@ use super::claims::Claim;
 use super::vocabulary::{AccessListError, AccessListReason};
 use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::{Context, Notice};
-use crate::controller::framework::status::vocabulary::{AnyReason, Reason};
+use crate::controller::framework::pipeline::kind::{Context, Notice};
+use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfig, DeletionPolicy, ManagementPolicy, RolloutStage,
@@ -78,7 +78,7 @@ pub(super) fn after_restore(
             AccessListError::RestoreHeld {
                 zone,
                 configuration,
-                deadline: crate::controller::framework::status::time::rfc3339(deadline),
+                deadline: crate::controller::framework::pipeline::status::time::rfc3339(deadline),
                 cause: Box::new(error),
             }
             .into(),
@@ -149,9 +149,9 @@ pub(super) fn wants_finalizer(object: &AccessListConfig) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::framework::driver::failure_event;
-    use crate::controller::framework::status::conditions::{NewCondition, merge};
-    use crate::controller::framework::status::vocabulary::ConditionType;
+    use crate::controller::framework::pipeline::driver::failure_event;
+    use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+    use crate::controller::framework::reasons::ConditionType;
 
     #[test]
     fn a_restore_gives_up_only_when_no_one_can_help_or_the_deadline_passed() {

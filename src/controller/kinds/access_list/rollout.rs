@@ -12,14 +12,14 @@ use crate::api::bounded_text;
 use crate::api::models::shield::{
     AccessListAction, Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, FilterOp,
 };
-use crate::controller::framework::kind::{Notice, is_ready};
-use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::controller::framework::pipeline::kind::{Notice, is_ready};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
+use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
-use crate::crd::hex_digest;
+use crate::resources::hex_digest;
 
 /// Values of each dimension kept in the evidence.
 const TOP: usize = 5;

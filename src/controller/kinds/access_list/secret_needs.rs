@@ -143,7 +143,7 @@ mod tests {
         object.metadata.namespace = Some("team".into());
         object.metadata.uid = Some(format!("uid-{name}"));
         object.spec.deletion_policy = DeletionPolicy::Restore;
-        object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+        object.spec.access_key_secret_ref = Some(crate::resources::SecretKeyRef {
             name: secret.into(),
             key: "accessKey".into(),
         });
@@ -167,7 +167,7 @@ mod tests {
         let needs = listed(&[&a, &b]);
         assert!(needs.needs_secret(&key("shared")));
         let mut moved = a.clone();
-        moved.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+        moved.spec.access_key_secret_ref = Some(crate::resources::SecretKeyRef {
             name: "own".into(),
             key: "accessKey".into(),
         });

@@ -21,9 +21,9 @@ use super::FINALIZER;
 use super::restore::wants_finalizer;
 use super::secret_needs::SecretKey;
 use super::vocabulary::AccessListError;
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::kind::Context;
-use crate::controller::framework::object::is_paused;
+use crate::controller::framework::pipeline::kind::Context;
+use crate::controller::framework::pipeline::object::is_paused;
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::kinds::access_list::resource::AccessListConfig;
 
 /// Secret changes the AccessListConfig watch may queue before the protection
@@ -171,7 +171,7 @@ mod tests {
     fn an_object_needs_its_secret_while_it_may_restore() {
         let mut object = AccessListConfig::new("x", spec(true, None));
         object.spec.deletion_policy = DeletionPolicy::Restore;
-        object.spec.access_key_secret_ref = Some(crate::crd::SecretKeyRef {
+        object.spec.access_key_secret_ref = Some(crate::resources::SecretKeyRef {
             name: "key".into(),
             key: "accessKey".into(),
         });

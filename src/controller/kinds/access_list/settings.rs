@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::controller::framework::object::poll_interval;
-use crate::controller::framework::shared::duration_of_at_least;
+use crate::controller::framework::pipeline::object::poll_interval;
+use crate::controller::framework::services::shared::duration_of_at_least;
 use crate::controller::kinds::AccessListConfig;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -106,7 +106,7 @@ mod tests {
             let mut object = AccessListConfig::new("x", super::super::fixtures::spec(true, None));
             object
                 .annotations_mut()
-                .insert(crate::crd::ANNOTATION_POLL_INTERVAL.into(), value.into());
+                .insert(crate::resources::ANNOTATION_POLL_INTERVAL.into(), value.into());
             object
         };
         let plain = AccessListConfig::new("x", super::super::fixtures::spec(true, None));

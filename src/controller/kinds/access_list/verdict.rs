@@ -10,8 +10,8 @@ use super::resource::{
 use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::credentials::credential_id;
-use crate::controller::framework::plan::{MemberChange, Verdict};
+use crate::controller::framework::pipeline::plan::{MemberChange, Verdict};
+use crate::controller::framework::services::credentials::credential_id;
 
 /// The verdict of each object, reading each zone's lists once per key.
 pub(super) async fn plan_all(objects: Vec<(AccessListConfig, Result<EdgeClient, String>)>) -> Vec<Verdict> {

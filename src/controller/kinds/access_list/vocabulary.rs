@@ -1,8 +1,8 @@
 //! The words of an AccessListConfig's status beside every kind's: its reasons and
 //! its failures.
 
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::status::vocabulary::KindReason;
+use crate::controller::framework::reasons::KindReason;
+use crate::controller::framework::reasons::error::ReconcileError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub enum AccessListReason {

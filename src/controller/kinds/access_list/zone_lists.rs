@@ -17,9 +17,9 @@ use tokio::time::Instant;
 use super::vocabulary::AccessListError;
 use crate::api::models::shield::{AccessListConfiguration, AccessListConfigurationPatch, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::credentials::credential_id;
-use crate::controller::framework::error::ReconcileError;
-use crate::controller::framework::shared_reads::SharedReads;
+use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::services::credentials::credential_id;
+use crate::controller::framework::services::shared_reads::SharedReads;
 
 /// How long one read of a zone's access lists serves the reconciles of that zone (a
 /// burst of creates shares it; resyncs of a zone happen at one instant anyway).

@@ -32,14 +32,14 @@ use crate::api::models::shield::{
     Dimension, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, RateLimitRule,
 };
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::backoff::failure_delay;
-use crate::controller::framework::credentials::credential_id;
-use crate::controller::framework::error::{NoFailure, ReconcileError};
-use crate::controller::framework::kind::{Context, Now, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::object::{MIN_POLL_INTERVAL, object_key};
-use crate::controller::framework::plan::Verdict;
-use crate::controller::framework::status::conditions::find;
-use crate::controller::framework::status::time::parse_go_duration;
+use crate::controller::framework::pipeline::kind::{Context, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::pipeline::object::{MIN_POLL_INTERVAL, object_key};
+use crate::controller::framework::pipeline::plan::Verdict;
+use crate::controller::framework::pipeline::status::conditions::find;
+use crate::controller::framework::pipeline::status::time::parse_go_duration;
+use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
+use crate::controller::framework::services::backoff::failure_delay;
+use crate::controller::framework::services::credentials::credential_id;
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
 
 /// The grouped search of a watch over `[now - window, now)`.

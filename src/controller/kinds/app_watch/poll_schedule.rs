@@ -17,7 +17,7 @@ use std::time::Duration;
 use kube::runtime::watcher::Event;
 
 use super::resource::ContainerAppWatch;
-use crate::controller::framework::object::object_key;
+use crate::controller::framework::pipeline::object::object_key;
 
 /// Lateness at or under this (or a tenth of the interval, if longer) is on time.
 pub(super) const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);

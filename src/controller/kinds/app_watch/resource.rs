@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::shield::Dimension;
-use crate::crd::{Condition, EventFilter, SecretKeyRef};
+use crate::resources::{Condition, EventFilter, SecretKeyRef};
 
 fn default_interval() -> String {
     "60s".to_string()
@@ -288,4 +288,4 @@ pub struct ContainerAppWatchStatus {
     pub truncated: Vec<String>,
 }
 
-crate::crd::edge_object!(ContainerAppWatch => ContainerAppWatchStatus);
+crate::resources::edge_object!(ContainerAppWatch => ContainerAppWatchStatus);

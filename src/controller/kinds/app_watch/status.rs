@@ -12,14 +12,14 @@ use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::kind::{Notice, Now};
-use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType};
+use crate::controller::framework::pipeline::kind::{Notice, Now};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::reasons::{AnyReason, ConditionType};
 use crate::controller::kinds::app_watch::resource::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
-use crate::crd::Condition;
+use crate::resources::Condition;
 
 pub(super) fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
@@ -250,7 +250,7 @@ pub(super) fn poll_status(
 /// Ready: the app is active and every summary asked for is synced; otherwise the
 /// first detail condition that is not True, with its reason.
 pub(super) fn ready_condition(details: &[NewCondition<AppReason>]) -> NewCondition<AppReason> {
-    use crate::crd::ConditionStatus;
+    use crate::resources::ConditionStatus;
     let pending = details
         .iter()
         .filter(|d| d.type_ != <&str>::from(ConditionType::Synced))
@@ -317,7 +317,7 @@ pub(super) fn transition_events(
     previous: &ContainerAppWatchStatus,
     status: &ContainerAppWatchStatus,
 ) -> Vec<Notice<AppReason>> {
-    use crate::crd::ConditionStatus;
+    use crate::resources::ConditionStatus;
     let mut notes = Vec::new();
     let before = find(&previous.conditions, AppCondition::AppReady);
     if let Some(after) = find(&status.conditions, AppCondition::AppReady)
@@ -382,7 +382,7 @@ mod tests {
             (AppReason::Refreshed.into(), "5000 requests, hit ratio 0.870")
         );
         let backfilling = cdn_condition(&tail(false, false), 20);
-        assert_eq!(backfilling.status, crate::crd::ConditionStatus::False);
+        assert_eq!(backfilling.status, crate::resources::ConditionStatus::False);
         assert_eq!(backfilling.reason, AppReason::Partial.into());
         assert!(
             backfilling.message.starts_with(
@@ -403,13 +403,13 @@ mod tests {
             status: AppStatus::Active,
             ..Application::default()
         };
-        assert!(app_condition(&app).status == crate::crd::ConditionStatus::True);
+        assert!(app_condition(&app).status == crate::resources::ConditionStatus::True);
         app.status = AppStatus::Failing;
         let condition = app_condition(&app);
         assert_eq!(
             (condition.status, condition.reason),
             (
-                crate::crd::ConditionStatus::False,
+                crate::resources::ConditionStatus::False,
                 AppReason::App(AppState::Failing).into()
             )
         );

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::api::bounded_text;
-use crate::controller::framework::object::{DECIDED_STATUS_BYTES, serialized_len};
+use crate::controller::framework::pipeline::object::{DECIDED_STATUS_BYTES, serialized_len};
 use crate::controller::kinds::app_watch::resource::{
     AppSummary, ContainerAppWatchStatus, RateLimitSummary, SecurityEventsSummary,
 };
@@ -218,11 +218,11 @@ mod tests {
 
     #[test]
     fn the_largest_status_the_operator_writes_is_cached_whole() {
-        use crate::controller::framework::object::keep_what_is_read_of;
-        use crate::controller::framework::status::vocabulary::ConditionType;
+        use crate::controller::framework::pipeline::object::keep_what_is_read_of;
+        use crate::controller::framework::reasons::ConditionType;
         use crate::controller::kinds::app_watch::resource::ContainerAppWatch;
         use crate::controller::kinds::app_watch::vocabulary::AppCondition;
-        use crate::crd::{Condition, ConditionStatus};
+        use crate::resources::{Condition, ConditionStatus};
         use strum::VariantNames;
         let condition = |type_: &str| Condition {
             type_: type_.to_string(),

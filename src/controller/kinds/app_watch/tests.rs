@@ -2,8 +2,8 @@ use super::fixtures::{grouped, watch};
 use super::status::unless_only_slid;
 use super::*;
 use crate::api::models::apps::{AppState, AppStatus};
-use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::app_watch::resource::{CdnSummary, ContainerAppWatchStatus};
 
 #[test]
@@ -174,7 +174,7 @@ fn ready_needs_an_active_app_and_every_summary_synced() {
         let ready = find(&status.conditions, ConditionType::Ready).expect("Ready");
         (ready.status, ready.reason.clone())
     };
-    use crate::crd::ConditionStatus::{False, True};
+    use crate::resources::ConditionStatus::{False, True};
     let fresh = ContainerAppWatchStatus::default();
     let active = poll_status(
         &watch,

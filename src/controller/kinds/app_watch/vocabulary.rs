@@ -6,7 +6,7 @@ use std::str::FromStr;
 use strum::IntoEnumIterator;
 
 use crate::api::models::apps::{AppState, AppStatus};
-use crate::controller::framework::status::vocabulary::KindReason;
+use crate::controller::framework::reasons::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum AppCondition {
@@ -74,7 +74,7 @@ impl KindReason for AppReason {
 mod tests {
     use super::*;
 
-    use crate::controller::framework::status::vocabulary::AnyReason;
+    use crate::controller::framework::reasons::AnyReason;
 
     fn is_terminal(written: &str) -> bool {
         AnyReason::<AppReason>::parse(written).is_some_and(AnyReason::is_terminal)

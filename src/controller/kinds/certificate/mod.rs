@@ -18,18 +18,18 @@ use kube::ResourceExt;
 use self::ledger::{Completer, CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::credentials::credential_id;
-use crate::controller::framework::driver::RECONCILE_TIMEOUT;
-use crate::controller::framework::error::{NoFailure, ReconcileError};
-use crate::controller::framework::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::plan::Verdict;
-use crate::controller::framework::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
+use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
+use crate::controller::framework::pipeline::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::pipeline::plan::Verdict;
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
+use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, Reason};
+use crate::controller::framework::services::credentials::credential_id;
 use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::crd::{ANNOTATION_RECONCILE_REQUESTED_AT, ConditionStatus};
+use crate::resources::{ANNOTATION_RECONCILE_REQUESTED_AT, ConditionStatus};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -571,9 +571,9 @@ mod tests {
             conditions: previous_release
                 .conditions
                 .iter()
-                .map(|c| crate::crd::Condition {
+                .map(|c| crate::resources::Condition {
                     reason: "Paused".to_string(),
-                    status: crate::crd::ConditionStatus::False,
+                    status: crate::resources::ConditionStatus::False,
                     ..c.clone()
                 })
                 .collect(),

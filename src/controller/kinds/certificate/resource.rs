@@ -7,7 +7,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::crd::{Condition, SecretKeyRef};
+use crate::resources::{Condition, SecretKeyRef};
 
 /// Desired certificate of one Pull Zone hostname.
 #[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,4 +103,4 @@ pub struct PullZoneCertificateStatus {
     pub last_handled_reconcile_at: Option<String>,
 }
 
-crate::crd::edge_object!(PullZoneCertificate => PullZoneCertificateStatus);
+crate::resources::edge_object!(PullZoneCertificate => PullZoneCertificateStatus);

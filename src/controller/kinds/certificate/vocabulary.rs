@@ -1,7 +1,7 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
 use crate::api::{ApiError, ApiFailure};
-use crate::controller::framework::status::vocabulary::{AnyReason, KindReason};
+use crate::controller::framework::reasons::{AnyReason, KindReason};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum CertificateReason {

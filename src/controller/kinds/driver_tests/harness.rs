@@ -10,12 +10,12 @@ use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
 use crate::api::{ClientConfig, Credentials, EdgeClient, Hooks, Operation, RequestObserver, SecretValue};
-use crate::controller::framework::backoff::FailureCounts;
-use crate::controller::framework::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
-use crate::controller::framework::event_budget::EventBudget;
-use crate::controller::framework::kind::{Reconcilable, Reconciler};
-use crate::controller::framework::metrics::Metrics;
-use crate::controller::framework::shared::Shared;
+use crate::controller::framework::pipeline::kind::{Reconcilable, Reconciler};
+use crate::controller::framework::services::backoff::FailureCounts;
+use crate::controller::framework::services::credentials::{AccessKeys, DefaultKey, NamespaceSet, SecretIndex};
+use crate::controller::framework::services::event_budget::EventBudget;
+use crate::controller::framework::services::metrics::Metrics;
+use crate::controller::framework::services::shared::Shared;
 use crate::sim::{RunningSim, SimDocument};
 
 const ACCESS_KEY: &str = "driver-test-key";
@@ -219,7 +219,7 @@ pub(super) async fn harness(held: Option<&Value>, document: SimDocument) -> Harn
         metrics: Arc::new(Metrics::default()),
         recorder: Recorder::new(kube, Reporter::from("edge-operator-test")),
         event_budget: EventBudget::new(0),
-        leader: Arc::new(crate::controller::framework::leader::LeaderGate::sole()),
+        leader: Arc::new(crate::controller::framework::services::leader::LeaderGate::sole()),
     };
     Harness {
         log,

@@ -10,11 +10,11 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::controller::framework::error::{NoFailure, ReconcileError};
-use crate::controller::framework::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, KindReason};
-use crate::crd::{Condition, SecretKeyRef};
+use crate::controller::framework::pipeline::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
+use crate::controller::framework::reasons::{ConditionType, KindReason};
+use crate::resources::{Condition, SecretKeyRef};
 
 /// Greets the platform.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -44,7 +44,7 @@ pub struct GreetingStatus {
     pub conditions: Vec<Condition>,
 }
 
-crate::crd::edge_object!(Greeting => GreetingStatus);
+crate::resources::edge_object!(Greeting => GreetingStatus);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
 pub(crate) enum GreetingReason {

@@ -17,17 +17,17 @@ use serde_json::json;
 
 use super::super::FINALIZER;
 use super::{ClaimRecords, is_code, new_record, proof_of, restore_point_shown};
-use crate::controller::framework::object::is_paused;
-use crate::controller::framework::status::conditions::find;
-use crate::controller::framework::status::time::rfc3339;
-use crate::controller::framework::status::vocabulary::ConditionType;
+use crate::controller::framework::pipeline::object::is_paused;
+use crate::controller::framework::pipeline::status::conditions::find;
+use crate::controller::framework::pipeline::status::time::rfc3339;
+use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, PLATFORM_LABEL, RecordedValues, claim_name, platform_tag,
 };
 use crate::controller::kinds::access_list::resource::{AccessListConfig, ManagementPolicy};
 use crate::controller::kinds::access_list::settings::CarryOverRecord;
-use crate::crd::ConditionStatus;
-use crate::crd::short_digest;
+use crate::resources::ConditionStatus;
+use crate::resources::short_digest;
 
 /// How long the carry-over of 0.2.0's owners may take at start.
 const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);

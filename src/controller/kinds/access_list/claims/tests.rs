@@ -5,8 +5,8 @@ use super::super::vocabulary::AccessListReason;
 use super::carry_over::PreviousOwners;
 use super::*;
 use crate::api::ApiFailure;
-use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::{AnyReason, ConditionType, Reason};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, Reason};
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
@@ -145,7 +145,7 @@ fn the_owners_0_2_decided_are_carried_over_oldest_first_with_their_restore_point
     let mut paused = written_by_0_2(object("paused", "a", "2026-11-20T08:00:00Z"), 9103, true);
     paused
         .annotations_mut()
-        .insert(crate::crd::ANNOTATION_PAUSED.into(), "true".into());
+        .insert(crate::resources::ANNOTATION_PAUSED.into(), "true".into());
     let mut observer = written_by_0_2(object("observer", "a", "2026-11-20T08:00:00Z"), 9104, true);
     observer.spec.management_policy = ManagementPolicy::Observe;
     let mut elsewhere = written_by_0_2(object("elsewhere", "a", "2026-11-20T08:00:00Z"), 9105, true);
@@ -221,7 +221,7 @@ fn a_record_made_anew_for_an_object_whose_status_shows_a_restore_point_says_that
 #[tokio::test]
 async fn records_named_by_a_url_as_spelled_are_renamed_to_its_normalised_form_once() {
     let spelled = "HTTPS://API.Example.com:443/";
-    let legacy_tag = crate::crd::short_digest(spelled.trim_end_matches('/').as_bytes());
+    let legacy_tag = crate::resources::short_digest(spelled.trim_end_matches('/').as_bytes());
     let old_name = format!("1-9101-{legacy_tag}");
     let mut old = new_record(spelled, &object("a", "team", "2026-11-20T10:00:00Z"), 9101, "now");
     old.metadata.name = Some(old_name.clone());

@@ -1,7 +1,7 @@
 use super::*;
 use crate::api::models::shield::GroupContext;
 use crate::controller::kinds::access_list::resource::RolloutAction;
-use crate::crd::EventFilter;
+use crate::resources::EventFilter;
 
 const START: &str = "2026-11-28T10:00:00Z";
 const LIST: i64 = 11;

@@ -127,12 +127,12 @@ pub trait EdgeObject {
 /// `access_key_secret_ref`.
 macro_rules! edge_object {
     ($kind:ty => $status:ty) => {
-        impl $crate::crd::StatusConditions for $status {
-            fn conditions(&self) -> &[$crate::crd::Condition] {
+        impl $crate::resources::StatusConditions for $status {
+            fn conditions(&self) -> &[$crate::resources::Condition] {
                 &self.conditions
             }
 
-            fn set_conditions(&mut self, conditions: Vec<$crate::crd::Condition>) {
+            fn set_conditions(&mut self, conditions: Vec<$crate::resources::Condition>) {
                 self.conditions = conditions;
             }
 
@@ -145,7 +145,7 @@ macro_rules! edge_object {
             }
         }
 
-        impl $crate::crd::EdgeObject for $kind {
+        impl $crate::resources::EdgeObject for $kind {
             type Status = $status;
 
             fn status(&self) -> Option<&$status> {
@@ -156,7 +156,7 @@ macro_rules! edge_object {
                 self.status.as_mut()
             }
 
-            fn secret_ref(&self) -> Option<&$crate::crd::SecretKeyRef> {
+            fn secret_ref(&self) -> Option<&$crate::resources::SecretKeyRef> {
                 self.spec.access_key_secret_ref.as_ref()
             }
         }

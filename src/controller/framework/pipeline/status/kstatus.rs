@@ -6,16 +6,16 @@
 //!   older generation turns False with reason `Progressing` until the kind decides it
 //!   again;
 //! - while `Ready` is not True, `Stalled=True` when its reason waits for a person
-//!   ([`super::vocabulary::AnyReason::is_terminal`]),
+//!   ([`crate::controller::framework::reasons::AnyReason::is_terminal`]),
 //!   else `Reconciling=True`; each carries Ready's reason and message, and is absent
 //!   otherwise.
 //!
 //! kstatus then reads Current exactly when Ready is True for the current generation,
 //! Failed when Stalled, InProgress otherwise.
 
-use super::conditions::{NewCondition, find, merge};
-use super::vocabulary::{AnyReason, ConditionType, KindReason, Reason};
-use crate::crd::{Condition, ConditionStatus};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
+use crate::resources::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`, of a kind
 /// whose own reasons are `R`.
@@ -76,7 +76,7 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
 mod tests {
     use super::*;
     use crate::api::ApiFailure;
-    use crate::controller::framework::status::vocabulary::NoOwnReason;
+    use crate::controller::framework::reasons::NoOwnReason;
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
         super::settle::<NoOwnReason>(conditions, generation, now)

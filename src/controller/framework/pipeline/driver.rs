@@ -16,17 +16,21 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType};
 
-use super::error::ReconcileError;
-use super::kind::{Context, Failure, Notice, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened};
-use super::object::{is_paused, object_key};
-use super::shared::Shared;
-use super::status::conditions::{MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge};
-use super::status::kstatus;
-use super::status::time::rfc3339;
-use super::status::vocabulary::{AnyReason, ConditionType, KindReason, Reason};
-use super::status::{StatusScope, StatusWrite, write_status};
 use crate::api::{ApiError, bounded_text};
-use crate::crd::{Condition, ConditionStatus, StatusConditions};
+use crate::controller::framework::pipeline::kind::{
+    Context, Failure, Notice, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened,
+};
+use crate::controller::framework::pipeline::object::{is_paused, object_key};
+use crate::controller::framework::pipeline::status::conditions::{
+    MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge,
+};
+use crate::controller::framework::pipeline::status::kstatus;
+use crate::controller::framework::pipeline::status::time::rfc3339;
+use crate::controller::framework::pipeline::status::{StatusScope, StatusWrite, write_status};
+use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
+use crate::controller::framework::services::shared::Shared;
+use crate::resources::{Condition, ConditionStatus, StatusConditions};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);

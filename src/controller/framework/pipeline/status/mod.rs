@@ -5,13 +5,12 @@
 pub(crate) mod conditions;
 pub(crate) mod kstatus;
 pub mod time;
-pub(crate) mod vocabulary;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 
-use super::error::ReconcileError;
+use crate::controller::framework::reasons::error::ReconcileError;
 
 /// Field manager and Event reporter name.
 pub const MANAGER: &str = "edge-operator";

@@ -3,8 +3,8 @@
 
 use strum::VariantNames;
 
-use super::vocabulary::{AnyReason, ConditionType, KindReason};
-use crate::crd::{Condition, ConditionStatus};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
+use crate::resources::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps, for a kind whose own
 /// reasons are `R`.
@@ -117,7 +117,7 @@ pub(crate) fn is_true(conditions: &[Condition], type_: impl Into<&'static str>) 
 mod tests {
     use super::*;
     use crate::api::ApiFailure;
-    use crate::controller::framework::status::vocabulary::{NoOwnReason, Reason};
+    use crate::controller::framework::reasons::{NoOwnReason, Reason};
 
     #[test]
     fn unchanged_status_keeps_its_transition_time() {

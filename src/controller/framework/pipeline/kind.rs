@@ -19,14 +19,14 @@ use kube::{Api, CustomResourceExt, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::error::{KindFailure, ReconcileError};
-use super::plan::Verdict;
-use super::shared::Shared;
-use super::status::conditions::find;
-use super::status::time::rfc3339;
-use super::status::vocabulary::{AnyReason, ConditionType, KindReason};
 use crate::api::{EdgeClient, bounded_text};
-use crate::crd::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
+use crate::controller::framework::pipeline::plan::Verdict;
+use crate::controller::framework::pipeline::status::conditions::find;
+use crate::controller::framework::pipeline::status::time::rfc3339;
+use crate::controller::framework::reasons::error::{KindFailure, ReconcileError};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
+use crate::controller::framework::services::shared::Shared;
+use crate::resources::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -278,7 +278,7 @@ pub(crate) trait Reconcilable:
     const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
     /// Its failures beside those of every kind, each named as its reason
-    /// ([`super::error::NoFailure`] for none).
+    /// ([`crate::controller::framework::reasons::error::NoFailure`] for none).
     type Error: KindFailure;
     /// Its reasons beside those of every kind, its failures' among them.
     type Reason: KindReason + Send + Sync + 'static;

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use kube::runtime::events::Recorder;
 
-use super::backoff::FailureCounts;
-use super::credentials::AccessKeys;
-use super::event_budget::EventBudget;
-use super::leader::LeaderGate;
-use super::metrics::Metrics;
+use crate::controller::framework::services::backoff::FailureCounts;
+use crate::controller::framework::services::credentials::AccessKeys;
+use crate::controller::framework::services::event_budget::EventBudget;
+use crate::controller::framework::services::leader::LeaderGate;
+use crate::controller::framework::services::metrics::Metrics;
 
 /// A duration flag of at least `MIN_SECS` seconds.
 pub(crate) fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, String> {

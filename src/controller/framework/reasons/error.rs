@@ -2,8 +2,8 @@
 //! [`KindFailure`]). Each failure's [`ReconcileError::reason`] is the condition reason,
 //! Event reason and metric label.
 
-use super::status::vocabulary::{AnyReason, KindReason, Reason};
 use crate::api::{ApiError, ApiFailure};
+use crate::controller::framework::reasons::{AnyReason, KindReason, Reason};
 
 /// A kind's own failures: an enum whose variants are named as the reasons they are
 /// written with (`strum::IntoStaticStr`, `strum::VariantNames`), so the name is the one

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 
 use crate::api::{ApiError, EdgeClient};
-use crate::crd::SecretKeyRef;
+use crate::resources::SecretKeyRef;
 
 /// One member that would change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,9 +1,12 @@
 //! The words of a status: condition types and reasons, as plain enums whose variant
 //! names are what is written. The framework has those every kind shares
-//! ([`ConditionType`], [`Reason`]); each kind has its own enums beside them.
+//! ([`ConditionType`], [`Reason`]); each kind has its own enums beside them. The
+//! failures of a reconcile (`error`) are written with them.
+
+pub(crate) mod error;
 
 use crate::api::ApiFailure;
-use crate::crd::Condition;
+use crate::resources::Condition;
 
 /// The condition types of every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]

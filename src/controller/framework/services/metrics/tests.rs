@@ -1,10 +1,10 @@
 use super::*;
 use crate::api::ApiFailure;
-use crate::controller::framework::status::conditions::{NewCondition, merge};
-use crate::controller::framework::status::vocabulary::{ConditionType, NoOwnReason, Reason};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::reasons::{ConditionType, NoOwnReason, Reason};
 
 fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-    crate::controller::framework::status::kstatus::settle::<NoOwnReason>(conditions, generation, now)
+    crate::controller::framework::pipeline::status::kstatus::settle::<NoOwnReason>(conditions, generation, now)
 }
 
 fn sample(text: &str, series: &str) -> Option<f64> {

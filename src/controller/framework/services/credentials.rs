@@ -17,10 +17,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 
-use super::error::ReconcileError;
 use crate::api::{Credentials, EdgeClient, SecretFile, SecretValue};
-use crate::crd::SecretKeyRef;
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::fairness::FairQueue;
+use crate::resources::SecretKeyRef;
 
 /// The longest access key read from a Secret: platform keys are tens of bytes, and a
 /// key is cached per Secret reference, so a tenant's megabyte "key" is refused, never
@@ -435,7 +435,7 @@ mod tests {
     ) -> (AccessKeys, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         let answer = serde_json::to_value(stored).expect("a Secret");
         let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let kube = super::super::mock_apiserver::client({
+        let kube = crate::controller::framework::mock_apiserver::client({
             let reads = reads.clone();
             move |_, _| {
                 reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

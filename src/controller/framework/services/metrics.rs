@@ -14,11 +14,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry};
 
-use super::process_metrics::ProcessCollector;
-use super::status::vocabulary::{AnyReason, KindReason, vocabulary_words};
 use crate::api::limiter::Lane;
 use crate::api::{Operation, RequestObserver};
-use crate::crd::{Condition, ConditionStatus};
+use crate::controller::framework::reasons::{AnyReason, KindReason, vocabulary_words};
+use crate::controller::framework::services::process_metrics::ProcessCollector;
+use crate::resources::{Condition, ConditionStatus};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {

@@ -6,10 +6,10 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use super::kind::Reconcilable;
-use super::status::conditions::own_conditions;
-use super::status::time::parse_go_duration;
-use crate::crd::{
+use crate::controller::framework::pipeline::kind::Reconcilable;
+use crate::controller::framework::pipeline::status::conditions::own_conditions;
+use crate::controller::framework::pipeline::status::time::parse_go_duration;
+use crate::resources::{
     ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_PROMOTE, ANNOTATION_RECONCILE_REQUESTED_AT,
     StatusConditions,
 };

@@ -13,9 +13,9 @@ use kube::core::ApiResource;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::kind::{Reconcilable, RefusedExample};
-use super::plan::{ClientSource, PlanFn, PlanRequest, Verdict};
-use crate::crd::rewrite_schemas;
+use crate::controller::framework::pipeline::kind::{Reconcilable, RefusedExample};
+use crate::controller::framework::pipeline::plan::{ClientSource, PlanFn, PlanRequest, Verdict};
+use crate::resources::rewrite_schemas;
 
 /// What visits every kind of the operator.
 pub(crate) trait Registry {
