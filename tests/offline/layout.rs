@@ -183,6 +183,66 @@ fn no_two_sibling_modules_import_each_other() {
     assert!(circles.is_empty(), "modules that import each other: {circles:?}");
 }
 
+/// The names an ancestor module re-exports (`pub use …::Name`, `pub use …::{A, B}`).
+fn re_exports(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for declaration in without_tests(text).split(';') {
+        let declaration = declaration.trim_start();
+        let Some(path) = declaration
+            .strip_prefix("pub use ")
+            .or_else(|| declaration.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let path: String = path.chars().filter(|c| !c.is_whitespace()).collect();
+        let members = match path.split_once('{') {
+            Some((_, group)) => group.trim_end_matches('}').split(',').map(str::to_string).collect(),
+            None => vec![path.rsplit("::").next().unwrap_or_default().to_string()],
+        };
+        names.extend(members.into_iter().filter(|m| !m.is_empty() && m != "self"));
+    }
+    names
+}
+
+#[test]
+fn no_module_imports_what_an_ancestor_re_exports() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    let modules: BTreeMap<Vec<String>, PathBuf> = files
+        .iter()
+        .filter(|file| !file.starts_with(repo_root().join("src/bin")))
+        .map(|file| (module_of(file), file.clone()))
+        .collect();
+    let mut climbing = Vec::new();
+    let is_test_module = |module: &[String]| module.iter().any(|part| part.ends_with("tests") || part == "fixtures");
+    for (module, file) in modules.iter().filter(|(module, _)| !is_test_module(module)) {
+        let text = std::fs::read_to_string(file).expect("a readable file");
+        for line in without_tests(&text).split(';') {
+            let line = line.trim_start();
+            let Some(declaration) = line.strip_prefix("use ") else {
+                continue;
+            };
+            for path in used_paths(module, declaration) {
+                let Some((name, ancestor)) = path.split_last() else {
+                    continue;
+                };
+                let is_ancestor = ancestor.len() < module.len() && module.starts_with(ancestor);
+                let through = modules
+                    .get(ancestor)
+                    .map(|file| std::fs::read_to_string(file).unwrap_or_default());
+                if is_ancestor && through.is_some_and(|text| re_exports(&text).contains(name)) {
+                    climbing.push(format!("{}: {}", module.join("::"), path.join("::")));
+                }
+            }
+        }
+    }
+    assert!(
+        climbing.is_empty(),
+        "imports through an ancestor's re-export:\n{}",
+        climbing.join("\n")
+    );
+}
+
 /// The files outside `src/controller/kinds/<folder>/` whose code (comments and tests
 /// left out) names the kind `name`.
 fn files_naming(name: &str, folder: &str) -> BTreeSet<String> {

@@ -17,7 +17,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 
-use super::FINALIZER;
+use super::restore::FINALIZER;
 use super::restore::wants_finalizer;
 use super::secret_needs::SecretKey;
 use super::vocabulary::AccessListError;

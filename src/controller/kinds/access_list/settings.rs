@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use super::resource::AccessListConfig;
 use crate::controller::framework::pipeline::object::poll_interval;
 use crate::controller::framework::services::shared::duration_of_at_least;
-use crate::controller::kinds::AccessListConfig;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct AccessListSettings {

@@ -15,7 +15,7 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::super::FINALIZER;
+use super::super::restore::FINALIZER;
 use super::{ClaimRecords, is_code, new_record, proof_of, restore_point_shown};
 use crate::controller::framework::pipeline::object::is_paused;
 use crate::controller::framework::pipeline::status::conditions::find;
