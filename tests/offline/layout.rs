@@ -138,15 +138,41 @@ fn used_paths(module: &[String], declaration: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn no_two_sibling_modules_import_each_other() {
+/// The modules of `src/` (its binaries aside), by path, with their files.
+fn source_modules() -> BTreeMap<Vec<String>, PathBuf> {
     let mut files = Vec::new();
     rust_files(&repo_root().join("src"), &mut files);
-    let modules: BTreeMap<Vec<String>, PathBuf> = files
+    files
         .iter()
         .filter(|file| !file.starts_with(repo_root().join("src/bin")))
         .map(|file| (module_of(file), file.clone()))
-        .collect();
+        .collect()
+}
+
+/// The paths the `use` declarations of `module` (its tests aside) name; with
+/// `re_exports`, its `pub use` declarations too.
+fn imports_of(module: &[String], file: &Path, re_exports: bool) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(file).expect("a readable file");
+    let mut paths = Vec::new();
+    for line in without_tests(&text).split(';') {
+        let line = line.trim_start();
+        let line = match re_exports {
+            true => line
+                .strip_prefix("pub(crate) ")
+                .or(line.strip_prefix("pub "))
+                .unwrap_or(line),
+            false => line,
+        };
+        if let Some(declaration) = line.strip_prefix("use ") {
+            paths.extend(used_paths(module, declaration));
+        }
+    }
+    paths
+}
+
+#[test]
+fn no_two_sibling_modules_import_each_other() {
+    let modules = source_modules();
     let module_holding = |path: &[String]| {
         (0..=path.len())
             .rev()
@@ -156,20 +182,9 @@ fn no_two_sibling_modules_import_each_other() {
     };
     let mut imports = BTreeSet::new();
     for (module, file) in &modules {
-        let text = std::fs::read_to_string(file).expect("a readable file");
-        for line in without_tests(&text).split(';') {
-            let line = line.trim_start();
-            let line = line
-                .strip_prefix("pub(crate) ")
-                .or(line.strip_prefix("pub "))
-                .unwrap_or(line);
-            let Some(declaration) = line.strip_prefix("use ") else {
-                continue;
-            };
-            for path in used_paths(module, declaration) {
-                if let Some(target) = module_holding(&path).filter(|target| target != module) {
-                    imports.insert((module.clone(), target));
-                }
+        for path in imports_of(module, file, true) {
+            if let Some(target) = module_holding(&path).filter(|target| target != module) {
+                imports.insert((module.clone(), target));
             }
         }
     }
@@ -206,33 +221,20 @@ fn re_exports(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn no_module_imports_what_an_ancestor_re_exports() {
-    let mut files = Vec::new();
-    rust_files(&repo_root().join("src"), &mut files);
-    let modules: BTreeMap<Vec<String>, PathBuf> = files
-        .iter()
-        .filter(|file| !file.starts_with(repo_root().join("src/bin")))
-        .map(|file| (module_of(file), file.clone()))
-        .collect();
-    let mut climbing = Vec::new();
+    let modules = source_modules();
     let is_test_module = |module: &[String]| module.iter().any(|part| part.ends_with("tests") || part == "fixtures");
+    let mut climbing = Vec::new();
     for (module, file) in modules.iter().filter(|(module, _)| !is_test_module(module)) {
-        let text = std::fs::read_to_string(file).expect("a readable file");
-        for line in without_tests(&text).split(';') {
-            let line = line.trim_start();
-            let Some(declaration) = line.strip_prefix("use ") else {
+        for path in imports_of(module, file, false) {
+            let Some((name, ancestor)) = path.split_last() else {
                 continue;
             };
-            for path in used_paths(module, declaration) {
-                let Some((name, ancestor)) = path.split_last() else {
-                    continue;
-                };
-                let is_ancestor = ancestor.len() < module.len() && module.starts_with(ancestor);
-                let through = modules
-                    .get(ancestor)
-                    .map(|file| std::fs::read_to_string(file).unwrap_or_default());
-                if is_ancestor && through.is_some_and(|text| re_exports(&text).contains(name)) {
-                    climbing.push(format!("{}: {}", module.join("::"), path.join("::")));
-                }
+            let is_ancestor = ancestor.len() < module.len() && module.starts_with(ancestor);
+            let through = modules
+                .get(ancestor)
+                .map(|file| std::fs::read_to_string(file).unwrap_or_default());
+            if is_ancestor && through.is_some_and(|text| re_exports(&text).contains(name)) {
+                climbing.push(format!("{}: {}", module.join("::"), path.join("::")));
             }
         }
     }
