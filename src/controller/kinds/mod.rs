@@ -22,7 +22,8 @@ pub use self::certificate::resource::PullZoneCertificate;
 pub use crate::controller::framework::pipeline::registry::{Kind, KindSettings};
 use crate::controller::framework::pipeline::registry::{Kinds, Registry, SettingsFlags, SettingsFromFlags};
 
-/// Every kind the operator reconciles, in the order of their CRDs and flags.
+/// Every kind the operator reconciles, in the order of their CRDs and flags; the
+/// runtime's probes of the apiserver (a label selector, streamed lists) read the first.
 pub(crate) fn register(registry: &mut impl Registry) {
     registry.register::<AccessListConfig>();
     registry.register::<PullZoneCertificate>();
@@ -124,7 +125,7 @@ mod tests {
         impl Registry for Unnamed {
             fn register<K: Reconcilable>(&mut self) {
                 for name in <K::Error as VariantNames>::VARIANTS {
-                    if AnyReason::<K::Reason>::parse(name).is_none() {
+                    if !matches!(AnyReason::<K::Reason>::parse(name), Some(AnyReason::Own(_))) {
                         self.0.push(format!("{}: {name}", K::kind_name()));
                     }
                 }

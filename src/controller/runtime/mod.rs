@@ -253,6 +253,12 @@ pub async fn run(config: RunConfig) -> Result<(), RunError> {
 
 async fn operate(config: RunConfig) -> Result<(), RunError> {
     let kind_settings = config.kind_settings()?;
+    let default_key = config
+        .access_key_file
+        .clone()
+        .map(DefaultKey::file)
+        .transpose()
+        .map_err(RunError::AccessKey)?;
     let kube_client = kube_client(&config).await?;
     if let Some(selector) = &config.watch_label_selector {
         check_label_selector(&kube_client, config.namespace.as_deref(), selector).await?;
@@ -263,7 +269,8 @@ async fn operate(config: RunConfig) -> Result<(), RunError> {
         None => LeaderGate::sole(),
     });
     let (secret_watch, secret_index) = SecretWatch::new(kinds::secret_finalizers(&kind_settings));
-    let shared = Arc::new(shared(&config, &kube_client, (metrics.clone(), leader), secret_index)?);
+    let keys = (default_key, secret_index);
+    let shared = Arc::new(shared(&config, &kube_client, (metrics.clone(), leader), keys)?);
     let health = Arc::new(Health::new(metrics, shared.leader.clone()));
     let server = tokio::spawn(serve_health(config.metrics_addr, health.clone()));
 
@@ -388,14 +395,8 @@ fn shared(
     config: &RunConfig,
     kube_client: &kube::Client,
     (metrics, leader): (Arc<Metrics>, Arc<LeaderGate>),
-    secret_index: SecretIndex,
+    (default_key, secret_index): (Option<DefaultKey>, SecretIndex),
 ) -> Result<Shared, RunError> {
-    let default_key = config
-        .access_key_file
-        .clone()
-        .map(DefaultKey::file)
-        .transpose()
-        .map_err(RunError::AccessKey)?;
     let platform = platform_client(config, metrics.clone(), leader.clone())?;
     let reporter = Reporter {
         controller: MANAGER.to_string(),

@@ -47,9 +47,13 @@ impl SecretWatch {
     /// [`SecretWatch::run`] and polled while it runs.
     pub(super) fn subscribe(&self) -> SecretChanges {
         let writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match writer.as_ref().and_then(Writer::subscribe) {
-            Some(changes) => changes.boxed(),
-            None => futures::stream::empty().boxed(),
+        match writer.as_ref().map(Writer::subscribe) {
+            Some(Some(changes)) => changes.boxed(),
+            Some(None) => futures::stream::empty().boxed(),
+            None => {
+                tracing::error!("a subscription to Secret changes taken after the watch started sees none");
+                futures::stream::empty().boxed()
+            }
         }
     }
 

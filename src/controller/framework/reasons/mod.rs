@@ -69,7 +69,7 @@ impl<R: KindReason> AnyReason<R> {
     /// A written reason read back: the one place a reason's text is parsed. `None`
     /// for any other text (anyone granted the status subresource may write one).
     pub(crate) fn parse(name: &str) -> Option<Self> {
-        (name.parse().ok().map(AnyReason::Platform))
+        (name.parse::<ApiFailure>().ok().map(AnyReason::from))
             .or_else(|| name.parse().ok().map(AnyReason::Common))
             .or_else(|| name.parse().ok().map(AnyReason::Own))
     }

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, ResourceExt};
 
-pub use self::claims::ClaimRecords;
+use self::claims::ClaimRecords;
 use self::claims::{Claim, Claimed};
 use self::secret_needs::SecretNeeds;
 use self::vocabulary::{AccessListError, AccessListReason};
