@@ -72,6 +72,25 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
     }
 }
 
+/// `conditions` with Ready decided `ready` for `reason` at `at` (generation 1), then
+/// settled: what the driver writes for a kind without reasons of its own.
+#[cfg(test)]
+pub(crate) fn settled_with_ready(
+    conditions: &[Condition],
+    ready: bool,
+    reason: impl Into<AnyReason<crate::controller::framework::reasons::NoOwnReason>>,
+    at: &str,
+) -> Vec<Condition> {
+    use crate::controller::framework::reasons::NoOwnReason;
+    let decided = [NewCondition::<NoOwnReason>::new(
+        ConditionType::Ready,
+        ready,
+        reason,
+        "",
+    )];
+    settle::<NoOwnReason>(&merge(conditions, &decided, Some(1), at), Some(1), at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,21 +180,7 @@ mod tests {
         );
         let again = settle(&stalled, Some(1), "t2");
         assert_eq!(again, stalled, "a settled status is a fixed point: no write");
-        let recovered = settle(
-            &merge(
-                &stalled,
-                &[NewCondition::<NoOwnReason>::new(
-                    ConditionType::Ready,
-                    true,
-                    Reason::Reconciled,
-                    "",
-                )],
-                Some(1),
-                "t3",
-            ),
-            Some(1),
-            "t3",
-        );
+        let recovered = settled_with_ready(&stalled, true, Reason::Reconciled, "t3");
         assert_eq!(types(&recovered), [("Ready", ConditionStatus::True, "Reconciled")]);
     }
 

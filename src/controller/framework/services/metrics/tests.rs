@@ -1,11 +1,8 @@
 use super::*;
 use crate::api::ApiFailure;
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::pipeline::status::kstatus::settled_with_ready;
 use crate::controller::framework::reasons::{ConditionType, NoOwnReason, Reason};
-
-fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-    crate::controller::framework::pipeline::status::kstatus::settle::<NoOwnReason>(conditions, generation, now)
-}
 
 fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
@@ -128,38 +125,10 @@ fn condition_gauges_follow_the_current_reason_only() {
 #[test]
 fn a_condition_that_went_away_is_no_longer_exposed() {
     let metrics = Metrics::new(true);
-    let stalled = settle(
-        &merge(
-            &[],
-            &[NewCondition::<NoOwnReason>::new(
-                ConditionType::Ready,
-                false,
-                ApiFailure::Unauthorized,
-                "",
-            )],
-            Some(1),
-            "t",
-        ),
-        Some(1),
-        "t",
-    );
+    let stalled = settled_with_ready(&[], false, ApiFailure::Unauthorized, "t");
     metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &stalled, &[]);
     assert!(metrics.encode().contains(r#"condition="Stalled""#));
-    let issued = settle(
-        &merge(
-            &stalled,
-            &[NewCondition::<NoOwnReason>::new(
-                ConditionType::Ready,
-                true,
-                Reason::Reconciled,
-                "",
-            )],
-            Some(1),
-            "t2",
-        ),
-        Some(1),
-        "t2",
-    );
+    let issued = settled_with_ready(&stalled, true, Reason::Reconciled, "t2");
     metrics.set_conditions::<NoOwnReason>("Widget", "ns", "cert", &issued, &[]);
     let text = metrics.encode();
     assert!(!text.contains(r#"condition="Stalled""#), "{text}");
