@@ -72,6 +72,23 @@ fn pending_message(conditions: &[Condition], generation: Option<i64>) -> String 
     }
 }
 
+/// Ready alone, decided `ready` for `reason` and `generation` (for tests).
+#[cfg(test)]
+pub(crate) fn decided_ready(
+    ready: bool,
+    reason: impl Into<AnyReason<crate::controller::framework::reasons::NoOwnReason>>,
+    generation: i64,
+) -> Vec<Condition> {
+    use crate::controller::framework::reasons::NoOwnReason;
+    let decided = [NewCondition::<NoOwnReason>::new(
+        ConditionType::Ready,
+        ready,
+        reason,
+        "why",
+    )];
+    merge(&[], &decided, Some(generation), "t0")
+}
+
 /// `conditions` with Ready decided `ready` for `reason` at `at` (generation 1), then
 /// settled: what the driver writes for a kind without reasons of its own.
 #[cfg(test)]
@@ -101,20 +118,6 @@ mod tests {
         super::settle::<NoOwnReason>(conditions, generation, now)
     }
 
-    fn ready(status: bool, reason: impl Into<AnyReason<NoOwnReason>>, generation: i64) -> Vec<Condition> {
-        merge(
-            &[],
-            &[NewCondition::<NoOwnReason>::new(
-                ConditionType::Ready,
-                status,
-                reason,
-                "why",
-            )],
-            Some(generation),
-            "t0",
-        )
-    }
-
     fn types(conditions: &[Condition]) -> Vec<(&str, ConditionStatus, &str)> {
         conditions
             .iter()
@@ -124,13 +127,13 @@ mod tests {
 
     #[test]
     fn ready_for_the_current_generation_has_no_abnormal_condition() {
-        let settled = settle(&ready(true, Reason::Reconciled, 3), Some(3), "t1");
+        let settled = settle(&decided_ready(true, Reason::Reconciled, 3), Some(3), "t1");
         assert_eq!(types(&settled), [("Ready", ConditionStatus::True, "Reconciled")]);
     }
 
     #[test]
     fn a_ready_of_an_older_generation_turns_false_and_reconciling() {
-        let mut conditions = ready(true, Reason::Reconciled, 1);
+        let mut conditions = decided_ready(true, Reason::Reconciled, 1);
         conditions = merge(
             &conditions,
             &[NewCondition::<NoOwnReason>::new(
@@ -170,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_terminal_reason_stalls_and_recovery_removes_it() {
-        let stalled = settle(&ready(false, Reason::CredentialsUnavailable, 1), Some(1), "t1");
+        let stalled = settle(&decided_ready(false, Reason::CredentialsUnavailable, 1), Some(1), "t1");
         assert_eq!(
             types(&stalled),
             [
@@ -186,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_transient_reason_reconciles_and_keeps_its_transition_time() {
-        let first = settle(&ready(false, ApiFailure::ServerError, 1), Some(1), "t1");
+        let first = settle(&decided_ready(false, ApiFailure::ServerError, 1), Some(1), "t1");
         let later = settle(
             &merge(
                 &first,
@@ -212,7 +215,7 @@ mod tests {
 
     #[test]
     fn switching_between_stalled_and_reconciling_keeps_one() {
-        let stalled = settle(&ready(false, ApiFailure::Unauthorized, 1), Some(1), "t1");
+        let stalled = settle(&decided_ready(false, ApiFailure::Unauthorized, 1), Some(1), "t1");
         let reconciling = settle(
             &merge(
                 &stalled,

@@ -1,7 +1,7 @@
 use super::*;
 use crate::api::ApiFailure;
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
-use crate::controller::framework::pipeline::status::kstatus::settled_with_ready;
+use crate::controller::framework::pipeline::status::kstatus::{decided_ready, settled_with_ready};
 use crate::controller::framework::reasons::{ConditionType, NoOwnReason, Reason};
 
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -135,26 +135,18 @@ fn a_condition_that_went_away_is_no_longer_exposed() {
     assert!(text.contains(r#"reason="Reconciled""#), "{text}");
 }
 
-fn ready(status: bool, reason: impl Into<AnyReason<NoOwnReason>>) -> Vec<Condition> {
-    merge(
-        &[],
-        &[NewCondition::<NoOwnReason>::new(
-            ConditionType::Ready,
-            status,
-            reason,
-            "",
-        )],
-        Some(1),
-        "t",
-    )
-}
-
 #[test]
 fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     let metrics = Metrics::default();
-    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "b", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(false, ApiFailure::Unauthorized), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "a", &decided_ready(true, Reason::Reconciled, 1), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "b", &decided_ready(true, Reason::Reconciled, 1), &[]);
+    metrics.set_conditions::<NoOwnReason>(
+        "Widget",
+        "ns",
+        "c",
+        &decided_ready(false, ApiFailure::Unauthorized, 1),
+        &[],
+    );
     let ready_true = r#"edge_operator_objects{kind="Widget",condition="Ready",status="True",reason="Reconciled"}"#;
     let ready_false = r#"edge_operator_objects{kind="Widget",condition="Ready",status="False",reason="Unauthorized"}"#;
     let text = metrics.encode();
@@ -167,8 +159,8 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
         !text.contains("edge_operator_condition"),
         "no series per object by default: {text}"
     );
-    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
-    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &ready(true, Reason::Reconciled), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &decided_ready(true, Reason::Reconciled, 1), &[]);
+    metrics.set_conditions::<NoOwnReason>("Widget", "ns", "c", &decided_ready(true, Reason::Reconciled, 1), &[]);
     metrics.forget("Widget", "ns", "a");
     let text = metrics.encode();
     assert_eq!(
@@ -191,7 +183,7 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
     );
 
     let per_object = Metrics::new(true);
-    per_object.set_conditions::<NoOwnReason>("Widget", "ns", "a", &ready(true, Reason::Reconciled), &[]);
+    per_object.set_conditions::<NoOwnReason>("Widget", "ns", "a", &decided_ready(true, Reason::Reconciled, 1), &[]);
     let text = per_object.encode();
     assert!(text.contains(r#"edge_operator_condition{kind="Widget",object_namespace="ns",name="a",condition="Ready",status="True",reason="Reconciled"} 1"#), "{text}");
     assert_eq!(sample(&text, ready_true), Some(1.0));
@@ -200,7 +192,7 @@ fn objects_are_counted_by_condition_and_each_object_shows_only_when_asked() {
 #[test]
 fn conditions_outside_the_vocabulary_are_not_counted() {
     let metrics = Metrics::new(true);
-    let mut conditions = ready(true, Reason::Reconciled);
+    let mut conditions = decided_ready(true, Reason::Reconciled, 1);
     conditions.push(Condition {
         type_: "Forged-d41d8cd9".into(),
         reason: "Reconciled".into(),
