@@ -93,12 +93,7 @@ fn dry_run() -> PostParams {
 /// A server-side dry run of the example; every field of its spec must come back as sent.
 async fn round_trip(client: &kube::Client, namespace: &str, of: Kind) -> Result<String, CheckError> {
     let kind = of.name().to_string();
-    let mut object: DynamicObject = serde_yaml::from_str(of.example()).map_err(|source| CheckError::Example {
-        kind: kind.clone(),
-        source,
-    })?;
-    dry_run_identity(&mut object.metadata, namespace);
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &of.api_resource());
+    let (api, object) = dry_run_example(client, namespace, of)?;
     let returned = api
         .create(&dry_run(), &object)
         .await
@@ -136,11 +131,22 @@ fn first_not_kept(sent: &serde_json::Value, returned: &serde_json::Value, at: &s
     }
 }
 
-/// A name the apiserver generates, so the dry runs never collide with real objects.
-fn dry_run_identity(meta: &mut kube::core::ObjectMeta, namespace: &str) {
-    meta.name = None;
-    meta.generate_name = Some("edge-operator-check-".to_string());
-    meta.namespace = Some(namespace.to_string());
+/// The example of kind `of`, to create in `namespace` (a dry run) under a name the
+/// apiserver generates, so the dry runs never collide with real objects.
+fn dry_run_example(
+    client: &kube::Client,
+    namespace: &str,
+    of: Kind,
+) -> Result<(Api<DynamicObject>, DynamicObject), CheckError> {
+    let mut object: DynamicObject = serde_yaml::from_str(of.example()).map_err(|source| CheckError::Example {
+        kind: of.name().to_string(),
+        source,
+    })?;
+    object.metadata.name = None;
+    object.metadata.generate_name = Some("edge-operator-check-".to_string());
+    object.metadata.namespace = Some(namespace.to_string());
+    let api = Api::namespaced_with(client.clone(), namespace, &of.api_resource());
+    Ok((api, object))
 }
 
 fn spec_of<K: Serialize>(object: &K) -> serde_json::Value {
@@ -157,12 +163,8 @@ async fn forbidden_spec_refused(
     refused: RefusedExample,
 ) -> Result<String, CheckError> {
     let kind = of.name();
-    let mut object: DynamicObject = serde_json::from_value(refused.object).map_err(|error| CheckError::Example {
-        kind: kind.to_string(),
-        source: <serde_yaml::Error as serde::de::Error>::custom(error),
-    })?;
-    dry_run_identity(&mut object.metadata, namespace);
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &of.api_resource());
+    let (api, mut object) = dry_run_example(client, namespace, of)?;
+    json_patch::merge(&mut object.data["spec"], &refused.spec);
     match api.create(&dry_run(), &object).await {
         Err(kube::Error::Api(status)) if status.code == 422 => {
             Ok(format!("an object of kind {kind} {} is refused", refused.rule))
@@ -253,7 +255,15 @@ mod tests {
     async fn a_crd_without_the_validation_rules_is_reported() {
         let access_lists = kind("AccessListConfig");
         let refused_example = || access_lists.refused_example().expect("the kind has validation rules");
-        let accepted = apiserver(|object| (201, named(object)));
+        let accepted = apiserver(|object| {
+            assert_eq!(
+                object["spec"]["configurationId"], 1,
+                "the example changed as the kind says"
+            );
+            assert!(object["spec"]["listName"].is_string(), "the rest of the example kept");
+            assert_eq!(object["metadata"]["generateName"], "edge-operator-check-");
+            (201, named(object))
+        });
         let error = forbidden_spec_refused(&accepted, "ns", access_lists, refused_example())
             .await
             .expect_err("accepted");

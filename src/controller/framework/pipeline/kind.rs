@@ -240,11 +240,13 @@ impl<'a, K: Reconcilable> Context<'a, K> {
     }
 }
 
-/// A manifest of a kind that the kind's CRD must refuse: `edge-operator check` creates
-/// it (a dry run) to learn that the CRD's validation rules are installed.
+/// A change to a kind's example that its CRD must refuse: `edge-operator check` creates
+/// the example so changed (a dry run) to learn that the CRD's validation rules are
+/// installed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefusedExample {
-    pub object: serde_json::Value,
+    /// Members merged into the example's spec (a JSON merge patch).
+    pub spec: serde_json::Value,
     /// What makes it invalid, as the check says it ("naming both a … and a …").
     pub rule: &'static str,
 }
@@ -337,7 +339,7 @@ pub(crate) trait Reconcilable:
         Vec::new()
     }
 
-    /// A manifest its CRD's validation rules refuse, if it has rules.
+    /// A change to its example that its CRD's validation rules refuse, if it has rules.
     fn refused_example() -> Option<RefusedExample> {
         None
     }

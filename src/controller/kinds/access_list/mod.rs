@@ -287,10 +287,8 @@ impl Reconcilable for AccessListConfig {
 
     /// The example naming a configurationId beside its listName.
     fn refused_example() -> Option<RefusedExample> {
-        let mut object: serde_json::Value = serde_yaml::from_str(Self::EXAMPLE).ok()?;
-        object["spec"]["configurationId"] = serde_json::json!(1);
         Some(RefusedExample {
-            object,
+            spec: serde_json::json!({"configurationId": 1}),
             rule: "naming both a configurationId and a listName",
         })
     }
