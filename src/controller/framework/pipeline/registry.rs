@@ -168,8 +168,7 @@ pub(crate) struct SettingsFlags(pub clap::Command);
 
 impl Registry for SettingsFlags {
     fn register<K: Reconcilable>(&mut self) {
-        let command = std::mem::replace(&mut self.0, clap::Command::new(""));
-        self.0 = <K::Settings as clap::Args>::augment_args(command);
+        self.0 = <K::Settings as clap::Args>::augment_args(std::mem::take(&mut self.0));
     }
 }
 
