@@ -165,7 +165,8 @@ impl BareClient {
             .buffer_unordered(CLIENT_CONCURRENCY)
             .try_collect()
             .await?;
-        let now = rfc3339(chrono::Utc::now());
+        let instant = chrono::Utc::now();
+        let now = rfc3339(instant);
         stream::iter(0..objects)
             .map(|i| {
                 let (platform, zones, now) = (&platform, &zones, &now);
@@ -186,7 +187,7 @@ impl BareClient {
                         is_enabled: spec.enabled,
                         ..item.clone()
                     };
-                    let status = converged_status(&spec, &unwritten, Some(1), &plan, &written, managed, now);
+                    let status = converged_status(&spec, &unwritten, Some(1), (&plan, &written, managed), instant);
                     api.patch_status(
                         &name(i),
                         &PatchParams::default(),

@@ -18,7 +18,7 @@ use kube::runtime::events::{Event as KubeEvent, EventType};
 
 use crate::api::{ApiError, bounded_text};
 use crate::controller::framework::pipeline::kind::{
-    Context, Failure, Notice, Now, Reconcilable, Reconciler, Requeue, is_ready, shortened,
+    Context, Failure, Notice, Now, Outcome, Reconcilable, Reconciler, Requeue, is_ready, shortened,
 };
 use crate::controller::framework::pipeline::object::{is_paused, object_key};
 use crate::controller::framework::pipeline::status::conditions::{
@@ -94,7 +94,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
     }
     match Box::pin(object.reconcile(&mut cx)).await {
         Ok(outcome) => {
-            let status = clear_stale_synced::<_, K::Reason>(outcome.status, generation, &cx.now);
+            let status = outcome.status_over(&cx.previous, generation, &cx.now);
             if report(object, &cx, (&status, StatusScope::Whole), &outcome.events).await? == StatusWrite::Stale {
                 return Ok(Action::requeue(MIN_REQUEUE));
             }
@@ -210,26 +210,34 @@ fn with_conditions<S: StatusConditions + Clone, R: KindReason>(
     next
 }
 
-/// A successful reconcile leaves no Synced=False behind: one left from a pause turns
-/// into `Resumed`, one left from a failure into `Reconciled`.
-fn clear_stale_synced<S: StatusConditions + Clone, R: KindReason>(status: S, generation: Option<i64>, now: &Now) -> S {
-    let Some(synced) = find(status.conditions(), ConditionType::Synced) else {
-        return status;
-    };
-    if synced.status == ConditionStatus::True {
-        return status;
+impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
+    /// The status a successful reconcile writes over `previous`: the kind's fields, and
+    /// the object's conditions with those decided merged in, once. It leaves no
+    /// Synced=False behind: one left from a pause turns into `Resumed`, one left from a
+    /// failure into `Reconciled`.
+    pub(crate) fn status_over(&self, previous: &S, generation: Option<i64>, now: &Now) -> S {
+        let synced: &str = ConditionType::Synced.into();
+        let last_synced = self.conditions.iter().rev().find(|d| d.type_ == synced);
+        let shown_synced = find(previous.conditions(), ConditionType::Synced);
+        let stale = match (last_synced, shown_synced) {
+            (Some(decided), _) => (decided.status != ConditionStatus::True).then_some(decided.reason),
+            (None, Some(shown)) if shown.status != ConditionStatus::True => {
+                Some(AnyReason::<R>::parse(&shown.reason).unwrap_or(Reason::Reconciled.into()))
+            }
+            (None, _) => None,
+        };
+        let mut decided = self.conditions.clone();
+        if let Some(stale) = stale {
+            let reason = match stale == Reason::Paused.into() {
+                true => Reason::Resumed,
+                false => Reason::Reconciled,
+            };
+            decided.push(NewCondition::new(ConditionType::Synced, true, reason, ""));
+        }
+        let mut status = self.status.clone();
+        status.set_conditions(merge(previous.conditions(), &decided, generation, &now.rfc3339()));
+        status
     }
-    let reason = if AnyReason::<R>::parse(&synced.reason) == Some(Reason::Paused.into()) {
-        Reason::Resumed
-    } else {
-        Reason::Reconciled
-    };
-    with_conditions(
-        &status,
-        &[NewCondition::<R>::new(ConditionType::Synced, true, reason, "")],
-        generation,
-        now,
-    )
 }
 
 /// An error as a condition message, bounded; a rate limit says when the next attempt

@@ -21,7 +21,7 @@ use tokio::sync::OnceCell;
 
 use crate::api::{EdgeClient, bounded_text};
 use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::pipeline::status::conditions::find;
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
 use crate::controller::framework::pipeline::status::time::rfc3339;
 use crate::controller::framework::reasons::error::{KindFailure, ReconcileError};
 use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
@@ -106,10 +106,14 @@ pub(crate) enum Requeue {
     OnChange,
 }
 
-/// What a reconcile reports.
+/// What a reconcile reports: the kind's fields of the status and the conditions it
+/// decided, which the driver alone merges into the object's (with generation and time).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome<S, R> {
+    /// The status but its conditions: those the object shows are the driver's to keep.
     pub status: S,
+    /// The conditions this pass decided; of two of one type, the later.
+    pub conditions: Vec<NewCondition<R>>,
     pub events: Vec<Notice<R>>,
     pub requeue: Requeue,
 }

@@ -48,8 +48,9 @@ pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K
     )
 }
 
-/// The most a kind's decided status may take once serialized (a kind that copies
-/// what the platform sends cuts it to fit; the others write far less).
+/// The most a kind's decided status may take once serialized, with its decided
+/// conditions merged in (a kind that copies what the platform sends cuts it to fit; the
+/// others write far less).
 pub(crate) const DECIDED_STATUS_BYTES: usize = 64 << 10;
 /// The most status a watch cache keeps of an object: a decided status with the
 /// conditions the driver adds (Reconciling, Stalled: each under 3 KiB) still fits.

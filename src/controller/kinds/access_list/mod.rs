@@ -48,7 +48,9 @@ mod zone_lists;
 pub use self::settings::{AccessListSettings, CarryOverRecord, SECRET_IN_USE_FINALIZER, SecretFinalizer};
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
-use self::plan::{drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync};
+use self::plan::{
+    converged, drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync,
+};
 pub use self::restore::FINALIZER;
 use self::restore::{AfterRestore, after_restore, left_logging, restore, wants_finalizer};
 use self::secret_protection::{SecretTriggers, protect_own_secret, protected_secret};
@@ -364,13 +366,12 @@ impl Reconcilable for AccessListConfig {
                 claim = Some(cx.state.claims.record_rollout(&cx.shared.kube, mine, &record).await?);
             }
         }
-        let now = cx.now.rfc3339();
-        let mut status = converged_status(&spec, &cx.previous, generation, &plan, &written, observed.managed, &now);
+        let (mut status, conditions) = converged(&spec, &cx.previous, generation, &plan, &written, observed.managed);
         status.claim = claim.as_ref().map(|claim| claim.name().to_string());
         let mut events: Vec<Notice<AccessListReason>> = drift_event(&plan).into_iter().collect();
         let interval = cx.settings.poll_interval(self);
         let mut requeue = until_zone_resync(interval, self.spec.shield_zone_id, cx.now.since_epoch());
-        let status = match step {
+        let (status, conditions) = match step {
             Some(step) => {
                 if let Some((reason, matches)) = step.decided_on {
                     cx.shared
@@ -379,12 +380,13 @@ impl Reconcilable for AccessListConfig {
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
-                rollout::with_step(status, &step, generation, &now)
+                rollout::with_step(status, conditions, &step)
             }
-            None => status,
+            None => (status, conditions),
         };
         Ok(Outcome {
             status,
+            conditions,
             events,
             requeue: Requeue::After(requeue),
         })

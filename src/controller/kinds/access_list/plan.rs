@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::vocabulary::{AccessListError, AccessListReason};
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::pipeline::kind::{Notice, is_ready};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::pipeline::kind::{Notice, Now, Outcome, Requeue, is_ready};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
 use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::framework::reasons::{AnyReason, ConditionType};
 use crate::controller::kinds::access_list::resource::{
@@ -133,16 +135,16 @@ fn describe_difference(patch: &AccessListConfigurationPatch) -> String {
     parts.join(", ")
 }
 
-/// The status after a successful reconcile: `observed` is the platform state now.
-pub fn converged_status(
+/// The status after a successful reconcile, and its Ready and Synced: `observed` is the
+/// platform state now.
+pub(crate) fn converged(
     spec: &AccessListConfigSpec,
     previous: &AccessListConfigStatus,
     generation: Option<i64>,
     plan: &Plan,
     observed: &AccessListItem,
     managed: bool,
-    now: &str,
-) -> AccessListConfigStatus {
+) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
         let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
@@ -183,15 +185,36 @@ pub fn converged_status(
         )
     };
     let corrected = plan.drift && plan.patch.is_some();
-    AccessListConfigStatus {
+    let status = AccessListConfigStatus {
         observed_generation: generation,
-        conditions: merge(&previous.conditions, &[ready, synced], generation, now),
+        conditions: previous.conditions.clone(),
         at_provider: Some(observation(observed, managed)),
         drift_corrections: previous.drift_corrections + i64::from(corrected),
         restore_point: plan.restore_point,
         rollout: None,
         claim: None,
-    }
+    };
+    (status, vec![ready, synced])
+}
+
+/// The status the operator writes at `now` after a successful reconcile without a
+/// rollout that wrote by `plan` and then observed the platform (and whether the list
+/// is managed): [`converged`]'s, its conditions merged as the driver merges them.
+pub fn converged_status(
+    spec: &AccessListConfigSpec,
+    previous: &AccessListConfigStatus,
+    generation: Option<i64>,
+    (plan, observed, managed): (&Plan, &AccessListItem, bool),
+    now: DateTime<Utc>,
+) -> AccessListConfigStatus {
+    let (status, conditions) = converged(spec, previous, generation, plan, observed, managed);
+    let outcome = Outcome {
+        status,
+        conditions,
+        events: Vec::new(),
+        requeue: Requeue::OnChange,
+    };
+    outcome.status_over(previous, generation, &Now { time: now, jitter: 0.0 })
 }
 
 /// The Event of a drift: corrected (Manage) or only detected (Observe).
@@ -250,6 +273,11 @@ mod tests {
     /// The plan of a new object's first reconcile, the list disabled with action 2.
     fn first_plan(spec: &AccessListConfigSpec) -> Plan {
         plan(spec, &AccessListConfigStatus::default(), Some(1), &item(false, 2), None)
+    }
+
+    /// A time `second` seconds into the tests' day.
+    fn instant(second: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_795_000_000 + second, 0).expect("a time")
     }
 
     #[test]
@@ -337,7 +365,16 @@ mod tests {
     fn a_resync_that_changes_nothing_leaves_the_status_as_it_was() {
         let fresh = AccessListConfigStatus::default();
         let first = first_plan(&spec(true, None));
-        let applied = converged_status(&spec(true, None), &fresh, Some(1), &first, &item(true, 2), false, "t1");
+        let converge = |previous: &AccessListConfigStatus, generation, plan: &Plan, second| {
+            converged_status(
+                &spec(true, None),
+                previous,
+                generation,
+                (plan, &item(true, 2), false),
+                instant(second),
+            )
+        };
+        let applied = converge(&fresh, Some(1), &first, 1);
         let resync = plan(
             &spec(true, None),
             &applied,
@@ -346,25 +383,9 @@ mod tests {
             first.restore_point,
         );
         assert_eq!(resync.patch, None);
-        let after = converged_status(
-            &spec(true, None),
-            &applied,
-            Some(1),
-            &resync,
-            &item(true, 2),
-            false,
-            "t2",
-        );
+        let after = converge(&applied, Some(1), &resync, 2);
         assert_eq!(after, applied);
-        let edited = converged_status(
-            &spec(true, None),
-            &applied,
-            Some(2),
-            &resync,
-            &item(true, 2),
-            false,
-            "t3",
-        );
+        let edited = converge(&applied, Some(2), &resync, 3);
         let synced = find(&edited.conditions, ConditionType::Synced).expect("Synced");
         assert_eq!(
             synced.reason, "UpToDate",
@@ -378,7 +399,13 @@ mod tests {
         let p = plan(&spec(true, None), &status, Some(3), &item(false, 2), None);
         assert!(p.drift);
         assert!(p.patch.is_some());
-        let after = converged_status(&spec(true, None), &status, Some(3), &p, &item(true, 2), true, "t2");
+        let after = converged_status(
+            &spec(true, None),
+            &status,
+            Some(3),
+            (&p, &item(true, 2), true),
+            instant(2),
+        );
         assert_eq!(after.drift_corrections, 1);
         assert!(is_true(&after.conditions, ConditionType::Ready));
         let new_generation = plan(&spec(true, None), &status, Some(4), &item(false, 2), None);
@@ -396,10 +423,8 @@ mod tests {
             &observe,
             &AccessListConfigStatus::default(),
             Some(1),
-            &p,
-            &item(false, 2),
-            true,
-            "t",
+            (&p, &item(false, 2), true),
+            instant(0),
         );
         let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
         assert_eq!(ready.reason, "Drifted");

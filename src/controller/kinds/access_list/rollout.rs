@@ -12,14 +12,14 @@ use crate::api::bounded_text;
 use crate::api::models::shield::{
     AccessListAction, Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, FilterOp,
 };
-use crate::controller::framework::pipeline::kind::{Notice, is_ready};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::pipeline::kind::Notice;
+use crate::controller::framework::pipeline::status::conditions::NewCondition;
 use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
-use crate::resources::hex_digest;
+use crate::resources::{ConditionStatus, hex_digest};
 
 /// Values of each dimension kept in the evidence.
 const TOP: usize = 5;
@@ -617,26 +617,31 @@ pub(crate) fn recorded(status: &RolloutStatus) -> RolloutStatus {
     recorded
 }
 
-/// `status`, converged on the step's action, with the rollout's state; its Ready is the
-/// step's once the platform takes that action (a Ready saying the list differs stays).
+/// `status`, converged on the step's action with `decided` conditions, with the
+/// rollout's state; its Ready is the step's once the platform takes that action (a
+/// Ready saying the list differs stays).
 pub(crate) fn with_step(
     mut status: AccessListConfigStatus,
+    mut decided: Vec<NewCondition<AccessListReason>>,
     step: &Step,
-    generation: Option<i64>,
-    now: &str,
-) -> AccessListConfigStatus {
-    if is_ready(&status, generation) {
+) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
+    let ready: &str = ConditionType::Ready.into();
+    let in_sync = decided
+        .iter()
+        .rev()
+        .find(|d| d.type_ == ready)
+        .is_some_and(|d| d.status == ConditionStatus::True);
+    if in_sync {
         let (ready, reason, message) = &step.ready;
-        let decided = [NewCondition::new(
+        decided.push(NewCondition::new(
             ConditionType::Ready,
             *ready,
             *reason,
             message.clone(),
-        )];
-        status.conditions = merge(&status.conditions, &decided, generation, now);
+        ));
     }
     status.rollout = Some(step.status.clone());
-    status
+    (status, decided)
 }
 
 /// Promotes at `now`, on the gate (Automatic) or on a person's approval (Manual); with

@@ -253,6 +253,7 @@ impl Reconcilable for ContainerAppWatch {
             PollDecision::Wait { due_ms } => {
                 return Ok(Outcome {
                     status: cx.previous.clone(),
+                    conditions: Vec::new(),
                     events: Vec::new(),
                     requeue: Requeue::At(due_ms),
                 });
@@ -281,10 +282,11 @@ impl Reconcilable for ContainerAppWatch {
                 due_ms,
             },
         );
-        let status = poll_status(self, reads, (late, &cx.now), &cx.previous, cx.settings);
+        let (status, conditions) = poll_status(self, reads, (late, &cx.now), &cx.previous, cx.settings);
         Ok(Outcome {
-            events: transition_events(&cx.previous, &status),
+            events: transition_events(&cx.previous, &conditions),
             status,
+            conditions,
             requeue: Requeue::At(due_ms),
         })
     }

@@ -13,13 +13,12 @@ use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
 use crate::controller::framework::pipeline::kind::{Notice, Now};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merged_len};
 use crate::controller::framework::reasons::{AnyReason, ConditionType};
 use crate::controller::kinds::app_watch::resource::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
-use crate::resources::Condition;
 
 pub(super) fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
@@ -188,7 +187,7 @@ pub(super) fn poll_status(
     (late, now): (Duration, &Now),
     previous: &ContainerAppWatchStatus,
     settings: &AppWatchSettings,
-) -> ContainerAppWatchStatus {
+) -> (ContainerAppWatchStatus, Vec<NewCondition<AppReason>>) {
     let spec = &watch.spec;
     let generation = watch.metadata.generation;
     let mut status = ContainerAppWatchStatus {
@@ -241,10 +240,11 @@ pub(super) fn poll_status(
         None => {}
     }
     decided.push(ready_condition(&decided));
-    status.conditions = merge(&previous.conditions, &decided, generation, &now.rfc3339());
-    let mut status = bounded(status);
-    status.observed_at = observed_at(previous, &status, now, settings.status_refresh);
-    status
+    let conditions_len = merged_len(&previous.conditions, &decided, generation);
+    let mut status = bounded(status, conditions_len);
+    let unchanged = status == *previous && decided.iter().all(|d| d.is_shown_in(&previous.conditions));
+    status.observed_at = observed_at(previous, unchanged, now, settings.status_refresh);
+    (status, decided)
 }
 
 /// Ready: the app is active and every summary asked for is synced; otherwise the
@@ -290,47 +290,46 @@ pub(super) fn unless_only_slid(previous: Option<&CdnSummary>, summary: CdnSummar
     }
 }
 
-/// `observedAt` after a poll: now when the status changed or its `observedAt` is older
-/// than `refresh`; otherwise unchanged, so a poll that finds the same data writes
+/// `observedAt` after a poll: now when the status changed (not `unchanged`) or its
+/// `observedAt` is older than `refresh`; otherwise unchanged, so a poll that finds the same data writes
 /// nothing. Staleness still shows at once: a failed read turns its condition False.
-fn observed_at(
-    previous: &ContainerAppWatchStatus,
-    polled: &ContainerAppWatchStatus,
-    now: &Now,
-    refresh: Duration,
-) -> Option<String> {
+fn observed_at(previous: &ContainerAppWatchStatus, unchanged: bool, now: &Now, refresh: Duration) -> Option<String> {
     let kept = previous.observed_at.as_deref().filter(|at| {
         chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|at| {
             let age = now.time.signed_duration_since(at);
             age >= chrono::Duration::zero() && age.to_std().is_ok_and(|age| age < refresh)
         })
     });
-    // `polled` carries the previous observedAt until this decides.
     match kept {
-        Some(at) if polled == previous => Some(at.to_string()),
+        Some(at) if unchanged => Some(at.to_string()),
         _ => Some(now.rfc3339()),
     }
 }
 
-/// Warning Events when the app stops being ready or security events turn Elevated.
+/// Warning Events when a poll that decided `decided` finds the app no longer ready or
+/// security events turned Elevated.
 pub(super) fn transition_events(
     previous: &ContainerAppWatchStatus,
-    status: &ContainerAppWatchStatus,
+    decided: &[NewCondition<AppReason>],
 ) -> Vec<Notice<AppReason>> {
     use crate::resources::ConditionStatus;
+    let decided_of = |type_: AppCondition| {
+        let type_: &str = type_.into();
+        decided.iter().rev().find(|d| d.type_ == type_)
+    };
     let mut notes = Vec::new();
     let before = find(&previous.conditions, AppCondition::AppReady);
-    if let Some(after) = find(&status.conditions, AppCondition::AppReady)
+    if let Some(after) = decided_of(AppCondition::AppReady)
         && after.status != ConditionStatus::True
         && before.is_none_or(|b| b.status == ConditionStatus::True)
     {
         notes.push(Notice::warning(AppReason::AppNotReady, after.message.clone()));
     }
-    let elevated = |c: &Condition| AnyReason::parse(&c.reason) == Some(AnyReason::Own(AppReason::Elevated));
+    let elevated = AnyReason::Own(AppReason::Elevated);
     let before = find(&previous.conditions, AppCondition::SecurityEvents);
-    if let Some(after) = find(&status.conditions, AppCondition::SecurityEvents)
-        && elevated(after)
-        && !before.is_some_and(elevated)
+    if let Some(after) = decided_of(AppCondition::SecurityEvents)
+        && after.reason == elevated
+        && !before.is_some_and(|c| AnyReason::parse(&c.reason) == Some(elevated))
     {
         notes.push(Notice::warning(
             AppReason::SecurityEventsElevated,

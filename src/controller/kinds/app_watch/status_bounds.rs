@@ -1,6 +1,7 @@
 //! A ContainerAppWatch status stays small whatever the platform and the Internet send:
-//! every text and list it copies is capped, and the whole status is kept under
-//! [`DECIDED_STATUS_BYTES`], with `status.truncated` saying what was cut.
+//! every text and list it copies is capped, and the whole status, with the conditions
+//! the driver merges in, is kept under [`DECIDED_STATUS_BYTES`], with
+//! `status.truncated` saying what was cut.
 
 use std::collections::BTreeMap;
 
@@ -108,10 +109,12 @@ fn bound_events(events: &mut SecurityEventsSummary, cuts: &mut Cuts) {
     }
 }
 
-/// `status` with every copied text and list capped and, past [`DECIDED_STATUS_BYTES`], the
-/// longest lists halved (rate-limit rules first, then event groups, then the app's
-/// lists) until it fits; `truncated` says what was cut.
-pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchStatus {
+/// `status` with every copied text and list capped and, past [`DECIDED_STATUS_BYTES`]
+/// with its conditions written (`conditions_len` bytes once serialized), the longest
+/// lists halved (rate-limit rules first, then event groups, then the app's lists)
+/// until it fits; `truncated` says what was cut.
+pub(super) fn bounded(mut status: ContainerAppWatchStatus, conditions_len: usize) -> ContainerAppWatchStatus {
+    let conditions = std::mem::take(&mut status.conditions);
     let mut cuts = Cuts::default();
     let counts = |status: &ContainerAppWatchStatus| {
         (
@@ -134,7 +137,7 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
         cuts.map("cdn.byCacheStatus", &mut cdn.by_cache_status);
     }
     // Room for the notes, which come last.
-    while serialized_len(&status) > DECIDED_STATUS_BYTES - TRUNCATED_NOTES * TEXT_BYTES {
+    while serialized_len(&status) + conditions_len > DECIDED_STATUS_BYTES - TRUNCATED_NOTES * TEXT_BYTES {
         let halve = |len: usize| len / 2;
         match (&mut status.rate_limits, &mut status.security_events, &mut status.app) {
             (Some(rules), _, _) if !rules.is_empty() => rules.truncate(halve(rules.len())),
@@ -164,6 +167,7 @@ pub(super) fn bounded(mut status: ContainerAppWatchStatus) -> ContainerAppWatchS
         ));
     }
     status.truncated = cuts.0;
+    status.conditions = conditions;
     status
 }
 
@@ -240,7 +244,8 @@ mod tests {
                 .collect(),
             ..huge_status()
         };
-        let mut written = bounded(decided);
+        let conditions_len = serialized_len(&decided.conditions);
+        let mut written = bounded(decided, conditions_len);
         while serialized_len(&written) + 512 < DECIDED_STATUS_BYTES {
             let rules = written.rate_limits.get_or_insert_default();
             rules.push(RateLimitSummary {
@@ -269,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_status_fed_ten_thousand_rules_and_ten_thousand_character_keys_stays_under_its_bound() {
-        let status = bounded(huge_status());
+        let status = bounded(huge_status(), 0);
         let bytes = serialized_len(&status);
         assert!(bytes <= DECIDED_STATUS_BYTES, "{bytes} bytes");
         assert!(status.truncated.len() <= TRUNCATED_NOTES, "{:?}", status.truncated);
@@ -301,7 +306,7 @@ mod tests {
         });
         status.rate_limits = Some(vec![RateLimitSummary::default(); 3]);
         status.security_events = None;
-        let kept = bounded(status.clone());
+        let kept = bounded(status.clone(), 0);
         assert_eq!(kept, status);
         assert!(kept.truncated.is_empty());
     }

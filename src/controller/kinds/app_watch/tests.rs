@@ -27,6 +27,41 @@ fn observed(status: AppStatus) -> Reads {
     }
 }
 
+/// A poll's status as the driver writes it (its conditions merged in), and the
+/// conditions it decided, with a status refreshed hourly.
+fn polled(
+    watch: &ContainerAppWatch,
+    reads: Reads,
+    (late, now): (Duration, &Now),
+    previous: &ContainerAppWatchStatus,
+) -> (ContainerAppWatchStatus, Vec<NewCondition<AppReason>>) {
+    let (status, conditions) = status::poll_status(
+        watch,
+        reads,
+        (late, now),
+        previous,
+        &settings(Duration::from_secs(3600)),
+    );
+    let outcome = Outcome {
+        status,
+        conditions,
+        events: Vec::new(),
+        requeue: Requeue::OnChange,
+    };
+    let written = outcome.status_over(previous, watch.metadata.generation, now);
+    (written, outcome.conditions)
+}
+
+/// A poll's status as the driver writes it.
+fn written(
+    watch: &ContainerAppWatch,
+    reads: Reads,
+    late_now: (Duration, &Now),
+    previous: &ContainerAppWatchStatus,
+) -> ContainerAppWatchStatus {
+    polled(watch, reads, late_now, previous).0
+}
+
 #[test]
 fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
     let now = Now {
@@ -48,14 +83,7 @@ fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
     let mut watch = ContainerAppWatch::new("shop", spec);
     watch.metadata.generation = Some(1);
     let fresh = ContainerAppWatchStatus::default();
-    let settings = settings(Duration::from_secs(3600));
-    let first = poll_status(
-        &watch,
-        observed(AppStatus::Active),
-        (Duration::ZERO, &now),
-        &fresh,
-        &settings,
-    );
+    let (first, decided) = polled(&watch, observed(AppStatus::Active), (Duration::ZERO, &now), &fresh);
     let reasons: Vec<(&str, &str)> = first
         .conditions
         .iter()
@@ -72,50 +100,36 @@ fn a_poll_turns_reads_into_conditions_and_warns_on_transitions_only() {
         ]
     );
     assert_eq!(first.observed_at.as_deref(), Some("2026-11-20T12:00:00Z"));
-    let notes = transition_events(&fresh, &first);
+    let notes = transition_events(&fresh, &decided);
     assert_eq!(
         notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
         [AppReason::SecurityEventsElevated.into()]
     );
-    let failing = poll_status(
-        &watch,
-        observed(AppStatus::Failing),
-        (Duration::ZERO, &now),
-        &first,
-        &settings,
-    );
-    let notes = transition_events(&first, &failing);
+    let (failing, decided) = polled(&watch, observed(AppStatus::Failing), (Duration::ZERO, &now), &first);
+    let notes = transition_events(&first, &decided);
     assert_eq!(
         notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
         [AppReason::AppNotReady.into()]
     );
-    let still = poll_status(
-        &watch,
-        observed(AppStatus::Failing),
-        (Duration::ZERO, &now),
-        &failing,
-        &settings,
-    );
+    let (still, decided) = polled(&watch, observed(AppStatus::Failing), (Duration::ZERO, &now), &failing);
     assert!(
-        transition_events(&failing, &still).is_empty(),
+        transition_events(&failing, &decided).is_empty(),
         "no Event without a transition"
     );
-    let late = poll_status(
+    let late = written(
         &watch,
         observed(AppStatus::Failing),
         (Duration::from_secs(34), &now),
         &still,
-        &settings,
     );
     let synced = find(&late.conditions, ConditionType::Synced).expect("Synced");
     assert_eq!(synced.reason, "PolledLate");
     assert!(synced.message.contains("--platform-rate"), "{}", synced.message);
-    let later = poll_status(
+    let later = written(
         &watch,
         observed(AppStatus::Failing),
         (Duration::from_secs(71), &now),
         &late,
-        &settings,
     );
     assert_eq!(later, late, "a lateness that changes is no status change");
 }
@@ -168,7 +182,6 @@ fn settings(status_refresh: Duration) -> AppWatchSettings {
 #[test]
 fn ready_needs_an_active_app_and_every_summary_synced() {
     let watch = active_watch();
-    let settings = settings(Duration::from_secs(3600));
     let at = polled_at("2026-11-20T12:00:00Z");
     let ready = |status: &ContainerAppWatchStatus| {
         let ready = find(&status.conditions, ConditionType::Ready).expect("Ready");
@@ -176,45 +189,41 @@ fn ready_needs_an_active_app_and_every_summary_synced() {
     };
     use crate::resources::ConditionStatus::{False, True};
     let fresh = ContainerAppWatchStatus::default();
-    let active = poll_status(
+    let active = written(
         &watch,
         reads(AppStatus::Active, Ok(Vec::new())),
         (Duration::ZERO, &at),
         &fresh,
-        &settings,
     );
     assert_eq!(ready(&active), (True, "AppActive".into()));
-    let failing = poll_status(
+    let failing = written(
         &watch,
         reads(AppStatus::Failing, Ok(Vec::new())),
         (Duration::ZERO, &at),
         &fresh,
-        &settings,
     );
     assert_eq!(ready(&failing), (False, "Failing".into()));
     let unknown = Reads {
         app: Err(ApiError::from_response(404, None, b"")),
         ..reads(AppStatus::Active, Ok(Vec::new()))
     };
-    let unknown = poll_status(&watch, unknown, (Duration::ZERO, &at), &fresh, &settings);
+    let unknown = written(&watch, unknown, (Duration::ZERO, &at), &fresh);
     assert_eq!(ready(&unknown), (False, "NotFound".into()));
     let limits_down = reads(AppStatus::Active, Err(ApiError::Timeout));
-    let limits_down = poll_status(&watch, limits_down, (Duration::ZERO, &at), &active, &settings);
+    let limits_down = written(&watch, limits_down, (Duration::ZERO, &at), &active);
     assert_eq!(ready(&limits_down), (False, "Timeout".into()));
 }
 
 #[test]
 fn a_poll_that_finds_the_same_data_keeps_the_status_until_the_refresh() {
     let watch = active_watch();
-    let settings = settings(Duration::from_secs(3600));
     let fresh = ContainerAppWatchStatus::default();
     let poll = |previous: &ContainerAppWatchStatus, at: &str| {
-        poll_status(
+        written(
             &watch,
             reads(AppStatus::Active, Ok(Vec::new())),
             (Duration::ZERO, &polled_at(at)),
             previous,
-            &settings,
         )
     };
     let first = poll(&fresh, "2026-11-20T12:00:00Z");
@@ -224,12 +233,11 @@ fn a_poll_that_finds_the_same_data_keeps_the_status_until_the_refresh() {
     let refreshed = poll(&same, "2026-11-20T13:00:00Z");
     assert_eq!(refreshed.observed_at.as_deref(), Some("2026-11-20T13:00:00Z"));
     assert_eq!(refreshed.conditions, first.conditions);
-    let changed = poll_status(
+    let changed = written(
         &watch,
         reads(AppStatus::Progressing, Ok(Vec::new())),
         (Duration::ZERO, &polled_at("2026-11-20T13:00:30Z")),
         &refreshed,
-        &settings,
     );
     assert_eq!(changed.observed_at.as_deref(), Some("2026-11-20T13:00:30Z"));
 }

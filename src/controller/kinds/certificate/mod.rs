@@ -21,7 +21,7 @@ use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolic
 use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::pipeline::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
 use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
+use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
 use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
 use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
 use crate::controller::framework::reasons::{AnyReason, ConditionType, Reason};
@@ -109,7 +109,7 @@ fn last_error(error: &ApiError) -> LastError {
     }
 }
 
-/// Status after an attempt, and when to look again (`None`: only on change).
+/// Status after an attempt, its Ready, and when to look again (`None`: only on change).
 pub(crate) fn after_attempt(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
@@ -118,7 +118,11 @@ pub(crate) fn after_attempt(
     result: Result<(), &ApiError>,
     backoff: &RetryPolicy,
     now: &Now,
-) -> (PullZoneCertificateStatus, Option<Duration>) {
+) -> (
+    PullZoneCertificateStatus,
+    NewCondition<CertificateReason>,
+    Option<Duration>,
+) {
     let same_generation = previous.attempted_generation == generation;
     let attempts = if same_generation { previous.attempts } else { 0 }.saturating_add(1);
     let stamp = now.rfc3339();
@@ -142,7 +146,6 @@ pub(crate) fn after_attempt(
                 format!("certificate issued for {}", spec.hostname),
             );
             let status = PullZoneCertificateStatus {
-                conditions: merge(&previous.conditions, &[ready], generation, &stamp),
                 issued_time: Some(stamp.clone()),
                 attempts: 0,
                 next_attempt_time: renew
@@ -151,7 +154,7 @@ pub(crate) fn after_attempt(
                 last_error: None,
                 ..base
             };
-            return (status, renew);
+            return (status, ready, renew);
         }
         Err(error) => error,
     };
@@ -172,7 +175,6 @@ pub(crate) fn after_attempt(
     };
     let ready = NewCondition::new(ConditionType::Ready, false, reason, message);
     let status = PullZoneCertificateStatus {
-        conditions: merge(&previous.conditions, &[ready], generation, &stamp),
         attempts,
         next_attempt_time: wait
             .and_then(|d| chrono::Duration::from_std(d).ok())
@@ -180,7 +182,7 @@ pub(crate) fn after_attempt(
         last_error: Some(last_error(error)),
         ..base
     };
-    (status, wait)
+    (status, ready, wait)
 }
 
 /// When the backoff step that a completion made at `now` starts for its hostname ends:
@@ -197,16 +199,15 @@ pub(crate) fn step_end(
     later(now, wait.filter(|_| retried).unwrap_or(backoff.initial_backoff))
 }
 
-/// Status while a completion waits for its hostname's backoff step to end at `end`:
-/// Ready says when the next attempt is. It keeps its state and reason when a
+/// Status while a completion waits for its hostname's backoff step to end at `end`, and
+/// its Ready, which says when the next attempt is. It keeps its state and reason when a
 /// completion of this generation decided them, and is otherwise False, `Progressing`.
 pub(crate) fn deferred(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
     generation: Option<i64>,
     end: DateTime<Utc>,
-    now: &Now,
-) -> PullZoneCertificateStatus {
+) -> (PullZoneCertificateStatus, NewCondition<CertificateReason>) {
     let decided = find(&previous.conditions, ConditionType::Ready)
         .filter(|c| c.observed_generation == generation)
         .and_then(|c| match AnyReason::<CertificateReason>::parse(&c.reason) {
@@ -221,19 +222,19 @@ pub(crate) fn deferred(
         "one completion of {} per backoff step; next attempt at {next}",
         spec.hostname
     );
-    let ready = NewCondition::new(ConditionType::Ready, ready, reason, message);
-    PullZoneCertificateStatus {
-        conditions: merge(&previous.conditions, &[ready], generation, &now.rfc3339()),
+    let status = PullZoneCertificateStatus {
         next_attempt_time: Some(next),
         ..previous.clone()
-    }
+    };
+    (status, NewCondition::new(ConditionType::Ready, ready, reason, message))
 }
 
-/// The Events of an attempt: Issued, or a Warning when the failure's reason is new.
+/// The Events of an attempt that decided `ready`: Issued, or a Warning when the
+/// failure's reason is new.
 pub(crate) fn attempt_events(
     spec: &PullZoneCertificateSpec,
     previous: &PullZoneCertificateStatus,
-    status: &PullZoneCertificateStatus,
+    ready: &NewCondition<CertificateReason>,
     result: Result<(), &ApiError>,
 ) -> Vec<Notice<CertificateReason>> {
     let Err(error) = result else {
@@ -242,13 +243,10 @@ pub(crate) fn attempt_events(
             format!("certificate issued for {}", spec.hostname),
         )];
     };
-    let ready = |s: &PullZoneCertificateStatus| find(&s.conditions, ConditionType::Ready).map(|c| c.reason.clone());
-    match (ready(previous), ready(status)) {
-        (was, Some(now)) if was.as_deref() != Some(now.as_str()) => {
-            let reason = certificate_reason(error);
-            vec![Notice::warning(reason, error.to_string())]
-        }
-        _ => Vec::new(),
+    let was = find(&previous.conditions, ConditionType::Ready).map(|c| c.reason.as_str());
+    match was != Some(ready.reason.as_str()) {
+        true => vec![Notice::warning(certificate_reason(error), error.to_string())],
+        false => Vec::new(),
     }
 }
 
@@ -286,8 +284,10 @@ impl PullZoneCertificate {
         end: DateTime<Utc>,
         now: &Now,
     ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
+        let (status, ready) = deferred(&self.spec, previous, self.metadata.generation, end);
         Outcome {
-            status: deferred(&self.spec, previous, self.metadata.generation, end, now),
+            status,
+            conditions: vec![ready],
             events: Vec::new(),
             requeue: requeue_at(end, now),
         }
@@ -313,12 +313,14 @@ impl PullZoneCertificate {
         now: &Now,
     ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
         let generation = self.metadata.generation;
-        let (status, wait) = after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
+        let (status, ready, wait) =
+            after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
         let step_end = step_end(result, wait, backoff, now.time);
         ledger.record(self.completer(credential), step_end, now.time);
         Outcome {
-            events: attempt_events(&self.spec, previous, &status, result),
+            events: attempt_events(&self.spec, previous, &ready, result),
             status,
+            conditions: vec![ready],
             requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
         }
     }
@@ -344,6 +346,7 @@ impl Reconcilable for PullZoneCertificate {
         if decision != Decision::Complete {
             return Ok(Outcome {
                 status: cx.previous.clone(),
+                conditions: Vec::new(),
                 events: Vec::new(),
                 requeue: requeue_without_call(&decision, &cx.now),
             });
@@ -442,11 +445,31 @@ mod tests {
         object
     }
 
+    /// [`after_attempt`]'s status for generation 1 at `now`, without jitter, with its
+    /// Ready merged in as the driver writes it.
+    fn attempt(
+        spec: &PullZoneCertificateSpec,
+        previous: &PullZoneCertificateStatus,
+        requested: Option<&str>,
+        result: Result<(), &ApiError>,
+        now: &Now,
+    ) -> (PullZoneCertificateStatus, Option<Duration>) {
+        let (status, ready, wait) = after_attempt(spec, previous, Some(1), requested, result, &no_jitter(), now);
+        let outcome = Outcome::<_, CertificateReason> {
+            status,
+            conditions: vec![ready],
+            events: Vec::new(),
+            requeue: Requeue::OnChange,
+        };
+        (outcome.status_over(previous, Some(1), now), wait)
+    }
+
     /// The credential every object of these tests completes with.
     const SHARED_KEY: &str = "shared";
 
     /// One reconcile of `object` at `now`, as `reconcile` makes it, whose completion
-    /// answers `answer`: its outcome, and whether it called.
+    /// answers `answer`: its outcome (with the status the driver writes), and whether
+    /// it called.
     fn pass(
         ledger: &CompletionLedger,
         object: &PullZoneCertificate,
@@ -467,19 +490,22 @@ mod tests {
             return (
                 Outcome {
                     status: previous.clone(),
+                    conditions: Vec::new(),
                     events: Vec::new(),
                     requeue,
                 },
                 false,
             );
         }
-        match ledger.take(object.completer(SHARED_KEY), now.time, RECONCILE_TIMEOUT) {
+        let (mut outcome, called) = match ledger.take(object.completer(SHARED_KEY), now.time, RECONCILE_TIMEOUT) {
             Some(end) => (object.held_back(previous, end, &now), false),
             None => (
                 object.attempted((ledger, SHARED_KEY), previous, answer, &no_jitter(), &now),
                 true,
             ),
-        }
+        };
+        outcome.status = outcome.status_over(previous, object.metadata.generation, &now);
+        (outcome, called)
     }
 
     fn ready(status: &PullZoneCertificateStatus) -> (ConditionStatus, &str, &str) {
@@ -493,13 +519,11 @@ mod tests {
 
     /// The status after generation 1's first attempt succeeded at `now`.
     fn first_success(renew: Option<&str>, now: DateTime<Utc>) -> (PullZoneCertificateStatus, Option<Duration>) {
-        after_attempt(
+        attempt(
             &spec(renew),
             &PullZoneCertificateStatus::default(),
-            Some(1),
             None,
             Ok(()),
-            &no_jitter(),
             &moment(now),
         )
     }
@@ -521,15 +545,7 @@ mod tests {
             Decision::Complete,
             "reconcile-requested-at"
         );
-        let (handled, _) = after_attempt(
-            &spec(None),
-            &issued,
-            Some(1),
-            Some("r1"),
-            Ok(()),
-            &no_jitter(),
-            &moment(now),
-        );
+        let (handled, _) = attempt(&spec(None), &issued, Some("r1"), Ok(()), &moment(now));
         assert_eq!(
             decide(&spec(None), &handled, Some(1), Some("r1"), now),
             Decision::Idle,
@@ -591,13 +607,11 @@ mod tests {
         let mut status = PullZoneCertificateStatus::default();
         let mut waits = Vec::new();
         for _ in 0..10 {
-            let (next, wait) = after_attempt(
+            let (next, wait) = attempt(
                 &spec(None),
                 &status,
-                Some(1),
                 None,
                 Err(&failed("challenge pending")),
-                &no_jitter(),
                 &moment(now),
             );
             waits.push(wait.expect("retried"));
@@ -631,13 +645,11 @@ mod tests {
     fn unknown_hostname_is_terminal_until_the_spec_changes() {
         let now = at("2026-11-20T12:00:00Z");
         let missing = ApiError::NotFound(PlatformMessage::default());
-        let (status, wait) = after_attempt(
+        let (status, wait) = attempt(
             &spec(None),
             &PullZoneCertificateStatus::default(),
-            Some(1),
             None,
             Err(&missing),
-            &no_jitter(),
             &moment(now),
         );
         assert_eq!(wait, None);
@@ -655,24 +667,20 @@ mod tests {
             retry_after: Some(Duration::from_secs(120)),
             message: PlatformMessage::default(),
         };
-        let (_, wait) = after_attempt(
+        let (_, wait) = attempt(
             &spec(None),
             &PullZoneCertificateStatus::default(),
-            Some(1),
             None,
             Err(&limited),
-            &no_jitter(),
             &moment(now),
         );
         assert!(wait.expect("retried") >= Duration::from_secs(120));
         let refused = ApiError::Unauthorized(PlatformMessage::default());
-        let (status, wait) = after_attempt(
+        let (status, wait) = attempt(
             &spec(None),
             &PullZoneCertificateStatus::default(),
-            Some(1),
             None,
             Err(&refused),
-            &no_jitter(),
             &moment(now),
         );
         assert_eq!(wait, Some(UNAUTHORIZED_RETRY));

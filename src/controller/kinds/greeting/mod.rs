@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::controller::framework::pipeline::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, merge};
+use crate::controller::framework::pipeline::status::conditions::NewCondition;
 use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
 use crate::controller::framework::reasons::{ConditionType, KindReason};
 use crate::resources::{Condition, SecretKeyRef};
@@ -81,17 +81,9 @@ impl Reconcilable for Greeting {
             self.spec.message
         );
         let ready = NewCondition::new(ConditionType::Ready, true, GreetingReason::Greeted, message.clone());
-        let status = GreetingStatus {
-            conditions: merge(
-                &cx.previous.conditions,
-                &[ready],
-                self.metadata.generation,
-                &cx.now.rfc3339(),
-            ),
-            ..GreetingStatus::default()
-        };
         Ok(Outcome {
-            status,
+            status: GreetingStatus::default(),
+            conditions: vec![ready],
             events: vec![Notice::normal(GreetingReason::Greeted, message)],
             requeue: Requeue::OnChange,
         })

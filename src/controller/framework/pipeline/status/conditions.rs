@@ -70,7 +70,8 @@ impl<R: KindReason> NewCondition<R> {
 }
 
 /// Merges decided conditions into `current`: a condition whose status did not change
-/// keeps its lastTransitionTime; others get `now`. Types not decided are kept.
+/// keeps its lastTransitionTime; others get `now`. Types not decided are kept; of two
+/// decided of one type, the later is merged.
 pub(crate) fn merge<R: KindReason>(
     current: &[Condition],
     decided: &[NewCondition<R>],
@@ -82,7 +83,10 @@ pub(crate) fn merge<R: KindReason>(
         .filter(|c| !decided.iter().any(|d| d.type_ == c.type_))
         .cloned()
         .collect();
-    for d in decided {
+    for (at, d) in decided.iter().enumerate() {
+        if decided[at + 1..].iter().any(|later| later.type_ == d.type_) {
+            continue;
+        }
         let previous = current.iter().find(|c| c.type_ == d.type_);
         let last_transition_time = match previous {
             Some(p) if p.status == d.status => p.last_transition_time.clone(),
@@ -99,6 +103,26 @@ pub(crate) fn merge<R: KindReason>(
     }
     merged.sort_by(|a, b| a.type_.cmp(&b.type_));
     merged
+}
+
+impl<R: KindReason> NewCondition<R> {
+    /// Whether `conditions` already show this one (its status, reason and message).
+    pub(crate) fn is_shown_in(&self, conditions: &[Condition]) -> bool {
+        find(conditions, self.type_).is_some_and(|shown| {
+            shown.status == self.status && shown.reason == self.reason.as_str() && shown.message == self.message
+        })
+    }
+}
+
+/// The length of `current` with `decided` merged in, serialized: the room a status's
+/// conditions take once the driver writes them.
+pub(crate) fn merged_len<R: KindReason>(
+    current: &[Condition],
+    decided: &[NewCondition<R>],
+    generation: Option<i64>,
+) -> usize {
+    const A_TIME: &str = "2026-01-01T00:00:00Z";
+    crate::controller::framework::pipeline::object::serialized_len(&merge(current, decided, generation, A_TIME))
 }
 
 /// The condition of a type, if present.
@@ -212,5 +236,20 @@ mod tests {
         );
         assert_eq!(one.len(), 2);
         assert!(is_true(&one, ConditionType::Synced));
+    }
+
+    #[test]
+    fn of_two_decided_conditions_of_one_type_the_later_is_merged() {
+        let ready = |status, reason: Reason| NewCondition::<NoOwnReason>::new(ConditionType::Ready, status, reason, "");
+        let merged = merge(
+            &[],
+            &[ready(true, Reason::Reconciled), ready(false, Reason::Progressing)],
+            None,
+            "t",
+        );
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].reason, "Progressing");
+        assert!(ready(false, Reason::Progressing).is_shown_in(&merged));
+        assert!(!ready(true, Reason::Progressing).is_shown_in(&merged));
     }
 }
