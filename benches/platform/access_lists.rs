@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use edge_operator::api::models::shield::{AccessListItem, AccessListsResponse};
 use edge_operator::api::{ClientConfig, Credentials, EdgeClient, RetryPolicy, SecretValue};
-use edge_operator::controller::framework::pipeline::status::time::rfc3339;
 use edge_operator::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, claim_name, platform_tag,
 };
@@ -17,6 +16,7 @@ use edge_operator::controller::kinds::access_list::resource::{
 use edge_operator::controller::kinds::access_list::{ZONE_LISTS_TTL, converged_status, plan, resolve};
 use edge_operator::controller::runtime::{LIST_PAGE_SIZE, NO_OBJECT};
 use edge_operator::resources::SecretKeyRef;
+use edge_operator::resources::time::rfc3339;
 use edge_operator::sim::document::{ShieldZone, SimAccessList};
 use edge_operator::sim::{RunningSim, SimDocument, spawn};
 use futures::{StreamExt, TryStreamExt, stream};

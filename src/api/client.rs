@@ -221,6 +221,17 @@ impl EdgeClient {
         }
     }
 
+    /// A stable identity of the client's credentials that does not reveal them.
+    pub fn credential_id(&self) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        match &self.config().credentials {
+            Some(Credentials::AccessKey(key) | Credentials::Bearer(key)) => key.expose().hash(&mut hasher),
+            None => "none".hash(&mut hasher),
+        }
+        format!("{:016x}", hasher.finish())
+    }
+
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }

@@ -1,5 +1,6 @@
 //! What the custom resources of group `edgeplatform.io/v1alpha1` share: conditions,
-//! Secret references, event filters, annotations, the traits the driver reads of every
+//! Secret references, event filters, annotations, the time and duration formats
+//! (`time`), the traits the driver reads of every
 //! kind, and how a CRD's schema is written. Each kind's resource lives in its folder
 //! of `controller::kinds`, whose registry lists them.
 
@@ -9,6 +10,8 @@
 // The KubeSchema derive re-declares each spec in a private module of its own, which
 // `unreachable_pub` reports; the specs themselves are exported.
 #![allow(unreachable_pub)]
+
+pub mod time;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::KubeSchema;
@@ -23,8 +26,59 @@ pub const ANNOTATION_PAUSED: &str = "edgeplatform.io/paused";
 pub const ANNOTATION_RECONCILE_REQUESTED_AT: &str = "edgeplatform.io/reconcile-requested-at";
 /// Overrides the operator's `--resync` period for one object (e.g. `2m`).
 pub const ANNOTATION_POLL_INTERVAL: &str = "edgeplatform.io/poll-interval";
+/// The shortest poll interval an annotation or spec can ask for.
+pub const MIN_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 /// The digest of the evidence in an AccessListConfig's status: promotes its Manual rollout.
 pub const ANNOTATION_PROMOTE: &str = "edgeplatform.io/promote";
+
+/// The most a kind's decided status may take once serialized, with its decided
+/// conditions merged in (a kind that copies what the platform sends cuts it to fit; the
+/// others write far less).
+pub const DECIDED_STATUS_BYTES: usize = 64 << 10;
+
+/// The length of `value` serialized as JSON, counted without holding the text.
+pub fn serialized_len(value: &impl serde::Serialize) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// Whether the object carries `edgeplatform.io/paused: "true"`.
+pub fn is_paused<K: kube::ResourceExt>(object: &K) -> bool {
+    object
+        .annotations()
+        .get(ANNOTATION_PAUSED)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The object's re-read period: its poll-interval annotation, else `default`; never
+/// shorter than `floor`, nor than [`MIN_POLL_INTERVAL`].
+pub fn poll_interval<K: kube::ResourceExt>(
+    object: &K,
+    default: std::time::Duration,
+    floor: std::time::Duration,
+) -> std::time::Duration {
+    object
+        .annotations()
+        .get(ANNOTATION_POLL_INTERVAL)
+        .and_then(|v| time::parse_go_duration(v))
+        .filter(|d| !d.is_zero())
+        .unwrap_or(default)
+        .max(floor)
+        .max(MIN_POLL_INTERVAL)
+}
 
 /// The first 10 hex digits of the SHA-256 of `bytes`: a name, not a proof.
 pub fn short_digest(bytes: &[u8]) -> String {

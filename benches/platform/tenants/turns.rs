@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
-use edge_operator::controller::framework::pipeline::status::time::rfc3339;
 use edge_operator::controller::kinds::AccessListConfig;
 use edge_operator::resources::ANNOTATION_RECONCILE_REQUESTED_AT;
+use edge_operator::resources::time::rfc3339;
 use edge_operator::sim::spawn;
 use serde_json::json;
 

@@ -9,8 +9,10 @@
 //! - `reasons`: the words of failures and conditions both read: condition types,
 //!   reasons, and the failures a reconcile can have.
 
+pub(crate) mod extend;
 #[cfg(test)]
 pub(crate) mod mock_apiserver;
 pub mod pipeline;
+pub(crate) mod prelude;
 pub mod reasons;
 pub(crate) mod services;

@@ -23,7 +23,6 @@ use crate::controller::framework::pipeline::kind::{
     Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta,
 };
 use crate::controller::framework::pipeline::object::{keep_what_is_read_of, object_key};
-use crate::controller::framework::services::backoff::failure_delay;
 use crate::fairness::FairQueue;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
@@ -132,10 +131,10 @@ fn retry_delay<K: Reconcilable>(
     now: &Now,
 ) -> Duration {
     let transient = !error.reason::<K::Reason>().is_terminal();
-    let backoff = failure_delay(failures, transient, now.jitter);
+    let backoff = Failure::<K>::delay(failures, transient, now.jitter);
     // Only a transient failure is retried sooner: one that waits for a person (a claimed
     // configuration, a refused key) keeps its backoff, whatever the poll interval.
-    let bounded = match object.retry_by(settings, now) {
+    let bounded = match object.retry_by(settings, now.time) {
         Some(by) if transient => backoff.min(by),
         _ => backoff,
     };

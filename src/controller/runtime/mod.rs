@@ -33,8 +33,9 @@ use crate::controller::framework::services::credentials::{AccessKeys, DefaultKey
 use crate::controller::framework::services::event_budget::EventBudget;
 use crate::controller::framework::services::leader::LeaderGate;
 use crate::controller::framework::services::metrics::Metrics;
-use crate::controller::framework::services::shared::{Shared, duration_of_at_least};
+use crate::controller::framework::services::shared::Shared;
 use crate::controller::kinds::KindSettings;
+use crate::resources::time::duration_of_at_least;
 use crate::telemetry::LogFormat;
 
 /// The flags of `edge-operator run`.

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -20,16 +21,17 @@ use crate::api::{ApiError, bounded_text};
 use crate::controller::framework::pipeline::kind::{
     Context, Failure, Notice, Now, Outcome, Reconcilable, Reconciler, Requeue, is_ready, shortened,
 };
-use crate::controller::framework::pipeline::object::{is_paused, object_key};
+use crate::controller::framework::pipeline::object::object_key;
 use crate::controller::framework::pipeline::status::conditions::{
     MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge,
 };
 use crate::controller::framework::pipeline::status::kstatus;
-use crate::controller::framework::pipeline::status::time::rfc3339;
 use crate::controller::framework::pipeline::status::{StatusScope, StatusWrite, write_status};
 use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
 use crate::controller::framework::services::shared::Shared;
+use crate::resources::is_paused;
+use crate::resources::time::rfc3339;
 use crate::resources::{Condition, ConditionStatus, StatusConditions};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
@@ -94,7 +96,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
     }
     match Box::pin(object.reconcile(&mut cx)).await {
         Ok(outcome) => {
-            let status = outcome.status_over(&cx.previous, generation, &cx.now);
+            let status = outcome.status_over(&cx.previous, generation, cx.now.time);
             if report(object, &cx, (&status, StatusScope::Whole), &outcome.events).await? == StatusWrite::Stale {
                 return Ok(Action::requeue(MIN_REQUEUE));
             }
@@ -215,7 +217,7 @@ impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
     /// the object's conditions with those decided merged in, once. It leaves no
     /// Synced=False behind: one left from a pause turns into `Resumed`, one left from a
     /// failure into `Reconciled`.
-    pub(crate) fn status_over(&self, previous: &S, generation: Option<i64>, now: &Now) -> S {
+    pub(crate) fn status_over(&self, previous: &S, generation: Option<i64>, now: DateTime<Utc>) -> S {
         let synced: &str = ConditionType::Synced.into();
         let last_synced = self.conditions.iter().rev().find(|d| d.type_ == synced);
         let shown_synced = find(previous.conditions(), ConditionType::Synced);
@@ -235,7 +237,7 @@ impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
             decided.push(NewCondition::new(ConditionType::Synced, true, reason, ""));
         }
         let mut status = self.status.clone();
-        status.set_conditions(merge(previous.conditions(), &decided, generation, &now.rfc3339()));
+        status.set_conditions(merge(previous.conditions(), &decided, generation, &rfc3339(now)));
         status
     }
 }

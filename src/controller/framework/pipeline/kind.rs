@@ -20,38 +20,39 @@ use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 use crate::api::{EdgeClient, bounded_text};
+use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::pipeline::plan::Verdict;
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
-use crate::controller::framework::pipeline::status::time::rfc3339;
 use crate::controller::framework::reasons::error::{KindFailure, ReconcileError};
 use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
 use crate::controller::framework::services::shared::Shared;
+use crate::resources::time::rfc3339;
 use crate::resources::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Now {
+pub(crate) struct Now {
     pub time: DateTime<Utc>,
     pub jitter: f64,
 }
 
 impl Now {
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         Self {
             time: Utc::now(),
             jitter: rand::random::<f64>(),
         }
     }
 
-    pub fn rfc3339(&self) -> String {
+    pub(crate) fn rfc3339(&self) -> String {
         rfc3339(self.time)
     }
 
-    pub fn millis(&self) -> i64 {
+    pub(crate) fn millis(&self) -> i64 {
         self.time.timestamp_millis()
     }
 
-    pub fn since_epoch(&self) -> Duration {
+    pub(crate) fn since_epoch(&self) -> Duration {
         Duration::from_millis(u64::try_from(self.millis()).unwrap_or_default())
     }
 }
@@ -116,6 +117,42 @@ pub(crate) struct Outcome<S, R> {
     pub conditions: Vec<NewCondition<R>>,
     pub events: Vec<Notice<R>>,
     pub requeue: Requeue,
+}
+
+impl<S, R> Outcome<S, R> {
+    /// `status`, with nothing decided, no Events, and no reconcile again but on a change.
+    pub(crate) fn new(status: S) -> Self {
+        Self {
+            status,
+            conditions: Vec::new(),
+            events: Vec::new(),
+            requeue: Requeue::OnChange,
+        }
+    }
+
+    /// With `conditions` decided, after those already.
+    pub(crate) fn with_conditions(mut self, conditions: impl IntoIterator<Item = NewCondition<R>>) -> Self {
+        self.conditions.extend(conditions);
+        self
+    }
+
+    /// With `events` to publish, after those already.
+    pub(crate) fn with_events(mut self, events: impl IntoIterator<Item = Notice<R>>) -> Self {
+        self.events.extend(events);
+        self
+    }
+
+    /// Reconciled again after `wait`.
+    pub(crate) fn requeue_after(mut self, wait: Duration) -> Self {
+        self.requeue = Requeue::After(wait);
+        self
+    }
+
+    /// Reconciled again at `at_ms` (Unix ms), however long the reconcile took.
+    pub(crate) fn requeue_at(mut self, at_ms: i64) -> Self {
+        self.requeue = Requeue::At(at_ms);
+        self
+    }
 }
 
 /// The reconciler of one kind: what its reconciles share (the operator's [`Shared`]
@@ -218,6 +255,11 @@ impl<'a, K: Reconcilable> Context<'a, K> {
         Ok(())
     }
 
+    /// How long this reconcile may take: past it, it fails with `TimedOut`.
+    pub(crate) fn time_limit(&self) -> Duration {
+        RECONCILE_TIMEOUT
+    }
+
     /// Fails with `NotLeader` unless this process may still write.
     pub(crate) fn ensure_leader(&self) -> Result<(), Failure<K>> {
         if self.shared.leader.may_act() {
@@ -314,7 +356,7 @@ pub(crate) trait Reconcilable:
     /// The longest a failed reconcile of this object waits for its retry, from `now`
     /// (its next poll, say): the error backoff never waits longer, a `Retry-After` of
     /// the platform still does. `None`: the backoff alone.
-    fn retry_by(&self, _settings: &Self::Settings, _now: &Now) -> Option<Duration> {
+    fn retry_by(&self, _settings: &Self::Settings, _now: DateTime<Utc>) -> Option<Duration> {
         None
     }
 

@@ -1,42 +1,15 @@
-//! What the framework reads of any object: its annotations, and its key in per-object
-//! bookkeeping; what the watch caches keep of it.
-
-use std::time::Duration;
+//! What the framework reads of any object: its key in per-object bookkeeping, and what
+//! the watch caches keep of it.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::controller::framework::pipeline::kind::Reconcilable;
 use crate::controller::framework::pipeline::status::conditions::own_conditions;
-use crate::controller::framework::pipeline::status::time::parse_go_duration;
 use crate::resources::{
     ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_PROMOTE, ANNOTATION_RECONCILE_REQUESTED_AT,
-    StatusConditions,
+    DECIDED_STATUS_BYTES, StatusConditions, is_paused, serialized_len,
 };
-
-/// Whether the object carries `edgeplatform.io/paused: "true"`.
-pub(crate) fn is_paused<K: ResourceExt>(object: &K) -> bool {
-    object
-        .annotations()
-        .get(ANNOTATION_PAUSED)
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-}
-
-/// The shortest poll interval an annotation or spec can ask for.
-pub(crate) const MIN_POLL_INTERVAL: Duration = Duration::from_secs(5);
-
-/// The object's re-read period: its poll-interval annotation, else `default`; never
-/// shorter than `floor`, nor than [`MIN_POLL_INTERVAL`].
-pub(crate) fn poll_interval<K: ResourceExt>(object: &K, default: Duration, floor: Duration) -> Duration {
-    object
-        .annotations()
-        .get(ANNOTATION_POLL_INTERVAL)
-        .and_then(|v| parse_go_duration(v))
-        .filter(|d| !d.is_zero())
-        .unwrap_or(default)
-        .max(floor)
-        .max(MIN_POLL_INTERVAL)
-}
 
 /// The key of an object in per-object bookkeeping: `Kind/namespace/name`.
 pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K) -> String {
@@ -48,10 +21,6 @@ pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K
     )
 }
 
-/// The most a kind's decided status may take once serialized, with its decided
-/// conditions merged in (a kind that copies what the platform sends cuts it to fit; the
-/// others write far less).
-pub(crate) const DECIDED_STATUS_BYTES: usize = 64 << 10;
 /// The most status a watch cache keeps of an object: a decided status with the
 /// conditions the driver adds (Reconciling, Stalled: each under 3 KiB) still fits.
 const CACHED_STATUS_BYTES: usize = DECIDED_STATUS_BYTES + (16 << 10);
@@ -79,25 +48,6 @@ pub(crate) fn keep_what_is_read_of<K: Reconcilable>(object: &mut K) {
             held.set_conditions(status.conditions().to_vec());
             *status = held;
         }
-    }
-}
-
-/// The length of `value` serialized as JSON, counted without holding the text.
-pub(crate) fn serialized_len(value: &impl serde::Serialize) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
     }
 }
 

@@ -81,6 +81,18 @@ impl<E> From<ApiError> for ReconcileError<E> {
 }
 
 impl<E> ReconcileError<E> {
+    /// The delay before retrying an object after its `failures`-th consecutive failure:
+    /// exponential from 5 s (transient failures) or 30 s (others), capped at 5 min.
+    pub(crate) fn delay(failures: u32, transient: bool, jitter: f64) -> std::time::Duration {
+        let policy = crate::api::RetryPolicy {
+            max_retries: u32::MAX,
+            initial_backoff: std::time::Duration::from_secs(if transient { 5 } else { 30 }),
+            max_backoff: std::time::Duration::from_secs(300),
+            ..crate::api::RetryPolicy::default()
+        };
+        policy.backoff_with_jitter(failures.saturating_sub(1), jitter)
+    }
+
     /// When the platform asked to be left alone, for how long.
     pub fn retry_after(&self) -> Option<std::time::Duration> {
         match self {

@@ -74,6 +74,12 @@ impl<R: KindReason> AnyReason<R> {
             .or_else(|| name.parse().ok().map(AnyReason::Own))
     }
 
+    /// Whether every kind has it (progress, pause, credentials, Kubernetes), rather
+    /// than a platform call or the kind itself.
+    pub(crate) fn is_common(self) -> bool {
+        matches!(self, AnyReason::Common(_))
+    }
+
     /// Whether an object not Ready for this reason waits for a person: a spec, a
     /// Secret, a key or the platform's configuration must change first. Everything
     /// else (a platform that is busy or down, a quota, a new generation) resolves by

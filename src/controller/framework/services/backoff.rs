@@ -3,9 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
-
-use crate::api::RetryPolicy;
 
 /// Consecutive failures per object, for the error backoff.
 #[derive(Default)]
@@ -36,20 +33,10 @@ impl FailureCounts {
     }
 }
 
-/// The delay before retrying an object after its `failures`-th consecutive failure:
-/// exponential from 5 s (transient errors) or 30 s (others), capped at 5 min.
-pub(crate) fn failure_delay(failures: u32, transient: bool, jitter: f64) -> Duration {
-    let policy = RetryPolicy {
-        max_retries: u32::MAX,
-        initial_backoff: Duration::from_secs(if transient { 5 } else { 30 }),
-        max_backoff: Duration::from_secs(300),
-        ..RetryPolicy::default()
-    };
-    policy.backoff_with_jitter(failures.saturating_sub(1), jitter)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -59,6 +46,8 @@ mod tests {
         assert_eq!(failures.failed("a".into()), 2);
         failures.forget("a");
         assert_eq!(failures.failed("a".into()), 1);
+        let failure_delay =
+            crate::controller::framework::reasons::error::ReconcileError::<std::convert::Infallible>::delay;
         assert_eq!(failure_delay(1, true, 1.0), Duration::from_secs(5));
         assert_eq!(failure_delay(3, true, 1.0), Duration::from_secs(20));
         assert_eq!(failure_delay(1, false, 0.0), Duration::from_secs(15));

@@ -340,17 +340,6 @@ impl AccessKeys {
     }
 }
 
-/// A stable identity of the client's credentials that does not reveal them.
-pub(crate) fn credential_id(client: &EdgeClient) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    match &client.config().credentials {
-        Some(Credentials::AccessKey(key) | Credentials::Bearer(key)) => key.expose().hash(&mut hasher),
-        None => "none".hash(&mut hasher),
-    }
-    format!("{:016x}", hasher.finish())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,6 @@
 //! `Reconcilable::State`; its flags are its `Reconcilable::Settings`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::runtime::events::Recorder;
 
@@ -12,15 +11,6 @@ use crate::controller::framework::services::credentials::AccessKeys;
 use crate::controller::framework::services::event_budget::EventBudget;
 use crate::controller::framework::services::leader::LeaderGate;
 use crate::controller::framework::services::metrics::Metrics;
-
-/// A duration flag of at least `MIN_SECS` seconds.
-pub(crate) fn duration_of_at_least<const MIN_SECS: u64>(raw: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(raw).map_err(|error| error.to_string())?;
-    if duration < Duration::from_secs(MIN_SECS) {
-        return Err(format!("must be at least {MIN_SECS}s"));
-    }
-    Ok(duration)
-}
 
 pub(crate) struct Shared {
     pub kube: kube::Client,

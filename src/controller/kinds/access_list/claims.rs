@@ -23,8 +23,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::vocabulary::AccessListError;
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::prelude::Failure;
 use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, AccessListClaimSpec, ClaimOwner, ClaimProof, PLATFORM_LABEL, RecordedValues, claim_name,
     platform_tag,
@@ -286,7 +285,7 @@ impl ClaimRecords {
         kube: &kube::Client,
         platform: &str,
         object: &AccessListConfig,
-    ) -> Result<Vec<Claim>, ReconcileError<AccessListError>> {
+    ) -> Result<Vec<Claim>, Failure<AccessListConfig>> {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let zone = object.spec.shield_zone_id;
         let observed = object
@@ -325,7 +324,7 @@ impl ClaimRecords {
         me: &AccessListConfig,
         configuration: i64,
         now: &str,
-    ) -> Result<Claimed, ReconcileError<AccessListError>> {
+    ) -> Result<Claimed, Failure<AccessListConfig>> {
         let api: Api<AccessListClaim> = Api::all(kube.clone());
         let name = claim_name(platform, me.spec.shield_zone_id, configuration);
         let uid = me.uid().unwrap_or_default();
@@ -360,7 +359,7 @@ impl ClaimRecords {
                 },
             }
         }
-        Err(ReconcileError::Stale)
+        Err(Failure::<AccessListConfig>::Stale)
     }
 
     /// Keeps in `claim` the values read before its owner's first write.
@@ -369,7 +368,7 @@ impl ClaimRecords {
         kube: &kube::Client,
         claim: &Claim,
         values: RecordedValues,
-    ) -> Result<Claim, ReconcileError<AccessListError>> {
+    ) -> Result<Claim, Failure<AccessListConfig>> {
         patch(&Api::all(kube.clone()), claim, json!({ "restorePoint": values })).await
     }
 
@@ -380,12 +379,12 @@ impl ClaimRecords {
         kube: &kube::Client,
         claim: &Claim,
         rollout: &RolloutStatus,
-    ) -> Result<Claim, ReconcileError<AccessListError>> {
+    ) -> Result<Claim, Failure<AccessListConfig>> {
         let replace: json_patch::Patch = serde_json::from_value(json!([
             { "op": "test", "path": "/metadata/resourceVersion", "value": claim.resource_version },
             { "op": "add", "path": "/spec/rollout", "value": rollout },
         ]))
-        .map_err(|error| ReconcileError::Encoding(error.to_string()))?;
+        .map_err(|error| Failure::<AccessListConfig>::Encoding(error.to_string()))?;
         written(
             Api::all(kube.clone())
                 .patch(&claim.name, &PatchParams::default(), &Patch::<()>::Json(replace))
@@ -394,11 +393,7 @@ impl ClaimRecords {
     }
 
     /// Releases `claim`, unless its record changed meanwhile.
-    pub(super) async fn release(
-        &self,
-        kube: &kube::Client,
-        claim: &Claim,
-    ) -> Result<(), ReconcileError<AccessListError>> {
+    pub(super) async fn release(&self, kube: &kube::Client, claim: &Claim) -> Result<(), Failure<AccessListConfig>> {
         release(&Api::all(kube.clone()), claim).await
     }
 
@@ -408,7 +403,7 @@ impl ClaimRecords {
         &self,
         kube: &kube::Client,
         me: &AccessListConfig,
-    ) -> Result<(), ReconcileError<AccessListError>> {
+    ) -> Result<(), Failure<AccessListConfig>> {
         for claim in self.owned_by(me) {
             if !claim.confirmed {
                 self.release(kube, &claim).await?;
@@ -424,7 +419,7 @@ async fn confirm(
     me: &AccessListConfig,
     claim: Claim,
     now: &str,
-) -> Result<Claim, ReconcileError<AccessListError>> {
+) -> Result<Claim, Failure<AccessListConfig>> {
     if claim.confirmed {
         return Ok(claim);
     }
@@ -437,7 +432,7 @@ async fn patch(
     api: &Api<AccessListClaim>,
     claim: &Claim,
     spec: serde_json::Value,
-) -> Result<Claim, ReconcileError<AccessListError>> {
+) -> Result<Claim, Failure<AccessListConfig>> {
     let change = json!({
         "metadata": { "resourceVersion": claim.resource_version },
         "spec": spec,
@@ -450,15 +445,15 @@ async fn patch(
 
 /// The record as a conditional write left it: stale when it changed meanwhile (a JSON
 /// Patch's failed test is 422).
-fn written(answer: Result<AccessListClaim, kube::Error>) -> Result<Claim, ReconcileError<AccessListError>> {
+fn written(answer: Result<AccessListClaim, kube::Error>) -> Result<Claim, Failure<AccessListConfig>> {
     match answer {
         Ok(written) => Ok(written.into()),
-        Err(error) if is_code(&error, 409) || is_code(&error, 422) => Err(ReconcileError::Stale),
+        Err(error) if is_code(&error, 409) || is_code(&error, 422) => Err(Failure::<AccessListConfig>::Stale),
         Err(error) => Err(error.into()),
     }
 }
 
-async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), ReconcileError<AccessListError>> {
+async fn release(api: &Api<AccessListClaim>, claim: &Claim) -> Result<(), Failure<AccessListConfig>> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: None,
@@ -516,7 +511,7 @@ async fn recreate_if_kept(
 
 /// Whether the AccessListConfig `owner` names still exists (the same uid). One the
 /// operator may not read counts as alive.
-async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool, ReconcileError<AccessListError>> {
+async fn owner_is_alive(kube: &kube::Client, owner: &ClaimOwner) -> Result<bool, Failure<AccessListConfig>> {
     let api: Api<AccessListConfig> = Api::namespaced(kube.clone(), &owner.namespace);
     match api.get_metadata_opt(&owner.name).await {
         Ok(found) => Ok(found.is_some_and(|meta| meta.uid().as_deref() == Some(owner.uid.as_str()))),

@@ -15,8 +15,8 @@ use kube::runtime::reflector::Store;
 use super::claims::ClaimRecords;
 use super::resource::AccessListConfig;
 use super::secret_protection::{ProtectionChange, change_protection};
-use crate::controller::framework::pipeline::kind::{Failure, Reconciler, Runner, SecretChanges, SecretMeta};
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::extend::{Reconciler, Runner, SecretChanges, SecretMeta};
+use crate::controller::framework::prelude::Failure;
 use crate::fairness::FairQueue;
 
 /// Reconciles of Secret protection at once, handed to namespaces in turn: each decides
@@ -116,7 +116,7 @@ async fn protect(
 ) -> Result<Action, Failure<AccessListConfig>> {
     let shared = &reconciler.shared;
     if !shared.leader.may_act() {
-        return Err(ReconcileError::NotLeader);
+        return Err(Failure::<AccessListConfig>::NotLeader);
     }
     let needs = &reconciler.state.secret_needs;
     if !needs.listed().await {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResourceExt, ResourceExt};
@@ -15,11 +16,8 @@ use self::vocabulary::{AccessListError, AccessListReason};
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
-use crate::controller::framework::pipeline::kind::{
-    Context, Notice, Now, Outcome, Reconcilable, Reconciler, RefusedExample, Requeue, Runner,
-};
-use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::extend::{Reconciler, RefusedExample, Runner, Verdict};
+use crate::controller::framework::prelude::{Context, Failure, Notice, Outcome, Reconcilable};
 use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -83,7 +81,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         client: &EdgeClient,
         freshness: ListsFreshness,
-    ) -> Result<Observed, ReconcileError<AccessListError>> {
+    ) -> Result<Observed, Failure<AccessListConfig>> {
         // Released before any wait: a write to the zone copies the lists it shares.
         let lists = cx
             .state
@@ -99,7 +97,7 @@ impl AccessListConfig {
 
     /// The list its spec names, read with its own credentials: recent enough to apply a
     /// spec, since the zone's resync instant once converged, read anew for a rollout.
-    async fn read_own_list(&self, cx: &Context<'_, Self>) -> Result<Observed, ReconcileError<AccessListError>> {
+    async fn read_own_list(&self, cx: &Context<'_, Self>) -> Result<Observed, Failure<AccessListConfig>> {
         let client = cx.client().await?;
         let zone = self.spec.shield_zone_id;
         let converged = self
@@ -126,10 +124,7 @@ impl AccessListConfig {
     /// The list its spec names, and, when it manages, its claim on it: the record that
     /// says no other object writes it. Refused credentials claim nothing, and give up a
     /// claim their key never confirmed.
-    async fn observe(
-        &self,
-        cx: &Context<'_, Self>,
-    ) -> Result<(Observed, Option<Claim>), ReconcileError<AccessListError>> {
+    async fn observe(&self, cx: &Context<'_, Self>) -> Result<(Observed, Option<Claim>), Failure<AccessListConfig>> {
         let observed = match self.read_own_list(cx).await {
             Ok(observed) => observed,
             Err(error) => {
@@ -158,7 +153,7 @@ impl AccessListConfig {
             .await?
         {
             Claimed::Mine(claim) => Ok((observed, Some(claim))),
-            Claimed::Theirs(owner) => Err(ReconcileError::<AccessListError>::from(
+            Claimed::Theirs(owner) => Err(Failure::<AccessListConfig>::from(
                 AccessListError::ConfigurationClaimed {
                     zone: self.spec.shield_zone_id,
                     configuration,
@@ -176,7 +171,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         observed: &Observed,
         claim: Option<&Claim>,
-    ) -> Result<Option<rollout::Step>, ReconcileError<AccessListError>> {
+    ) -> Result<Option<rollout::Step>, Failure<AccessListConfig>> {
         let Some(spec) = &self.spec.rollout else {
             return Ok(None);
         };
@@ -216,7 +211,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         step: Option<rollout::Step>,
         written: &AccessListItem,
-    ) -> Result<Option<rollout::Step>, ReconcileError<AccessListError>> {
+    ) -> Result<Option<rollout::Step>, Failure<AccessListConfig>> {
         let (Some(spec), Some(step)) = (&self.spec.rollout, step) else {
             return Ok(None);
         };
@@ -238,7 +233,7 @@ impl AccessListConfig {
         cx: &Context<'_, Self>,
         patch: &AccessListConfigurationPatch,
         list: &AccessListItem,
-    ) -> Result<AccessListItem, ReconcileError<AccessListError>> {
+    ) -> Result<AccessListItem, Failure<AccessListConfig>> {
         let client = cx.client().await?;
         let written = cx
             .state
@@ -255,9 +250,9 @@ impl AccessListConfig {
 
 /// Whether a failure says the object's credentials cannot see its list (refused, or
 /// the zone or list is not theirs): then it claims nothing.
-fn cannot_see_its_list(error: &ReconcileError<AccessListError>) -> bool {
+fn cannot_see_its_list(error: &Failure<AccessListConfig>) -> bool {
     match error {
-        ReconcileError::Kind(error) => matches!(error, AccessListError::AccessListNotFound { .. }),
+        Failure::<AccessListConfig>::Kind(error) => matches!(error, AccessListError::AccessListNotFound { .. }),
         _ => matches!(
             error.reason::<AccessListReason>(),
             AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden | ApiFailure::NotFound)
@@ -314,7 +309,7 @@ impl Reconcilable for AccessListConfig {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<AccessListError>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<AccessListConfig>> {
         let (observed, mut claim) = self.observe(cx).await?;
         let generation = self.metadata.generation;
         let step = self.rollout_step(cx, &observed, claim.as_ref()).await?;
@@ -384,20 +379,19 @@ impl Reconcilable for AccessListConfig {
             }
             None => (status, conditions),
         };
-        Ok(Outcome {
-            status,
-            conditions,
-            events,
-            requeue: Requeue::After(requeue),
-        })
+        Ok(Outcome::new(status)
+            .with_conditions(conditions)
+            .with_events(events)
+            .requeue_after(requeue))
     }
 
     /// A failed reconcile is retried with the error backoff, but never later than the
     /// zone's next resync instant (within one poll interval), so what status shows of
     /// the platform is read again on the zone's schedule once the failures end.
-    fn retry_by(&self, settings: &AccessListSettings, now: &Now) -> Option<std::time::Duration> {
+    fn retry_by(&self, settings: &AccessListSettings, now: DateTime<Utc>) -> Option<std::time::Duration> {
         let interval = settings.poll_interval(self);
-        Some(until_next_resync(interval, self.spec.shield_zone_id, now.since_epoch()))
+        let since_epoch = std::time::Duration::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or_default());
+        Some(until_next_resync(interval, self.spec.shield_zone_id, since_epoch))
     }
 
     /// Deleted while paused: the platform is left as it is. With Restore: put back the
@@ -410,7 +404,7 @@ impl Reconcilable for AccessListConfig {
         &self,
         cx: &Context<'_, Self>,
         paused: bool,
-    ) -> Result<Vec<Notice<AccessListReason>>, ReconcileError<AccessListError>> {
+    ) -> Result<Vec<Notice<AccessListReason>>, Failure<AccessListConfig>> {
         let platform = cx.shared.access_keys.platform_url();
         let records = cx.state.claims.records_of(&cx.shared.kube, platform, self).await?;
         let mut events = Vec::new();

@@ -10,10 +10,7 @@ use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::pipeline::kind::{Notice, Now, Outcome, Requeue, is_ready};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
-use crate::controller::framework::reasons::error::ReconcileError;
-use crate::controller::framework::reasons::{AnyReason, ConditionType};
+use crate::controller::framework::prelude::{NewCondition, Notice, Outcome};
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
@@ -22,25 +19,22 @@ use crate::controller::kinds::access_list::resource::{
 pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), ReconcileError<AccessListError>> {
+) -> Result<(&'a AccessListItem, bool), AccessListError> {
     let selector = match spec.configuration_id {
         Some(id) => ListSelector::Configuration(id),
         None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
     };
     let zone = spec.shield_zone_id;
-    lists.find(&selector).map_err(|error| {
-        match error {
-            ListLookupError::NoConfiguration(id) => AccessListError::AccessListNotFound {
-                zone,
-                what: format!("with configurationId {id}"),
-            },
-            ListLookupError::NoName(name) => AccessListError::AccessListNotFound {
-                zone,
-                what: format!("named {name:?}"),
-            },
-            ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousListName { zone, name, count },
-        }
-        .into()
+    lists.find(&selector).map_err(|error| match error {
+        ListLookupError::NoConfiguration(id) => AccessListError::AccessListNotFound {
+            zone,
+            what: format!("with configurationId {id}"),
+        },
+        ListLookupError::NoName(name) => AccessListError::AccessListNotFound {
+            zone,
+            what: format!("named {name:?}"),
+        },
+        ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousListName { zone, name, count },
     })
 }
 
@@ -68,7 +62,7 @@ pub struct Plan {
 
 /// Whether the status says the spec of `generation` was applied and is in sync.
 pub(super) fn is_converged(status: &AccessListConfigStatus, generation: Option<i64>) -> bool {
-    is_ready(status, generation)
+    NewCondition::<AccessListReason>::ready_in(&status.conditions).is_some_and(|ready| ready.is_true_for(generation))
 }
 
 /// `recorded` is the restore point the object's claim record holds, if any.
@@ -147,11 +141,8 @@ pub(crate) fn converged(
 ) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
-        let applied_earlier = find(&previous.conditions, ConditionType::Synced).is_some_and(|c| {
-            AnyReason::parse(&c.reason) == Some(AnyReason::Own(AccessListReason::Applied))
-                && c.status == crate::resources::ConditionStatus::True
-                && c.observed_generation == generation
-        });
+        let applied_earlier = NewCondition::<AccessListReason>::synced_in(&previous.conditions)
+            .is_some_and(|synced| synced.is(AccessListReason::Applied) && synced.is_true_for(generation));
         // A resync that finds nothing to change keeps the reason of this generation's
         // change, so the status of an idle object is never rewritten.
         let synced_reason = if plan.patch.is_some() || applied_earlier {
@@ -160,24 +151,13 @@ pub(crate) fn converged(
             AccessListReason::UpToDate
         };
         (
-            NewCondition::new(
-                ConditionType::Ready,
-                true,
-                AccessListReason::InSync,
-                "the access list matches the spec",
-            ),
-            NewCondition::new(ConditionType::Synced, true, synced_reason, ""),
+            NewCondition::ready(true, AccessListReason::InSync, "the access list matches the spec"),
+            NewCondition::synced(true, synced_reason, ""),
         )
     } else {
         (
-            NewCondition::new(
-                ConditionType::Ready,
-                false,
-                AccessListReason::Drifted,
-                describe_difference(&remaining),
-            ),
-            NewCondition::new(
-                ConditionType::Synced,
+            NewCondition::ready(false, AccessListReason::Drifted, describe_difference(&remaining)),
+            NewCondition::synced(
                 true,
                 AccessListReason::Observed,
                 "managementPolicy is Observe: the platform is not changed",
@@ -208,13 +188,9 @@ pub fn converged_status(
     now: DateTime<Utc>,
 ) -> AccessListConfigStatus {
     let (status, conditions) = converged(spec, previous, generation, plan, observed, managed);
-    let outcome = Outcome {
-        status,
-        conditions,
-        events: Vec::new(),
-        requeue: Requeue::OnChange,
-    };
-    outcome.status_over(previous, generation, &Now { time: now, jitter: 0.0 })
+    Outcome::new(status)
+        .with_conditions(conditions)
+        .status_over(previous, generation, now)
 }
 
 /// The Event of a drift: corrected (Manage) or only detected (Observe).
@@ -268,7 +244,9 @@ mod tests {
     use super::super::fixtures::{converged, item, spec};
     use super::*;
     use crate::api::models::shield::AccessListsResponse;
+    use crate::controller::framework::pipeline::status::conditions::find;
     use crate::controller::framework::pipeline::status::conditions::is_true;
+    use crate::controller::framework::reasons::ConditionType;
 
     /// The plan of a new object's first reconcile, the list disabled with action 2.
     fn first_plan(spec: &AccessListConfigSpec) -> Plan {
@@ -521,13 +499,13 @@ mod tests {
         assert_eq!(resolve(&by_name, &lists).expect("by name").0.configuration_id, 9101);
         by_name.list_name = Some("dup".into());
         assert_eq!(
-            resolve(&by_name, &lists).expect_err("ambiguous").reason(),
-            AccessListReason::AmbiguousListName.into()
+            <&str>::from(&resolve(&by_name, &lists).expect_err("ambiguous")),
+            "AmbiguousListName"
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
-            resolve(&by_name, &lists).expect_err("missing").reason(),
-            AccessListReason::AccessListNotFound.into()
+            <&str>::from(&resolve(&by_name, &lists).expect_err("missing")),
+            "AccessListNotFound"
         );
     }
 }

@@ -8,8 +8,7 @@ use super::claims::Claim;
 use super::vocabulary::{AccessListError, AccessListReason};
 use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
-use crate::controller::framework::pipeline::kind::{Context, Notice};
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::prelude::{Context, Failure, Notice};
 use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
@@ -28,7 +27,7 @@ pub(super) enum AfterRestore {
     /// Release the object, with this Event.
     Done(Notice<AccessListReason>),
     /// Keep the finalizer and retry; the error shows in status until then.
-    Retry(ReconcileError<AccessListError>),
+    Retry(Failure<AccessListConfig>),
 }
 
 /// Decides, without I/O, what a restore attempt means for the finalizer:
@@ -41,7 +40,7 @@ pub(super) enum AfterRestore {
 pub(super) fn after_restore(
     (zone, configuration): (i64, i64),
     values: RecordedValues,
-    restored: Result<(), ReconcileError<AccessListError>>,
+    restored: Result<(), Failure<AccessListConfig>>,
     deleted_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> AfterRestore {
@@ -58,8 +57,8 @@ pub(super) fn after_restore(
         }
         Err(error) => error,
     };
-    if let ReconcileError::Platform(crate::api::ApiError::NotFound(_))
-    | ReconcileError::Kind(AccessListError::AccessListNotFound { .. }) = error
+    if let Failure::<AccessListConfig>::Platform(crate::api::ApiError::NotFound(_))
+    | Failure::<AccessListConfig>::Kind(AccessListError::AccessListNotFound { .. }) = error
     {
         return AfterRestore::Done(Notice::normal(
             AccessListReason::NothingToRestore,
@@ -78,7 +77,7 @@ pub(super) fn after_restore(
             AccessListError::RestoreHeld {
                 zone,
                 configuration,
-                deadline: crate::controller::framework::pipeline::status::time::rfc3339(deadline),
+                deadline: crate::resources::time::rfc3339(deadline),
                 cause: Box::new(error),
             }
             .into(),
@@ -100,7 +99,7 @@ pub(super) async fn restore(
     cx: &Context<'_, AccessListConfig>,
     (zone, configuration): (i64, i64),
     values: RecordedValues,
-) -> Result<(), ReconcileError<AccessListError>> {
+) -> Result<(), Failure<AccessListConfig>> {
     let client = cx.client().await?;
     let patch = AccessListConfigurationPatch {
         is_enabled: Some(values.is_enabled),
@@ -164,20 +163,28 @@ mod tests {
         let deleted: chrono::DateTime<chrono::Utc> = "2026-11-20T12:00:00Z".parse().expect("time");
         let soon = deleted + chrono::Duration::seconds(30);
         let late = deleted + chrono::Duration::seconds(601);
-        let server = || Err(ReconcileError::Platform(ApiError::from_response(503, None, b"")));
+        let server = || {
+            Err(Failure::<AccessListConfig>::Platform(ApiError::from_response(
+                503, None, b"",
+            )))
+        };
         let revoked = || {
-            Err(ReconcileError::Platform(ApiError::Unauthorized(
+            Err(Failure::<AccessListConfig>::Platform(ApiError::Unauthorized(
                 PlatformMessage::default(),
             )))
         };
         let no_secret = || {
-            Err(ReconcileError::Credentials {
+            Err(Failure::<AccessListConfig>::Credentials {
                 namespace: "team".into(),
                 name: "gone".into(),
                 problem: "not found".into(),
             })
         };
-        let rejected = || Err(ReconcileError::Platform(ApiError::from_response(400, None, b"")));
+        let rejected = || {
+            Err(Failure::<AccessListConfig>::Platform(ApiError::from_response(
+                400, None, b"",
+            )))
+        };
         let verdict = |restored, now| match after_restore(record, values, restored, Some(deleted), now) {
             AfterRestore::Done(note) => format!(
                 "{}:{}:{}",
@@ -194,7 +201,9 @@ mod tests {
         );
         assert!(verdict(server(), soon).starts_with("retry:ServerError"));
         assert!(verdict(server(), late).starts_with("warning:RestoreFailed"));
-        let gone = Err(ReconcileError::Platform(ApiError::NotFound(PlatformMessage::default())));
+        let gone = Err(Failure::<AccessListConfig>::Platform(ApiError::NotFound(
+            PlatformMessage::default(),
+        )));
         assert!(verdict(gone, soon).starts_with("normal:NothingToRestore"));
         for (what, blocked) in [
             ("revoked", verdict(revoked(), soon)),
@@ -215,7 +224,7 @@ mod tests {
             AfterRestore::Retry(error) => error,
             AfterRestore::Done(note) => panic!("{}", note.message),
         };
-        let shown = |error: &ReconcileError<AccessListError>| {
+        let shown = |error: &Failure<AccessListConfig>| {
             let decided = [NewCondition::new(
                 ConditionType::Synced,
                 false,

@@ -12,14 +12,12 @@ use crate::api::bounded_text;
 use crate::api::models::shield::{
     AccessListAction, Dimension, EventGroup, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, FilterOp,
 };
-use crate::controller::framework::pipeline::kind::Notice;
-use crate::controller::framework::pipeline::status::conditions::NewCondition;
-use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::reasons::ConditionType;
+use crate::controller::framework::prelude::{NewCondition, Notice};
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
-use crate::resources::{ConditionStatus, hex_digest};
+use crate::resources::hex_digest;
+use crate::resources::time::{parse_go_duration, rfc3339};
 
 /// Values of each dimension kept in the evidence.
 const TOP: usize = 5;
@@ -625,20 +623,9 @@ pub(crate) fn with_step(
     mut decided: Vec<NewCondition<AccessListReason>>,
     step: &Step,
 ) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
-    let ready: &str = ConditionType::Ready.into();
-    let in_sync = decided
-        .iter()
-        .rev()
-        .find(|d| d.type_ == ready)
-        .is_some_and(|d| d.status == ConditionStatus::True);
-    if in_sync {
+    if decided.iter().any(NewCondition::is_ready) {
         let (ready, reason, message) = &step.ready;
-        decided.push(NewCondition::new(
-            ConditionType::Ready,
-            *ready,
-            *reason,
-            message.clone(),
-        ));
+        decided.push(NewCondition::ready(*ready, *reason, message.clone()));
     }
     status.rollout = Some(step.status.clone());
     (status, decided)

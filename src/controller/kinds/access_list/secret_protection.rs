@@ -20,11 +20,9 @@ use kube::runtime::reflector::ObjectRef;
 use super::restore::FINALIZER;
 use super::restore::wants_finalizer;
 use super::secret_needs::SecretKey;
-use super::vocabulary::AccessListError;
-use crate::controller::framework::pipeline::kind::Context;
-use crate::controller::framework::pipeline::object::is_paused;
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::prelude::{Context, Failure};
 use crate::controller::kinds::access_list::resource::AccessListConfig;
+use crate::resources::is_paused;
 
 /// Secret changes the AccessListConfig watch may queue before the protection
 /// controller takes them; beyond it a change waits for the Secret's periodic check.
@@ -78,7 +76,7 @@ pub(crate) async fn change_protection(
     (namespace, name): &SecretKey,
     change: ProtectionChange,
     finalizer: &SecretFinalizer,
-) -> Result<(), ReconcileError<AccessListError>> {
+) -> Result<(), Failure<AccessListConfig>> {
     let secrets: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), namespace);
     let patch = change.patch(finalizer);
     match secrets
@@ -86,7 +84,7 @@ pub(crate) async fn change_protection(
         .await
     {
         Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
-        other => other.map(drop).map_err(ReconcileError::from),
+        other => other.map(drop).map_err(Failure::<AccessListConfig>::from),
     }
 }
 
@@ -95,7 +93,7 @@ pub(crate) async fn change_protection(
 pub(super) async fn protect_own_secret(
     object: &AccessListConfig,
     cx: &Context<'_, AccessListConfig>,
-) -> Result<(), ReconcileError<AccessListError>> {
+) -> Result<(), Failure<AccessListConfig>> {
     let Some(secret) = protected_secret(object).filter(|_| cx.settings.protect_secrets) else {
         return Ok(());
     };

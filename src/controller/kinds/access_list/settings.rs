@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::resource::AccessListConfig;
-use crate::controller::framework::pipeline::object::poll_interval;
-use crate::controller::framework::services::shared::duration_of_at_least;
+use crate::resources::poll_interval;
+use crate::resources::time::duration_of_at_least;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct AccessListSettings {

@@ -7,11 +7,9 @@ use super::plan::{diff, plan, resolve};
 use super::resource::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
 };
-use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::pipeline::plan::{MemberChange, Verdict};
-use crate::controller::framework::services::credentials::credential_id;
+use crate::controller::framework::extend::{MemberChange, Verdict};
 
 /// The verdict of each object, reading each zone's lists once per key.
 pub(super) async fn plan_all(objects: Vec<(AccessListConfig, Result<EdgeClient, String>)>) -> Vec<Verdict> {
@@ -26,7 +24,7 @@ pub(super) async fn plan_all(objects: Vec<(AccessListConfig, Result<EdgeClient, 
             }
         };
         let zone = object.spec.shield_zone_id;
-        let key = (credential_id(&client), zone);
+        let key = (client.credential_id(), zone);
         if !zone_lists.contains_key(&key) {
             let read = client.access_lists(zone).await;
             zone_lists.insert(key.clone(), read);
@@ -45,7 +43,7 @@ pub(crate) fn verdict(spec: &AccessListConfigSpec, lists: &AccessListsResponse) 
         Ok(found) => found,
         Err(error) => {
             return Verdict::Error {
-                detail: format!("{}: {error}", error.reason::<AccessListReason>()),
+                detail: format!("{}: {error}", <&'static str>::from(&error)),
             };
         }
     };

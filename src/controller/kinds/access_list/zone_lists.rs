@@ -14,12 +14,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::vocabulary::AccessListError;
 use crate::api::models::shield::{AccessListConfiguration, AccessListConfigurationPatch, AccessListsResponse};
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::reasons::error::ReconcileError;
-use crate::controller::framework::services::credentials::credential_id;
-use crate::controller::framework::services::shared_reads::SharedReads;
+use crate::controller::framework::extend::SharedReads;
+use crate::controller::framework::prelude::Failure;
+use crate::controller::kinds::access_list::resource::AccessListConfig;
 
 /// How long one read of a zone's access lists serves the reconciles of that zone (a
 /// burst of creates shares it; resyncs of a zone happen at one instant anyway).
@@ -27,7 +26,7 @@ pub const ZONE_LISTS_TTL: Duration = Duration::from_secs(5);
 
 /// How recent a read of a zone's access lists a reconcile needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListsFreshness {
+pub(crate) enum ListsFreshness {
     /// A read begun now (or after): to confirm what an older read showed.
     Fresh,
     /// A spec to apply: a read of the last few seconds.
@@ -59,12 +58,12 @@ impl ZoneLists {
     /// The zone's access lists, read at most once per [`ZONE_LISTS_TTL`] per credential
     /// (concurrent reconciles of one zone share a single read), or, for an object
     /// already converged, once since the zone's last resync instant.
-    pub async fn read(
+    pub(crate) async fn read(
         &self,
         client: &EdgeClient,
         zone: i64,
         freshness: ListsFreshness,
-    ) -> Result<Arc<AccessListsResponse>, ReconcileError<AccessListError>> {
+    ) -> Result<Arc<AccessListsResponse>, Failure<AccessListConfig>> {
         let now = Instant::now();
         let recent = now.checked_sub(ZONE_LISTS_TTL);
         let not_before = match freshness {
@@ -74,7 +73,7 @@ impl ZoneLists {
         };
         let lists = self
             .reads
-            .get_or_read_since((credential_id(client), zone), not_before, || async {
+            .get_or_read_since((client.credential_id(), zone), not_before, || async {
                 client
                     .access_lists(zone)
                     .await
@@ -97,7 +96,7 @@ impl ZoneLists {
         patch: &AccessListConfigurationPatch,
     ) -> Result<AccessListConfiguration, ApiError> {
         let answer = client.update_access_list(zone, configuration_id, patch).await;
-        let writer = credential_id(client);
+        let writer = client.credential_id();
         let answered_at = Instant::now();
         let written = match answer {
             Ok(written) => written.or_requested(patch),

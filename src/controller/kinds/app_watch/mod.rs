@@ -25,22 +25,19 @@ use strum::VariantNames;
 
 use self::cdn_summaries::CdnSummaries;
 use self::cdn_tail::TailSummary;
-use self::poll_schedule::{LastPoll, PollDecision, PollLedger, PollSchedule};
+use self::poll_schedule::{LastPoll, PollDecision, PollLedger, PollSchedule, poll_key};
 use self::vocabulary::{AppCondition, AppReason};
 use crate::api::models::apps::Application;
 use crate::api::models::shield::{
     Dimension, EventLogsFilter, EventLogsSearchRequest, EventLogsSearchResponse, RateLimitRule,
 };
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::pipeline::kind::{Context, Now, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::pipeline::object::{MIN_POLL_INTERVAL, object_key};
-use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::pipeline::status::conditions::find;
-use crate::controller::framework::pipeline::status::time::parse_go_duration;
-use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
-use crate::controller::framework::services::backoff::failure_delay;
-use crate::controller::framework::services::credentials::credential_id;
+use crate::controller::framework::extend::Verdict;
+use crate::controller::framework::prelude::{Context, Failure, NewCondition, Outcome, Reconcilable};
+use crate::controller::framework::reasons::error::NoFailure;
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
+use crate::resources::MIN_POLL_INTERVAL;
+use crate::resources::time::parse_go_duration;
 
 /// The grouped search of a watch over `[now - window, now)`.
 pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i64) -> EventLogsSearchRequest {
@@ -108,7 +105,7 @@ pub fn next_poll(schedule: &PollSchedule, at_ms: i64, reads: &Reads, failed_befo
     }
     let transient = errors.any(ApiError::is_retryable);
     let failed_in_row = failed_before.saturating_add(1);
-    let retry = failure_delay(failed_in_row, transient, jitter);
+    let retry = Failure::<ContainerAppWatch>::delay(failed_in_row, transient, jitter);
     (failed_in_row, schedule.next_due(at_ms, Some(retry)))
 }
 
@@ -116,10 +113,10 @@ async fn security_events(
     client: &EdgeClient,
     zone: i64,
     watch: &SecurityEventsWatch,
-    now: &Now,
+    now_ms: i64,
 ) -> Result<(EventLogsSearchResponse, i64), ApiError> {
     let window = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
-    let request = security_search(watch, window, now.millis());
+    let request = security_search(watch, window, now_ms);
     let grouped = client.search_events(zone, &request).await?;
     let flat = EventLogsSearchRequest {
         group_by: None,
@@ -149,11 +146,11 @@ fn schedule_of(watch: &ContainerAppWatch) -> PollSchedule {
 /// restart) the status stands in: `observedAt` for the time, and the generation of
 /// AppReady, which only a poll decides, for the spec; a poll is then never called late,
 /// as the schedule it would be late for is not known.
-pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &Now) -> PollDecision {
+pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now_ms: i64) -> PollDecision {
     let generation = watch.metadata.generation;
     if let Some(last) = last {
         let due_ms = (last.generation == generation).then_some(last.due_ms);
-        return PollSchedule::decide_due(due_ms, now.millis());
+        return PollSchedule::decide_due(due_ms, now_ms);
     }
     let schedule = schedule_of(watch);
     let status = watch.status.as_ref();
@@ -162,9 +159,9 @@ pub fn poll_decision(watch: &ContainerAppWatch, last: Option<LastPoll>, now: &No
         .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
         .map(|at| at.timestamp_millis());
     let polled_generation = status
-        .and_then(|s| find(&s.conditions, AppCondition::AppReady))
-        .and_then(|c| c.observed_generation);
-    match schedule.decide(observed_ms, polled_generation != generation, now.millis()) {
+        .and_then(|s| NewCondition::<AppReason>::of_type_in(&s.conditions, AppCondition::AppReady))
+        .and_then(|app_ready| app_ready.observed_generation);
+    match schedule.decide(observed_ms, polled_generation != generation, now_ms) {
         PollDecision::Poll { .. } => PollDecision::Poll { late: Duration::ZERO },
         wait => wait,
     }
@@ -190,7 +187,7 @@ impl ContainerAppWatch {
             _ => None,
         };
         let security_events = match (zone, &spec.security_events) {
-            (Some(zone), Some(watch)) => Some(security_events(client, zone, watch, &cx.now).await),
+            (Some(zone), Some(watch)) => Some(security_events(client, zone, watch, cx.now.millis()).await),
             _ => None,
         };
         let cdn = match &spec.cdn {
@@ -204,7 +201,7 @@ impl ContainerAppWatch {
                         cx.state
                             .cdn
                             .summary(
-                                (credential_id(client), pull_zone_id),
+                                (client.credential_id(), pull_zone_id),
                                 (&watch.window, span),
                                 cx.settings.cdn_pages_per_poll,
                                 cx.now.millis() - cx.settings.cdn_log_delay.as_millis() as i64,
@@ -246,18 +243,11 @@ impl Reconcilable for ContainerAppWatch {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<NoFailure>> {
-        let key = object_key(self);
+    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
+        let key = poll_key(self);
         let last = cx.state.polls.last(&key);
-        let late = match poll_decision(self, last, &cx.now) {
-            PollDecision::Wait { due_ms } => {
-                return Ok(Outcome {
-                    status: cx.previous.clone(),
-                    conditions: Vec::new(),
-                    events: Vec::new(),
-                    requeue: Requeue::At(due_ms),
-                });
-            }
+        let late = match poll_decision(self, last, cx.now.millis()) {
+            PollDecision::Wait { due_ms } => return Ok(Outcome::new(cx.previous.clone()).requeue_at(due_ms)),
             PollDecision::Poll { late } => late,
         };
         let client = cx.client().await?;
@@ -282,13 +272,11 @@ impl Reconcilable for ContainerAppWatch {
                 due_ms,
             },
         );
-        let (status, conditions) = poll_status(self, reads, (late, &cx.now), &cx.previous, cx.settings);
-        Ok(Outcome {
-            events: transition_events(&cx.previous, &conditions),
-            status,
-            conditions,
-            requeue: Requeue::At(due_ms),
-        })
+        let (status, conditions) = poll_status(self, reads, (late, cx.now.time), &cx.previous, cx.settings);
+        Ok(Outcome::new(status)
+            .with_events(transition_events(&cx.previous, &conditions))
+            .with_conditions(conditions)
+            .requeue_at(due_ms))
     }
 
     /// A watch never writes: its plan is what it would observe now.

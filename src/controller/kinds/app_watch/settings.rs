@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::controller::framework::services::shared::duration_of_at_least;
+use crate::resources::time::duration_of_at_least;
 
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct AppWatchSettings {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::cdn_tail::TailSummary;
 use super::poll_schedule::PollSchedule;
 use super::settings::AppWatchSettings;
@@ -12,13 +14,12 @@ use super::{CdnRead, Reads, schedule_of};
 use crate::api::ApiError;
 use crate::api::models::apps::{AppStatus, Application};
 use crate::api::models::shield::{EventLogsSearchResponse, RateLimitRule, rate_limit_action_name};
-use crate::controller::framework::pipeline::kind::{Notice, Now};
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merged_len};
-use crate::controller::framework::reasons::{AnyReason, ConditionType};
+use crate::controller::framework::prelude::{NewCondition, Notice};
 use crate::controller::kinds::app_watch::resource::{
     AppSummary, CdnSummary, ContainerAppWatch, ContainerAppWatchStatus, EventGroupSummary, ImageSummary,
     RateLimitSummary, SecurityEventsSummary, SecurityEventsWatch,
 };
+use crate::resources::time::rfc3339;
 
 pub(super) fn app_summary(app: &Application) -> AppSummary {
     AppSummary {
@@ -133,8 +134,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Ne
     // The message names no lateness: it would change at every poll, and so would the
     // status.
     if schedule.is_late(late) {
-        NewCondition::new(
-            ConditionType::Synced,
+        NewCondition::synced(
             true,
             AppReason::PolledLate,
             format!(
@@ -142,12 +142,7 @@ fn poll_condition(interval: &str, late: Duration, schedule: &PollSchedule) -> Ne
             ),
         )
     } else {
-        NewCondition::new(
-            ConditionType::Synced,
-            true,
-            AppReason::Polled,
-            format!("polled every {interval}"),
-        )
+        NewCondition::synced(true, AppReason::Polled, format!("polled every {interval}"))
     }
 }
 
@@ -184,7 +179,7 @@ pub(super) fn cdn_condition(tail: &TailSummary, pages_per_poll: u32) -> NewCondi
 pub(super) fn poll_status(
     watch: &ContainerAppWatch,
     reads: Reads,
-    (late, now): (Duration, &Now),
+    (late, now): (Duration, DateTime<Utc>),
     previous: &ContainerAppWatchStatus,
     settings: &AppWatchSettings,
 ) -> (ContainerAppWatchStatus, Vec<NewCondition<AppReason>>) {
@@ -240,7 +235,7 @@ pub(super) fn poll_status(
         None => {}
     }
     decided.push(ready_condition(&decided));
-    let conditions_len = merged_len(&previous.conditions, &decided, generation);
+    let conditions_len = NewCondition::merged_len(&previous.conditions, &decided, generation);
     let mut status = bounded(status, conditions_len);
     let unchanged = status == *previous && decided.iter().all(|d| d.is_shown_in(&previous.conditions));
     status.observed_at = observed_at(previous, unchanged, now, settings.status_refresh);
@@ -253,17 +248,11 @@ pub(super) fn ready_condition(details: &[NewCondition<AppReason>]) -> NewConditi
     use crate::resources::ConditionStatus;
     let pending = details
         .iter()
-        .filter(|d| d.type_ != <&str>::from(ConditionType::Synced))
+        .filter(|d| !d.is_synced())
         .find(|d| d.status != ConditionStatus::True);
     match pending {
-        Some(detail) => NewCondition {
-            type_: ConditionType::Ready.into(),
-            status: ConditionStatus::False,
-            reason: detail.reason,
-            message: format!("{}: {}", detail.type_, detail.message),
-        },
-        None => NewCondition::new(
-            ConditionType::Ready,
+        Some(detail) => NewCondition::ready(false, detail.reason, format!("{}: {}", detail.type_, detail.message)),
+        None => NewCondition::ready(
             true,
             AppReason::AppActive,
             "the application is active and every summary is synced",
@@ -293,16 +282,21 @@ pub(super) fn unless_only_slid(previous: Option<&CdnSummary>, summary: CdnSummar
 /// `observedAt` after a poll: now when the status changed (not `unchanged`) or its
 /// `observedAt` is older than `refresh`; otherwise unchanged, so a poll that finds the same data writes
 /// nothing. Staleness still shows at once: a failed read turns its condition False.
-fn observed_at(previous: &ContainerAppWatchStatus, unchanged: bool, now: &Now, refresh: Duration) -> Option<String> {
+fn observed_at(
+    previous: &ContainerAppWatchStatus,
+    unchanged: bool,
+    now: DateTime<Utc>,
+    refresh: Duration,
+) -> Option<String> {
     let kept = previous.observed_at.as_deref().filter(|at| {
         chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|at| {
-            let age = now.time.signed_duration_since(at);
+            let age = now.signed_duration_since(at);
             age >= chrono::Duration::zero() && age.to_std().is_ok_and(|age| age < refresh)
         })
     });
     match kept {
         Some(at) if unchanged => Some(at.to_string()),
-        _ => Some(now.rfc3339()),
+        _ => Some(rfc3339(now)),
     }
 }
 
@@ -313,23 +307,18 @@ pub(super) fn transition_events(
     decided: &[NewCondition<AppReason>],
 ) -> Vec<Notice<AppReason>> {
     use crate::resources::ConditionStatus;
-    let decided_of = |type_: AppCondition| {
-        let type_: &str = type_.into();
-        decided.iter().rev().find(|d| d.type_ == type_)
-    };
+    let decided_of = |type_: AppCondition| decided.iter().rev().find(|d| d.is(type_));
+    let shown = |type_| NewCondition::<AppReason>::of_type_in(&previous.conditions, type_);
     let mut notes = Vec::new();
-    let before = find(&previous.conditions, AppCondition::AppReady);
     if let Some(after) = decided_of(AppCondition::AppReady)
         && after.status != ConditionStatus::True
-        && before.is_none_or(|b| b.status == ConditionStatus::True)
+        && shown(AppCondition::AppReady).is_none_or(|before| before.status)
     {
         notes.push(Notice::warning(AppReason::AppNotReady, after.message.clone()));
     }
-    let elevated = AnyReason::Own(AppReason::Elevated);
-    let before = find(&previous.conditions, AppCondition::SecurityEvents);
     if let Some(after) = decided_of(AppCondition::SecurityEvents)
-        && after.reason == elevated
-        && !before.is_some_and(|c| AnyReason::parse(&c.reason) == Some(elevated))
+        && after.reason == AppReason::Elevated.into()
+        && !shown(AppCondition::SecurityEvents).is_some_and(|before| before.is(AppReason::Elevated))
     {
         notes.push(Notice::warning(
             AppReason::SecurityEventsElevated,

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use crate::api::bounded_text;
-use crate::controller::framework::pipeline::object::{DECIDED_STATUS_BYTES, serialized_len};
 use crate::controller::kinds::app_watch::resource::{
     AppSummary, ContainerAppWatchStatus, RateLimitSummary, SecurityEventsSummary,
 };
+use crate::resources::{DECIDED_STATUS_BYTES, serialized_len};
 
 /// The most bytes of any one text copied into status (names, images, group keys).
 pub(super) const TEXT_BYTES: usize = 256;

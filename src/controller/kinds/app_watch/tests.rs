@@ -2,6 +2,7 @@ use super::fixtures::{grouped, watch};
 use super::status::unless_only_slid;
 use super::*;
 use crate::api::models::apps::{AppState, AppStatus};
+use crate::controller::framework::pipeline::kind::{Now, Requeue};
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
 use crate::controller::framework::reasons::ConditionType;
 use crate::controller::kinds::app_watch::resource::{CdnSummary, ContainerAppWatchStatus};
@@ -38,7 +39,7 @@ fn polled(
     let (status, conditions) = status::poll_status(
         watch,
         reads,
-        (late, now),
+        (late, now.time),
         previous,
         &settings(Duration::from_secs(3600)),
     );
@@ -48,7 +49,7 @@ fn polled(
         events: Vec::new(),
         requeue: Requeue::OnChange,
     };
-    let written = outcome.status_over(previous, watch.metadata.generation, now);
+    let written = outcome.status_over(previous, watch.metadata.generation, now.time);
     (written, outcome.conditions)
 }
 
@@ -277,10 +278,12 @@ fn a_watch_with_fresh_data_waits_and_a_changed_spec_polls() {
             ]},
         }))
         .expect("a watch");
-    assert!(matches!(poll_decision(&watch, None, &now), PollDecision::Wait { due_ms } if due_ms > now.millis()));
+    assert!(
+        matches!(poll_decision(&watch, None, now.millis()), PollDecision::Wait { due_ms } if due_ms > now.millis())
+    );
     watch.metadata.generation = Some(4);
     assert_eq!(
-        poll_decision(&watch, None, &now),
+        poll_decision(&watch, None, now.millis()),
         PollDecision::Poll { late: Duration::ZERO }
     );
 }
@@ -344,7 +347,7 @@ fn lateness_counts_from_this_process_polls_only() {
     });
     let now = polled_at("2026-11-20T12:00:00Z");
     assert_eq!(
-        poll_decision(&watch, None, &now),
+        poll_decision(&watch, None, now.millis()),
         PollDecision::Poll { late: Duration::ZERO },
         "an old observedAt after a restart polls, on no known schedule"
     );
@@ -354,13 +357,13 @@ fn lateness_counts_from_this_process_polls_only() {
         failed_in_row: 0,
         due_ms: schedule.next_after(at_ms),
     };
-    let PollDecision::Poll { late } = poll_decision(&watch, Some(polled(now.millis() - 600_000)), &now) else {
+    let PollDecision::Poll { late } = poll_decision(&watch, Some(polled(now.millis() - 600_000)), now.millis()) else {
         panic!("a poll ten minutes ago is due");
     };
     assert!(late >= Duration::from_secs(480), "{late:?}");
     let just_now = polled(now.millis() - 1_000);
     assert!(matches!(
-        poll_decision(&watch, Some(just_now), &now),
+        poll_decision(&watch, Some(just_now), now.millis()),
         PollDecision::Wait { .. }
     ));
 }

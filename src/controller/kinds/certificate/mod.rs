@@ -18,18 +18,15 @@ use kube::ResourceExt;
 use self::ledger::{Completer, CompletionLedger, later};
 use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
-use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
-use crate::controller::framework::pipeline::kind::{Context, Notice, Now, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
-use crate::controller::framework::pipeline::status::time::{parse_go_duration, rfc3339};
-use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
-use crate::controller::framework::reasons::{AnyReason, ConditionType, Reason};
-use crate::controller::framework::services::credentials::credential_id;
+use crate::controller::framework::extend::Verdict;
+use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
+use crate::controller::framework::reasons::Reason;
+use crate::controller::framework::reasons::error::NoFailure;
 use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
-use crate::resources::{ANNOTATION_RECONCILE_REQUESTED_AT, ConditionStatus};
+use crate::resources::ANNOTATION_RECONCILE_REQUESTED_AT;
+use crate::resources::time::{parse_go_duration, rfc3339};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -61,38 +58,42 @@ pub(crate) fn decide(
     now: DateTime<Utc>,
 ) -> Decision {
     let new_request = requested.is_some() && requested != status.last_handled_reconcile_at.as_deref();
-    let ready = find(&status.conditions, ConditionType::Ready);
+    let ready = NewCondition::<CertificateReason>::ready_in(&status.conditions);
+    let issued = ready.as_ref().filter(|ready| ready.is(CertificateReason::Issued));
     // Statuses without attemptedGeneration (written by 0.1.0) record a success only as
     // an Issued condition of the generation issued.
-    let attempted = status.attempted_generation.or_else(|| {
-        ready
-            .filter(|c| AnyReason::parse(&c.reason) == Some(AnyReason::Own(CertificateReason::Issued)))
-            .and_then(|c| c.observed_generation)
-    });
+    let attempted = status
+        .attempted_generation
+        .or_else(|| issued.and_then(|ready| ready.observed_generation));
     if attempted != generation || new_request {
         return Decision::Complete;
     }
-    match ready.and_then(|c| AnyReason::parse(&c.reason)) {
-        Some(AnyReason::Own(CertificateReason::Issued)) => {
-            let renewal = spec
-                .renew_every
-                .as_deref()
-                .and_then(parse_go_duration)
-                .zip(parse_time(status.issued_time.as_deref()))
-                .and_then(|(every, issued)| chrono::Duration::from_std(every).ok().map(|every| issued + every));
-            match renewal {
-                Some(due) if due <= now => Decision::Complete,
-                Some(due) => Decision::WaitUntil(due),
-                None => Decision::Idle,
-            }
-        }
-        Some(AnyReason::Own(CertificateReason::HostnameNotFound)) => Decision::Idle,
-        // Reconciles come only from changes (a Secret, the object) and the slow requeue.
-        Some(AnyReason::Platform(ApiFailure::Unauthorized)) => Decision::Complete,
-        _ => match parse_time(status.next_attempt_time.as_deref()) {
-            Some(next) if next > now => Decision::WaitUntil(next),
-            _ => Decision::Complete,
-        },
+    if issued.is_some() {
+        let renewal = spec
+            .renew_every
+            .as_deref()
+            .and_then(parse_go_duration)
+            .zip(parse_time(status.issued_time.as_deref()))
+            .and_then(|(every, issued)| chrono::Duration::from_std(every).ok().map(|every| issued + every));
+        return match renewal {
+            Some(due) if due <= now => Decision::Complete,
+            Some(due) => Decision::WaitUntil(due),
+            None => Decision::Idle,
+        };
+    }
+    if ready
+        .as_ref()
+        .is_some_and(|ready| ready.is(CertificateReason::HostnameNotFound))
+    {
+        return Decision::Idle;
+    }
+    // Reconciles come only from changes (a Secret, the object) and the slow requeue.
+    if ready.as_ref().is_some_and(|ready| ready.is(ApiFailure::Unauthorized)) {
+        return Decision::Complete;
+    }
+    match parse_time(status.next_attempt_time.as_deref()) {
+        Some(next) if next > now => Decision::WaitUntil(next),
+        _ => Decision::Complete,
     }
 }
 
@@ -117,7 +118,7 @@ pub(crate) fn after_attempt(
     requested: Option<&str>,
     result: Result<(), &ApiError>,
     backoff: &RetryPolicy,
-    now: &Now,
+    (now, jitter): (DateTime<Utc>, f64),
 ) -> (
     PullZoneCertificateStatus,
     NewCondition<CertificateReason>,
@@ -125,8 +126,8 @@ pub(crate) fn after_attempt(
 ) {
     let same_generation = previous.attempted_generation == generation;
     let attempts = if same_generation { previous.attempts } else { 0 }.saturating_add(1);
-    let stamp = now.rfc3339();
-    let backoff = backoff.backoff_with_jitter(attempts - 1, now.jitter);
+    let stamp = rfc3339(now);
+    let backoff = backoff.backoff_with_jitter(attempts - 1, jitter);
     let base = PullZoneCertificateStatus {
         observed_generation: generation,
         attempted_generation: generation,
@@ -139,8 +140,7 @@ pub(crate) fn after_attempt(
     let error = match result {
         Ok(()) => {
             let renew = spec.renew_every.as_deref().and_then(parse_go_duration);
-            let ready = NewCondition::new(
-                ConditionType::Ready,
+            let ready = NewCondition::ready(
                 true,
                 CertificateReason::Issued,
                 format!("certificate issued for {}", spec.hostname),
@@ -150,7 +150,7 @@ pub(crate) fn after_attempt(
                 attempts: 0,
                 next_attempt_time: renew
                     .and_then(|d| chrono::Duration::from_std(d).ok())
-                    .map(|d| rfc3339(now.time + d)),
+                    .map(|d| rfc3339(now + d)),
                 last_error: None,
                 ..base
             };
@@ -159,26 +159,26 @@ pub(crate) fn after_attempt(
         Err(error) => error,
     };
     let reason = certificate_reason(error);
-    let (wait, message) = match reason {
-        AnyReason::Own(CertificateReason::HostnameNotFound) => (
-            None,
-            format!(
-                "{} is not registered on any Pull Zone; fix spec.hostname",
-                spec.hostname
-            ),
-        ),
-        AnyReason::Platform(ApiFailure::Unauthorized) => (Some(UNAUTHORIZED_RETRY), error.to_string()),
-        _ => (
+    let (wait, message) = if reason == CertificateReason::HostnameNotFound.into() {
+        let message = format!(
+            "{} is not registered on any Pull Zone; fix spec.hostname",
+            spec.hostname
+        );
+        (None, message)
+    } else if reason == ApiFailure::Unauthorized.into() {
+        (Some(UNAUTHORIZED_RETRY), error.to_string())
+    } else {
+        (
             Some(backoff.max(error.retry_after().unwrap_or_default())),
             error.to_string(),
-        ),
+        )
     };
-    let ready = NewCondition::new(ConditionType::Ready, false, reason, message);
+    let ready = NewCondition::ready(false, reason, message);
     let status = PullZoneCertificateStatus {
         attempts,
         next_attempt_time: wait
             .and_then(|d| chrono::Duration::from_std(d).ok())
-            .map(|d| rfc3339(now.time + d)),
+            .map(|d| rfc3339(now + d)),
         last_error: Some(last_error(error)),
         ..base
     };
@@ -208,13 +208,13 @@ pub(crate) fn deferred(
     generation: Option<i64>,
     end: DateTime<Utc>,
 ) -> (PullZoneCertificateStatus, NewCondition<CertificateReason>) {
-    let decided = find(&previous.conditions, ConditionType::Ready)
-        .filter(|c| c.observed_generation == generation)
-        .and_then(|c| match AnyReason::<CertificateReason>::parse(&c.reason) {
-            Some(reason @ (AnyReason::Own(_) | AnyReason::Platform(_))) => {
-                Some((c.status == ConditionStatus::True, reason))
-            }
-            _ => None,
+    let decided = NewCondition::<CertificateReason>::ready_in(&previous.conditions)
+        .filter(|ready| ready.observed_generation == generation)
+        .and_then(|ready| {
+            ready
+                .reason
+                .filter(|reason| !reason.is_common())
+                .map(|reason| (ready.status, reason))
         });
     let (ready, reason) = decided.unwrap_or((false, Reason::Progressing.into()));
     let next = rfc3339(end);
@@ -226,7 +226,7 @@ pub(crate) fn deferred(
         next_attempt_time: Some(next),
         ..previous.clone()
     };
-    (status, NewCondition::new(ConditionType::Ready, ready, reason, message))
+    (status, NewCondition::ready(ready, reason, message))
 }
 
 /// The Events of an attempt that decided `ready`: Issued, or a Warning when the
@@ -243,28 +243,29 @@ pub(crate) fn attempt_events(
             format!("certificate issued for {}", spec.hostname),
         )];
     };
-    let was = find(&previous.conditions, ConditionType::Ready).map(|c| c.reason.as_str());
-    match was != Some(ready.reason.as_str()) {
+    let was = NewCondition::<CertificateReason>::ready_in(&previous.conditions).and_then(|shown| shown.reason);
+    match was != Some(ready.reason) {
         true => vec![Notice::warning(certificate_reason(error), error.to_string())],
         false => Vec::new(),
     }
 }
 
-/// A look again at `when` (at least a second from now).
-fn requeue_at(when: DateTime<Utc>, now: &Now) -> Requeue {
-    Requeue::After(
-        (when - now.time)
-            .to_std()
-            .unwrap_or_default()
-            .max(Duration::from_secs(1)),
-    )
+/// The wait until `when` (at least a second).
+fn wait_until(when: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
+    (when - now).to_std().unwrap_or_default().max(Duration::from_secs(1))
 }
 
-/// When to look again after a decision not to call.
-fn requeue_without_call(decision: &Decision, now: &Now) -> Requeue {
+/// The outcome of a decision not to call: the status as it is, looked at again when
+/// the decision says.
+fn without_call(
+    previous: &PullZoneCertificateStatus,
+    decision: &Decision,
+    now: DateTime<Utc>,
+) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
+    let outcome = Outcome::new(previous.clone());
     match decision {
-        Decision::WaitUntil(when) => requeue_at(*when, now),
-        Decision::Idle | Decision::Complete => Requeue::OnChange,
+        Decision::WaitUntil(when) => outcome.requeue_after(wait_until(*when, now)),
+        Decision::Idle | Decision::Complete => outcome,
     }
 }
 
@@ -282,15 +283,12 @@ impl PullZoneCertificate {
         &self,
         previous: &PullZoneCertificateStatus,
         end: DateTime<Utc>,
-        now: &Now,
+        now: DateTime<Utc>,
     ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
         let (status, ready) = deferred(&self.spec, previous, self.metadata.generation, end);
-        Outcome {
-            status,
-            conditions: vec![ready],
-            events: Vec::new(),
-            requeue: requeue_at(end, now),
-        }
+        Outcome::new(status)
+            .with_conditions([ready])
+            .requeue_after(wait_until(end, now))
     }
 
     /// Who completes this object's hostname with `credential`.
@@ -310,18 +308,26 @@ impl PullZoneCertificate {
         previous: &PullZoneCertificateStatus,
         result: Result<(), &ApiError>,
         backoff: &RetryPolicy,
-        now: &Now,
+        (now, jitter): (DateTime<Utc>, f64),
     ) -> Outcome<PullZoneCertificateStatus, CertificateReason> {
         let generation = self.metadata.generation;
-        let (status, ready, wait) =
-            after_attempt(&self.spec, previous, generation, self.requested(), result, backoff, now);
-        let step_end = step_end(result, wait, backoff, now.time);
-        ledger.record(self.completer(credential), step_end, now.time);
-        Outcome {
-            events: attempt_events(&self.spec, previous, &ready, result),
-            status,
-            conditions: vec![ready],
-            requeue: wait.map_or(Requeue::OnChange, |wait| Requeue::After(wait.min(LONGEST_WAIT))),
+        let (status, ready, wait) = after_attempt(
+            &self.spec,
+            previous,
+            generation,
+            self.requested(),
+            result,
+            backoff,
+            (now, jitter),
+        );
+        let step_end = step_end(result, wait, backoff, now);
+        ledger.record(self.completer(credential), step_end, now);
+        let outcome = Outcome::new(status)
+            .with_events(attempt_events(&self.spec, previous, &ready, result))
+            .with_conditions([ready]);
+        match wait {
+            Some(wait) => outcome.requeue_after(wait.min(LONGEST_WAIT)),
+            None => outcome,
         }
     }
 }
@@ -340,26 +346,18 @@ impl Reconcilable for PullZoneCertificate {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<Self::Status, Self::Reason>, ReconcileError<NoFailure>> {
+    ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
         let generation = self.metadata.generation;
         let decision = decide(&self.spec, &cx.previous, generation, self.requested(), cx.now.time);
         if decision != Decision::Complete {
-            return Ok(Outcome {
-                status: cx.previous.clone(),
-                conditions: Vec::new(),
-                events: Vec::new(),
-                requeue: requeue_without_call(&decision, &cx.now),
-            });
+            return Ok(without_call(&cx.previous, &decision, cx.now.time));
         }
         cx.ensure_leader()?;
         let client = cx.client().await?;
-        let credential = credential_id(&client);
+        let credential = client.credential_id();
         // The turn is held for as long as a reconcile may run, then for the call's step.
-        if let Some(end) = cx
-            .state
-            .take(self.completer(&credential), cx.now.time, RECONCILE_TIMEOUT)
-        {
-            return Ok(self.held_back(&cx.previous, end, &cx.now));
+        if let Some(end) = cx.state.take(self.completer(&credential), cx.now.time, cx.time_limit()) {
+            return Ok(self.held_back(&cx.previous, end, cx.now.time));
         }
         let result = client.complete_external_http_certificate(&self.spec.hostname).await;
         let result = result.as_ref().map(|_| ());
@@ -368,7 +366,7 @@ impl Reconcilable for PullZoneCertificate {
             &cx.previous,
             result,
             &cx.settings.certificate_backoff,
-            &cx.now,
+            (cx.now.time, cx.now.jitter),
         ))
     }
 
@@ -391,6 +389,11 @@ impl Reconcilable for PullZoneCertificate {
 mod tests {
     use super::*;
     use crate::api::PlatformMessage;
+    use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
+    use crate::controller::framework::pipeline::kind::{Now, Requeue};
+    use crate::controller::framework::pipeline::status::conditions::find;
+    use crate::controller::framework::reasons::ConditionType;
+    use crate::resources::ConditionStatus;
 
     fn spec(renew: Option<&str>) -> PullZoneCertificateSpec {
         PullZoneCertificateSpec {
@@ -454,14 +457,22 @@ mod tests {
         result: Result<(), &ApiError>,
         now: &Now,
     ) -> (PullZoneCertificateStatus, Option<Duration>) {
-        let (status, ready, wait) = after_attempt(spec, previous, Some(1), requested, result, &no_jitter(), now);
+        let (status, ready, wait) = after_attempt(
+            spec,
+            previous,
+            Some(1),
+            requested,
+            result,
+            &no_jitter(),
+            (now.time, now.jitter),
+        );
         let outcome = Outcome::<_, CertificateReason> {
             status,
             conditions: vec![ready],
             events: Vec::new(),
             requeue: Requeue::OnChange,
         };
-        (outcome.status_over(previous, Some(1), now), wait)
+        (outcome.status_over(previous, Some(1), now.time), wait)
     }
 
     /// The credential every object of these tests completes with.
@@ -486,25 +497,22 @@ mod tests {
             now.time,
         );
         if decision != Decision::Complete {
-            let requeue = requeue_without_call(&decision, &now);
-            return (
-                Outcome {
-                    status: previous.clone(),
-                    conditions: Vec::new(),
-                    events: Vec::new(),
-                    requeue,
-                },
-                false,
-            );
+            return (without_call(previous, &decision, now.time), false);
         }
         let (mut outcome, called) = match ledger.take(object.completer(SHARED_KEY), now.time, RECONCILE_TIMEOUT) {
-            Some(end) => (object.held_back(previous, end, &now), false),
+            Some(end) => (object.held_back(previous, end, now.time), false),
             None => (
-                object.attempted((ledger, SHARED_KEY), previous, answer, &no_jitter(), &now),
+                object.attempted(
+                    (ledger, SHARED_KEY),
+                    previous,
+                    answer,
+                    &no_jitter(),
+                    (now.time, now.jitter),
+                ),
                 true,
             ),
         };
-        outcome.status = outcome.status_over(previous, object.metadata.generation, &now);
+        outcome.status = outcome.status_over(previous, object.metadata.generation, now.time);
         (outcome, called)
     }
 

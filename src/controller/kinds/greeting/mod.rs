@@ -10,10 +10,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::controller::framework::pipeline::kind::{Context, Notice, Outcome, Reconcilable, Requeue};
-use crate::controller::framework::pipeline::status::conditions::NewCondition;
-use crate::controller::framework::reasons::error::{NoFailure, ReconcileError};
-use crate::controller::framework::reasons::{ConditionType, KindReason};
+use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
+use crate::controller::framework::reasons::KindReason;
+use crate::controller::framework::reasons::error::NoFailure;
 use crate::resources::{Condition, SecretKeyRef};
 
 /// Greets the platform.
@@ -72,7 +71,7 @@ impl Reconcilable for Greeting {
     async fn reconcile(
         &self,
         cx: &mut Context<'_, Self>,
-    ) -> Result<Outcome<GreetingStatus, GreetingReason>, ReconcileError<NoFailure>> {
+    ) -> Result<Outcome<GreetingStatus, GreetingReason>, Failure<Self>> {
         let zone = self.spec.shield_zone_id;
         let lists = cx.client().await?.access_lists(zone).await?;
         let count = lists.managed_lists.len() + lists.custom_lists.len();
@@ -80,12 +79,9 @@ impl Reconcilable for Greeting {
             "{}: the key sees {count} access lists of Shield Zone {zone}",
             self.spec.message
         );
-        let ready = NewCondition::new(ConditionType::Ready, true, GreetingReason::Greeted, message.clone());
-        Ok(Outcome {
-            status: GreetingStatus::default(),
-            conditions: vec![ready],
-            events: vec![Notice::normal(GreetingReason::Greeted, message)],
-            requeue: Requeue::OnChange,
-        })
+        let ready = NewCondition::ready(true, GreetingReason::Greeted, message.clone());
+        Ok(Outcome::new(GreetingStatus::default())
+            .with_conditions([ready])
+            .with_events([Notice::normal(GreetingReason::Greeted, message)]))
     }
 }

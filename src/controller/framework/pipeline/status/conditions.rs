@@ -16,6 +16,38 @@ pub(crate) struct NewCondition<R> {
     pub message: String,
 }
 
+/// A condition an object shows, read back: its status, its reason when the reason is a
+/// word of the kind's vocabulary (anyone granted the status subresource may write
+/// another), the generation it was decided for, and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Shown<R> {
+    pub status: bool,
+    pub reason: Option<AnyReason<R>>,
+    pub observed_generation: Option<i64>,
+    pub message: String,
+}
+
+impl<R: KindReason> Shown<R> {
+    fn of(condition: &Condition) -> Option<Self> {
+        Some(Self {
+            status: condition.status == ConditionStatus::True,
+            reason: AnyReason::parse(&condition.reason),
+            observed_generation: condition.observed_generation,
+            message: condition.message.clone(),
+        })
+    }
+
+    /// Whether it is True for `generation`.
+    pub(crate) fn is_true_for(&self, generation: Option<i64>) -> bool {
+        self.status && self.observed_generation == generation
+    }
+
+    /// Whether its reason is `reason`.
+    pub(crate) fn is(&self, reason: impl Into<AnyReason<R>>) -> bool {
+        self.reason == Some(reason.into())
+    }
+}
+
 /// The longest condition message: the platform's words (at most
 /// [`crate::api::MAX_PLATFORM_TEXT`]) with the operator's around them, or a summary
 /// naming what the Internet sent (user agents, URLs).
@@ -106,23 +138,60 @@ pub(crate) fn merge<R: KindReason>(
 }
 
 impl<R: KindReason> NewCondition<R> {
+    /// Ready, decided.
+    pub(crate) fn ready(status: bool, reason: impl Into<AnyReason<R>>, message: impl Into<String>) -> Self {
+        Self::new(ConditionType::Ready, status, reason, message)
+    }
+
+    /// Synced, decided.
+    pub(crate) fn synced(status: bool, reason: impl Into<AnyReason<R>>, message: impl Into<String>) -> Self {
+        Self::new(ConditionType::Synced, status, reason, message)
+    }
+
+    /// Whether this is of type `type_`.
+    pub(crate) fn is(&self, type_: impl Into<&'static str>) -> bool {
+        self.type_ == type_.into()
+    }
+
+    /// Whether this is Ready=True.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.is(ConditionType::Ready) && self.status == ConditionStatus::True
+    }
+
+    /// Whether this is a Synced.
+    pub(crate) fn is_synced(&self) -> bool {
+        self.is(ConditionType::Synced)
+    }
+
+    /// The length of `current` with `decided` merged in, serialized: the room a
+    /// status's conditions take once the driver writes them.
+    pub(crate) fn merged_len(current: &[Condition], decided: &[Self], generation: Option<i64>) -> usize {
+        const A_TIME: &str = "2026-01-01T00:00:00Z";
+        crate::resources::serialized_len(&merge(current, decided, generation, A_TIME))
+    }
+
+    /// The Ready `conditions` show, read in the words of this kind.
+    pub(crate) fn ready_in(conditions: &[Condition]) -> Option<Shown<R>> {
+        Shown::of(find(conditions, ConditionType::Ready)?)
+    }
+
+    /// The Synced `conditions` show, read in the words of this kind.
+    pub(crate) fn synced_in(conditions: &[Condition]) -> Option<Shown<R>> {
+        Shown::of(find(conditions, ConditionType::Synced)?)
+    }
+
+    /// The condition of `type_` (one of the kind's own) `conditions` show, read in the
+    /// words of this kind.
+    pub(crate) fn of_type_in(conditions: &[Condition], type_: impl Into<&'static str>) -> Option<Shown<R>> {
+        Shown::of(find(conditions, type_)?)
+    }
+
     /// Whether `conditions` already show this one (its status, reason and message).
     pub(crate) fn is_shown_in(&self, conditions: &[Condition]) -> bool {
         find(conditions, self.type_).is_some_and(|shown| {
             shown.status == self.status && shown.reason == self.reason.as_str() && shown.message == self.message
         })
     }
-}
-
-/// The length of `current` with `decided` merged in, serialized: the room a status's
-/// conditions take once the driver writes them.
-pub(crate) fn merged_len<R: KindReason>(
-    current: &[Condition],
-    decided: &[NewCondition<R>],
-    generation: Option<i64>,
-) -> usize {
-    const A_TIME: &str = "2026-01-01T00:00:00Z";
-    crate::controller::framework::pipeline::object::serialized_len(&merge(current, decided, generation, A_TIME))
 }
 
 /// The condition of a type, if present.

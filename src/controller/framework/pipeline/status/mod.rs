@@ -1,10 +1,8 @@
-//! An object's status: the words of its conditions (`vocabulary`), their merge
-//! (`conditions`), the contract GitOps tools read (`kstatus`), the time formats in it,
-//! and writing it.
+//! An object's status: its conditions' merge (`conditions`), the contract GitOps
+//! tools read (`kstatus`), and writing it.
 
 pub(crate) mod conditions;
 pub(crate) mod kstatus;
-pub mod time;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};

@@ -17,17 +17,16 @@ use serde_json::json;
 
 use super::super::restore::FINALIZER;
 use super::{ClaimRecords, is_code, new_record, proof_of, restore_point_shown};
-use crate::controller::framework::pipeline::object::is_paused;
-use crate::controller::framework::pipeline::status::conditions::find;
-use crate::controller::framework::pipeline::status::time::rfc3339;
-use crate::controller::framework::reasons::ConditionType;
+use crate::controller::framework::prelude::NewCondition;
 use crate::controller::kinds::access_list::claim_resource::{
     AccessListClaim, PLATFORM_LABEL, RecordedValues, claim_name, platform_tag,
 };
 use crate::controller::kinds::access_list::resource::{AccessListConfig, ManagementPolicy};
 use crate::controller::kinds::access_list::settings::CarryOverRecord;
-use crate::resources::ConditionStatus;
+use crate::controller::kinds::access_list::vocabulary::AccessListReason;
+use crate::resources::is_paused;
 use crate::resources::short_digest;
+use crate::resources::time::rfc3339;
 
 /// How long the carry-over of 0.2.0's owners may take at start.
 const CARRY_OVER_WITHIN: Duration = Duration::from_secs(60);
@@ -121,7 +120,8 @@ impl PreviousOwners {
         let deleting = object.metadata.deletion_timestamp.is_some();
         let restoring = object.finalizers().iter().any(|f| f == FINALIZER);
         let Some(status) = &object.status else { return };
-        let synced = find(&status.conditions, ConditionType::Synced).is_some_and(|c| c.status == ConditionStatus::True);
+        let synced =
+            NewCondition::<AccessListReason>::synced_in(&status.conditions).is_some_and(|synced| synced.status);
         let decided = object.spec.management_policy == ManagementPolicy::Manage
             && !is_paused(object)
             && (!deleting || restoring)

@@ -41,7 +41,7 @@ async fn a_restore_point_is_written_only_on_the_version_read() {
         .record_restore_point(&kube, &Claim::from(record), values)
         .await;
     assert!(
-        matches!(changed_meanwhile, Err(ReconcileError::Stale)),
+        matches!(changed_meanwhile, Err(Failure::<AccessListConfig>::Stale)),
         "{changed_meanwhile:?}"
     );
     let (method, path, body) = written.recv().expect("one request");
