@@ -108,35 +108,3 @@ impl clap::FromArgMatches for KindSettings {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use strum::VariantNames;
-
-    use super::*;
-    use crate::controller::framework::pipeline::kind::Reconcilable;
-    use crate::controller::framework::reasons::AnyReason;
-
-    /// Each failure of each kind is written with the reason its variant names.
-    #[test]
-    fn every_failure_of_every_kind_names_one_of_its_reasons() {
-        #[derive(Default)]
-        struct Unnamed(Vec<String>);
-        impl Registry for Unnamed {
-            fn register<K: Reconcilable>(&mut self) {
-                for name in <K::Error as VariantNames>::VARIANTS {
-                    if !matches!(AnyReason::<K::Reason>::parse(name), Some(AnyReason::Own(_))) {
-                        self.0.push(format!("{}: {name}", K::kind_name()));
-                    }
-                }
-            }
-        }
-        let mut unnamed = Unnamed::default();
-        register(&mut unnamed);
-        assert_eq!(unnamed.0, Vec::<String>::new());
-        assert!(
-            AnyReason::<access_list::vocabulary::AccessListReason>::parse("RestoreHeld").is_some(),
-            "a failure of AccessListConfig's"
-        );
-    }
-}

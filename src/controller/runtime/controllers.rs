@@ -106,7 +106,7 @@ fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<Ob
 
 fn error_policy<K: Reconcilable>(object: Arc<K>, error: &Failure<K>, reconciler: Arc<Reconciler<K>>) -> Action {
     let failures = reconciler.shared.failures.failed(object_key(object.as_ref()));
-    let reason = error.reason::<K::Reason>();
+    let reason = error.reason();
     let delay = retry_delay(object.as_ref(), &reconciler.settings, failures, error, &Now::current());
     tracing::warn!(
         kind = K::kind_name(),
@@ -130,7 +130,7 @@ fn retry_delay<K: Reconcilable>(
     error: &Failure<K>,
     now: &Now,
 ) -> Duration {
-    let transient = !error.reason::<K::Reason>().is_terminal();
+    let transient = !error.reason().is_terminal();
     let backoff = Failure::<K>::delay(failures, transient, now.jitter);
     // Only a transient failure is retried sooner: one that waits for a person (a claimed
     // configuration, a refused key) keeps its backoff, whatever the poll interval.

@@ -59,7 +59,7 @@ pub(crate) async fn reconcile<K: Reconcilable>(
     shared.metrics.reconciled(
         K::kind_name(),
         started.elapsed(),
-        result.as_ref().err().map(ReconcileError::reason::<K::Reason>),
+        result.as_ref().err().map(ReconcileError::reason),
     );
     result
 }
@@ -125,7 +125,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
 /// already Ready (a failed re-read of an applied object).
 fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error: &Failure<K>, now: &Now) -> K::Status {
     let message = failure_message(error, now);
-    let reason = error.reason::<K::Reason>();
+    let reason = error.reason();
     let mut decided = vec![NewCondition::new(ConditionType::Synced, false, reason, message.clone())];
     if reason.is_terminal() || !is_ready(previous, generation) {
         decided.push(NewCondition::new(ConditionType::Ready, false, reason, message));
@@ -244,7 +244,7 @@ impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
 
 /// An error as a condition message, bounded; a rate limit says when the next attempt
 /// is due.
-fn failure_message<E: std::error::Error>(error: &ReconcileError<E>, now: &Now) -> String {
+fn failure_message<R: KindReason>(error: &ReconcileError<R>, now: &Now) -> String {
     let message = match error.retry_after() {
         Some(wait) => {
             let at = chrono::Duration::from_std(wait)

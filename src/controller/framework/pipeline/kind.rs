@@ -23,7 +23,7 @@ use crate::api::{EdgeClient, bounded_text};
 use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::pipeline::plan::Verdict;
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
-use crate::controller::framework::reasons::error::{KindFailure, ReconcileError};
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
 use crate::controller::framework::services::shared::Shared;
 use crate::resources::time::rfc3339;
@@ -175,7 +175,7 @@ impl<K: Reconcilable> Reconciler<K> {
 }
 
 /// A failed reconcile of kind `K`.
-pub(crate) type Failure<K> = ReconcileError<<K as Reconcilable>::Error>;
+pub(crate) type Failure<K> = ReconcileError<<K as Reconcilable>::Reason>;
 
 /// What one reconcile of an object sees, the one context a kind is passed: the
 /// operator's [`Shared`] parts, the kind's settings and state, the object's API, the
@@ -325,10 +325,8 @@ pub(crate) trait Reconcilable:
     /// only the conditions of these types and those.
     const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
-    /// Its failures beside those of every kind, each named as its reason
-    /// ([`crate::controller::framework::reasons::error::NoFailure`] for none).
-    type Error: KindFailure;
-    /// Its reasons beside those of every kind, its failures' among them.
+    /// Its reasons beside those of every kind: one enum, whose variants name its
+    /// conditions, its Events and its own failures ([`ReconcileError::own`]).
     type Reason: KindReason + Send + Sync + 'static;
     /// Its flags of `edge-operator run`.
     type Settings: clap::Args + clap::FromArgMatches + Clone + std::fmt::Debug + Send + Sync + 'static;

@@ -1,45 +1,13 @@
-//! Reconcile failures: those any kind can have, and a kind's own (`E`, a
-//! [`KindFailure`]). Each failure's [`ReconcileError::reason`] is the condition reason,
-//! Event reason and metric label.
+//! Reconcile failures: those any kind can have, and a kind's own, each named by one of
+//! the kind's reasons (`R`). A failure's [`ReconcileError::reason`] is the condition
+//! reason, Event reason and metric label.
 
 use crate::api::{ApiError, ApiFailure};
 use crate::controller::framework::reasons::{AnyReason, KindReason, Reason};
 
-/// A kind's own failures: an enum whose variants are named as the reasons they are
-/// written with (`strum::IntoStaticStr`, `strum::VariantNames`), so the name is the one
-/// map from a failure to its reason. A unit test of the registry checks that each
-/// kind's reasons hold every name.
-pub trait KindFailure: std::error::Error + strum::VariantNames + Send + Sync + 'static {
-    /// The reason this failure is written with.
-    fn reason_name(&self) -> &'static str;
-}
-
-impl<E> KindFailure for E
-where
-    E: std::error::Error + strum::VariantNames + Send + Sync + 'static,
-    for<'e> &'e E: Into<&'static str>,
-{
-    fn reason_name(&self) -> &'static str {
-        self.into()
-    }
-}
-
-/// The failures of a kind that has none of its own.
+/// A failed reconcile of a kind whose reasons are `R`.
 #[derive(Debug, thiserror::Error)]
-pub enum NoFailure {}
-
-impl From<&NoFailure> for &'static str {
-    fn from(never: &NoFailure) -> Self {
-        match *never {}
-    }
-}
-
-impl strum::VariantNames for NoFailure {
-    const VARIANTS: &'static [&'static str] = &[];
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError<E> {
+pub enum ReconcileError<R> {
     #[error(transparent)]
     Platform(ApiError),
     #[error("Kubernetes API: {0}")]
@@ -66,12 +34,18 @@ pub enum ReconcileError<E> {
     /// from the new copy.
     #[error("the object changed while it was reconciled")]
     Stale,
-    #[error(transparent)]
-    Kind(E),
+    /// A failure of the kind's own: its reason is the variant, the message says what
+    /// failed (the failure behind it included, which is its `cause`).
+    #[error("{message}")]
+    Kind {
+        reason: R,
+        message: String,
+        cause: Option<Box<ReconcileError<R>>>,
+    },
 }
 
 /// A platform failure whose reason is `NotLeader` (a withheld write) is that failure.
-impl<E> From<ApiError> for ReconcileError<E> {
+impl<R> From<ApiError> for ReconcileError<R> {
     fn from(error: ApiError) -> Self {
         match AnyReason::<Reason>::from(error.reason()) {
             AnyReason::Common(Reason::NotLeader) => ReconcileError::NotLeader,
@@ -80,7 +54,25 @@ impl<E> From<ApiError> for ReconcileError<E> {
     }
 }
 
-impl<E> ReconcileError<E> {
+impl<R> ReconcileError<R> {
+    /// A failure of the kind's own, for `reason`.
+    pub(crate) fn own(reason: R, message: impl Into<String>) -> Self {
+        ReconcileError::Kind {
+            reason,
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// A failure of the kind's own, for `reason`, behind which is `cause`.
+    pub(crate) fn caused_by(reason: R, message: impl Into<String>, cause: ReconcileError<R>) -> Self {
+        ReconcileError::Kind {
+            reason,
+            message: message.into(),
+            cause: Some(Box::new(cause)),
+        }
+    }
+
     /// The delay before retrying an object after its `failures`-th consecutive failure:
     /// exponential from 5 s (transient failures) or 30 s (others), capped at 5 min.
     pub(crate) fn delay(failures: u32, transient: bool, jitter: f64) -> std::time::Duration {
@@ -102,15 +94,11 @@ impl<E> ReconcileError<E> {
     }
 }
 
-impl<E: KindFailure> ReconcileError<E> {
-    /// The condition reason, Event reason and metric label, in the words of a kind
-    /// whose own reasons are `R`.
-    pub(crate) fn reason<R: KindReason>(&self) -> AnyReason<R> {
+impl<R: KindReason> ReconcileError<R> {
+    /// The condition reason, Event reason and metric label.
+    pub(crate) fn reason(&self) -> AnyReason<R> {
         match self {
-            // Never the fallback: every registered kind's reasons hold its failures' names.
-            ReconcileError::Kind(error) => {
-                AnyReason::parse(error.reason_name()).unwrap_or(AnyReason::Common(Reason::KubernetesError))
-            }
+            ReconcileError::Kind { reason, .. } => AnyReason::Own(*reason),
             ReconcileError::Platform(error) => error.reason().into(),
             ReconcileError::Kube(_) | ReconcileError::Stale => Reason::KubernetesError.into(),
             ReconcileError::Credentials { .. }
@@ -123,16 +111,17 @@ impl<E: KindFailure> ReconcileError<E> {
         }
     }
 
-    /// The reason of the failure behind this one, which its message begins with: a
-    /// kind's error keeps it as its `source`, a `Box<ReconcileError<E>>`.
-    pub(crate) fn cause_reason<R: KindReason>(&self) -> Option<AnyReason<R>> {
-        let cause = std::error::Error::source(self)?.downcast_ref::<Box<ReconcileError<E>>>()?;
-        Some(cause.reason())
+    /// The reason of the failure behind this one, which its message begins with.
+    pub(crate) fn cause_reason(&self) -> Option<AnyReason<R>> {
+        match self {
+            ReconcileError::Kind { cause: Some(cause), .. } => Some(cause.reason()),
+            _ => None,
+        }
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
     /// configuration must change first).
-    pub(crate) fn is_transient<R: KindReason>(&self) -> bool {
-        !self.reason::<R>().is_terminal()
+    pub(crate) fn is_transient(&self) -> bool {
+        !self.reason().is_terminal()
     }
 }

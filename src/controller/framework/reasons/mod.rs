@@ -38,9 +38,7 @@ pub enum Reason {
 }
 
 /// A kind's own reasons: one enum whose variant names are what is written.
-pub(crate) trait KindReason:
-    Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr
-{
+pub trait KindReason: Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr {
     /// Whether an object not Ready for this reason waits for a person (see
     /// [`AnyReason::is_terminal`]).
     fn is_terminal(self) -> bool;

@@ -12,7 +12,7 @@ use kube::{CustomResourceExt, ResourceExt};
 use self::claims::ClaimRecords;
 use self::claims::{Claim, Claimed};
 use self::secret_needs::SecretNeeds;
-use self::vocabulary::{AccessListError, AccessListReason};
+use self::vocabulary::AccessListReason;
 use self::zone_lists::{ListsFreshness, ZoneLists};
 use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
@@ -153,12 +153,13 @@ impl AccessListConfig {
             .await?
         {
             Claimed::Mine(claim) => Ok((observed, Some(claim))),
-            Claimed::Theirs(owner) => Err(Failure::<AccessListConfig>::from(
-                AccessListError::ConfigurationClaimed {
-                    zone: self.spec.shield_zone_id,
-                    configuration,
-                    owner,
-                },
+            Claimed::Theirs(owner) => Err(Failure::<AccessListConfig>::own(
+                AccessListReason::ConfigurationClaimed,
+                format!(
+                    "configuration {configuration} of Shield Zone {} is written by {owner}, which claimed it first; \
+                     only one AccessListConfig writes a configuration",
+                    self.spec.shield_zone_id
+                ),
             )),
         }
     }
@@ -252,9 +253,9 @@ impl AccessListConfig {
 /// the zone or list is not theirs): then it claims nothing.
 fn cannot_see_its_list(error: &Failure<AccessListConfig>) -> bool {
     match error {
-        Failure::<AccessListConfig>::Kind(error) => matches!(error, AccessListError::AccessListNotFound { .. }),
+        Failure::<AccessListConfig>::Kind { reason, .. } => *reason == AccessListReason::AccessListNotFound,
         _ => matches!(
-            error.reason::<AccessListReason>(),
+            error.reason(),
             AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden | ApiFailure::NotFound)
                 | AnyReason::Common(Reason::CredentialsUnavailable)
         ),
@@ -265,7 +266,6 @@ impl Reconcilable for AccessListConfig {
     const EXAMPLE: &'static str = include_str!("../../../../examples/access-list-config.yaml");
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
-    type Error = AccessListError;
     type Reason = AccessListReason;
     type Settings = AccessListSettings;
     type State = State;

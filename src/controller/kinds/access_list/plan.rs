@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::vocabulary::{AccessListError, AccessListReason};
+use super::vocabulary::AccessListReason;
 use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
 use crate::controller::framework::prelude::{NewCondition, Notice, Outcome};
+use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
 };
@@ -19,22 +20,25 @@ use crate::controller::kinds::access_list::resource::{
 pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), AccessListError> {
+) -> Result<(&'a AccessListItem, bool), ReconcileError<AccessListReason>> {
     let selector = match spec.configuration_id {
         Some(id) => ListSelector::Configuration(id),
         None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
     };
     let zone = spec.shield_zone_id;
+    let not_found = |what: String| {
+        ReconcileError::own(
+            AccessListReason::AccessListNotFound,
+            format!("Shield Zone {zone} has no access list {what}"),
+        )
+    };
     lists.find(&selector).map_err(|error| match error {
-        ListLookupError::NoConfiguration(id) => AccessListError::AccessListNotFound {
-            zone,
-            what: format!("with configurationId {id}"),
-        },
-        ListLookupError::NoName(name) => AccessListError::AccessListNotFound {
-            zone,
-            what: format!("named {name:?}"),
-        },
-        ListLookupError::AmbiguousName { name, count } => AccessListError::AmbiguousListName { zone, name, count },
+        ListLookupError::NoConfiguration(id) => not_found(format!("with configurationId {id}")),
+        ListLookupError::NoName(name) => not_found(format!("named {name:?}")),
+        ListLookupError::AmbiguousName { name, count } => ReconcileError::own(
+            AccessListReason::AmbiguousListName,
+            format!("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId"),
+        ),
     })
 }
 
@@ -499,13 +503,13 @@ mod tests {
         assert_eq!(resolve(&by_name, &lists).expect("by name").0.configuration_id, 9101);
         by_name.list_name = Some("dup".into());
         assert_eq!(
-            <&str>::from(&resolve(&by_name, &lists).expect_err("ambiguous")),
-            "AmbiguousListName"
+            resolve(&by_name, &lists).expect_err("ambiguous").reason(),
+            AccessListReason::AmbiguousListName.into()
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
-            <&str>::from(&resolve(&by_name, &lists).expect_err("missing")),
-            "AccessListNotFound"
+            resolve(&by_name, &lists).expect_err("missing").reason(),
+            AccessListReason::AccessListNotFound.into()
         );
     }
 }

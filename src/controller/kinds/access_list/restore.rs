@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::claims::Claim;
-use super::vocabulary::{AccessListError, AccessListReason};
+use super::vocabulary::AccessListReason;
 use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::prelude::{Context, Failure, Notice};
@@ -58,7 +58,10 @@ pub(super) fn after_restore(
         Err(error) => error,
     };
     if let Failure::<AccessListConfig>::Platform(crate::api::ApiError::NotFound(_))
-    | Failure::<AccessListConfig>::Kind(AccessListError::AccessListNotFound { .. }) = error
+    | Failure::<AccessListConfig>::Kind {
+        reason: AccessListReason::AccessListNotFound,
+        ..
+    } = error
     {
         return AfterRestore::Done(Notice::normal(
             AccessListReason::NothingToRestore,
@@ -68,27 +71,32 @@ pub(super) fn after_restore(
     let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
     let overdue = deadline.is_none_or(|deadline| now >= deadline);
     let fixable_credentials = matches!(
-        error.reason::<AccessListReason>(),
+        error.reason(),
         AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden)
             | AnyReason::Common(Reason::CredentialsUnavailable)
     );
     match (overdue, deadline) {
-        (false, Some(deadline)) if fixable_credentials => AfterRestore::Retry(
-            AccessListError::RestoreHeld {
-                zone,
-                configuration,
-                deadline: crate::resources::time::rfc3339(deadline),
-                cause: Box::new(error),
-            }
-            .into(),
-        ),
-        (false, _) if error.is_transient::<AccessListReason>() => AfterRestore::Retry(error),
+        (false, Some(deadline)) if fixable_credentials => {
+            let message = format!(
+                "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {error}. Two ways out: \
+                 fix the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; \
+                 at {} it is released without restoring",
+                error.reason(),
+                crate::resources::time::rfc3339(deadline),
+            );
+            AfterRestore::Retry(Failure::<AccessListConfig>::caused_by(
+                AccessListReason::RestoreHeld,
+                message,
+                error,
+            ))
+        }
+        (false, _) if error.is_transient() => AfterRestore::Retry(error),
         _ => AfterRestore::Done(Notice::warning(
             AccessListReason::RestoreFailed,
             format!(
                 "could not restore configuration {configuration} of Shield Zone {zone} ({}: {error}); \
                  released without restoring",
-                error.reason::<AccessListReason>()
+                error.reason()
             ),
         )),
     }
@@ -192,7 +200,7 @@ mod tests {
                 note.reason,
                 note.message
             ),
-            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason::<AccessListReason>()),
+            AfterRestore::Retry(error) => format!("retry:{}:{error}", error.reason()),
         };
         let restored = verdict(Ok(()), soon);
         assert!(
@@ -228,7 +236,7 @@ mod tests {
             let decided = [NewCondition::new(
                 ConditionType::Synced,
                 false,
-                error.reason::<AccessListReason>(),
+                error.reason(),
                 error.to_string(),
             )];
             merge(&[], &decided, Some(1), "t")

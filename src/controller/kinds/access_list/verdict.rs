@@ -43,7 +43,7 @@ pub(crate) fn verdict(spec: &AccessListConfigSpec, lists: &AccessListsResponse) 
         Ok(found) => found,
         Err(error) => {
             return Verdict::Error {
-                detail: format!("{}: {error}", <&'static str>::from(&error)),
+                detail: format!("{}: {error}", error.reason()),
             };
         }
     };

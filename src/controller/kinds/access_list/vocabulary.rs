@@ -1,8 +1,7 @@
-//! The words of an AccessListConfig's status beside every kind's: its reasons and
-//! its failures.
+//! The words of an AccessListConfig's status beside every kind's: its reasons, its
+//! own failures' among them.
 
 use crate::controller::framework::reasons::KindReason;
-use crate::controller::framework::reasons::error::ReconcileError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
 pub enum AccessListReason {
@@ -54,41 +53,5 @@ impl KindReason for AccessListReason {
                 | AccessListReason::AmbiguousListName
                 | AccessListReason::ConfigurationClaimed
         )
-    }
-}
-
-/// Its failures, each variant named as its reason.
-#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
-pub enum AccessListError {
-    #[error("Shield Zone {zone} has no access list {what}")]
-    AccessListNotFound { zone: i64, what: String },
-    #[error("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId")]
-    AmbiguousListName { zone: i64, name: String, count: usize },
-    #[error(
-        "configuration {configuration} of Shield Zone {zone} is written by {owner}, which claimed it first; only one \
-         AccessListConfig writes a configuration"
-    )]
-    ConfigurationClaimed {
-        zone: i64,
-        configuration: i64,
-        owner: String,
-    },
-    #[error(
-        "{} holds the restore of configuration {configuration} of Shield Zone {zone}: {cause}. Two ways out: fix \
-         the credentials, or set spec.deletionPolicy to Orphan to release the object without restoring; at \
-         {deadline} it is released without restoring", .cause.reason::<AccessListReason>()
-    )]
-    RestoreHeld {
-        zone: i64,
-        configuration: i64,
-        deadline: String,
-        #[source]
-        cause: Box<ReconcileError<AccessListError>>,
-    },
-}
-
-impl From<AccessListError> for ReconcileError<AccessListError> {
-    fn from(error: AccessListError) -> Self {
-        ReconcileError::Kind(error)
     }
 }

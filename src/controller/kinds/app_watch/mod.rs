@@ -34,7 +34,6 @@ use crate::api::models::shield::{
 use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Outcome, Reconcilable};
-use crate::controller::framework::reasons::error::NoFailure;
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
 use crate::resources::MIN_POLL_INTERVAL;
 use crate::resources::time::parse_go_duration;
@@ -229,7 +228,6 @@ impl Reconcilable for ContainerAppWatch {
     const POLLS: bool = true;
     const OWN_CONDITION_TYPES: &'static [&'static str] = AppCondition::VARIANTS;
 
-    type Error = NoFailure;
     type Reason = AppReason;
     type Settings = AppWatchSettings;
     type State = State;

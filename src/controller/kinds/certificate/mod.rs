@@ -21,7 +21,6 @@ use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolic
 use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
 use crate::controller::framework::reasons::Reason;
-use crate::controller::framework::reasons::error::NoFailure;
 use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
@@ -335,7 +334,6 @@ impl PullZoneCertificate {
 impl Reconcilable for PullZoneCertificate {
     const EXAMPLE: &'static str = include_str!("../../../../examples/pull-zone-certificate.yaml");
 
-    type Error = NoFailure;
     type Reason = CertificateReason;
     type Settings = CertificateSettings;
     type State = CompletionLedger;

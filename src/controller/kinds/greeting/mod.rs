@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
 use crate::controller::framework::reasons::KindReason;
-use crate::controller::framework::reasons::error::NoFailure;
 use crate::resources::{Condition, SecretKeyRef};
 
 /// Greets the platform.
@@ -63,7 +62,6 @@ pub(crate) struct GreetingSettings {}
 impl Reconcilable for Greeting {
     const EXAMPLE: &'static str = "apiVersion: edgeplatform.io/v1alpha1\nkind: Greeting\nmetadata:\n  name: hello\nspec:\n  message: hello\n  shieldZoneId: 1001\n";
 
-    type Error = NoFailure;
     type Reason = GreetingReason;
     type Settings = GreetingSettings;
     type State = ();
