@@ -295,6 +295,12 @@ impl ApiFailure {
             ApiFailure::RateLimited | ApiFailure::ServerError | ApiFailure::Timeout | ApiFailure::TransportError
         )
     }
+
+    /// Whether the platform refused the key: it is not valid (401), or may not touch
+    /// what was asked (403).
+    pub fn is_refused_key(self) -> bool {
+        matches!(self, ApiFailure::Unauthorized | ApiFailure::Forbidden)
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,16 @@ impl<R: KindReason> AnyReason<R> {
         matches!(self, AnyReason::Common(_))
     }
 
+    /// Whether the object's credentials are the problem: the platform refused its key,
+    /// or it has none it may use.
+    pub(crate) fn is_credentials_problem(self) -> bool {
+        match self {
+            AnyReason::Platform(failure) => failure.is_refused_key(),
+            AnyReason::Common(reason) => reason == Reason::CredentialsUnavailable,
+            AnyReason::Own(_) => false,
+        }
+    }
+
     /// Whether an object not Ready for this reason waits for a person: a spec, a
     /// Secret, a key or the platform's configuration must change first. Everything
     /// else (a platform that is busy or down, a quota, a new generation) resolves by

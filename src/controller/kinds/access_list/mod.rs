@@ -18,7 +18,6 @@ use crate::api::models::shield::{AccessListConfigurationPatch, AccessListItem};
 use crate::api::{ApiFailure, EdgeClient};
 use crate::controller::framework::extend::{Reconciler, RefusedExample, Runner, Verdict};
 use crate::controller::framework::prelude::{Context, Failure, Notice, Outcome, Reconcilable};
-use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint,
@@ -254,11 +253,10 @@ impl AccessListConfig {
 fn cannot_see_its_list(error: &Failure<AccessListConfig>) -> bool {
     match error {
         Failure::<AccessListConfig>::Kind { reason, .. } => *reason == AccessListReason::AccessListNotFound,
-        _ => matches!(
-            error.reason(),
-            AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden | ApiFailure::NotFound)
-                | AnyReason::Common(Reason::CredentialsUnavailable)
-        ),
+        _ => {
+            let reason = error.reason();
+            reason.is_credentials_problem() || reason == ApiFailure::NotFound.into()
+        }
     }
 }
 
@@ -369,9 +367,7 @@ impl Reconcilable for AccessListConfig {
         let (status, conditions) = match step {
             Some(step) => {
                 if let Some((reason, matches)) = step.decided_on {
-                    cx.shared
-                        .metrics
-                        .decided_on(Self::kind_name(), AnyReason::Own(reason), matches);
+                    cx.shared.metrics.decided_on(Self::kind_name(), reason.into(), matches);
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
@@ -446,7 +442,7 @@ impl Reconcilable for AccessListConfig {
             }
             cx.state.claims.release(&cx.shared.kube, record).await?;
         }
-        let unrestored = AnyReason::Own(AccessListReason::RestoreFailed);
+        let unrestored = AccessListReason::RestoreFailed.into();
         for event in events.iter().filter(|event| event.reason == unrestored) {
             tracing::error!(
                 namespace = %cx.namespace,

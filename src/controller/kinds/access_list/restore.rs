@@ -6,10 +6,8 @@ use std::time::Duration;
 
 use super::claims::Claim;
 use super::vocabulary::AccessListReason;
-use crate::api::ApiFailure;
 use crate::api::models::shield::{AccessListAction, AccessListConfigurationPatch};
 use crate::controller::framework::prelude::{Context, Failure, Notice};
-use crate::controller::framework::reasons::{AnyReason, Reason};
 use crate::controller::kinds::access_list::claim_resource::RecordedValues;
 use crate::controller::kinds::access_list::resource::{
     AccessListConfig, DeletionPolicy, ManagementPolicy, RolloutStage,
@@ -70,11 +68,7 @@ pub(super) fn after_restore(
     }
     let deadline = deleted_at.and_then(|at| chrono::Duration::from_std(RESTORE_DEADLINE).ok().map(|d| at + d));
     let overdue = deadline.is_none_or(|deadline| now >= deadline);
-    let fixable_credentials = matches!(
-        error.reason(),
-        AnyReason::Platform(ApiFailure::Unauthorized | ApiFailure::Forbidden)
-            | AnyReason::Common(Reason::CredentialsUnavailable)
-    );
+    let fixable_credentials = error.reason().is_credentials_problem();
     match (overdue, deadline) {
         (false, Some(deadline)) if fixable_credentials => {
             let message = format!(

@@ -20,7 +20,6 @@ use self::vocabulary::{CertificateReason, certificate_reason};
 use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
-use crate::controller::framework::reasons::Reason;
 use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
@@ -87,7 +86,10 @@ pub(crate) fn decide(
         return Decision::Idle;
     }
     // Reconciles come only from changes (a Secret, the object) and the slow requeue.
-    if ready.as_ref().is_some_and(|ready| ready.is(ApiFailure::Unauthorized)) {
+    if ready
+        .as_ref()
+        .is_some_and(|ready| ready.is(ApiFailure::Unauthorized) || ready.is(ApiFailure::Forbidden))
+    {
         return Decision::Complete;
     }
     match parse_time(status.next_attempt_time.as_deref()) {
@@ -164,7 +166,7 @@ pub(crate) fn after_attempt(
             spec.hostname
         );
         (None, message)
-    } else if reason == ApiFailure::Unauthorized.into() {
+    } else if error.reason().is_refused_key() {
         (Some(UNAUTHORIZED_RETRY), error.to_string())
     } else {
         (
@@ -194,7 +196,7 @@ pub(crate) fn step_end(
     backoff: &RetryPolicy,
     now: DateTime<Utc>,
 ) -> DateTime<Utc> {
-    let retried = result.is_err_and(|error| certificate_reason(error) != ApiFailure::Unauthorized.into());
+    let retried = result.is_err_and(|error| !error.reason().is_refused_key());
     later(now, wait.filter(|_| retried).unwrap_or(backoff.initial_backoff))
 }
 
@@ -215,17 +217,20 @@ pub(crate) fn deferred(
                 .filter(|reason| !reason.is_common())
                 .map(|reason| (ready.status, reason))
         });
-    let (ready, reason) = decided.unwrap_or((false, Reason::Progressing.into()));
     let next = rfc3339(end);
     let message = format!(
         "one completion of {} per backoff step; next attempt at {next}",
         spec.hostname
     );
+    let ready = match decided {
+        Some((ready, reason)) => NewCondition::ready(ready, reason, message),
+        None => NewCondition::progressing(message),
+    };
     let status = PullZoneCertificateStatus {
         next_attempt_time: Some(next),
         ..previous.clone()
     };
-    (status, NewCondition::ready(ready, reason, message))
+    (status, ready)
 }
 
 /// The Events of an attempt that decided `ready`: Issued, or a Warning when the
@@ -694,6 +699,24 @@ mod tests {
             find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
             Some("Unauthorized")
         );
+        assert_eq!(decide(&spec(None), &status, Some(1), None, now), Decision::Complete);
+        let forbidden = ApiError::Forbidden(PlatformMessage::default());
+        let (status, wait) = attempt(
+            &spec(None),
+            &PullZoneCertificateStatus::default(),
+            None,
+            Err(&forbidden),
+            &moment(now),
+        );
+        assert_eq!(wait, Some(UNAUTHORIZED_RETRY), "a key that may not touch the zone");
+        assert_eq!(
+            find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
+            Some("Forbidden"),
+            "written as every kind writes a 403"
+        );
+        assert_eq!(decide(&spec(None), &status, Some(1), None, now), Decision::Complete);
+        let end = step_end(Err(&forbidden), wait, &no_jitter(), now);
+        assert_eq!(end, now + seconds(30), "the hostname is held for the initial backoff only");
     }
 
     #[test]

@@ -22,7 +22,6 @@ pub(super) fn certificate_reason(error: &ApiError) -> AnyReason<CertificateReaso
     match error.reason() {
         ApiFailure::NotFound => CertificateReason::HostnameNotFound.into(),
         ApiFailure::Rejected => CertificateReason::VerificationFailed.into(),
-        ApiFailure::Forbidden => ApiFailure::Unauthorized.into(),
         other => other.into(),
     }
 }

@@ -3,7 +3,7 @@
 
 use strum::VariantNames;
 
-use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
 use crate::resources::{Condition, ConditionStatus};
 
 /// A condition as a reconciler decides it, before timestamps, for a kind whose own
@@ -141,6 +141,11 @@ impl<R: KindReason> NewCondition<R> {
     /// Ready, decided.
     pub(crate) fn ready(status: bool, reason: impl Into<AnyReason<R>>, message: impl Into<String>) -> Self {
         Self::new(ConditionType::Ready, status, reason, message)
+    }
+
+    /// Ready=False, `Progressing`: the generation is not applied yet.
+    pub(crate) fn progressing(message: impl Into<String>) -> Self {
+        Self::ready(false, Reason::Progressing, message)
     }
 
     /// Synced, decided.

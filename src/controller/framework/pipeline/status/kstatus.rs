@@ -14,7 +14,7 @@
 //! Failed when Stalled, InProgress otherwise.
 
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, find, merge};
-use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
+use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
 use crate::resources::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`, of a kind
@@ -24,12 +24,7 @@ pub(crate) fn settle<R: KindReason>(conditions: &[Condition], generation: Option
     let mut settled = if current {
         conditions.to_vec()
     } else {
-        let pending = NewCondition::<R>::new(
-            ConditionType::Ready,
-            false,
-            Reason::Progressing,
-            pending_message(conditions, generation),
-        );
+        let pending = NewCondition::<R>::progressing(pending_message(conditions, generation));
         merge(conditions, &[pending], generation, now)
     };
     let Some(ready) = find(&settled, ConditionType::Ready).cloned() else {
@@ -112,7 +107,7 @@ pub(crate) fn settled_with_ready(
 mod tests {
     use super::*;
     use crate::api::ApiFailure;
-    use crate::controller::framework::reasons::NoOwnReason;
+    use crate::controller::framework::reasons::{NoOwnReason, Reason};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
         super::settle::<NoOwnReason>(conditions, generation, now)
