@@ -1,6 +1,7 @@
 //! The architecture holds: the reconcile framework knows no kind (outside its tests,
 //! no file under `src/controller/framework/` names a custom resource kind, its plural
-//! or its folder under `src/controller/kinds/`), and no two sibling modules import
+//! or its folder under `src/controller/kinds/`), a kind reaches the framework through
+//! its prelude of six names and two doors beside it, and no two sibling modules import
 //! each other.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -412,4 +413,89 @@ fn a_long_function_is_found_and_a_test_is_not() {
         visitor.found,
         [format!("x.rs: long ({} lines)", LONGEST_FUNCTION_LINES + 2)]
     );
+}
+
+/// The parts of the framework a kind imports from: its prelude (what every reconcile
+/// uses), the hooks a kind may build beside its reconcile (`extend`), and the words of
+/// a status (`reasons`). Everything else in the framework is the driver's own.
+const KIND_DOORS: [&str; 3] = ["prelude", "extend", "reasons"];
+
+/// The most names the prelude holds.
+const PRELUDE_NAMES: usize = 6;
+
+/// The framework items a module's `use` declarations name, as `door::Name`, and those
+/// that come through no door of [`KIND_DOORS`].
+fn framework_names(paths: &[Vec<String>]) -> (BTreeSet<String>, Vec<String>) {
+    let mut names = BTreeSet::new();
+    let mut elsewhere = Vec::new();
+    for path in paths {
+        let Some(rest) = path.strip_prefix(&["controller".to_string(), "framework".to_string()]) else {
+            continue;
+        };
+        match rest {
+            [door, .., name] if KIND_DOORS.contains(&door.as_str()) => {
+                names.insert(format!("{door}::{name}"));
+            }
+            _ => elsewhere.push(rest.join("::")),
+        }
+    }
+    (names, elsewhere)
+}
+
+#[test]
+fn a_kind_imports_the_framework_through_its_prelude_of_six_names_and_two_doors_beside_it() {
+    let prelude = repo_root().join("src/controller/framework/prelude.rs");
+    let exported = imports_of(&module_of(&prelude), &prelude, true);
+    assert!(
+        exported.len() <= PRELUDE_NAMES,
+        "the prelude holds {} names: {exported:?}",
+        exported.len()
+    );
+    let mut counts = Vec::new();
+    let mut wrong_door = Vec::new();
+    let kinds = repo_root().join("src/controller/kinds");
+    for folder in std::fs::read_dir(&kinds).expect("kinds/").flatten() {
+        let name = folder.file_name().to_string_lossy().into_owned();
+        if !folder.path().is_dir() || name == "driver_tests" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&folder.path(), &mut files);
+        let paths: Vec<Vec<String>> = files
+            .iter()
+            .filter(|file| !file.ends_with("fixtures.rs"))
+            .flat_map(|file| imports_of(&module_of(file), file, false))
+            .collect();
+        let (names, elsewhere) = framework_names(&paths);
+        wrong_door.extend(elsewhere.into_iter().map(|path| format!("{name}: {path}")));
+        let through = |door: &str| names.iter().filter(|n| n.starts_with(&format!("{door}::"))).count();
+        counts.push((name, through("prelude"), through("reasons"), through("extend")));
+    }
+    assert_eq!(counts.len(), 4, "three kinds and Greeting: {counts:?}");
+    assert!(
+        wrong_door.is_empty(),
+        "framework imports through no door: {wrong_door:?}"
+    );
+    // The words a kind needs beside the prelude: its reasons' trait and at most one more.
+    assert!(
+        counts
+            .iter()
+            .all(|(_, prelude, reasons, _)| *prelude <= PRELUDE_NAMES && *reasons <= 2),
+        "(kind, prelude, reasons, extend) names: {counts:?}"
+    );
+}
+
+#[test]
+fn an_import_past_the_doors_is_found() {
+    let module: Vec<String> = ["controller", "kinds", "greeting"].map(String::from).to_vec();
+    let paths = used_paths(
+        &module,
+        "crate::controller::framework::{prelude::Context, pipeline::kind::Requeue, reasons::KindReason}",
+    );
+    let (names, elsewhere) = framework_names(&paths);
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["prelude::Context", "reasons::KindReason"]
+    );
+    assert_eq!(elsewhere, ["pipeline::kind::Requeue"]);
 }

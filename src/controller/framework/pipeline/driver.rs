@@ -19,7 +19,7 @@ use kube::runtime::events::{Event as KubeEvent, EventType};
 
 use crate::api::{ApiError, bounded_text};
 use crate::controller::framework::pipeline::kind::{
-    Context, Failure, Notice, Now, Outcome, Reconcilable, Reconciler, Requeue, is_ready, shortened,
+    Context, Failure, Notice, Now, Outcome, RECONCILE_TIMEOUT, Reconcilable, Reconciler, Requeue, is_ready, shortened,
 };
 use crate::controller::framework::pipeline::object::object_key;
 use crate::controller::framework::pipeline::status::conditions::{
@@ -36,10 +36,6 @@ use crate::resources::{Condition, ConditionStatus, StatusConditions};
 
 /// The shortest requeue of [`Requeue::At`]: a time already past comes back after this.
 const MIN_REQUEUE: Duration = Duration::from_secs(1);
-
-/// How long one reconcile may take; past it the reconcile fails with `Timeout` and is
-/// retried with backoff.
-pub(crate) const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The controller's entry point for every kind.
 pub(crate) async fn reconcile<K: Reconcilable>(

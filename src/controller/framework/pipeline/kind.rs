@@ -20,7 +20,6 @@ use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 use crate::api::{EdgeClient, bounded_text};
-use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
 use crate::controller::framework::pipeline::plan::Verdict;
 use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
 use crate::controller::framework::reasons::error::ReconcileError;
@@ -173,6 +172,10 @@ impl<K: Reconcilable> Reconciler<K> {
         }
     }
 }
+
+/// How long one reconcile may take; past it the reconcile fails with `Timeout` and is
+/// retried with backoff.
+pub(crate) const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A failed reconcile of kind `K`.
 pub(crate) type Failure<K> = ReconcileError<<K as Reconcilable>::Reason>;

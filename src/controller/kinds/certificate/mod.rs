@@ -392,7 +392,7 @@ impl Reconcilable for PullZoneCertificate {
 mod tests {
     use super::*;
     use crate::api::PlatformMessage;
-    use crate::controller::framework::pipeline::driver::RECONCILE_TIMEOUT;
+    use crate::controller::framework::pipeline::kind::RECONCILE_TIMEOUT;
     use crate::controller::framework::pipeline::kind::{Now, Requeue};
     use crate::controller::framework::pipeline::status::conditions::find;
     use crate::controller::framework::reasons::ConditionType;
@@ -716,7 +716,11 @@ mod tests {
         );
         assert_eq!(decide(&spec(None), &status, Some(1), None, now), Decision::Complete);
         let end = step_end(Err(&forbidden), wait, &no_jitter(), now);
-        assert_eq!(end, now + seconds(30), "the hostname is held for the initial backoff only");
+        assert_eq!(
+            end,
+            now + seconds(30),
+            "the hostname is held for the initial backoff only"
+        );
     }
 
     #[test]
