@@ -7,6 +7,38 @@ pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// A duration as a spec writes it, Go-style (`720h`, `90m`, `10s`): kept as written,
+/// read as a [`Duration`] where it is used. Its schema is a string's; the CRD's rules
+/// say which durations a field accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct GoDuration(String);
+
+impl GoDuration {
+    /// The duration it says; `None` when it says none (the CRD's rules refuse such a
+    /// spec, so only an object written before them holds one).
+    pub fn duration(&self) -> Option<Duration> {
+        parse_go_duration(&self.0)
+    }
+
+    /// As written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for GoDuration {
+    fn from(written: &str) -> Self {
+        GoDuration(written.to_string())
+    }
+}
+
+impl std::fmt::Display for GoDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Parses a Go-style duration of the specs and annotations (`720h`, `90m`, `10s`).
 pub fn parse_go_duration(raw: &str) -> Option<Duration> {
     humantime::parse_duration(raw.trim()).ok()

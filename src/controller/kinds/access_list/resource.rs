@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::shield::AccessListAction;
+use crate::resources::time::GoDuration;
 use crate::resources::{Condition, EventFilter, SecretKeyRef};
 
 /// Desired state of one access-list configuration of a Shield Zone.
@@ -93,7 +94,7 @@ pub struct Rollout {
     #[serde(default = "default_rollout_window")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("window must be from 1m to 24h"))]
     #[schemars(length(max = 32))]
-    pub window: String,
+    pub window: GoDuration,
     /// Automatic: promoted once the whole window elapsed with the gate holding.
     /// Manual: promoted when the annotation edgeplatform.io/promote carries the digest
     /// of the evidence in status.
@@ -120,7 +121,7 @@ pub struct Rollout {
     pub filters: Vec<EventFilter>,
 }
 
-fn default_rollout_window() -> String {
+fn default_rollout_window() -> GoDuration {
     "1h".into()
 }
 

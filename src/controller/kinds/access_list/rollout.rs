@@ -17,7 +17,7 @@ use crate::controller::kinds::access_list::resource::{
     AccessListConfigStatus, Evidence, Promotion, Rollout, RolloutStage, RolloutStatus, Tally,
 };
 use crate::resources::hex_digest;
-use crate::resources::time::{parse_go_duration, rfc3339};
+use crate::resources::time::rfc3339;
 
 /// Values of each dimension kept in the evidence.
 const TOP: usize = 5;
@@ -91,7 +91,7 @@ impl Step {
 
 /// The rollout's window, as the spec gives it (validated by the CRD; 1h otherwise).
 pub(crate) fn window_of(rollout: &Rollout) -> Duration {
-    parse_go_duration(&rollout.window).unwrap_or(Duration::from_secs(3600))
+    rollout.window.duration().unwrap_or(Duration::from_secs(3600))
 }
 
 /// The rollout's window in milliseconds.

@@ -36,7 +36,6 @@ use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Outcome, Reconcilable};
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
 use crate::resources::MIN_POLL_INTERVAL;
-use crate::resources::time::parse_go_duration;
 
 /// The grouped search of a watch over `[now - window, now)`.
 pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i64) -> EventLogsSearchRequest {
@@ -114,7 +113,7 @@ async fn security_events(
     watch: &SecurityEventsWatch,
     now_ms: i64,
 ) -> Result<(EventLogsSearchResponse, i64), ApiError> {
-    let window = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
+    let window = watch.window.duration().unwrap_or(Duration::from_secs(3600));
     let request = security_search(watch, window, now_ms);
     let grouped = client.search_events(zone, &request).await?;
     let flat = EventLogsSearchRequest {
@@ -129,7 +128,10 @@ async fn security_events(
 
 /// The schedule of a watch: its interval (at least the floor), on a phase of its own.
 fn schedule_of(watch: &ContainerAppWatch) -> PollSchedule {
-    let interval = parse_go_duration(&watch.spec.interval)
+    let interval = watch
+        .spec
+        .interval
+        .duration()
         .unwrap_or(Duration::from_secs(60))
         .max(MIN_POLL_INTERVAL);
     let key = watch
@@ -194,14 +196,14 @@ impl ContainerAppWatch {
                 let pull_zone = watch
                     .pull_zone_id
                     .or_else(|| app.as_ref().ok().and_then(Application::endpoint_pull_zone_id));
-                let span = parse_go_duration(&watch.window).unwrap_or(Duration::from_secs(3600));
+                let span = watch.window.duration().unwrap_or(Duration::from_secs(3600));
                 Some(match pull_zone {
                     Some(pull_zone_id) => CdnRead::Summary(
                         cx.state
                             .cdn
                             .summary(
                                 (client.credential_id(), pull_zone_id),
-                                (&watch.window, span),
+                                (watch.window.as_str(), span),
                                 cx.settings.cdn_pages_per_poll,
                                 cx.now.millis() - cx.settings.cdn_log_delay.as_millis() as i64,
                                 |query| async move { client.query_logs(pull_zone_id, &query).await },

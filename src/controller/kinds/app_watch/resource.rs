@@ -11,14 +11,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::shield::Dimension;
+use crate::resources::time::GoDuration;
 use crate::resources::{Condition, EventFilter, SecretKeyRef};
 
-fn default_interval() -> String {
-    "60s".to_string()
+fn default_interval() -> GoDuration {
+    "60s".into()
 }
 
-fn default_window() -> String {
-    "1h".to_string()
+fn default_window() -> GoDuration {
+    "1h".into()
 }
 
 fn default_top() -> u32 {
@@ -66,7 +67,7 @@ pub struct ContainerAppWatchSpec {
     #[serde(default = "default_interval")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('10s')").message("interval must be at least 10s"))]
     #[schemars(length(max = 32))]
-    pub interval: String,
+    pub interval: GoDuration,
     /// Shield Zone of the app, for rate limits and security events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -99,7 +100,7 @@ pub struct SecurityEventsWatch {
     #[serde(default = "default_window")]
     #[x_kube(validation = Rule::new("duration(self) > duration('0s') && duration(self) <= duration('72h')").message("window must be positive and at most 72h"))]
     #[schemars(length(max = 32))]
-    pub window: String,
+    pub window: GoDuration,
     /// Free text: every word must appear in the IP, rule id, URL, user agent or rule name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
@@ -134,7 +135,7 @@ pub struct CdnWatch {
     #[serde(default = "default_window")]
     #[x_kube(validation = Rule::new("duration(self) > duration('0s') && duration(self) <= duration('72h')").message("window must be positive and at most 72h"))]
     #[schemars(length(max = 32))]
-    pub window: String,
+    pub window: GoDuration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]

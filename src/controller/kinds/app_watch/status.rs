@@ -118,7 +118,7 @@ pub(super) fn security_summary(
         message,
     );
     let summary = SecurityEventsSummary {
-        window: watch.window.clone(),
+        window: watch.window.to_string(),
         total,
         top,
     };
@@ -189,7 +189,7 @@ pub(super) fn poll_status(
         observed_generation: generation,
         ..previous.clone()
     };
-    let mut decided = vec![poll_condition(&spec.interval, late, &schedule_of(watch))];
+    let mut decided = vec![poll_condition(spec.interval.as_str(), late, &schedule_of(watch))];
     match &reads.app {
         Ok(app) => {
             status.app = Some(app_summary(app));

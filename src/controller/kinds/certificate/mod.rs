@@ -24,7 +24,7 @@ use crate::controller::kinds::certificate::resource::{
     LastError, PullZoneCertificate, PullZoneCertificateSpec, PullZoneCertificateStatus,
 };
 use crate::resources::ANNOTATION_RECONCILE_REQUESTED_AT;
-use crate::resources::time::{parse_go_duration, rfc3339};
+use crate::resources::time::{GoDuration, rfc3339};
 
 /// How long to wait before retrying with credentials the platform refused.
 pub(crate) const UNAUTHORIZED_RETRY: Duration = Duration::from_secs(600);
@@ -69,8 +69,8 @@ pub(crate) fn decide(
     if issued.is_some() {
         let renewal = spec
             .renew_every
-            .as_deref()
-            .and_then(parse_go_duration)
+            .as_ref()
+            .and_then(GoDuration::duration)
             .zip(parse_time(status.issued_time.as_deref()))
             .and_then(|(every, issued)| chrono::Duration::from_std(every).ok().map(|every| issued + every));
         return match renewal {
@@ -140,7 +140,7 @@ pub(crate) fn after_attempt(
     };
     let error = match result {
         Ok(()) => {
-            let renew = spec.renew_every.as_deref().and_then(parse_go_duration);
+            let renew = spec.renew_every.as_ref().and_then(GoDuration::duration);
             let ready = NewCondition::ready(
                 true,
                 CertificateReason::Issued,
@@ -401,7 +401,7 @@ mod tests {
     fn spec(renew: Option<&str>) -> PullZoneCertificateSpec {
         PullZoneCertificateSpec {
             hostname: "shop.example.com".into(),
-            renew_every: renew.map(str::to_string),
+            renew_every: renew.map(GoDuration::from),
             access_key_secret_ref: None,
         }
     }

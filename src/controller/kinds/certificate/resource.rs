@@ -7,6 +7,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::resources::time::GoDuration;
 use crate::resources::{Condition, SecretKeyRef};
 
 /// Desired certificate of one Pull Zone hostname.
@@ -47,7 +48,7 @@ pub struct PullZoneCertificateSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('1h')").message("renewEvery must be a duration of at least 1h, e.g. 720h"))]
     #[schemars(length(max = 32))]
-    pub renew_every: Option<String>,
+    pub renew_every: Option<GoDuration>,
     /// Secret key holding the platform access key; the operator's own key when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_key_secret_ref: Option<SecretKeyRef>,
