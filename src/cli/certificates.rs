@@ -49,10 +49,15 @@ pub(crate) fn outcome(hostname: &str, result: &Result<(), ApiError>) -> Completi
                 platform(e)
             ),
         ),
-        Err(ApiError::Unauthorized(_) | ApiError::Forbidden(_)) => (
+        Err(ApiError::Unauthorized(_)) => (
             "Unauthorized".to_string(),
             false,
             "the access key was refused; check --access-key or EDGE_ACCESS_KEY".to_string(),
+        ),
+        Err(ApiError::Forbidden(_)) => (
+            "Forbidden".to_string(),
+            false,
+            "the access key may not touch this hostname's Pull Zone; use a key of the account that owns it".to_string(),
         ),
         Err(e @ ApiError::RateLimited { retry_after, .. }) => (
             e.reason().to_string(),

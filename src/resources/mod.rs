@@ -80,6 +80,16 @@ pub fn poll_interval<K: kube::ResourceExt>(
         .max(MIN_POLL_INTERVAL)
 }
 
+/// The key of an object in per-object bookkeeping: `Kind/namespace/name`.
+pub fn object_key<K: kube::Resource<DynamicType = ()> + kube::ResourceExt>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
 /// The first 10 hex digits of the SHA-256 of `bytes`: a name, not a proof.
 pub fn short_digest(bytes: &[u8]) -> String {
     hex_digest(bytes, 5)

@@ -39,6 +39,11 @@ impl std::fmt::Display for GoDuration {
     }
 }
 
+/// `time` as a duration since the Unix epoch (zero before it).
+pub fn since_epoch(time: chrono::DateTime<chrono::Utc>) -> Duration {
+    Duration::from_millis(u64::try_from(time.timestamp_millis()).unwrap_or_default())
+}
+
 /// Parses a Go-style duration of the specs and annotations (`720h`, `90m`, `10s`).
 pub fn parse_go_duration(raw: &str) -> Option<Duration> {
     humantime::parse_duration(raw.trim()).ok()

@@ -22,8 +22,9 @@ use crate::controller::framework::pipeline::driver;
 use crate::controller::framework::pipeline::kind::{
     Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta,
 };
-use crate::controller::framework::pipeline::object::{keep_what_is_read_of, object_key};
+use crate::controller::framework::pipeline::object::keep_what_is_read_of;
 use crate::fairness::FairQueue;
+use crate::resources::object_key;
 
 pub(super) fn api<K>(client: &kube::Client, namespace: &Option<String>) -> Api<K>
 where

@@ -21,7 +21,6 @@ use crate::api::{ApiError, bounded_text};
 use crate::controller::framework::pipeline::kind::{
     Context, Failure, Notice, Now, Outcome, RECONCILE_TIMEOUT, Reconcilable, Reconciler, Requeue, is_ready, shortened,
 };
-use crate::controller::framework::pipeline::object::object_key;
 use crate::controller::framework::pipeline::status::conditions::{
     MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge,
 };
@@ -31,6 +30,7 @@ use crate::controller::framework::reasons::error::ReconcileError;
 use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
 use crate::controller::framework::services::shared::Shared;
 use crate::resources::is_paused;
+use crate::resources::object_key;
 use crate::resources::time::rfc3339;
 use crate::resources::{Condition, ConditionStatus, StatusConditions};
 
@@ -77,7 +77,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
         if !is_ready(&cx.previous, generation) {
             decided.push(paused(ConditionType::Ready));
         }
-        let status = with_conditions(&cx.previous, &decided, generation, &cx.now);
+        let status = with_merged(&cx.previous, &decided, generation, &cx.now);
         // The cache holds a paused object's conditions only, unless it held nothing
         // (a status the operator never wrote, or one larger than it writes): then the
         // whole status is the operator's to write.
@@ -126,7 +126,7 @@ fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error:
     if reason.is_terminal() || !is_ready(previous, generation) {
         decided.push(NewCondition::new(ConditionType::Ready, false, reason, message));
     }
-    with_conditions(previous, &decided, generation, now)
+    with_merged(previous, &decided, generation, now)
 }
 
 /// Reports a failed pass: status and a Warning Event for a new reason; credentials the
@@ -197,7 +197,7 @@ fn with_kstatus_conditions<K: Reconcilable>(status: &K::Status, generation: Opti
 }
 
 /// `status` with `decided` merged into its conditions.
-fn with_conditions<S: StatusConditions + Clone, R: KindReason>(
+fn with_merged<S: StatusConditions + Clone, R: KindReason>(
     status: &S,
     decided: &[NewCondition<R>],
     generation: Option<i64>,
@@ -233,7 +233,11 @@ impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
             decided.push(NewCondition::new(ConditionType::Synced, true, reason, ""));
         }
         let mut status = self.status.clone();
-        status.set_conditions(merge(previous.conditions(), &decided, generation, &rfc3339(now)));
+        let conditions = match decided.is_empty() {
+            true => previous.conditions().to_vec(),
+            false => merge(previous.conditions(), &decided, generation, &rfc3339(now)),
+        };
+        status.set_conditions(conditions);
         status
     }
 }

@@ -52,7 +52,7 @@ impl Now {
     }
 
     pub(crate) fn since_epoch(&self) -> Duration {
-        Duration::from_millis(u64::try_from(self.millis()).unwrap_or_default())
+        crate::resources::time::since_epoch(self.time)
     }
 }
 

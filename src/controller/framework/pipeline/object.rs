@@ -1,8 +1,6 @@
-//! What the framework reads of any object: its key in per-object bookkeeping, and what
-//! the watch caches keep of it.
+//! What the watch caches keep of any object.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::{Resource, ResourceExt};
 
 use crate::controller::framework::pipeline::kind::Reconcilable;
 use crate::controller::framework::pipeline::status::conditions::own_conditions;
@@ -10,16 +8,6 @@ use crate::resources::{
     ANNOTATION_PAUSED, ANNOTATION_POLL_INTERVAL, ANNOTATION_PROMOTE, ANNOTATION_RECONCILE_REQUESTED_AT,
     DECIDED_STATUS_BYTES, StatusConditions, is_paused, serialized_len,
 };
-
-/// The key of an object in per-object bookkeeping: `Kind/namespace/name`.
-pub(crate) fn object_key<K: Resource<DynamicType = ()> + ResourceExt>(object: &K) -> String {
-    format!(
-        "{}/{}/{}",
-        K::kind(&()),
-        object.namespace().unwrap_or_default(),
-        object.name_any()
-    )
-}
 
 /// The most status a watch cache keeps of an object: a decided status with the
 /// conditions the driver adds (Reconciling, Stalled: each under 3 KiB) still fits.

@@ -1,5 +1,5 @@
-//! How long an object waits after failures: per-object counts of consecutive failures
-//! and the policy that turns them into delays. Jitter is passed in.
+//! Per-object counts of consecutive failures; `ReconcileError::delay` turns a count into
+//! the wait before the next attempt.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -23,6 +23,7 @@ use crate::controller::kinds::access_list::resource::{
     AccessListConfig, AccessListConfigSpec, ManagementPolicy, RestorePoint,
 };
 use crate::resources::ANNOTATION_PROMOTE;
+use crate::resources::time::since_epoch;
 
 pub(crate) mod approval;
 pub mod claim_resource;
@@ -359,24 +360,24 @@ impl Reconcilable for AccessListConfig {
                 claim = Some(cx.state.claims.record_rollout(&cx.shared.kube, mine, &record).await?);
             }
         }
-        let (mut status, conditions) = converged(&spec, &cx.previous, generation, &plan, &written, observed.managed);
+        let (mut status, ready, synced) = converged(&spec, &cx.previous, generation, &plan, &written, observed.managed);
         status.claim = claim.as_ref().map(|claim| claim.name().to_string());
         let mut events: Vec<Notice<AccessListReason>> = drift_event(&plan).into_iter().collect();
         let interval = cx.settings.poll_interval(self);
         let mut requeue = until_zone_resync(interval, self.spec.shield_zone_id, cx.now.since_epoch());
-        let (status, conditions) = match step {
+        let (status, ready) = match step {
             Some(step) => {
                 if let Some((reason, matches)) = step.decided_on {
                     cx.shared.metrics.decided_on(Self::kind_name(), reason.into(), matches);
                 }
                 events.extend(step.events.iter().cloned());
                 requeue = step.check_within.map_or(requeue, |within| within.min(requeue));
-                rollout::with_step(status, conditions, &step)
+                rollout::with_step(status, ready, &step)
             }
-            None => (status, conditions),
+            None => (status, ready),
         };
         Ok(Outcome::new(status)
-            .with_conditions(conditions)
+            .with_conditions([ready, synced])
             .with_events(events)
             .requeue_after(requeue))
     }
@@ -386,8 +387,7 @@ impl Reconcilable for AccessListConfig {
     /// the platform is read again on the zone's schedule once the failures end.
     fn retry_by(&self, settings: &AccessListSettings, now: DateTime<Utc>) -> Option<std::time::Duration> {
         let interval = settings.poll_interval(self);
-        let since_epoch = std::time::Duration::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or_default());
-        Some(until_next_resync(interval, self.spec.shield_zone_id, since_epoch))
+        Some(until_next_resync(interval, self.spec.shield_zone_id, since_epoch(now)))
     }
 
     /// Deleted while paused: the platform is left as it is. With Restore: put back the

@@ -133,7 +133,7 @@ fn describe_difference(patch: &AccessListConfigurationPatch) -> String {
     parts.join(", ")
 }
 
-/// The status after a successful reconcile, and its Ready and Synced: `observed` is the
+/// The status after a successful reconcile, its Ready and its Synced: `observed` is the
 /// platform state now.
 pub(crate) fn converged(
     spec: &AccessListConfigSpec,
@@ -142,7 +142,11 @@ pub(crate) fn converged(
     plan: &Plan,
     observed: &AccessListItem,
     managed: bool,
-) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
+) -> (
+    AccessListConfigStatus,
+    NewCondition<AccessListReason>,
+    NewCondition<AccessListReason>,
+) {
     let remaining = diff(spec, observed);
     let (ready, synced) = if remaining.is_empty() {
         let applied_earlier = NewCondition::<AccessListReason>::synced_in(&previous.conditions)
@@ -178,7 +182,7 @@ pub(crate) fn converged(
         rollout: None,
         claim: None,
     };
-    (status, vec![ready, synced])
+    (status, ready, synced)
 }
 
 /// The status the operator writes at `now` after a successful reconcile without a
@@ -191,9 +195,9 @@ pub fn converged_status(
     (plan, observed, managed): (&Plan, &AccessListItem, bool),
     now: DateTime<Utc>,
 ) -> AccessListConfigStatus {
-    let (status, conditions) = converged(spec, previous, generation, plan, observed, managed);
+    let (status, ready, synced) = converged(spec, previous, generation, plan, observed, managed);
     Outcome::new(status)
-        .with_conditions(conditions)
+        .with_conditions([ready, synced])
         .status_over(previous, generation, now)
 }
 

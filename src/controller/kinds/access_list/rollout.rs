@@ -615,20 +615,20 @@ pub(crate) fn recorded(status: &RolloutStatus) -> RolloutStatus {
     recorded
 }
 
-/// `status`, converged on the step's action with `decided` conditions, with the
-/// rollout's state; its Ready is the step's once the platform takes that action (a
-/// Ready saying the list differs stays).
+/// `status`, converged on the step's action with `ready` decided, with the rollout's
+/// state; its Ready is the step's once the platform takes that action (a Ready saying
+/// the list differs stays).
 pub(crate) fn with_step(
     mut status: AccessListConfigStatus,
-    mut decided: Vec<NewCondition<AccessListReason>>,
+    ready: NewCondition<AccessListReason>,
     step: &Step,
-) -> (AccessListConfigStatus, Vec<NewCondition<AccessListReason>>) {
-    if decided.iter().any(NewCondition::is_ready) {
-        let (ready, reason, message) = &step.ready;
-        decided.push(NewCondition::ready(*ready, *reason, message.clone()));
-    }
+) -> (AccessListConfigStatus, NewCondition<AccessListReason>) {
     status.rollout = Some(step.status.clone());
-    (status, decided)
+    if !ready.is_ready() {
+        return (status, ready);
+    }
+    let (stepped, reason, message) = &step.ready;
+    (status, NewCondition::ready(*stepped, *reason, message.clone()))
 }
 
 /// Promotes at `now`, on the gate (Automatic) or on a person's approval (Manual); with

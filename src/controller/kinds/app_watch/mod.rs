@@ -25,7 +25,7 @@ use strum::VariantNames;
 
 use self::cdn_summaries::CdnSummaries;
 use self::cdn_tail::TailSummary;
-use self::poll_schedule::{LastPoll, PollDecision, PollLedger, PollSchedule, poll_key};
+use self::poll_schedule::{LastPoll, PollDecision, PollLedger, PollSchedule};
 use self::vocabulary::{AppCondition, AppReason};
 use crate::api::models::apps::Application;
 use crate::api::models::shield::{
@@ -35,7 +35,7 @@ use crate::api::{ApiError, EdgeClient};
 use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Outcome, Reconcilable};
 use crate::controller::kinds::app_watch::resource::{ContainerAppWatch, SecurityEventsWatch};
-use crate::resources::MIN_POLL_INTERVAL;
+use crate::resources::{MIN_POLL_INTERVAL, object_key};
 
 /// The grouped search of a watch over `[now - window, now)`.
 pub fn security_search(watch: &SecurityEventsWatch, window: Duration, now_ms: i64) -> EventLogsSearchRequest {
@@ -244,7 +244,7 @@ impl Reconcilable for ContainerAppWatch {
         &self,
         cx: &mut Context<'_, Self>,
     ) -> Result<Outcome<Self::Status, Self::Reason>, Failure<Self>> {
-        let key = poll_key(self);
+        let key = object_key(self);
         let last = cx.state.polls.last(&key);
         let late = match poll_decision(self, last, cx.now.millis()) {
             PollDecision::Wait { due_ms } => return Ok(Outcome::new(cx.previous.clone()).requeue_at(due_ms)),

@@ -14,10 +14,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::runtime::watcher::Event;
 
 use super::resource::ContainerAppWatch;
+use crate::resources::object_key;
 
 /// Lateness at or under this (or a tenth of the interval, if longer) is on time.
 pub(super) const ON_TIME_TOLERANCE: Duration = Duration::from_secs(5);
@@ -103,12 +103,7 @@ pub struct LastPoll {
     pub due_ms: i64,
 }
 
-/// The key of a watch in the ledger: `namespace/name`.
-pub(super) fn poll_key(watch: &ContainerAppWatch) -> String {
-    format!("{}/{}", watch.namespace().unwrap_or_default(), watch.name_any())
-}
-
-/// The last poll of each object in this process, by [`poll_key`]. The status does not
+/// The last poll of each object in this process, by object key. The status does not
 /// carry every poll's time (that would be a status write per poll), so this is what
 /// schedules the next one; after a restart the status' `observedAt` stands in.
 #[derive(Debug, Default)]
@@ -125,10 +120,10 @@ impl PollLedger {
     pub fn follow(&self, event: &Event<ContainerAppWatch>) {
         let mut listing = self.listing.lock().unwrap_or_else(|e| e.into_inner());
         match event {
-            Event::Delete(watch) => self.forget(&poll_key(watch)),
+            Event::Delete(watch) => self.forget(&object_key(watch)),
             Event::Init => *listing = Some(HashSet::new()),
             Event::InitApply(watch) => {
-                listing.get_or_insert_default().insert(poll_key(watch));
+                listing.get_or_insert_default().insert(object_key(watch));
             }
             Event::InitDone => {
                 let listed = listing.take().unwrap_or_default();
@@ -262,15 +257,15 @@ mod tests {
         };
         let ledger = PollLedger::default();
         for name in ["kept", "deleted", "gone-while-away"] {
-            ledger.record(poll_key(&watch(name)), poll);
+            ledger.record(object_key(&watch(name)), poll);
         }
         ledger.follow(&Event::Delete(watch("deleted")));
-        assert!(ledger.last(&poll_key(&watch("deleted"))).is_none());
+        assert!(ledger.last(&object_key(&watch("deleted"))).is_none());
         for event in [Event::Init, Event::InitApply(watch("kept")), Event::InitDone] {
             ledger.follow(&event);
         }
-        assert!(ledger.last(&poll_key(&watch("kept"))).is_some());
-        assert!(ledger.last(&poll_key(&watch("gone-while-away"))).is_none());
+        assert!(ledger.last(&object_key(&watch("kept"))).is_some());
+        assert!(ledger.last(&object_key(&watch("gone-while-away"))).is_none());
         assert!(
             ledger.listing.lock().expect("lock").is_none(),
             "nothing held after the list"

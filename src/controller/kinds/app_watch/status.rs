@@ -237,7 +237,7 @@ pub(super) fn poll_status(
     decided.push(ready_condition(&decided));
     let conditions_len = NewCondition::merged_len(&previous.conditions, &decided, generation);
     let mut status = bounded(status, conditions_len);
-    let unchanged = status == *previous && decided.iter().all(|d| d.is_shown_in(&previous.conditions));
+    let unchanged = status == *previous && decided.iter().all(|d| d.is_shown_in(&previous.conditions, generation));
     status.observed_at = observed_at(previous, unchanged, now, settings.status_refresh);
     (status, decided)
 }

@@ -28,13 +28,13 @@ pub(crate) struct Shown<R> {
 }
 
 impl<R: KindReason> Shown<R> {
-    fn of(condition: &Condition) -> Option<Self> {
-        Some(Self {
+    fn of(condition: &Condition) -> Self {
+        Self {
             status: condition.status == ConditionStatus::True,
             reason: AnyReason::parse(&condition.reason),
             observed_generation: condition.observed_generation,
             message: condition.message.clone(),
-        })
+        }
     }
 
     /// Whether it is True for `generation`.
@@ -177,24 +177,28 @@ impl<R: KindReason> NewCondition<R> {
 
     /// The Ready `conditions` show, read in the words of this kind.
     pub(crate) fn ready_in(conditions: &[Condition]) -> Option<Shown<R>> {
-        Shown::of(find(conditions, ConditionType::Ready)?)
+        find(conditions, ConditionType::Ready).map(Shown::of)
     }
 
     /// The Synced `conditions` show, read in the words of this kind.
     pub(crate) fn synced_in(conditions: &[Condition]) -> Option<Shown<R>> {
-        Shown::of(find(conditions, ConditionType::Synced)?)
+        find(conditions, ConditionType::Synced).map(Shown::of)
     }
 
     /// The condition of `type_` (one of the kind's own) `conditions` show, read in the
     /// words of this kind.
     pub(crate) fn of_type_in(conditions: &[Condition], type_: impl Into<&'static str>) -> Option<Shown<R>> {
-        Shown::of(find(conditions, type_)?)
+        find(conditions, type_).map(Shown::of)
     }
 
-    /// Whether `conditions` already show this one (its status, reason and message).
-    pub(crate) fn is_shown_in(&self, conditions: &[Condition]) -> bool {
+    /// Whether `conditions` already show this one, decided for `generation` (its
+    /// status, reason, message and generation).
+    pub(crate) fn is_shown_in(&self, conditions: &[Condition], generation: Option<i64>) -> bool {
         find(conditions, self.type_).is_some_and(|shown| {
-            shown.status == self.status && shown.reason == self.reason.as_str() && shown.message == self.message
+            shown.status == self.status
+                && shown.reason == self.reason.as_str()
+                && shown.message == self.message
+                && shown.observed_generation == generation
         })
     }
 }
@@ -323,7 +327,8 @@ mod tests {
         );
         assert_eq!(merged.len(), 1);
         assert_eq!(merged[0].reason, "Progressing");
-        assert!(ready(false, Reason::Progressing).is_shown_in(&merged));
-        assert!(!ready(true, Reason::Progressing).is_shown_in(&merged));
+        assert!(ready(false, Reason::Progressing).is_shown_in(&merged, None));
+        assert!(!ready(true, Reason::Progressing).is_shown_in(&merged, None));
+        assert!(!ready(false, Reason::Progressing).is_shown_in(&merged, Some(2)));
     }
 }

@@ -729,3 +729,30 @@ fn a_list_already_taking_the_rollout_s_action_with_no_record_is_promoted_without
         "a record decides"
     );
 }
+
+#[test]
+fn a_step_s_ready_replaces_only_an_in_sync_ready_and_a_held_ready_keeps_its_transition_time() {
+    use crate::controller::framework::pipeline::kind::Outcome;
+    use crate::controller::kinds::access_list::resource::AccessListConfigStatus;
+    let spec = rollout(Promotion::Automatic);
+    let logging = step(&spec, logging_since(START), None, None, None, at(START));
+    let in_sync = NewCondition::ready(true, AccessListReason::InSync, "the access list matches the spec");
+    let (status, ready) = with_step(AccessListConfigStatus::default(), in_sync, &logging);
+    assert_eq!(ready.reason, logging.ready.1.into(), "the step's Ready");
+    assert_eq!(status.rollout.as_ref(), Some(&logging.status));
+    let drifted = NewCondition::ready(false, AccessListReason::Drifted, "isEnabled should be true");
+    let (_, ready) = with_step(AccessListConfigStatus::default(), drifted.clone(), &logging);
+    assert_eq!(ready, drifted, "a Ready saying the list differs stays");
+
+    // Two resyncs of a list held in Log: Ready's transition time is the first's.
+    let written = |previous: &AccessListConfigStatus, time: &str| {
+        let in_sync = NewCondition::ready(true, AccessListReason::InSync, "");
+        let (status, ready) = with_step(previous.clone(), in_sync, &logging);
+        Outcome::new(status)
+            .with_conditions([ready])
+            .status_over(previous, Some(1), at(time))
+    };
+    let first = written(&AccessListConfigStatus::default(), START);
+    let again = written(&first, "2026-11-28T10:05:00Z");
+    assert_eq!(again, first, "nothing to write at the second resync");
+}
