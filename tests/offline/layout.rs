@@ -476,12 +476,18 @@ fn a_kind_imports_the_framework_through_its_prelude_of_six_names_and_two_doors_b
         wrong_door.is_empty(),
         "framework imports through no door: {wrong_door:?}"
     );
-    // The words a kind needs beside the prelude: its reasons' trait and at most one more.
+    // Beside the prelude, a kind needs at most one word of `reasons`, and the smallest
+    // kind nothing at all.
     assert!(
         counts
             .iter()
-            .all(|(_, prelude, reasons, _)| *prelude <= PRELUDE_NAMES && *reasons <= 2),
+            .all(|(_, prelude, reasons, _)| *prelude <= PRELUDE_NAMES && *reasons <= 1),
         "(kind, prelude, reasons, extend) names: {counts:?}"
+    );
+    let greeting = counts.iter().find(|(name, ..)| name == "greeting");
+    assert!(
+        greeting.is_some_and(|(_, prelude, reasons, extend)| prelude + reasons + extend <= PRELUDE_NAMES),
+        "the smallest kind imports six names at most: {greeting:?}"
     );
 }
 

@@ -131,7 +131,7 @@ fn retry_delay<K: Reconcilable>(
     error: &Failure<K>,
     now: &Now,
 ) -> Duration {
-    let transient = !error.reason().is_terminal();
+    let transient = error.is_transient(K::is_terminal);
     let backoff = Failure::<K>::delay(failures, transient, now.jitter);
     // Only a transient failure is retried sooner: one that waits for a person (a claimed
     // configuration, a refused key) keeps its backoff, whatever the poll interval.

@@ -123,7 +123,7 @@ fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error:
     let message = failure_message(error, now);
     let reason = error.reason();
     let mut decided = vec![NewCondition::new(ConditionType::Synced, false, reason, message.clone())];
-    if reason.is_terminal() || !is_ready(previous, generation) {
+    if reason.is_terminal(K::is_terminal) || !is_ready(previous, generation) {
         decided.push(NewCondition::new(ConditionType::Ready, false, reason, message));
     }
     with_merged(previous, &decided, generation, now)
@@ -187,10 +187,11 @@ async fn report<K: Reconcilable>(
 /// `status` as the driver writes it: under the status contract of [`kstatus`].
 fn with_kstatus_conditions<K: Reconcilable>(status: &K::Status, generation: Option<i64>, now: &Now) -> K::Status {
     let mut next = status.clone();
-    next.set_conditions(kstatus::settle::<K::Reason>(
+    next.set_conditions(kstatus::settle(
         status.conditions(),
         generation,
         &now.rfc3339(),
+        K::is_terminal,
     ));
     next.set_observed_generation(generation);
     next

@@ -336,6 +336,13 @@ pub(crate) trait Reconcilable:
     /// What the kind keeps between reconciles.
     type State: Default + Send + Sync + 'static;
 
+    /// Whether an object not Ready for this reason of its own waits for a person: a
+    /// spec, a Secret or the platform's configuration must change first (see
+    /// [`AnyReason::is_terminal`]). None, unless the kind says so.
+    fn is_terminal(_reason: Self::Reason) -> bool {
+        false
+    }
+
     /// The kind's name: its CRD's kind, metric label and bookkeeping key.
     fn kind_name() -> &'static str {
         match Self::kind(&()) {

@@ -120,8 +120,9 @@ impl<R: KindReason> ReconcileError<R> {
     }
 
     /// Whether waiting alone may fix it (otherwise the spec, a Secret or the platform's
-    /// configuration must change first).
-    pub(crate) fn is_transient(&self) -> bool {
-        !self.reason().is_terminal()
+    /// configuration must change first); `own_is_terminal` answers for the kind's own
+    /// reasons.
+    pub(crate) fn is_transient(&self, own_is_terminal: fn(R) -> bool) -> bool {
+        !self.reason().is_terminal(own_is_terminal)
     }
 }

@@ -37,11 +37,20 @@ pub enum Reason {
     NotLeader,
 }
 
-/// A kind's own reasons: one enum whose variant names are what is written.
-pub trait KindReason: Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr {
-    /// Whether an object not Ready for this reason waits for a person (see
-    /// [`AnyReason::is_terminal`]).
-    fn is_terminal(self) -> bool;
+/// A kind's own reasons: one enum whose variants are the words written
+/// (`strum::IntoStaticStr`) and read back (`strum::EnumString`), and listed
+/// (`strum::VariantNames`, which the shared words, [`ApiFailure`] and [`Reason`], do not
+/// derive: that tells a kind's reasons from them). Which of them wait for a person, the
+/// kind says
+/// ([`Reconcilable::is_terminal`](crate::controller::framework::pipeline::kind::Reconcilable::is_terminal)).
+pub trait KindReason:
+    Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr + strum::VariantNames
+{
+}
+
+impl<R> KindReason for R where
+    R: Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr + strum::VariantNames
+{
 }
 
 /// A reason of an object of a kind whose own reasons are `R`: a platform call's
@@ -92,12 +101,12 @@ impl<R: KindReason> AnyReason<R> {
     /// Secret, a key or the platform's configuration must change first. Everything
     /// else (a platform that is busy or down, a quota, a new generation) resolves by
     /// waiting. The one map behind `Stalled`, the error backoff and the Ready of a
-    /// failed reconcile.
-    pub(crate) fn is_terminal(self) -> bool {
+    /// failed reconcile; `own_is_terminal` answers for the kind's own reasons.
+    pub(crate) fn is_terminal(self, own_is_terminal: fn(R) -> bool) -> bool {
         match self {
             AnyReason::Platform(failure) => !failure.is_retryable(),
             AnyReason::Common(reason) => matches!(reason, Reason::Paused | Reason::CredentialsUnavailable),
-            AnyReason::Own(reason) => reason.is_terminal(),
+            AnyReason::Own(reason) => own_is_terminal(reason),
         }
     }
 }
@@ -144,7 +153,7 @@ pub(crate) fn vocabulary_words<R: KindReason>(
 
 /// The reasons of a kind with none of its own, for the framework's tests.
 #[cfg(test)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum NoOwnReason {}
 
 #[cfg(test)]
@@ -157,13 +166,6 @@ impl std::str::FromStr for NoOwnReason {
 }
 
 #[cfg(test)]
-impl KindReason for NoOwnReason {
-    fn is_terminal(self) -> bool {
-        match self {}
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -171,10 +173,10 @@ mod tests {
 
     #[test]
     fn reasons_that_wait_for_a_person_are_terminal() {
-        assert!(Common::from(ApiFailure::Unauthorized).is_terminal());
-        assert!(Common::from(Reason::CredentialsUnavailable).is_terminal());
-        assert!(!Common::from(ApiFailure::ServerError).is_terminal());
-        assert!(!Common::from(Reason::Progressing).is_terminal());
+        assert!(Common::from(ApiFailure::Unauthorized).is_terminal(|never| match never {}));
+        assert!(Common::from(Reason::CredentialsUnavailable).is_terminal(|never| match never {}));
+        assert!(!Common::from(ApiFailure::ServerError).is_terminal(|never| match never {}));
+        assert!(!Common::from(Reason::Progressing).is_terminal(|never| match never {}));
     }
 
     #[test]

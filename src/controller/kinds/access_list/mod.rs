@@ -269,6 +269,10 @@ impl Reconcilable for AccessListConfig {
     type Settings = AccessListSettings;
     type State = State;
 
+    fn is_terminal(reason: AccessListReason) -> bool {
+        reason.is_terminal()
+    }
+
     fn on_watch(state: &State, event: &kube::runtime::watcher::Event<Self>) {
         state.secret_triggers.send(state.secret_needs.follow(event));
     }

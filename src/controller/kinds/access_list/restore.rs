@@ -84,7 +84,7 @@ pub(super) fn after_restore(
                 error,
             ))
         }
-        (false, _) if error.is_transient() => AfterRestore::Retry(error),
+        (false, _) if error.is_transient(AccessListReason::is_terminal) => AfterRestore::Retry(error),
         _ => AfterRestore::Done(Notice::warning(
             AccessListReason::RestoreFailed,
             format!(

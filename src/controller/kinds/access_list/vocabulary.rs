@@ -1,9 +1,7 @@
 //! The words of an AccessListConfig's status beside every kind's: its reasons, its
 //! own failures' among them.
 
-use crate::controller::framework::reasons::KindReason;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]
 pub enum AccessListReason {
     InSync,
     Drifted,
@@ -41,8 +39,9 @@ pub enum AccessListReason {
     LeftLogging,
 }
 
-impl KindReason for AccessListReason {
-    fn is_terminal(self) -> bool {
+impl AccessListReason {
+    /// Whether an object not Ready for this reason waits for a person.
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             AccessListReason::RestoreHeld

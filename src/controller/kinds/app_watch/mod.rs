@@ -234,6 +234,10 @@ impl Reconcilable for ContainerAppWatch {
     type Settings = AppWatchSettings;
     type State = State;
 
+    fn is_terminal(reason: AppReason) -> bool {
+        reason.is_terminal()
+    }
+
     fn on_watch(state: &State, event: &watcher::Event<Self>) {
         state.polls.follow(event);
     }

@@ -6,7 +6,6 @@ use std::str::FromStr;
 use strum::IntoEnumIterator;
 
 use crate::api::models::apps::{AppState, AppStatus};
-use crate::controller::framework::reasons::KindReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum AppCondition {
@@ -20,7 +19,7 @@ pub(crate) enum AppCondition {
     CdnLogsSynced,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumIter)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumIter, strum::VariantNames)]
 pub(crate) enum AppReason {
     Polled,
     PolledLate,
@@ -59,10 +58,11 @@ impl FromStr for AppReason {
     }
 }
 
-/// Reasons of a watch that wait for a person: no Pull Zone to summarise, and the
-/// application states a person ends (a crash loop, a stop, a suspension).
-impl KindReason for AppReason {
-    fn is_terminal(self) -> bool {
+impl AppReason {
+    /// Whether an object not Ready for this reason waits for a person: no Pull Zone to
+    /// summarise, and the application states a person ends (a crash loop, a stop, a
+    /// suspension).
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             AppReason::NoPullZone | AppReason::App(AppState::Failing | AppState::Inactive | AppState::Suspended)
@@ -77,7 +77,7 @@ mod tests {
     use crate::controller::framework::reasons::AnyReason;
 
     fn is_terminal(written: &str) -> bool {
-        AnyReason::<AppReason>::parse(written).is_some_and(AnyReason::is_terminal)
+        AnyReason::<AppReason>::parse(written).is_some_and(|reason| reason.is_terminal(AppReason::is_terminal))
     }
 
     #[test]

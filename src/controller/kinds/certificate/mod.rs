@@ -343,6 +343,10 @@ impl Reconcilable for PullZoneCertificate {
     type Settings = CertificateSettings;
     type State = CompletionLedger;
 
+    fn is_terminal(reason: CertificateReason) -> bool {
+        reason.is_terminal()
+    }
+
     /// Decides whether to call now (the platform has no read of a certificate's
     /// state); takes the hostname's turn, or waits for the end of its backoff step;
     /// calls; turns the answer into status, Events and the next attempt.

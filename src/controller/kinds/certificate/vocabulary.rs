@@ -1,9 +1,9 @@
 //! The words of a PullZoneCertificate's status beside every kind's: its reasons.
 
 use crate::api::{ApiError, ApiFailure};
-use crate::controller::framework::reasons::{AnyReason, KindReason};
+use crate::controller::framework::reasons::AnyReason;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]
 pub(crate) enum CertificateReason {
     Issued,
     VerificationFailed,
@@ -11,8 +11,9 @@ pub(crate) enum CertificateReason {
     HostnameNotFound,
 }
 
-impl KindReason for CertificateReason {
-    fn is_terminal(self) -> bool {
+impl CertificateReason {
+    /// Whether an object not Ready for this reason waits for a person.
+    pub(crate) fn is_terminal(self) -> bool {
         self == CertificateReason::HostnameNotFound
     }
 }

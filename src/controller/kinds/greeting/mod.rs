@@ -11,7 +11,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
-use crate::controller::framework::reasons::KindReason;
 use crate::resources::{Condition, SecretKeyRef};
 
 /// Greets the platform.
@@ -44,15 +43,9 @@ pub struct GreetingStatus {
 
 crate::resources::edge_object!(Greeting => GreetingStatus);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantNames)]
 pub(crate) enum GreetingReason {
     Greeted,
-}
-
-impl KindReason for GreetingReason {
-    fn is_terminal(self) -> bool {
-        false
-    }
 }
 
 /// No flags.

@@ -18,8 +18,13 @@ use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason
 use crate::resources::{Condition, ConditionStatus};
 
 /// `conditions` under the contract, for an object of `generation` at `now`, of a kind
-/// whose own reasons are `R`.
-pub(crate) fn settle<R: KindReason>(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
+/// whose own reasons are `R` (`own_is_terminal` says which of them wait for a person).
+pub(crate) fn settle<R: KindReason>(
+    conditions: &[Condition],
+    generation: Option<i64>,
+    now: &str,
+    own_is_terminal: fn(R) -> bool,
+) -> Vec<Condition> {
     let current = find(conditions, ConditionType::Ready).is_some_and(|r| r.observed_generation == generation);
     let mut settled = if current {
         conditions.to_vec()
@@ -32,7 +37,9 @@ pub(crate) fn settle<R: KindReason>(conditions: &[Condition], generation: Option
     };
     let derived = match ready.status {
         ConditionStatus::True => None,
-        _ if AnyReason::<R>::parse(&ready.reason).is_some_and(AnyReason::is_terminal) => Some(ConditionType::Stalled),
+        _ if AnyReason::<R>::parse(&ready.reason).is_some_and(|reason| reason.is_terminal(own_is_terminal)) => {
+            Some(ConditionType::Stalled)
+        }
         _ => Some(ConditionType::Reconciling),
     };
     // A derived condition that was already True keeps its transition time.
@@ -100,7 +107,12 @@ pub(crate) fn settled_with_ready(
         reason,
         "",
     )];
-    settle::<NoOwnReason>(&merge(conditions, &decided, Some(1), at), Some(1), at)
+    settle::<NoOwnReason>(
+        &merge(conditions, &decided, Some(1), at),
+        Some(1),
+        at,
+        |never| match never {},
+    )
 }
 
 #[cfg(test)]
@@ -110,7 +122,7 @@ mod tests {
     use crate::controller::framework::reasons::{NoOwnReason, Reason};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        super::settle::<NoOwnReason>(conditions, generation, now)
+        super::settle::<NoOwnReason>(conditions, generation, now, |never| match never {})
     }
 
     fn types(conditions: &[Condition]) -> Vec<(&str, ConditionStatus, &str)> {
