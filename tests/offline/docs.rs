@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::cluster::repo_root;
+use edge_operator::controller::kinds::Kind;
 
 fn pages() -> Vec<PathBuf> {
     let mut pages = vec![repo_root().join("README.md")];
@@ -296,13 +297,16 @@ fn every_condition_reason_of_the_code_has_a_troubleshooting_entry() {
             .into_iter()
             .filter(|r| r != "WriteWithheld"),
     );
-    for (kind, name) in [
-        ("access_list", "AccessListReason"),
-        ("app_watch", "AppReason"),
-        ("certificate", "CertificateReason"),
-    ] {
-        reasons.extend(variants_of(&format!("src/controller/kinds/{kind}/vocabulary.rs"), name));
+    for kind in Kind::all() {
+        reasons.extend(kind.reasons().into_iter().map(str::to_string));
     }
+    for own in ["InSync", "RestoreHeld", "Issued", "AppActive", "Synced"] {
+        assert!(reasons.iter().any(|r| r == own), "{own}: a kind's reason is read");
+    }
+    assert!(
+        !reasons.iter().any(|r| r == "App"),
+        "an application's state is written as itself"
+    );
     reasons.extend(words_of("src/api/models/apps.rs", "AppStatus::"));
     assert!(reasons.len() > 40, "reasons read from the vocabularies: {reasons:?}");
     let page = std::fs::read_to_string(repo_root().join("docs/troubleshooting.md")).expect("docs/troubleshooting.md");

@@ -17,6 +17,15 @@ use crate::controller::framework::pipeline::kind::{Reconcilable, RefusedExample}
 use crate::controller::framework::pipeline::plan::{ClientSource, PlanFn, PlanRequest, Verdict};
 use crate::resources::rewrite_schemas;
 
+/// The words of `K`'s reasons that read back as themselves: what it writes.
+fn written_reasons<K: Reconcilable>() -> Vec<&'static str> {
+    <K::Reason as strum::VariantNames>::VARIANTS
+        .iter()
+        .copied()
+        .filter(|word| word.parse::<K::Reason>().is_ok_and(|reason| reason.into() == *word))
+        .collect()
+}
+
 /// What visits every kind of the operator.
 pub(crate) trait Registry {
     fn register<K: Reconcilable>(&mut self);
@@ -31,6 +40,7 @@ pub struct Kind {
     api_resource: fn() -> ApiResource,
     example: &'static str,
     refused_example: fn() -> Option<RefusedExample>,
+    reasons: fn() -> Vec<&'static str>,
     plan: PlanFn,
 }
 
@@ -43,6 +53,7 @@ impl Kind {
             api_resource: || ApiResource::erase::<K>(&()),
             example: K::EXAMPLE,
             refused_example: K::refused_example,
+            reasons: written_reasons::<K>,
             plan: plan_manifests::<K>,
         }
     }
@@ -64,6 +75,12 @@ impl Kind {
     /// Its API resource, for untyped access.
     pub fn api_resource(self) -> ApiResource {
         (self.api_resource)()
+    }
+
+    /// The reasons of its own it writes (in conditions, Events and metric labels)
+    /// beside those every kind writes.
+    pub fn reasons(self) -> Vec<&'static str> {
+        (self.reasons)()
     }
 
     /// Its example manifest in `examples/`.

@@ -38,9 +38,10 @@ pub enum Reason {
 }
 
 /// A kind's own reasons: one enum whose variants are the words written
-/// (`strum::IntoStaticStr`) and read back (`strum::EnumString`), and listed
-/// (`strum::VariantNames`, which the shared words, [`ApiFailure`] and [`Reason`], do not
-/// derive: that tells a kind's reasons from them). Which of them wait for a person, the
+/// (`strum::IntoStaticStr`), read back (`strum::EnumString`) and listed
+/// (`strum::VariantNames`: `Kind::reasons`, which the docs are checked against). The
+/// shared words, [`ApiFailure`] and [`Reason`], derive no `VariantNames`: that tells a
+/// kind's reasons from them. Which of them wait for a person, the
 /// kind says
 /// ([`Reconcilable::is_terminal`](crate::controller::framework::pipeline::kind::Reconcilable::is_terminal)).
 pub trait KindReason:

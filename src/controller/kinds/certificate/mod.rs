@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 
 use self::ledger::{Completer, CompletionLedger, later};
-use self::vocabulary::{CertificateReason, certificate_reason};
+use self::vocabulary::CertificateReason;
 use crate::api::{ApiError, ApiFailure, EdgeClient, MAX_PLATFORM_TEXT, RetryPolicy, bounded_text};
 use crate::controller::framework::extend::Verdict;
 use crate::controller::framework::prelude::{Context, Failure, NewCondition, Notice, Outcome, Reconcilable};
@@ -159,22 +159,7 @@ pub(crate) fn after_attempt(
         }
         Err(error) => error,
     };
-    let reason = certificate_reason(error);
-    let (wait, message) = if reason == CertificateReason::HostnameNotFound.into() {
-        let message = format!(
-            "{} is not registered on any Pull Zone; fix spec.hostname",
-            spec.hostname
-        );
-        (None, message)
-    } else if error.reason().is_refused_key() {
-        (Some(UNAUTHORIZED_RETRY), error.to_string())
-    } else {
-        (
-            Some(backoff.max(error.retry_after().unwrap_or_default())),
-            error.to_string(),
-        )
-    };
-    let ready = NewCondition::ready(false, reason, message);
+    let (ready, wait) = failed_ready(spec, error, backoff);
     let status = PullZoneCertificateStatus {
         attempts,
         next_attempt_time: wait
@@ -184,6 +169,37 @@ pub(crate) fn after_attempt(
         ..base
     };
     (status, ready, wait)
+}
+
+/// The Ready of a failed completion, in the kind's words where it has its own, and when
+/// to try again (`None`: once the spec changes): a key the platform refused after
+/// [`UNAUTHORIZED_RETRY`], a transient or rejected answer after the step's `backoff`
+/// (at least the platform's `Retry-After`).
+fn failed_ready(
+    spec: &PullZoneCertificateSpec,
+    error: &ApiError,
+    backoff: Duration,
+) -> (NewCondition<CertificateReason>, Option<Duration>) {
+    let retry = Some(backoff.max(error.retry_after().unwrap_or_default()));
+    let message = error.to_string();
+    match error.reason() {
+        ApiFailure::NotFound => {
+            let message = format!(
+                "{} is not registered on any Pull Zone; fix spec.hostname",
+                spec.hostname
+            );
+            (
+                NewCondition::ready(false, CertificateReason::HostnameNotFound, message),
+                None,
+            )
+        }
+        ApiFailure::Rejected => (
+            NewCondition::ready(false, CertificateReason::VerificationFailed, message),
+            retry,
+        ),
+        refused if refused.is_refused_key() => (NewCondition::ready(false, refused, message), Some(UNAUTHORIZED_RETRY)),
+        other => (NewCondition::ready(false, other, message), retry),
+    }
 }
 
 /// When the backoff step that a completion made at `now` starts for its hostname ends:
@@ -249,7 +265,7 @@ pub(crate) fn attempt_events(
     };
     let was = NewCondition::<CertificateReason>::ready_in(&previous.conditions).and_then(|shown| shown.reason);
     match was != Some(ready.reason) {
-        true => vec![Notice::warning(certificate_reason(error), error.to_string())],
+        true => vec![Notice::warning(ready.reason, error.to_string())],
         false => Vec::new(),
     }
 }
