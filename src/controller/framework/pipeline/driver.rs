@@ -27,7 +27,7 @@ use crate::controller::framework::pipeline::status::conditions::{
 use crate::controller::framework::pipeline::status::kstatus;
 use crate::controller::framework::pipeline::status::{StatusScope, StatusWrite, write_status};
 use crate::controller::framework::reasons::error::ReconcileError;
-use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason, Reason};
+use crate::controller::framework::reasons::{ConditionType, KindReason, Reason};
 use crate::controller::framework::services::shared::Shared;
 use crate::resources::is_paused;
 use crate::resources::object_key;
@@ -122,9 +122,9 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
 fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error: &Failure<K>, now: &Now) -> K::Status {
     let message = failure_message(error, now);
     let reason = error.reason();
-    let mut decided = vec![NewCondition::new(ConditionType::Synced, false, reason, message.clone())];
+    let mut decided = vec![NewCondition::synced(false, reason, message.clone())];
     if reason.is_terminal(K::is_terminal) || !is_ready(previous, generation) {
-        decided.push(NewCondition::new(ConditionType::Ready, false, reason, message));
+        decided.push(NewCondition::ready(false, reason, message));
     }
     with_merged(previous, &decided, generation, now)
 }
@@ -215,23 +215,21 @@ impl<S: StatusConditions + Clone, R: KindReason> Outcome<S, R> {
     /// Synced=False behind: one left from a pause turns into `Resumed`, one left from a
     /// failure into `Reconciled`.
     pub(crate) fn status_over(&self, previous: &S, generation: Option<i64>, now: DateTime<Utc>) -> S {
-        let synced: &str = ConditionType::Synced.into();
-        let last_synced = self.conditions.iter().rev().find(|d| d.type_ == synced);
-        let shown_synced = find(previous.conditions(), ConditionType::Synced);
-        let stale = match (last_synced, shown_synced) {
-            (Some(decided), _) => (decided.status != ConditionStatus::True).then_some(decided.reason),
-            (None, Some(shown)) if shown.status != ConditionStatus::True => {
-                Some(AnyReason::<R>::parse(&shown.reason).unwrap_or(Reason::Reconciled.into()))
-            }
-            (None, _) => None,
+        // Whether the Synced this pass leaves (the last it decided, else the one shown)
+        // is False, and if so, whether from a pause.
+        let stale_from_pause = match self.conditions.iter().rev().find(|d| d.is_synced()) {
+            Some(decided) => (decided.status != ConditionStatus::True).then(|| decided.reason == Reason::Paused.into()),
+            None => NewCondition::<R>::synced_in(previous.conditions())
+                .filter(|shown| !shown.status)
+                .map(|shown| shown.is(Reason::Paused)),
         };
         let mut decided = self.conditions.clone();
-        if let Some(stale) = stale {
-            let reason = match stale == Reason::Paused.into() {
+        if let Some(paused) = stale_from_pause {
+            let reason = match paused {
                 true => Reason::Resumed,
                 false => Reason::Reconciled,
             };
-            decided.push(NewCondition::new(ConditionType::Synced, true, reason, ""));
+            decided.push(NewCondition::synced(true, reason, ""));
         }
         let mut status = self.status.clone();
         let conditions = match decided.is_empty() {

@@ -157,6 +157,12 @@ pub(crate) fn vocabulary_words<R: KindReason>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub(crate) enum NoOwnReason {}
 
+/// Which of [`NoOwnReason`] wait for a person: there are none.
+#[cfg(test)]
+pub(crate) fn no_own_is_terminal(never: NoOwnReason) -> bool {
+    match never {}
+}
+
 #[cfg(test)]
 impl std::str::FromStr for NoOwnReason {
     type Err = ();
@@ -174,10 +180,10 @@ mod tests {
 
     #[test]
     fn reasons_that_wait_for_a_person_are_terminal() {
-        assert!(Common::from(ApiFailure::Unauthorized).is_terminal(|never| match never {}));
-        assert!(Common::from(Reason::CredentialsUnavailable).is_terminal(|never| match never {}));
-        assert!(!Common::from(ApiFailure::ServerError).is_terminal(|never| match never {}));
-        assert!(!Common::from(Reason::Progressing).is_terminal(|never| match never {}));
+        assert!(Common::from(ApiFailure::Unauthorized).is_terminal(no_own_is_terminal));
+        assert!(Common::from(Reason::CredentialsUnavailable).is_terminal(no_own_is_terminal));
+        assert!(!Common::from(ApiFailure::ServerError).is_terminal(no_own_is_terminal));
+        assert!(!Common::from(Reason::Progressing).is_terminal(no_own_is_terminal));
     }
 
     #[test]

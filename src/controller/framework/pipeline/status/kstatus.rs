@@ -100,7 +100,7 @@ pub(crate) fn settled_with_ready(
     reason: impl Into<AnyReason<crate::controller::framework::reasons::NoOwnReason>>,
     at: &str,
 ) -> Vec<Condition> {
-    use crate::controller::framework::reasons::NoOwnReason;
+    use crate::controller::framework::reasons::{NoOwnReason, no_own_is_terminal};
     let decided = [NewCondition::<NoOwnReason>::new(
         ConditionType::Ready,
         ready,
@@ -111,7 +111,7 @@ pub(crate) fn settled_with_ready(
         &merge(conditions, &decided, Some(1), at),
         Some(1),
         at,
-        |never| match never {},
+        no_own_is_terminal,
     )
 }
 
@@ -119,10 +119,10 @@ pub(crate) fn settled_with_ready(
 mod tests {
     use super::*;
     use crate::api::ApiFailure;
-    use crate::controller::framework::reasons::{NoOwnReason, Reason};
+    use crate::controller::framework::reasons::{NoOwnReason, Reason, no_own_is_terminal};
 
     fn settle(conditions: &[Condition], generation: Option<i64>, now: &str) -> Vec<Condition> {
-        super::settle::<NoOwnReason>(conditions, generation, now, |never| match never {})
+        super::settle::<NoOwnReason>(conditions, generation, now, no_own_is_terminal)
     }
 
     fn types(conditions: &[Condition]) -> Vec<(&str, ConditionStatus, &str)> {
