@@ -548,13 +548,18 @@ mod tests {
         chrono::Duration::seconds(seconds)
     }
 
-    /// The status after generation 1's first attempt succeeded at `now`.
-    fn first_success(renew: Option<&str>, now: DateTime<Utc>) -> (PullZoneCertificateStatus, Option<Duration>) {
+    /// The status after generation 1's first attempt at `now` answered `result`, and
+    /// when to look again.
+    fn first_attempt(
+        renew: Option<&str>,
+        result: Result<(), &ApiError>,
+        now: DateTime<Utc>,
+    ) -> (PullZoneCertificateStatus, Option<Duration>) {
         attempt(
             &spec(renew),
             &PullZoneCertificateStatus::default(),
             None,
-            Ok(()),
+            result,
             &moment(now),
         )
     }
@@ -562,7 +567,7 @@ mod tests {
     #[test]
     fn issued_is_not_called_again_for_the_generation_unless_renewal_is_due() {
         let now = at("2026-11-20T12:00:00Z");
-        let (issued, wait) = first_success(None, now);
+        let (issued, wait) = first_attempt(None, Ok(()), now);
         assert_eq!(wait, None);
         assert_eq!(issued.issued_time.as_deref(), Some("2026-11-20T12:00:00Z"));
         assert_eq!(decide(&spec(None), &issued, Some(1), None, now), Decision::Idle);
@@ -583,7 +588,7 @@ mod tests {
             "handled once, also after a restart"
         );
 
-        let (renewing, wait) = first_success(Some("720h"), now);
+        let (renewing, wait) = first_attempt(Some("720h"), Ok(()), now);
         assert_eq!(wait, Some(Duration::from_secs(720 * 3600)));
         let due = at("2026-12-20T12:00:00Z");
         assert_eq!(
@@ -599,7 +604,7 @@ mod tests {
     #[test]
     fn an_issued_status_without_attempted_generation_is_not_issued_again() {
         let now = at("2026-11-20T12:00:00Z");
-        let (issued, _) = first_success(Some("720h"), now);
+        let (issued, _) = first_attempt(Some("720h"), Ok(()), now);
         let previous_release = PullZoneCertificateStatus {
             attempted_generation: None,
             ..issued
@@ -676,13 +681,7 @@ mod tests {
     fn unknown_hostname_is_terminal_until_the_spec_changes() {
         let now = at("2026-11-20T12:00:00Z");
         let missing = ApiError::NotFound(PlatformMessage::default());
-        let (status, wait) = attempt(
-            &spec(None),
-            &PullZoneCertificateStatus::default(),
-            None,
-            Err(&missing),
-            &moment(now),
-        );
+        let (status, wait) = first_attempt(None, Err(&missing), now);
         assert_eq!(wait, None);
         assert_eq!(
             decide(&spec(None), &status, Some(1), None, now + chrono::Duration::days(30)),
@@ -698,55 +697,37 @@ mod tests {
             retry_after: Some(Duration::from_secs(120)),
             message: PlatformMessage::default(),
         };
-        let (_, wait) = attempt(
-            &spec(None),
-            &PullZoneCertificateStatus::default(),
-            None,
-            Err(&limited),
-            &moment(now),
-        );
+        let (_, wait) = first_attempt(None, Err(&limited), now);
         assert!(wait.expect("retried") >= Duration::from_secs(120));
-        let refused = ApiError::Unauthorized(PlatformMessage::default());
-        let (status, wait) = attempt(
-            &spec(None),
-            &PullZoneCertificateStatus::default(),
-            None,
-            Err(&refused),
-            &moment(now),
-        );
-        assert_eq!(wait, Some(UNAUTHORIZED_RETRY));
-        assert_eq!(
-            find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
-            Some("Unauthorized")
-        );
-        assert_eq!(decide(&spec(None), &status, Some(1), None, now), Decision::Complete);
-        let forbidden = ApiError::Forbidden(PlatformMessage::default());
-        let (status, wait) = attempt(
-            &spec(None),
-            &PullZoneCertificateStatus::default(),
-            None,
-            Err(&forbidden),
-            &moment(now),
-        );
-        assert_eq!(wait, Some(UNAUTHORIZED_RETRY), "a key that may not touch the zone");
-        assert_eq!(
-            find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
-            Some("Forbidden"),
-            "written as every kind writes a 403"
-        );
-        assert_eq!(decide(&spec(None), &status, Some(1), None, now), Decision::Complete);
-        let end = step_end(Err(&forbidden), wait, &no_jitter(), now);
-        assert_eq!(
-            end,
-            now + seconds(30),
-            "the hostname is held for the initial backoff only"
-        );
+        // A 401, and a 403 (a key that may not touch the zone), written as every kind
+        // writes them.
+        for (refused, reason) in [
+            (ApiError::Unauthorized(PlatformMessage::default()), "Unauthorized"),
+            (ApiError::Forbidden(PlatformMessage::default()), "Forbidden"),
+        ] {
+            let (status, wait) = first_attempt(None, Err(&refused), now);
+            assert_eq!(wait, Some(UNAUTHORIZED_RETRY), "{reason}");
+            assert_eq!(
+                find(&status.conditions, ConditionType::Ready).map(|c| c.reason.as_str()),
+                Some(reason)
+            );
+            assert_eq!(
+                decide(&spec(None), &status, Some(1), None, now),
+                Decision::Complete,
+                "{reason}"
+            );
+            assert_eq!(
+                step_end(Err(&refused), wait, &no_jitter(), now),
+                now + seconds(30),
+                "{reason}: the hostname is held for the initial backoff only"
+            );
+        }
     }
 
     #[test]
     fn fifty_requests_within_one_step_make_one_completion() {
         let ledger = CompletionLedger::default();
-        let (mut status, _) = first_success(None, at("2026-11-19T12:00:00Z"));
+        let (mut status, _) = first_attempt(None, Ok(()), at("2026-11-19T12:00:00Z"));
         let now = at("2026-11-20T12:00:00Z");
         let mut calls = 0;
         for i in 0..50 {
@@ -828,7 +809,7 @@ mod tests {
     #[test]
     fn a_request_held_back_is_completed_when_the_step_ends() {
         let ledger = CompletionLedger::default();
-        let (issued, _) = first_success(None, at("2026-11-19T12:00:00Z"));
+        let (issued, _) = first_attempt(None, Ok(()), at("2026-11-19T12:00:00Z"));
         let now = at("2026-11-20T12:00:00Z");
         let (first, called) = pass(
             &ledger,
