@@ -14,6 +14,7 @@ pub mod models;
 pub(crate) mod operation;
 pub(crate) mod probe;
 pub(crate) mod pullzone;
+pub(crate) mod shared_reads;
 pub(crate) mod shield;
 pub(crate) mod transport;
 

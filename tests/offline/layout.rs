@@ -1,7 +1,7 @@
 //! The architecture holds: the reconcile framework knows no kind (outside its tests,
 //! no file under `src/controller/framework/` names a custom resource kind, its plural
 //! or its folder under `src/controller/kinds/`), a kind reaches the framework through
-//! its prelude of six names and two doors beside it, and no two sibling modules import
+//! its prelude of six names, and the types of the hooks it overrides, and no two sibling modules import
 //! each other.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,6 +26,17 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
 /// A file's text without its `#[cfg(test)] mod tests` (by convention, its end).
 fn without_tests(text: &str) -> &str {
     text.find("#[cfg(test)]\nmod tests").map_or(text, |at| &text[..at])
+}
+
+/// The statements of `text` (its tests aside), comments dropped, each from its first
+/// word.
+fn statements(text: &str) -> Vec<String> {
+    let code: String = without_tests(text)
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    code.split(';').map(|statement| statement.trim_start().to_string()).collect()
 }
 
 /// Every name of every kind, lowercase: `AccessListConfig`, `accesslistconfigs`, and
@@ -155,8 +166,8 @@ fn source_modules() -> BTreeMap<Vec<String>, PathBuf> {
 fn imports_of(module: &[String], file: &Path, re_exports: bool) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(file).expect("a readable file");
     let mut paths = Vec::new();
-    for line in without_tests(&text).split(';') {
-        let line = line.trim_start();
+    for statement in statements(&text) {
+        let line = statement.as_str();
         let line = match re_exports {
             true => line
                 .strip_prefix("pub(crate) ")
@@ -202,8 +213,7 @@ fn no_two_sibling_modules_import_each_other() {
 /// The names an ancestor module re-exports (`pub use …::Name`, `pub use …::{A, B}`).
 fn re_exports(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for declaration in without_tests(text).split(';') {
-        let declaration = declaration.trim_start();
+    for declaration in statements(text) {
         let Some(path) = declaration
             .strip_prefix("pub use ")
             .or_else(|| declaration.strip_prefix("pub(crate) use "))
@@ -442,53 +452,175 @@ fn framework_names(paths: &[Vec<String>]) -> (BTreeSet<String>, Vec<String>) {
     (names, elsewhere)
 }
 
+/// The hooks of `Reconcilable` a kind may override beside its reconcile, and the types
+/// of `extend` each one needs: all that `extend` holds.
+const HOOK_TYPES: [(&str, &[&str]); 3] = [
+    ("plan", &["Verdict", "MemberChange"]),
+    ("controllers", &["Reconciler", "Runner"]),
+    ("refused_example", &["RefusedExample"]),
+];
+
+/// The methods of the `impl Reconcilable for ..` blocks of `files`: the hooks a kind
+/// overrides, its reconcile among them.
+fn reconcilable_methods(files: &[PathBuf]) -> BTreeSet<String> {
+    let mut methods = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("a Rust file");
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for item in parsed.items {
+            let syn::Item::Impl(block) = item else { continue };
+            let is_reconcilable = block
+                .trait_
+                .as_ref()
+                .and_then(|(_, path, _)| path.segments.last())
+                .is_some_and(|segment| segment.ident == "Reconcilable");
+            if is_reconcilable {
+                methods.extend(block.items.iter().filter_map(|member| match member {
+                    syn::ImplItem::Fn(function) => Some(function.sig.ident.to_string()),
+                    _ => None,
+                }));
+            }
+        }
+    }
+    methods
+}
+
+/// The names of `extend` among `imported` that no hook of `overridden` needs.
+fn unneeded_hook_types(imported: &BTreeSet<String>, overridden: &BTreeSet<String>) -> Vec<String> {
+    let needed: BTreeSet<&str> = HOOK_TYPES
+        .iter()
+        .filter(|(hook, _)| overridden.contains(*hook))
+        .flat_map(|(_, types)| types.iter().copied())
+        .collect();
+    imported
+        .iter()
+        .filter(|n| !needed.contains(n.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// What one kind imports from the framework: its names through each door, the `extend`
+/// names no hook it overrides needs, and the imports past the doors.
+struct KindImports {
+    kind: String,
+    prelude: usize,
+    reasons: usize,
+    extend: BTreeSet<String>,
+    unneeded: Vec<String>,
+    elsewhere: Vec<String>,
+}
+
+fn kind_imports(folder: &Path) -> KindImports {
+    let mut files = Vec::new();
+    rust_files(folder, &mut files);
+    files.retain(|file| !file.ends_with("fixtures.rs"));
+    let paths: Vec<Vec<String>> = files
+        .iter()
+        .flat_map(|file| imports_of(&module_of(file), file, false))
+        .collect();
+    let (names, elsewhere) = framework_names(&paths);
+    let through = |door: &str| -> BTreeSet<String> {
+        names
+            .iter()
+            .filter_map(|n| n.strip_prefix(&format!("{door}::")))
+            .map(str::to_string)
+            .collect()
+    };
+    let extend = through("extend");
+    let unneeded = unneeded_hook_types(&extend, &reconcilable_methods(&files));
+    KindImports {
+        kind: folder.file_name().expect("a folder").to_string_lossy().into_owned(),
+        prelude: through("prelude").len(),
+        reasons: through("reasons").len(),
+        extend,
+        unneeded,
+        elsewhere,
+    }
+}
+
 #[test]
-fn a_kind_imports_the_framework_through_its_prelude_of_six_names_and_two_doors_beside_it() {
-    let prelude = repo_root().join("src/controller/framework/prelude.rs");
-    let exported = imports_of(&module_of(&prelude), &prelude, true);
+fn a_kind_imports_the_six_names_of_the_prelude_and_the_types_of_the_hooks_it_overrides() {
+    let framework = repo_root().join("src/controller/framework");
+    let exported = imports_of(
+        &module_of(&framework.join("prelude.rs")),
+        &framework.join("prelude.rs"),
+        true,
+    );
     assert!(
         exported.len() <= PRELUDE_NAMES,
         "the prelude holds {} names: {exported:?}",
         exported.len()
     );
-    let mut counts = Vec::new();
-    let mut wrong_door = Vec::new();
-    let kinds = repo_root().join("src/controller/kinds");
-    for folder in std::fs::read_dir(&kinds).expect("kinds/").flatten() {
-        let name = folder.file_name().to_string_lossy().into_owned();
-        if !folder.path().is_dir() || name == "driver_tests" {
-            continue;
+    let hooks_need: BTreeSet<String> = HOOK_TYPES
+        .iter()
+        .flat_map(|(_, types)| types.iter().map(|t| t.to_string()))
+        .collect();
+    let extend: BTreeSet<String> = imports_of(
+        &module_of(&framework.join("extend.rs")),
+        &framework.join("extend.rs"),
+        true,
+    )
+    .into_iter()
+    .filter_map(|path| path.last().cloned())
+    .collect();
+    assert_eq!(
+        extend, hooks_need,
+        "`extend` holds the types of the hooks, and only those"
+    );
+    let mut kinds = Vec::new();
+    for folder in std::fs::read_dir(repo_root().join("src/controller/kinds"))
+        .expect("kinds/")
+        .flatten()
+    {
+        if folder.path().is_dir() && folder.file_name() != "driver_tests" {
+            kinds.push(kind_imports(&folder.path()));
         }
-        let mut files = Vec::new();
-        rust_files(&folder.path(), &mut files);
-        let paths: Vec<Vec<String>> = files
-            .iter()
-            .filter(|file| !file.ends_with("fixtures.rs"))
-            .flat_map(|file| imports_of(&module_of(file), file, false))
-            .collect();
-        let (names, elsewhere) = framework_names(&paths);
-        wrong_door.extend(elsewhere.into_iter().map(|path| format!("{name}: {path}")));
-        let through = |door: &str| names.iter().filter(|n| n.starts_with(&format!("{door}::"))).count();
-        counts.push((name, through("prelude"), through("reasons"), through("extend")));
     }
-    assert_eq!(counts.len(), 4, "three kinds and Greeting: {counts:?}");
+    assert_eq!(kinds.len(), 4, "three kinds and Greeting");
+    let table: Vec<_> = kinds
+        .iter()
+        .map(|k| (&k.kind, k.prelude, k.reasons, &k.extend))
+        .collect();
+    for kind in &kinds {
+        assert!(
+            kind.elsewhere.is_empty(),
+            "{}: framework imports through no door: {:?}",
+            kind.kind,
+            kind.elsewhere
+        );
+        assert!(
+            kind.unneeded.is_empty(),
+            "{}: imports {:?} of `extend`, which no hook it overrides needs",
+            kind.kind,
+            kind.unneeded
+        );
+        // Beside the prelude, a kind needs at most one word of `reasons`.
+        assert!(
+            kind.prelude <= PRELUDE_NAMES && kind.reasons <= 1,
+            "(kind, prelude, reasons, extend): {table:?}"
+        );
+    }
+    let greeting = kinds.iter().find(|k| k.kind == "greeting").expect("Greeting");
     assert!(
-        wrong_door.is_empty(),
-        "framework imports through no door: {wrong_door:?}"
+        greeting.prelude + greeting.reasons + greeting.extend.len() <= PRELUDE_NAMES,
+        "the smallest kind, which overrides no hook, imports six names at most: {table:?}"
     );
-    // Beside the prelude, a kind needs at most one word of `reasons`, and the smallest
-    // kind nothing at all.
-    assert!(
-        counts
-            .iter()
-            .all(|(_, prelude, reasons, _)| *prelude <= PRELUDE_NAMES && *reasons <= 1),
-        "(kind, prelude, reasons, extend) names: {counts:?}"
-    );
-    let greeting = counts.iter().find(|(name, ..)| name == "greeting");
-    assert!(
-        greeting.is_some_and(|(_, prelude, reasons, extend)| prelude + reasons + extend <= PRELUDE_NAMES),
-        "the smallest kind imports six names at most: {greeting:?}"
-    );
+}
+
+#[test]
+fn a_hook_type_a_kind_does_not_override_is_found() {
+    let file = std::env::temp_dir().join(format!("edge-operator-layout-{}.rs", std::process::id()));
+    std::fs::write(
+        &file,
+        "impl Reconcilable for Probe {\n    fn reconcile() {}\n    fn plan() -> Vec<Verdict> { Vec::new() }\n}\n\
+         impl Probe {\n    fn refused_example() {}\n}\n",
+    )
+    .expect("a probe kind");
+    let overridden = reconcilable_methods(std::slice::from_ref(&file));
+    std::fs::remove_file(&file).expect("the probe removed");
+    assert_eq!(overridden.iter().collect::<Vec<_>>(), ["plan", "reconcile"]);
+    let imported = ["MemberChange", "RefusedExample", "Verdict"].map(String::from).into();
+    assert_eq!(unneeded_hook_types(&imported, &overridden), ["RefusedExample"]);
 }
 
 #[test]

@@ -4,8 +4,7 @@
 //!   conditions, the kstatus contract, time formats, writing it) and what is read of any
 //!   object;
 //! - `services`: what the reconciles of every kind share ([`services::shared::Shared`]):
-//!   credentials, the error backoff, the Event budget, the leader gate, metrics, shared
-//!   platform reads;
+//!   credentials, the error backoff, the Event budget, the leader gate, metrics;
 //! - `reasons`: the words of failures and conditions both read: condition types,
 //!   reasons, and the failures a reconcile can have.
 

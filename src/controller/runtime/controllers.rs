@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures::future::Either;
 use futures::{Stream, StreamExt, stream};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{WatchEvent, WatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Predicate, PredicateConfig, WatchStreamExt, predicates, watcher};
@@ -19,9 +21,7 @@ use super::secret_watch::SecretWatch;
 use super::server::Health;
 use super::shutdown::Shutdown;
 use crate::controller::framework::pipeline::driver;
-use crate::controller::framework::pipeline::kind::{
-    Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges, SecretMeta,
-};
+use crate::controller::framework::pipeline::kind::{Failure, Now, Reconcilable, Reconciler, Runner, SecretChanges};
 use crate::controller::framework::pipeline::object::keep_what_is_read_of;
 use crate::fairness::FairQueue;
 use crate::resources::object_key;
@@ -91,7 +91,7 @@ fn forget<K: Reconcilable>(reconciler: &Reconciler<K>, object: &K) {
 
 /// Objects of a kind whose credentials come from `secret` (only its metadata is
 /// watched: Secret data is never cached).
-fn referencing<K: Reconcilable>(store: &Store<K>, secret: &SecretMeta) -> Vec<ObjectRef<K>> {
+fn referencing<K: Reconcilable>(store: &Store<K>, secret: &PartialObjectMeta<Secret>) -> Vec<ObjectRef<K>> {
     store
         .state()
         .iter()
@@ -358,7 +358,7 @@ impl Runner for Controllers<'_> {
         self.secret_watch.subscribe()
     }
 
-    fn secrets(&self) -> Store<SecretMeta> {
+    fn secrets(&self) -> Store<PartialObjectMeta<Secret>> {
         self.secret_watch.store()
     }
 

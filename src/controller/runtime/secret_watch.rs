@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::list_gate::Listing;
 use super::server::Health;
-use crate::controller::framework::pipeline::kind::{SecretChanges, SecretMeta};
+use crate::controller::framework::pipeline::kind::SecretChanges;
 use crate::controller::framework::pipeline::object::keep_what_is_read;
 use crate::controller::framework::services::credentials::{NamespaceSet, SecretIndex};
 use crate::controller::framework::services::shared::Shared;
@@ -22,8 +24,8 @@ const SUBSCRIBER_BUFFER: usize = 1024;
 
 pub(super) struct SecretWatch {
     /// Taken by [`SecretWatch::run`]: subscriptions come before.
-    writer: std::sync::Mutex<Option<Writer<SecretMeta>>>,
-    store: Store<SecretMeta>,
+    writer: std::sync::Mutex<Option<Writer<PartialObjectMeta<Secret>>>>,
+    store: Store<PartialObjectMeta<Secret>>,
     /// The finalizers of a Secret's that its store keeps: those the kinds put on Secrets.
     finalizers: Arc<[String]>,
 }
@@ -39,7 +41,7 @@ impl SecretWatch {
         (watch, SecretIndex::new(store))
     }
 
-    pub(super) fn store(&self) -> Store<SecretMeta> {
+    pub(super) fn store(&self) -> Store<PartialObjectMeta<Secret>> {
         self.store.clone()
     }
 
@@ -81,13 +83,15 @@ impl SecretWatch {
             return;
         };
         let finalizers = self.finalizers.clone();
-        let watch = |api: Api<SecretMeta>| {
+        let watch = |api: Api<PartialObjectMeta<Secret>>| {
             let finalizers = finalizers.clone();
             listing
                 .gate
                 .guard(watcher(api, listing.config.clone()).boxed())
                 .default_backoff()
-                .modify(move |secret: &mut SecretMeta| keep_what_is_read(&mut secret.metadata, &finalizers))
+                .modify(move |secret: &mut PartialObjectMeta<Secret>| {
+                    keep_what_is_read(&mut secret.metadata, &finalizers)
+                })
                 .boxed()
         };
         let events = match &namespaces {

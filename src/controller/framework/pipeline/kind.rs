@@ -420,11 +420,8 @@ pub(crate) trait Reconcilable:
     }
 }
 
-/// The Secrets whose metadata the runtime watches for every kind.
-pub(crate) type SecretMeta = PartialObjectMeta<Secret>;
-
 /// The Secrets that changed, as a subscriber receives them.
-pub(crate) type SecretChanges = BoxStream<'static, Arc<SecretMeta>>;
+pub(crate) type SecretChanges = BoxStream<'static, Arc<PartialObjectMeta<Secret>>>;
 
 /// What runs each kind's controllers (the runtime).
 pub(crate) trait Runner: Sync {
@@ -442,7 +439,7 @@ pub(crate) trait Runner: Sync {
     fn secret_changes(&self) -> SecretChanges;
 
     /// The Secrets the Secret watch holds.
-    fn secrets(&self) -> Store<SecretMeta>;
+    fn secrets(&self) -> Store<PartialObjectMeta<Secret>>;
 
     /// Resolves when the process stops.
     fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static;

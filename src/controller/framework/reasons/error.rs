@@ -7,7 +7,7 @@ use crate::controller::framework::reasons::{AnyReason, KindReason, Reason};
 
 /// A failed reconcile of a kind whose reasons are `R`.
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError<R> {
+pub(crate) enum ReconcileError<R> {
     #[error(transparent)]
     Platform(ApiError),
     #[error("Kubernetes API: {0}")]
@@ -86,7 +86,7 @@ impl<R> ReconcileError<R> {
     }
 
     /// When the platform asked to be left alone, for how long.
-    pub fn retry_after(&self) -> Option<std::time::Duration> {
+    pub(crate) fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             ReconcileError::Platform(error) => error.retry_after(),
             _ => None,

@@ -1,6 +1,6 @@
 //! What the reconciles of every kind share ([`shared::Shared`]): the platform
 //! credentials of each object, the error backoff, the Event budget, the leader gate,
-//! the metrics and the platform reads shared between objects.
+//! the metrics.
 
 pub(crate) mod backoff;
 pub(crate) mod credentials;
@@ -9,4 +9,3 @@ pub(crate) mod leader;
 pub(crate) mod metrics;
 mod process_metrics;
 pub(crate) mod shared;
-pub(crate) mod shared_reads;

@@ -7,15 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::Store;
 
 use super::claims::ClaimRecords;
 use super::resource::AccessListConfig;
 use super::secret_protection::{ProtectionChange, change_protection};
-use crate::controller::framework::extend::{Reconciler, Runner, SecretChanges, SecretMeta};
+use crate::controller::framework::extend::{Reconciler, Runner};
 use crate::controller::framework::prelude::Failure;
 use crate::fairness::FairQueue;
 
@@ -77,8 +79,8 @@ pub(super) fn run<'a, R: Runner>(reconciler: Arc<Reconciler<AccessListConfig>>, 
 /// taken, so the shared watch never waits for this subscriber.
 async fn protect_secrets(
     access_lists: Arc<Reconciler<AccessListConfig>>,
-    secret_changes: SecretChanges,
-    secrets: Store<SecretMeta>,
+    secret_changes: impl Stream<Item = Arc<PartialObjectMeta<Secret>>> + Send + 'static,
+    secrets: Store<PartialObjectMeta<Secret>>,
     watched: Option<String>,
     stopping: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -92,7 +94,7 @@ async fn protect_secrets(
     // Every due Secret starts at once and waits for its namespace's turn: a tenant
     // whose Secrets keep changing delays another's by one reconcile per seat.
     let seats = Arc::new(FairQueue::new(PROTECTION_CONCURRENCY));
-    let in_turn = move |secret: Arc<SecretMeta>, reconciler| {
+    let in_turn = move |secret: Arc<PartialObjectMeta<Secret>>, reconciler| {
         let seats = seats.clone();
         async move {
             let _seat = seats.enter(&secret.namespace().unwrap_or_default()).await;
@@ -111,7 +113,7 @@ async fn protect_secrets(
 /// Keeps the in-use finalizer on `secret` exactly while some live object needs it.
 /// Nothing is removed before every AccessListConfig has been listed once.
 async fn protect(
-    secret: Arc<SecretMeta>,
+    secret: Arc<PartialObjectMeta<Secret>>,
     reconciler: Arc<Reconciler<AccessListConfig>>,
 ) -> Result<Action, Failure<AccessListConfig>> {
     let shared = &reconciler.shared;
@@ -139,7 +141,7 @@ async fn protect(
 
 /// A failed Secret reconcile is tried again after a short while.
 fn protection_failed(
-    secret: Arc<SecretMeta>,
+    secret: Arc<PartialObjectMeta<Secret>>,
     error: &Failure<AccessListConfig>,
     _kind: Arc<Reconciler<AccessListConfig>>,
 ) -> Action {

@@ -47,7 +47,8 @@ pub use self::settings::{AccessListSettings, CarryOverRecord, SECRET_IN_USE_FINA
 
 pub use self::plan::{Plan, converged_status, diff, plan, resolve};
 use self::plan::{
-    converged, drift_event, is_converged, predates_status, since_zone_resync, until_next_resync, until_zone_resync,
+    converged, drift_event, is_converged, predates_status, since_zone_resync, unresolved, until_next_resync,
+    until_zone_resync,
 };
 pub use self::restore::FINALIZER;
 use self::restore::{AfterRestore, after_restore, left_logging, restore, wants_finalizer};
@@ -88,7 +89,8 @@ impl AccessListConfig {
             .zone_lists
             .read(client, self.spec.shield_zone_id, freshness)
             .await?;
-        let (list, managed) = resolve(&self.spec, &lists)?;
+        let (list, managed) =
+            resolve(&self.spec, &lists).map_err(|error| unresolved(self.spec.shield_zone_id, error))?;
         Ok(Observed {
             list: list.clone(),
             managed,

@@ -10,36 +10,40 @@ use crate::api::models::shield::{
     AccessListAction, AccessListConfigurationPatch, AccessListItem, AccessListsResponse, ListLookupError, ListSelector,
     access_list_type_name,
 };
-use crate::controller::framework::prelude::{NewCondition, Notice, Outcome};
-use crate::controller::framework::reasons::error::ReconcileError;
+use crate::controller::framework::prelude::{Failure, NewCondition, Notice, Outcome};
 use crate::controller::kinds::access_list::resource::{
-    AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy, RestorePoint,
+    AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, AccessListObservation, ManagementPolicy,
+    RestorePoint,
 };
 
 /// Finds the spec's access list among the zone's lists; `true` when platform-managed.
 pub fn resolve<'a>(
     spec: &AccessListConfigSpec,
     lists: &'a AccessListsResponse,
-) -> Result<(&'a AccessListItem, bool), ReconcileError<AccessListReason>> {
+) -> Result<(&'a AccessListItem, bool), ListLookupError> {
     let selector = match spec.configuration_id {
         Some(id) => ListSelector::Configuration(id),
         None => ListSelector::Name(spec.list_name.clone().unwrap_or_default()),
     };
-    let zone = spec.shield_zone_id;
+    lists.find(&selector)
+}
+
+/// The failure of an object whose spec names no single list of Shield Zone `zone`.
+pub(super) fn unresolved(zone: i64, error: ListLookupError) -> Failure<AccessListConfig> {
     let not_found = |what: String| {
-        ReconcileError::own(
+        Failure::<AccessListConfig>::own(
             AccessListReason::AccessListNotFound,
             format!("Shield Zone {zone} has no access list {what}"),
         )
     };
-    lists.find(&selector).map_err(|error| match error {
+    match error {
         ListLookupError::NoConfiguration(id) => not_found(format!("with configurationId {id}")),
         ListLookupError::NoName(name) => not_found(format!("named {name:?}")),
-        ListLookupError::AmbiguousName { name, count } => ReconcileError::own(
+        ListLookupError::AmbiguousName { name, count } => Failure::<AccessListConfig>::own(
             AccessListReason::AmbiguousListName,
             format!("Shield Zone {zone} has {count} access lists named {name:?}; use spec.configurationId"),
         ),
-    })
+    }
 }
 
 /// The members of the platform's configuration that differ from the spec.
@@ -507,12 +511,12 @@ mod tests {
         assert_eq!(resolve(&by_name, &lists).expect("by name").0.configuration_id, 9101);
         by_name.list_name = Some("dup".into());
         assert_eq!(
-            resolve(&by_name, &lists).expect_err("ambiguous").reason(),
+            unresolved(1, resolve(&by_name, &lists).expect_err("ambiguous")).reason(),
             AccessListReason::AmbiguousListName.into()
         );
         by_name.list_name = Some("nope".into());
         assert_eq!(
-            resolve(&by_name, &lists).expect_err("missing").reason(),
+            unresolved(1, resolve(&by_name, &lists).expect_err("missing")).reason(),
             AccessListReason::AccessListNotFound.into()
         );
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::plan::{diff, plan, resolve};
+use super::plan::{diff, plan, resolve, unresolved};
 use super::resource::{
     AccessListConfig, AccessListConfigSpec, AccessListConfigStatus, ManagementPolicy, Promotion, Rollout,
 };
@@ -42,6 +42,7 @@ pub(crate) fn verdict(spec: &AccessListConfigSpec, lists: &AccessListsResponse) 
     let (item, _) = match resolve(spec, lists) {
         Ok(found) => found,
         Err(error) => {
+            let error = unresolved(spec.shield_zone_id, error);
             return Verdict::Error {
                 detail: format!("{}: {error}", error.reason()),
             };

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::api::models::shield::{AccessListConfiguration, AccessListConfigurationPatch, AccessListsResponse};
+use crate::api::shared_reads::SharedReads;
 use crate::api::{ApiError, EdgeClient};
-use crate::controller::framework::extend::SharedReads;
 use crate::controller::framework::prelude::Failure;
 use crate::controller::kinds::access_list::resource::AccessListConfig;
 

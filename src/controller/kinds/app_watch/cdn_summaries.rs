@@ -16,7 +16,7 @@ use super::cdn_tail::{CdnTail, TailSummary, advance, window_span};
 use crate::api::ApiError;
 use crate::api::LogQuery;
 use crate::api::models::logging::LogsResponse;
-use crate::controller::framework::extend::SharedReads;
+use crate::api::shared_reads::SharedReads;
 
 /// How long one CDN summary serves the watches of the same Pull Zone and window: less
 /// than the shortest poll interval (10 s), so each poll sees fresh logs.

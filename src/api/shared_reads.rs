@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::api::ApiError;
+use crate::api::error::ApiError;
 
 enum Kept<V> {
     Value { read_at: Instant, value: V },
