@@ -36,7 +36,9 @@ fn statements(text: &str) -> Vec<String> {
         .filter(|line| !line.trim_start().starts_with("//"))
         .map(|line| format!("{line}\n"))
         .collect();
-    code.split(';').map(|statement| statement.trim_start().to_string()).collect()
+    code.split(';')
+        .map(|statement| statement.trim_start().to_string())
+        .collect()
 }
 
 /// Every name of every kind, lowercase: `AccessListConfig`, `accesslistconfigs`, and

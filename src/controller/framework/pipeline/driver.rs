@@ -19,7 +19,7 @@ use kube::runtime::events::{Event as KubeEvent, EventType};
 
 use crate::api::{ApiError, bounded_text};
 use crate::controller::framework::pipeline::kind::{
-    Context, Failure, Notice, Now, Outcome, RECONCILE_TIMEOUT, Reconcilable, Reconciler, Requeue, is_ready, shortened,
+    Context, Failure, Notice, Now, Outcome, RECONCILE_TIMEOUT, Reconcilable, Reconciler, Requeue, shortened,
 };
 use crate::controller::framework::pipeline::status::conditions::{
     MAX_CONDITION_MESSAGE_BYTES, NewCondition, find, merge,
@@ -74,7 +74,7 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
         let paused =
             |type_| NewCondition::<K::Reason>::new(type_, false, Reason::Paused, "edgeplatform.io/paused is true");
         let mut decided = vec![paused(ConditionType::Synced)];
-        if !is_ready(&cx.previous, generation) {
+        if !shows_ready::<K>(&cx.previous, generation) {
             decided.push(paused(ConditionType::Ready));
         }
         let status = with_merged(&cx.previous, &decided, generation, &cx.now);
@@ -116,6 +116,11 @@ async fn run<K: Reconcilable>(object: &K, reconciler: &Reconciler<K>, now: Now) 
     }
 }
 
+/// Whether `status` shows Ready=True for `generation`.
+fn shows_ready<K: Reconcilable>(status: &K::Status, generation: Option<i64>) -> bool {
+    NewCondition::<K::Reason>::ready_in(status.conditions()).is_some_and(|ready| ready.is_true_for(generation))
+}
+
 /// The status after a failed reconcile: Synced=False with the error's reason, and
 /// Ready=False too unless the error is transient and the current generation was
 /// already Ready (a failed re-read of an applied object).
@@ -123,7 +128,7 @@ fn failed<K: Reconcilable>(previous: &K::Status, generation: Option<i64>, error:
     let message = failure_message(error, now);
     let reason = error.reason();
     let mut decided = vec![NewCondition::synced(false, reason, message.clone())];
-    if reason.is_terminal(K::is_terminal) || !is_ready(previous, generation) {
+    if reason.is_terminal(K::is_terminal) || !shows_ready::<K>(previous, generation) {
         decided.push(NewCondition::ready(false, reason, message));
     }
     with_merged(previous, &decided, generation, now)

@@ -21,12 +21,12 @@ use tokio::sync::OnceCell;
 
 use crate::api::{EdgeClient, bounded_text};
 use crate::controller::framework::pipeline::plan::Verdict;
-use crate::controller::framework::pipeline::status::conditions::{NewCondition, find};
+use crate::controller::framework::pipeline::status::conditions::NewCondition;
 use crate::controller::framework::reasons::error::ReconcileError;
-use crate::controller::framework::reasons::{AnyReason, ConditionType, KindReason};
+use crate::controller::framework::reasons::{AnyReason, KindReason};
 use crate::controller::framework::services::shared::Shared;
 use crate::resources::time::rfc3339;
-use crate::resources::{ConditionStatus, EdgeObject, SecretKeyRef, StatusConditions};
+use crate::resources::{EdgeObject, SecretKeyRef};
 
 /// The time of a reconcile and a random draw in [0, 1) for jitter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -324,8 +324,9 @@ pub(crate) trait Reconcilable:
     const POLLS: bool = false;
     /// The finalizer of objects that must clean up the platform when deleted.
     const FINALIZER: Option<&'static str> = None;
-    /// The condition types it writes beside [`ConditionType`]'s: a cached status keeps
-    /// only the conditions of these types and those.
+    /// The condition types it writes beside those of every kind
+    /// ([`ConditionType`](crate::controller::framework::reasons::ConditionType)): a
+    /// cached status keeps only the conditions of these types and those.
     const OWN_CONDITION_TYPES: &'static [&'static str] = &[];
 
     /// Its reasons beside those of every kind: one enum, whose variants name its
@@ -451,12 +452,6 @@ pub(crate) trait Runner: Sync {
         reconciler: Arc<Reconciler<K>>,
         secret_changes: SecretChanges,
     ) -> impl Future<Output = ()> + Send + '_;
-}
-
-/// Whether `status` is Ready for `generation`.
-pub(crate) fn is_ready(status: &impl StatusConditions, generation: Option<i64>) -> bool {
-    find(status.conditions(), ConditionType::Ready)
-        .is_some_and(|r| r.status == ConditionStatus::True && r.observed_generation == generation)
 }
 
 /// The longest Event note the apiserver accepts.
