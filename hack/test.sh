@@ -77,6 +77,8 @@ cargo fmt --check
 step "cargo clippy --all-targets -- -D warnings (and the node and upgrade suites)"
 cargo clippy --all-targets --locked -- -D warnings
 cargo clippy --test node --test upgrade --locked -- -D warnings
+step "cargo doc: the documentation built, every link resolved"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked
 
 await deny-tool
 step "cargo deny: the crates' licences, bans and sources (deny.toml)"

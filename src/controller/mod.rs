@@ -2,7 +2,7 @@
 //! the runtime around them.
 //!
 //! Dependencies point one way: `runtime` wires the `kinds` to the watches; each kind
-//! implements the `framework`'s [`framework::pipeline::kind::Reconcilable`] trait with its
+//! implements the `framework`'s `framework::pipeline::kind::Reconcilable` trait with its
 //! own condition types, reasons, errors and settings; the framework knows no kind
 //! (`tests/offline/layout.rs` fails when it names one).
 

@@ -315,8 +315,8 @@ impl SimDocument {
     }
 
     /// Fills in what the platform always sends and the fixtures left out, where a
-    /// default is honest (see [`always_sent`]), and puts apps in the wire form
-    /// ([`wire_form`]).
+    /// default is honest (see `always_sent`), and puts apps in the wire form
+    /// (`wire_form`).
     pub fn complete(mut self) -> Self {
         let last_updated = self.clock.map_or_else(
             || DEFAULT_LAST_UPDATED.to_string(),

@@ -149,7 +149,7 @@ impl Sim {
         document
     }
 
-    /// Records an exchange; past [`MAX_JOURNAL`] entries or [`MAX_JOURNAL_BYTES`] the
+    /// Records an exchange; past `MAX_JOURNAL` entries or `MAX_JOURNAL_BYTES` the
     /// oldest are dropped.
     pub fn record(&self, entry: JournalEntry) {
         lock(&self.journal).push(entry);
@@ -163,7 +163,7 @@ impl Sim {
         lock(&self.journal).clear();
     }
 
-    /// Programs a fault; refused when [`MAX_FAULTS`] are pending.
+    /// Programs a fault; refused when `MAX_FAULTS` are pending.
     pub fn add_fault(&self, fault: Fault) -> Result<(), Fault> {
         let mut faults = lock(&self.faults);
         if faults.len() >= MAX_FAULTS {

@@ -1,8 +1,8 @@
 //! `edge-sim`: an offline emulator of the Edge Platform API.
 //!
-//! Dependencies point one way: [`http`] (router, middleware, one module per API area)
-//! → [`emulator`] (the shared state) → [`world`] (the live world) → [`document`] (the
-//! fixtures); [`events`] (the search engine) and [`logs`] (log queries) are pure.
+//! Dependencies point one way: `http` (router, middleware, one module per API area)
+//! → `emulator` (the shared state) → `world` (the live world) → [`document`] (the
+//! fixtures); [`events`] (the search engine) and `logs` (log queries) are pure.
 
 // Handlers short-circuit with ready-made HTTP answers (`Result<_, Response>`), the
 // idiomatic axum shape; the size of `Response` is irrelevant on this path.

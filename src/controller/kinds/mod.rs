@@ -1,6 +1,6 @@
 //! The registry of kinds: one folder per custom resource kind, each holding its
 //! resource, its vocabulary, its flags and its whole pipeline, and the one list of
-//! them ([`register`]) that the CRDs, the runtime, `edge-operator check`, `edgectl
+//! them (`register`) that the CRDs, the runtime, `edge-operator check`, `edgectl
 //! plan` and the tests read.
 
 pub mod access_list;

@@ -188,7 +188,7 @@ const LIST_PAGE_BYTES: u32 = 6 << 20;
 
 /// Objects per answer of an initial list (and of every relist) of a kind, of the Secret
 /// metadata watch and of the carry-over, when the apiserver cannot stream it: as many
-/// of the largest objects as fit in [`LIST_PAGE_BYTES`].
+/// of the largest objects as fit in `LIST_PAGE_BYTES`.
 pub const LIST_PAGE_SIZE: u32 = LIST_PAGE_BYTES / LARGEST_OBJECT_BYTES;
 
 /// A label selector no object carries: the probe of streamed lists reads no object

@@ -39,7 +39,7 @@ pub struct OperationParity {
     /// Grouped searches compared by type only: the recording did not read every event
     /// they summarised.
     pub by_type: usize,
-    /// Distinct differences, at most [`MAX_LISTED`].
+    /// Distinct differences, at most `MAX_LISTED`.
     pub differences: BTreeSet<String>,
 }
 

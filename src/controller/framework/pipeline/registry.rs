@@ -1,6 +1,6 @@
 //! The registry of kinds: each kind joins with one `registry.register::<K>()` line (in
 //! `controller::kinds`), and everything that needs every kind visits them through a
-//! [`Registry`] of its own: the CRDs and examples ([`Kind`]), the flags of
+//! `Registry` of its own: the CRDs and examples ([`Kind`]), the flags of
 //! `edge-operator run` ([`KindSettings`]), the runtime's controllers, `edgectl plan`.
 
 use std::any::Any;

@@ -1,6 +1,6 @@
 //! The words of a status: condition types and reasons, as plain enums whose variant
 //! names are what is written. The framework has those every kind shares
-//! ([`ConditionType`], [`Reason`]); each kind has its own enums beside them. The
+//! (`ConditionType`, [`Reason`]); each kind has its own enums beside them. The
 //! failures of a reconcile (`error`) are written with them.
 
 pub(crate) mod error;
@@ -41,9 +41,8 @@ pub enum Reason {
 /// (`strum::IntoStaticStr`), read back (`strum::EnumString`) and listed
 /// (`strum::VariantNames`: `Kind::reasons`, which the docs are checked against). The
 /// shared words, [`ApiFailure`] and [`Reason`], derive no `VariantNames`: that tells a
-/// kind's reasons from them. Which of them wait for a person, the
-/// kind says
-/// ([`Reconcilable::is_terminal`](crate::controller::framework::pipeline::kind::Reconcilable::is_terminal)).
+/// kind's reasons from them. Which of them wait for a person, the kind says
+/// (`Reconcilable::is_terminal`).
 pub trait KindReason:
     Copy + PartialEq + std::fmt::Debug + Into<&'static str> + std::str::FromStr + strum::VariantNames
 {

@@ -191,7 +191,7 @@ pub(crate) fn converged(
 
 /// The status the operator writes at `now` after a successful reconcile without a
 /// rollout that wrote by `plan` and then observed the platform (and whether the list
-/// is managed): [`converged`]'s, its conditions merged as the driver merges them.
+/// is managed): `converged`'s, its conditions merged as the driver merges them.
 pub fn converged_status(
     spec: &AccessListConfigSpec,
     previous: &AccessListConfigStatus,
