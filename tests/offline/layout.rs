@@ -1,8 +1,8 @@
 //! The architecture holds: the reconcile framework knows no kind (outside its tests,
 //! no file under `src/controller/framework/` names a custom resource kind, its plural
 //! or its folder under `src/controller/kinds/`), a kind reaches the framework through
-//! its prelude of six names, and the types of the hooks it overrides, and no two sibling modules import
-//! each other.
+//! its prelude of six names and the types of the hooks it overrides, and no two sibling
+//! modules import each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -384,6 +384,12 @@ impl<'ast> syn::visit::Visit<'ast> for LongFunctions<'_> {
     }
 }
 
+/// `file` parsed as Rust.
+fn parsed(file: &Path) -> syn::File {
+    let text = std::fs::read_to_string(file).expect("a readable file");
+    syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
 #[test]
 fn no_function_outside_tests_is_longer_than_eighty_lines() {
     let mut files = Vec::new();
@@ -393,8 +399,7 @@ fn no_function_outside_tests_is_longer_than_eighty_lines() {
         .iter()
         .filter(|file| !file.components().any(|part| part.as_os_str() == "tests"))
     {
-        let text = std::fs::read_to_string(file).expect("a readable file");
-        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let parsed = parsed(file);
         let name = file.strip_prefix(repo_root()).unwrap_or(file).display().to_string();
         let mut visitor = LongFunctions {
             file: &name,
@@ -462,26 +467,22 @@ const HOOK_TYPES: [(&str, &[&str]); 3] = [
     ("refused_example", &["RefusedExample"]),
 ];
 
-/// The methods of the `impl Reconcilable for ..` blocks of `files`: the hooks a kind
+/// The methods of the `impl Reconcilable for ..` blocks of `file`: the hooks a kind
 /// overrides, its reconcile among them.
-fn reconcilable_methods(files: &[PathBuf]) -> BTreeSet<String> {
+fn reconcilable_methods(file: &syn::File) -> BTreeSet<String> {
     let mut methods = BTreeSet::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).expect("a Rust file");
-        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        for item in parsed.items {
-            let syn::Item::Impl(block) = item else { continue };
-            let is_reconcilable = block
-                .trait_
-                .as_ref()
-                .and_then(|(_, path, _)| path.segments.last())
-                .is_some_and(|segment| segment.ident == "Reconcilable");
-            if is_reconcilable {
-                methods.extend(block.items.iter().filter_map(|member| match member {
-                    syn::ImplItem::Fn(function) => Some(function.sig.ident.to_string()),
-                    _ => None,
-                }));
-            }
+    for item in &file.items {
+        let syn::Item::Impl(block) = item else { continue };
+        let is_reconcilable = block
+            .trait_
+            .as_ref()
+            .and_then(|(_, path, _)| path.segments.last())
+            .is_some_and(|segment| segment.ident == "Reconcilable");
+        if is_reconcilable {
+            methods.extend(block.items.iter().filter_map(|member| match member {
+                syn::ImplItem::Fn(function) => Some(function.sig.ident.to_string()),
+                _ => None,
+            }));
         }
     }
     methods
@@ -529,7 +530,11 @@ fn kind_imports(folder: &Path) -> KindImports {
             .collect()
     };
     let extend = through("extend");
-    let unneeded = unneeded_hook_types(&extend, &reconcilable_methods(&files));
+    let overridden = files
+        .iter()
+        .flat_map(|file| reconcilable_methods(&parsed(file)))
+        .collect();
+    let unneeded = unneeded_hook_types(&extend, &overridden);
     KindImports {
         kind: folder.file_name().expect("a folder").to_string_lossy().into_owned(),
         prelude: through("prelude").len(),
@@ -611,15 +616,12 @@ fn a_kind_imports_the_six_names_of_the_prelude_and_the_types_of_the_hooks_it_ove
 
 #[test]
 fn a_hook_type_a_kind_does_not_override_is_found() {
-    let file = std::env::temp_dir().join(format!("edge-operator-layout-{}.rs", std::process::id()));
-    std::fs::write(
-        &file,
+    let probe = syn::parse_file(
         "impl Reconcilable for Probe {\n    fn reconcile() {}\n    fn plan() -> Vec<Verdict> { Vec::new() }\n}\n\
          impl Probe {\n    fn refused_example() {}\n}\n",
     )
     .expect("a probe kind");
-    let overridden = reconcilable_methods(std::slice::from_ref(&file));
-    std::fs::remove_file(&file).expect("the probe removed");
+    let overridden = reconcilable_methods(&probe);
     assert_eq!(overridden.iter().collect::<Vec<_>>(), ["plan", "reconcile"]);
     let imported = ["MemberChange", "RefusedExample", "Verdict"].map(String::from).into();
     assert_eq!(unneeded_hook_types(&imported, &overridden), ["RefusedExample"]);
